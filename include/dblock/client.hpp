@@ -1,0 +1,51 @@
+// Client: the entry point, one per backend per process; thread-safe.
+#pragma once
+
+#include <cstddef>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "dblock/lock.hpp"
+#include "dblock/options.hpp"
+
+namespace dblock {
+
+namespace detail {
+class ClientCore;
+}
+
+class Client {
+ public:
+  // url: sqlite:PATH | sqlite:///abs/path (later: postgresql://, mysql://, redis://, ...).
+  // Throws UsageError on a bad URL or options, UnavailableError when the backend cannot be
+  // reached, SchemaError when the lock table is missing (run `dblock migrate`).
+  static std::shared_ptr<Client> open(std::string_view url, ClientOptions options = {});
+
+  // A handle on one named lock. Validates the name (1..255 bytes of UTF-8, no NUL) and the
+  // strategy now, so bad input fails here and nothing is written.
+  Lock lock(std::string name, LockOptions options = {});
+
+  // Applies missing migrations (idempotent); returns the scripts applied now.
+  std::vector<std::string> migrate();
+  std::size_t sweep(std::size_t batch = 1000); // delete expired leases in batches; the count
+  std::vector<LeaseInfo> list();               // locks held now (not expired), by name
+  bool force_release(const std::string& name); // the operator's escape hatch; true if it was held
+
+  std::string_view backend() const noexcept;   // "sqlite", ...
+  std::vector<Strategy> strategies() const;    // offered here; the first is the default
+  std::string url() const;                     // with any password replaced by ****
+  // This client's owner identity prefix: host:pid:instance (a thread suffix is added per hold).
+  const std::string& identity() const noexcept;
+
+  ~Client();
+  Client(const Client&) = delete;
+  Client& operator=(const Client&) = delete;
+
+ private:
+  explicit Client(std::shared_ptr<detail::ClientCore> core) noexcept;
+  std::shared_ptr<detail::ClientCore> core_;
+};
+
+}  // namespace dblock

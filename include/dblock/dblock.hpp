@@ -1,0 +1,9 @@
+// dblock: distributed locks kept in the SQL database a service already owns.
+#pragma once
+
+#include "dblock/client.hpp"
+#include "dblock/errors.hpp"
+#include "dblock/lease.hpp"
+#include "dblock/lock.hpp"
+#include "dblock/options.hpp"
+#include "dblock/sweeper.hpp"

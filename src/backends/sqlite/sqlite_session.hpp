@@ -1,0 +1,39 @@
+// The SQLite Session over SQLiteCpp: one connection, WAL journal, a busy timeout equal to
+// the statement timeout, prepared statements cached per connection.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include "sql/session.hpp"
+
+namespace SQLite {
+class Database;
+class Statement;
+}  // namespace SQLite
+
+namespace dblock::detail::sql {
+
+class SqliteSession final : public Session {
+ public:
+  SqliteSession(const std::string& path, std::chrono::milliseconds busy_timeout);
+  ~SqliteSession() override;
+  Result run(const std::string& sql, const std::vector<Value>& params) override;
+  void run_script(const std::string& sql) override;
+  void begin() override;
+  void commit() override;
+  void rollback() noexcept override;
+  bool usable() const noexcept override { return usable_; }
+
+ private:
+  SQLite::Statement& prepared(const std::string& sql);
+  [[noreturn]] void fail(const std::exception& e);
+  std::string path_;
+  std::unique_ptr<SQLite::Database> db_;
+  std::unordered_map<std::string, std::unique_ptr<SQLite::Statement>> cache_;
+  bool usable_ = true;
+};
+
+}  // namespace dblock::detail::sql

@@ -1,0 +1,51 @@
+// Shared pieces of the dblock command: exit codes and the options every command takes.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dblock/dblock.hpp"
+
+namespace dblock::cli {
+
+// sysexits(3) codes, as flock(1)-style tools use them.
+enum Exit : int {
+  ok = 0,
+  usage = 64,        // bad usage or bad input
+  unavailable = 69,  // backend unreachable or credentials refused
+  software = 70,     // internal error
+  busy = 75,         // the lock was not acquired (busy, or the wait timed out)
+  lost = 76,         // the lock was lost while the command ran; the command was stopped
+  config = 78,       // lock table missing (run `dblock migrate`) or migrations changed
+};
+
+int exit_code(ErrorKind kind) noexcept;
+
+struct Common {
+  std::string url;
+  std::string table = "dblock_locks";
+  std::string timeout = "5s";  // connect and statement timeout
+  ClientOptions client_options(std::optional<bool> auto_migrate = std::nullopt) const;
+};
+
+struct RunArgs {
+  Common common;
+  std::string name;
+  std::string strategy;
+  std::string ttl = "30s";
+  std::string wait;  // empty: wait forever
+  bool no_wait = false;
+  std::string grace = "10s";
+  std::vector<std::string> command;
+};
+
+int run_command(const RunArgs& args);
+int migrate_command(const Common& c);
+int sweep_command(const Common& c, const std::string& every, std::size_t batch);
+int list_command(const Common& c, bool json);
+int release_command(const Common& c, const std::string& name, bool force);
+
+}  // namespace dblock::cli

@@ -1,0 +1,102 @@
+// dblock migrate | sweep | list | release.
+#include <signal.h>
+
+#include <ctime>
+#include <iostream>
+#include <nlohmann/json.hpp>
+
+#include <fmt/format.h>
+
+#include "cli/cli.hpp"
+#include "core/duration.hpp"
+
+namespace dblock::cli {
+namespace {
+
+std::string iso8601(std::chrono::system_clock::time_point t) {
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+  std::time_t secs = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  return fmt::format("{}.{:03}Z", buf, ms % 1000);
+}
+
+}  // namespace
+
+int migrate_command(const Common& c) {
+  auto client = Client::open(c.url, c.client_options(false));
+  auto applied = client->migrate();
+  if (applied.empty()) std::cout << "dblock: table " << c.table << " is up to date\n";
+  for (const auto& script : applied) std::cout << "dblock: applied " << script << " to table " << c.table << "\n";
+  return ok;
+}
+
+int sweep_command(const Common& c, const std::string& every, std::size_t batch) {
+  std::optional<std::chrono::milliseconds> period;
+  if (!every.empty()) {
+    period = detail::parse_duration(every);
+    if (period->count() == 0) throw UsageError("bad --every: must be positive");
+  }
+  auto client = Client::open(c.url, c.client_options());
+  if (!period) {
+    std::cout << "dblock: swept " << client->sweep(batch) << " expired leases\n";
+    return ok;
+  }
+  // A long-running job: SIGINT/SIGTERM end it between passes.
+  sigset_t stop;
+  sigemptyset(&stop);
+  for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stop, s);
+  pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  for (;;) {
+    try {
+      if (auto n = client->sweep(batch)) std::cout << "dblock: swept " << n << " expired leases" << std::endl;
+    } catch (const Error& e) {  // a failed pass is reported; the job goes on
+      std::cerr << "dblock: sweep failed: " << e.what() << std::endl;
+    }
+    auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(*period).count();
+    timespec ts{static_cast<time_t>(ns / 1'000'000'000), static_cast<long>(ns % 1'000'000'000)};
+    if (sigtimedwait(&stop, nullptr, &ts) > 0) return ok;
+  }
+}
+
+int list_command(const Common& c, bool json) {
+  auto client = Client::open(c.url, c.client_options());
+  auto leases = client->list();
+  if (json) {
+    auto out = nlohmann::json::array();
+    for (const auto& l : leases)
+      out.push_back({{"name", l.name},
+                     {"owner", l.owner},
+                     {"fence", l.fence},
+                     {"holds", l.holds},
+                     {"acquired_at", iso8601(l.acquired_at)},
+                     {"expires_at", iso8601(l.expires_at)}});
+    std::cout << out.dump(2) << "\n";
+    return ok;
+  }
+  if (leases.empty()) {
+    std::cout << "no locks held\n";
+    return ok;
+  }
+  std::size_t w = 4, wo = 5;
+  for (const auto& l : leases) w = std::max(w, l.name.size()), wo = std::max(wo, l.owner.size());
+  std::cout << fmt::format("{:<{}}  {:<{}}  {:>8}  {:>5}  {:<24}  {:<24}\n", "NAME", w, "OWNER", wo, "FENCE", "HOLDS",
+                           "ACQUIRED", "EXPIRES");
+  for (const auto& l : leases)
+    std::cout << fmt::format("{:<{}}  {:<{}}  {:>8}  {:>5}  {:<24}  {:<24}\n", l.name, w, l.owner, wo, l.fence,
+                             l.holds, iso8601(l.acquired_at), iso8601(l.expires_at));
+  return ok;
+}
+
+int release_command(const Common& c, const std::string& name, bool force) {
+  if (!force)
+    throw UsageError("release: refusing without --force (it frees the lock under a holder that may still run)");
+  auto client = Client::open(c.url, c.client_options());
+  if (client->force_release(name)) std::cout << "dblock: released lock '" << name << "'\n";
+  else std::cout << "dblock: lock '" << name << "' was not held\n";
+  return ok;
+}
+
+}  // namespace dblock::cli

@@ -1,0 +1,55 @@
+#include "dblock/client.hpp"
+
+#include "core/client_core.hpp"
+#include "core/validate.hpp"
+#include "dblock/errors.hpp"
+
+namespace dblock {
+
+std::shared_ptr<Client> Client::open(std::string_view url_text, ClientOptions options) {
+  auto url = detail::parse_url(url_text);
+  detail::parse_table_name(options.table);
+  if (options.pool_size == 0) throw UsageError("bad client options: pool_size must be at least 1");
+  if (options.connect_timeout.count() <= 0 || options.statement_timeout.count() <= 0)
+    throw UsageError("bad client options: timeouts must be positive");
+  auto backend = detail::open_backend(url, options);
+  auto core = std::make_shared<detail::ClientCore>(std::move(url), std::move(options), std::move(backend));
+  return std::shared_ptr<Client>(new Client(std::move(core)));
+}
+
+Client::Client(std::shared_ptr<detail::ClientCore> core) noexcept : core_(std::move(core)) {}
+Client::~Client() = default;
+
+Lock Client::lock(std::string name, LockOptions options) {
+  detail::validate_name(name);
+  if (options.ttl.count() <= 0) throw UsageError("bad lock options: ttl must be positive");
+  if (options.renew_every && (options.renew_every->count() <= 0 || *options.renew_every >= options.ttl))
+    throw UsageError("bad lock options: renew_every must be positive and shorter than the ttl");
+  auto strategy = options.strategy.value_or(core_->backend->strategies().front());
+  auto& driver = core_->driver(strategy);
+  auto state = std::make_shared<detail::LockState>();
+  state->core = core_;
+  state->spec = detail::LockSpec{std::move(name), std::move(options), strategy, &driver};
+  return Lock(std::move(state));
+}
+
+std::vector<std::string> Client::migrate() { return core_->backend->migrate(); }
+
+std::size_t Client::sweep(std::size_t batch) {
+  if (batch == 0) throw UsageError("bad sweep batch: must be at least 1");
+  return core_->backend->sweep(batch);
+}
+
+std::vector<LeaseInfo> Client::list() { return core_->backend->list(); }
+
+bool Client::force_release(const std::string& name) {
+  detail::validate_name(name);
+  return core_->backend->force_release(name);
+}
+
+std::string_view Client::backend() const noexcept { return core_->backend->name(); }
+std::vector<Strategy> Client::strategies() const { return core_->backend->strategies(); }
+std::string Client::url() const { return core_->url.redacted(); }
+const std::string& Client::identity() const noexcept { return core_->identity; }
+
+}  // namespace dblock

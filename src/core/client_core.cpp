@@ -1,0 +1,111 @@
+#include "core/client_core.hpp"
+
+#include <algorithm>
+
+#include "core/backoff.hpp"
+#include "core/owner.hpp"
+#include "dblock/errors.hpp"
+
+namespace dblock::detail {
+
+ClientCore::ClientCore(Url u, ClientOptions o, std::unique_ptr<Backend> b)
+    : url(std::move(u)), options(std::move(o)), identity(make_client_identity()), backend(std::move(b)) {}
+
+LockDriver& ClientCore::driver(Strategy strategy) {
+  std::lock_guard lk(drivers_mutex_);
+  auto& slot = drivers_[strategy];
+  if (!slot) slot = backend->make_driver(strategy);
+  return *slot;
+}
+
+std::optional<Lease> ClientCore::acquire(const std::shared_ptr<ClientCore>& self, const LockSpec& spec,
+                                         std::optional<Clock::time_point> deadline) {
+  auto gate = gates_.enter(spec.name, deadline);
+  if (!gate) return std::nullopt;  // another thread of this process had it until the deadline
+  try {
+    const std::string owner = identity + thread_suffix();
+    Backoff backoff;
+    std::unique_ptr<ReleaseWatch> watch;  // armed at the first busy answer, then kept
+    for (;;) {
+      auto sent = Clock::now();
+      // Session strategies may wait inside the server; without a deadline they do so in
+      // slices, so that the loop stays in charge.
+      auto wait = deadline ? std::max(milliseconds{0}, std::chrono::ceil<milliseconds>(*deadline - sent))
+                           : milliseconds{10'000};
+      Attempt a = spec.driver->try_acquire({spec.name, owner, spec.options.ttl, wait});
+      if (a.acquired) return Lease(adopt(self, spec, owner, gate, a, sent));
+      auto now = Clock::now();
+      if (deadline && now >= *deadline) break;
+      if (!watch && (watch = spec.driver->watch(spec.name))) {
+        backoff = Backoff(milliseconds{1}, milliseconds{500});  // notified: polling is only the safety net
+        continue;  // try once more now that a release cannot slip by unseen
+      }
+      auto until = now + backoff.next(a.remaining);
+      if (deadline) until = std::min(until, *deadline);
+      if (watch) watch->wait_until(until);
+      else std::this_thread::sleep_until(until);
+    }
+  } catch (...) {
+    gates_.leave(spec.name, gate);
+    throw;
+  }
+  gates_.leave(spec.name, gate);
+  return std::nullopt;
+}
+
+std::shared_ptr<Grant> ClientCore::adopt(const std::shared_ptr<ClientCore>& self, const LockSpec& spec,
+                                         const std::string& owner, const std::shared_ptr<Gate>& gate,
+                                         const Attempt& a, Clock::time_point sent) {
+  std::unique_lock lk(grants_mutex_);
+  auto key = std::make_tuple(spec.name, owner, a.fence);
+  if (auto it = grants_.find(key); it != grants_.end())
+    if (auto g = it->second.lock(); g && !g->lost()) {  // a re-entrant hold of a live grant
+      ++g->holds;
+      g->set_deadline(sent + a.remaining);
+      return g;
+    }
+  auto g = std::make_shared<Grant>();
+  g->core = self;
+  g->driver = spec.driver;
+  g->gate = gate;
+  g->name = spec.name;
+  g->owner = owner;
+  g->fence = a.fence;
+  g->ttl = spec.options.ttl;
+  g->renew_every = spec.options.renew_every.value_or(spec.options.ttl / 3);
+  g->auto_renew = spec.options.auto_renew;
+  g->on_lost = spec.options.on_lost;
+  g->holds = 1;
+  g->set_deadline(sent + a.remaining);
+  grants_[key] = g;
+  lk.unlock();
+  watchdog_.watch(g);
+  return g;
+}
+
+void ClientCore::release(const std::shared_ptr<Grant>& g) {
+  bool last;
+  {
+    std::lock_guard lk(grants_mutex_);
+    last = --g->holds == 0;
+    if (last) {
+      auto it = grants_.find(std::make_tuple(g->name, g->owner, g->fence));
+      if (it != grants_.end() && it->second.lock() == g) grants_.erase(it);
+    }
+  }
+  // Stop renewing before the row goes, so the renewal thread cannot mistake our own
+  // release for a loss.
+  if (last) watchdog_.unwatch(g.get());
+  struct LeaveGate {
+    ClientCore* core;
+    const std::shared_ptr<Grant>& g;
+    ~LeaveGate() { core->gates_.leave(g->name, g->gate); }
+  } leave{this, g};
+  if (!g->driver->release(g->name, g->owner, g->fence)) {
+    g->mark_lost();
+    throw LockLostError("lock '" + g->name + "' (fence " + std::to_string(g->fence) +
+                        ") was lost before release: it expired or another owner took it");
+  }
+}
+
+}  // namespace dblock::detail

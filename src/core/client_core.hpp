@@ -1,0 +1,70 @@
+// ClientCore: the shared state behind Client, Lock and Lease, and the one implementation of
+// waiting, re-entry bookkeeping and release over any backend's LockDriver.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <unordered_map>
+#include <vector>
+
+#include "core/driver.hpp"
+#include "core/gate.hpp"
+#include "core/grant.hpp"
+#include "core/url.hpp"
+#include "core/watchdog.hpp"
+#include "dblock/lease.hpp"
+
+namespace dblock::detail {
+
+// What Client::lock validated once: the name and the resolved strategy and driver.
+struct LockSpec {
+  std::string name;
+  LockOptions options;
+  Strategy strategy;
+  LockDriver* driver;
+};
+
+class ClientCore {
+ public:
+  ClientCore(Url url, ClientOptions options, std::unique_ptr<Backend> backend);
+
+  // Throws UsageError when the backend does not offer the strategy.
+  LockDriver& driver(Strategy strategy);
+
+  // Waits until `deadline` (forever when unset); nullopt when it passed.
+  std::optional<Lease> acquire(const std::shared_ptr<ClientCore>& self, const LockSpec& spec,
+                               std::optional<Clock::time_point> deadline);
+  // One hold of the grant back; throws LockLostError when the backend shows it was not ours.
+  void release(const std::shared_ptr<Grant>& grant);
+
+  const Url url;
+  const ClientOptions options;
+  const std::string identity;
+  const std::unique_ptr<Backend> backend;
+
+ private:
+  std::shared_ptr<Grant> adopt(const std::shared_ptr<ClientCore>& self, const LockSpec& spec,
+                               const std::string& owner, const std::shared_ptr<Gate>& gate,
+                               const Attempt& attempt, Clock::time_point sent);
+
+  std::mutex drivers_mutex_;
+  std::map<Strategy, std::unique_ptr<LockDriver>> drivers_;
+  std::mutex grants_mutex_;
+  std::map<std::tuple<std::string, std::string, std::uint64_t>, std::weak_ptr<Grant>> grants_;
+  GateTable gates_;
+  Watchdog watchdog_;  // last: destroyed first, before the drivers it calls
+};
+
+// The state behind a Lock handle (shared by its copies).
+struct LockState {
+  std::shared_ptr<ClientCore> core;
+  LockSpec spec;
+  std::mutex mutex;
+  std::unordered_map<std::thread::id, std::vector<Lease>> held;  // Lockable holds per thread
+};
+
+}  // namespace dblock::detail

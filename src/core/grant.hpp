@@ -1,0 +1,48 @@
+// Grant: one successful acquire as the backend granted it (one fence). Re-entrant acquires
+// by the same owner that return the same fence share one Grant; each Lease is one hold.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "core/driver.hpp"
+#include "core/gate.hpp"
+
+namespace dblock::detail {
+
+class ClientCore;
+
+struct Grant {
+  std::shared_ptr<ClientCore> core;  // keeps the client (and driver) alive while held
+  LockDriver* driver = nullptr;      // owned by core
+  std::shared_ptr<Gate> gate;
+  std::string name, owner;
+  std::uint64_t fence = 0;
+  milliseconds ttl{0}, renew_every{0};
+  bool auto_renew = true;
+  LostCallback on_lost;
+
+  int holds = 0;  // guarded by ClientCore's grant mutex
+
+  // Local, conservative deadline on the monotonic clock: send time of the last successful
+  // acquire/renewal plus the time the server said was left.
+  void set_deadline(Clock::time_point t) noexcept { deadline_.store(t.time_since_epoch().count()); }
+  Clock::time_point deadline() const noexcept { return Clock::time_point(Clock::duration(deadline_.load())); }
+
+  bool lost() const noexcept { return lost_.load() || Clock::now() >= deadline(); }
+  // Marks the grant lost and fires on_lost, exactly once however many threads notice.
+  void mark_lost() noexcept {
+    if (lost_.exchange(true)) return;
+    if (on_lost) try {
+        on_lost(name, fence);
+      } catch (...) {  // a throwing callback must not take the renewal thread down
+      }
+  }
+
+ private:
+  std::atomic<Clock::rep> deadline_{0};
+  std::atomic<bool> lost_{false};
+};
+
+}  // namespace dblock::detail

@@ -1,0 +1,51 @@
+#include "dblock/lease.hpp"
+
+#include <algorithm>
+#include <utility>
+
+#include "core/client_core.hpp"
+
+namespace dblock {
+
+Lease::Lease(std::shared_ptr<detail::Grant> grant) noexcept : grant_(std::move(grant)), held_(true) {}
+
+Lease::Lease(Lease&& other) noexcept : grant_(std::move(other.grant_)), held_(std::exchange(other.held_, false)) {}
+
+Lease& Lease::operator=(Lease&& other) noexcept {
+  if (this != &other) {
+    try {
+      release();
+    } catch (...) {
+    }
+    grant_ = std::move(other.grant_);
+    held_ = std::exchange(other.held_, false);
+  }
+  return *this;
+}
+
+Lease::~Lease() {
+  try {
+    release();
+  } catch (...) {  // destructors never throw; the lease expires by its TTL
+  }
+}
+
+const std::string& Lease::name() const { return grant_->name; }
+const std::string& Lease::owner() const { return grant_->owner; }
+std::uint64_t Lease::fence() const { return grant_->fence; }
+bool Lease::lost() const noexcept { return grant_ && grant_->lost(); }
+bool Lease::held() const noexcept { return held_; }
+
+std::chrono::milliseconds Lease::remaining() const noexcept {
+  if (!grant_ || !held_ || grant_->lost()) return std::chrono::milliseconds{0};
+  return std::max(std::chrono::milliseconds{0},
+                  std::chrono::duration_cast<std::chrono::milliseconds>(grant_->deadline() - detail::Clock::now()));
+}
+
+void Lease::release() {
+  if (!held_) return;
+  held_ = false;
+  grant_->core->release(grant_);
+}
+
+}  // namespace dblock

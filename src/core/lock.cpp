@@ -1,0 +1,62 @@
+#include "dblock/lock.hpp"
+
+#include "core/client_core.hpp"
+#include "dblock/errors.hpp"
+
+namespace dblock {
+
+Lock::Lock(std::shared_ptr<detail::LockState> state) noexcept : state_(std::move(state)) {}
+
+const std::string& Lock::name() const { return state_->spec.name; }
+
+std::optional<Lease> Lock::try_acquire(std::chrono::milliseconds wait) {
+  auto deadline = detail::Clock::now() + std::max(wait, std::chrono::milliseconds{0});
+  return state_->core->acquire(state_->core, state_->spec, deadline);
+}
+
+Lease Lock::acquire() { return std::move(*state_->core->acquire(state_->core, state_->spec, std::nullopt)); }
+
+void Lock::lock() {
+  Lease lease = acquire();
+  std::lock_guard lk(state_->mutex);
+  state_->held[std::this_thread::get_id()].push_back(std::move(lease));
+}
+
+bool Lock::try_lock() { return try_lock_wait(std::chrono::milliseconds{0}); }
+
+bool Lock::try_lock_wait(std::chrono::milliseconds wait) {
+  auto lease = try_acquire(wait);
+  if (!lease) return false;
+  std::lock_guard lk(state_->mutex);
+  state_->held[std::this_thread::get_id()].push_back(std::move(*lease));
+  return true;
+}
+
+void Lock::unlock() {
+  std::optional<Lease> lease;
+  {
+    std::lock_guard lk(state_->mutex);
+    auto it = state_->held.find(std::this_thread::get_id());
+    if (it == state_->held.end() || it->second.empty())
+      throw NotOwnerError("unlock of lock '" + state_->spec.name + "' by a thread that does not hold it");
+    lease.emplace(std::move(it->second.back()));
+    it->second.pop_back();
+    if (it->second.empty()) state_->held.erase(it);
+  }
+  try {
+    lease->release();
+  } catch (...) {
+    // unlock() runs in destructors (std::lock_guard): it must not throw. A lost lease was
+    // reported through on_lost; a backend error leaves the lease to its TTL.
+  }
+}
+
+std::uint64_t Lock::fence() const {
+  std::lock_guard lk(state_->mutex);
+  auto it = state_->held.find(std::this_thread::get_id());
+  if (it == state_->held.end() || it->second.empty())
+    throw NotOwnerError("lock '" + state_->spec.name + "' is not held by this thread");
+  return it->second.back().fence();
+}
+
+}  // namespace dblock

@@ -1,0 +1,118 @@
+#include "core/watchdog.hpp"
+
+#include <algorithm>
+
+#include "dblock/errors.hpp"
+
+namespace dblock::detail {
+
+Watchdog::Watchdog() : state_(std::make_shared<State>()) {}
+
+Watchdog::~Watchdog() {
+  {
+    std::lock_guard lk(state_->mutex);
+    state_->stop = true;
+  }
+  state_->wake.notify_all();
+  if (!thread_.joinable()) return;
+  if (thread_.get_id() == std::this_thread::get_id())
+    thread_.detach();  // destroyed from a callback on the thread itself: it stops on its own
+  else
+    thread_.join();
+}
+
+void Watchdog::watch(const std::shared_ptr<Grant>& grant) {
+  std::call_once(started_, [this] { thread_ = std::thread(run, state_); });
+  bool sooner;
+  {
+    std::lock_guard lk(state_->mutex);
+    auto due = std::min(Clock::now() + grant->renew_every, grant->deadline());
+    state_->entries.push_back({grant, grant.get(), Clock::now() + grant->renew_every});
+    sooner = due < state_->sleeping_until;
+  }
+  // Waking the thread costs a context switch per acquire; only do it when it would sleep
+  // past this grant's first renewal.
+  if (sooner) state_->wake.notify_all();
+}
+
+void Watchdog::unwatch(const Grant* grant) {
+  std::lock_guard lk(state_->mutex);
+  auto& v = state_->entries;
+  v.erase(std::remove_if(v.begin(), v.end(), [&](const Entry& e) { return e.key == grant; }), v.end());
+}
+
+void Watchdog::run(std::shared_ptr<State> st) {
+  std::unique_lock lk(st->mutex);
+  while (!st->stop) {
+    auto now = Clock::now();
+    auto wake_at = Clock::time_point::max();
+    // Every Grant reference this pass takes is dropped with the mutex released: dropping the
+    // last one may destroy the client, whose destructor takes the mutex.
+    std::vector<std::shared_ptr<Grant>> seen, to_renew, to_lose;
+    for (auto it = st->entries.begin(); it != st->entries.end();) {
+      auto g = it->grant.lock();
+      if (g) seen.push_back(g);
+      if (!g) {  // every Lease of it is gone
+        it = st->entries.erase(it);
+        continue;
+      }
+      if (now >= g->deadline()) {
+        to_lose.push_back(g);
+        it = st->entries.erase(it);
+        continue;
+      }
+      if (g->auto_renew && now >= it->next_renew) to_renew.push_back(g);
+      wake_at = std::min(wake_at, g->deadline());
+      if (g->auto_renew) wake_at = std::min(wake_at, it->next_renew);
+      ++it;
+    }
+    if (to_renew.empty() && to_lose.empty()) {
+      if (!seen.empty()) {
+        lk.unlock();
+        seen.clear();
+        lk.lock();
+        if (st->stop) break;
+      }
+      st->sleeping_until = wake_at;
+      if (wake_at == Clock::time_point::max()) st->wake.wait(lk);
+      else st->wake.wait_until(lk, wake_at);
+      st->sleeping_until = Clock::time_point::min();
+      continue;
+    }
+    lk.unlock();
+    seen.clear();
+    for (auto& g : to_lose) g->mark_lost();
+    for (auto& g : to_renew) {
+      auto sent = Clock::now();
+      std::optional<Renewal> r;
+      try {
+        r = g->driver->renew(g->name, g->owner, g->fence, g->ttl);
+      } catch (const std::exception&) {
+        // Transient (or not): keep the old deadline and try again soon; the deadline
+        // check above turns a failure that lasts into a loss.
+      }
+      lk.lock();
+      if (st->stop) return;
+      auto it = std::find_if(st->entries.begin(), st->entries.end(),
+                             [&](const Entry& e) { return e.key == g.get(); });
+      bool watched = it != st->entries.end();
+      if (watched && r && r->held) {
+        g->set_deadline(sent + r->remaining);
+        it->next_renew = sent + g->renew_every;
+      } else if (watched && r) {  // the backend says it is not ours: lost
+        st->entries.erase(it);
+        lk.unlock();
+        g->mark_lost();
+        lk.lock();
+      } else if (watched) {
+        it->next_renew = Clock::now() + std::max(milliseconds{20}, g->renew_every / 4);
+      }
+      lk.unlock();
+    }
+    to_renew.clear();  // drop references outside the lock (see above)
+    to_lose.clear();
+    lk.lock();
+  }
+}
+
+}  // namespace dblock::detail

@@ -1,0 +1,49 @@
+// Watchdog: one thread per Client that renews held leases (every renew_every) and reports
+// loss. A transient renewal error is retried until the local deadline; only a clear "not
+// ours" answer or the deadline passing makes a lease lost, and a lost lease is never renewed.
+#pragma once
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "core/grant.hpp"
+
+namespace dblock::detail {
+
+class Watchdog {
+ public:
+  Watchdog();
+  ~Watchdog();
+  Watchdog(const Watchdog&) = delete;
+  Watchdog& operator=(const Watchdog&) = delete;
+
+  void watch(const std::shared_ptr<Grant>& grant);
+  // After this returns, no renewal result or loss for the grant is acted on any more.
+  void unwatch(const Grant* grant);
+
+ private:
+  struct Entry {
+    std::weak_ptr<Grant> grant;
+    const Grant* key;
+    Clock::time_point next_renew;
+  };
+  // Shared with the thread, so that a client destroyed from the thread itself (by a
+  // callback dropping the last reference) leaves the thread valid state to stop on.
+  struct State {
+    std::mutex mutex;
+    std::condition_variable wake;
+    std::vector<Entry> entries;
+    Clock::time_point sleeping_until = Clock::time_point::min();  // when the thread wakes next
+    bool stop = false;
+  };
+  static void run(std::shared_ptr<State> state);
+
+  std::shared_ptr<State> state_;
+  std::thread thread_;
+  std::once_flag started_;
+};
+
+}  // namespace dblock::detail

@@ -1,0 +1,33 @@
+#include "sql/dialect.hpp"
+
+namespace dblock::detail::sql {
+
+std::string render(std::string_view text, const TableName& table, std::string_view now_ms) {
+  std::string out;
+  out.reserve(text.size() + 64);
+  for (std::size_t i = 0; i < text.size();) {
+    auto replace = [&](std::string_view key, std::string_view value) {
+      if (text.substr(i, key.size()) != key) return false;
+      out += value;
+      i += key.size();
+      return true;
+    };
+    if (replace("${table}", table.qualified()) || replace("${table_name}", table.table) ||
+        replace("${now_ms}", now_ms))
+      continue;
+    out += text[i++];
+  }
+  return out;
+}
+
+Dialect Dialect::rendered(const TableName& t) const {
+  Dialect d = *this;
+  for (auto* s : {&d.holder, &d.renew, &d.release_hold, &d.insert_acquire, &d.insert_release,
+                  &d.optimistic_read, &d.optimistic_create, &d.optimistic_take, &d.optimistic_reenter,
+                  &d.optimistic_release, &d.list, &d.sweep, &d.force_release, &d.history_create,
+                  &d.history_select, &d.history_insert})
+    *s = render(*s, t, now_ms);
+  return d;
+}
+
+}  // namespace dblock::detail::sql

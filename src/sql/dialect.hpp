@@ -1,0 +1,70 @@
+// Dialect: the one place SQL databases differ. Each dialect is a table of statement texts;
+// the strategies (insert_driver.cpp, optimistic_driver.cpp), the migrator and SqlBackend
+// run them without knowing which database they talk to.
+//
+// Placeholders, replaced once per Client by render():
+//   ${table}       the lock table, schema-qualified if it was given so
+//   ${table_name}  the lock table without its schema
+//   ${now_ms}      an expression for the database clock in milliseconds since the epoch
+// Parameters are positional, in the dialect's own marker syntax (?1 in SQLite, $1 in
+// PostgreSQL), in the order given beside each statement.
+//
+// Lock table columns (migrations/<dialect>/V1__...): name, owner, fence, holds,
+// acquired_at, valid_until (both ms on the database clock) and version. A row is held while
+// valid_until > now; a free optimistic row has owner '' and valid_until 0. Fences come from
+// a per-table counter (${table}_fence) that only grows, so they survive release, sweep and
+// row deletion.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/validate.hpp"
+#include "dblock/options.hpp"
+
+namespace dblock::detail::sql {
+
+struct Dialect {
+  std::string name;                  // "sqlite": the migrations/<name>/ folder too
+  std::vector<Strategy> strategies;  // the SQL strategies offered; the first is the default
+  std::string now_ms;                // the expression ${now_ms} stands for
+
+  // Shared by the lease strategies.
+  std::string holder;        // (name) -> owner, remaining_ms of the unexpired holder, if any
+  std::string renew;         // (name, owner, fence, ttl_ms) -> remaining_ms; no row: not ours
+  std::string release_hold;  // (name, owner, fence): holds - 1 when holds > 1; affected 1 or 0
+  // Releases try the last-hold statement first (the common case, one statement) and
+  // release_hold only when it matched nothing.
+
+  // insert: a row per held lock; an upsert wins it, takes over an expired row, or re-enters.
+  std::string insert_acquire;  // (name, owner, ttl_ms) -> fence, remaining_ms; no row: busy
+  std::string insert_release;  // (name, owner, fence): delete our row if holds = 1; affected 1 or 0
+
+  // optimistic: a persistent row per name, taken by compare-and-set on version.
+  std::string optimistic_read;     // (name) -> owner, version, remaining_ms
+  std::string optimistic_create;   // (name): insert a free row unless one exists
+  std::string optimistic_take;     // (name, owner, ttl_ms, version) -> fence, remaining_ms
+  std::string optimistic_reenter;  // (name, owner, ttl_ms, version) -> fence, remaining_ms
+  std::string optimistic_release;  // (name, owner, fence): free our row if holds = 1; affected 1 or 0
+
+  // Operations on the table.
+  std::string list;           // () -> name, owner, fence, holds, acquired_at_ms, valid_until_ms
+  std::string sweep;          // (batch): delete up to batch expired or free rows
+  std::string force_release;  // (name): delete the row if held; affected 1 or 0
+
+  // Migration history, Flyway's columns, one history table per lock table.
+  std::string history_create;  // ()
+  std::string history_select;  // () -> version, script, checksum, success; by installed_rank
+  std::string history_insert;  // (rank, version, description, script, checksum, installed_by, ms)
+
+  // A copy with the placeholders filled in for one table.
+  Dialect rendered(const TableName& table) const;
+};
+
+// Fills ${table}, ${table_name} and ${now_ms} in a statement or migration script.
+std::string render(std::string_view text, const TableName& table, std::string_view now_ms);
+
+const Dialect& sqlite_dialect();
+
+}  // namespace dblock::detail::sql

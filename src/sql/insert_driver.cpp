@@ -1,0 +1,18 @@
+// The insert strategy: a row per held lock, won by one upsert (see the dialect's
+// insert_acquire), released by deleting our own row.
+#include "sql/lease_drivers.hpp"
+
+namespace dblock::detail::sql {
+
+Attempt InsertDriver::try_acquire(const AcquireRequest& r) {
+  auto s = pool_.get();
+  auto won = s->run(d_.insert_acquire, {r.name, r.owner, std::int64_t{r.ttl.count()}});
+  if (!won.rows.empty()) return granted(won.rows.front());
+  return busy(*s, r.name);
+}
+
+bool InsertDriver::release(const std::string& name, const std::string& owner, std::uint64_t fence) {
+  return release_with(d_.insert_release, name, owner, fence);
+}
+
+}  // namespace dblock::detail::sql

@@ -1,0 +1,69 @@
+// The lease strategies on SQL (insert, optimistic): what they share lives in LeaseDriver,
+// what differs is acquire and release.
+#pragma once
+
+#include "core/driver.hpp"
+#include "sql/dialect.hpp"
+#include "sql/notifier.hpp"
+#include "sql/session_pool.hpp"
+
+namespace dblock::detail::sql {
+
+class LeaseDriver : public LockDriver {
+ public:
+  LeaseDriver(SessionPool& pool, const Dialect& d, std::shared_ptr<Notifier> notifier)
+      : pool_(pool), d_(d), notifier_(std::move(notifier)) {}
+
+  std::unique_ptr<ReleaseWatch> watch(const std::string& name) override {
+    return notifier_ ? notifier_->watch(name) : nullptr;
+  }
+
+  Renewal renew(const std::string& name, const std::string& owner, std::uint64_t fence,
+                milliseconds ttl) override {
+    auto s = pool_.get();
+    auto r = s->run(d_.renew, {name, owner, static_cast<std::int64_t>(fence), std::int64_t{ttl.count()}});
+    if (r.rows.empty()) return Renewal{false, milliseconds{0}};
+    return Renewal{true, milliseconds{as_int(r.rows.front()[0])}};
+  }
+
+ protected:
+  static Attempt granted(const Row& row) {
+    return Attempt{true, static_cast<std::uint64_t>(as_int(row[0])), milliseconds{as_int(row[1])}};
+  }
+  // Not won: how long the current holder has left, so the waiter sleeps no longer.
+  Attempt busy(Session& s, const std::string& name) {
+    auto h = s.run(d_.holder, {name});
+    return Attempt{false, 0, h.rows.empty() ? milliseconds{0} : milliseconds{as_int(h.rows.front()[1])}};
+  }
+  // The release: the last hold frees the lock (and wakes waiters), an earlier one counts down.
+  bool release_with(const std::string& last_hold_sql, const std::string& name, const std::string& owner,
+                    std::uint64_t fence) {
+    auto s = pool_.get();
+    std::vector<Value> params{name, owner, static_cast<std::int64_t>(fence)};
+    if (s->run(last_hold_sql, params).affected == 1) {
+      if (notifier_) notifier_->released(name);
+      return true;
+    }
+    return s->run(d_.release_hold, params).affected == 1;
+  }
+
+  SessionPool& pool_;
+  const Dialect& d_;
+  std::shared_ptr<Notifier> notifier_;
+};
+
+class InsertDriver final : public LeaseDriver {
+ public:
+  using LeaseDriver::LeaseDriver;
+  Attempt try_acquire(const AcquireRequest& r) override;
+  bool release(const std::string& name, const std::string& owner, std::uint64_t fence) override;
+};
+
+class OptimisticDriver final : public LeaseDriver {
+ public:
+  using LeaseDriver::LeaseDriver;
+  Attempt try_acquire(const AcquireRequest& r) override;
+  bool release(const std::string& name, const std::string& owner, std::uint64_t fence) override;
+};
+
+}  // namespace dblock::detail::sql

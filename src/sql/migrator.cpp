@@ -1,0 +1,87 @@
+#include "sql/migrator.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <regex>
+
+namespace dblock::detail::sql {
+namespace {
+
+// "1.2" -> {1, 2}, for numeric ordering as Flyway does.
+std::vector<long long> version_key(const std::string& v) {
+  std::vector<long long> key;
+  std::size_t i = 0;
+  while (i < v.size()) {
+    auto j = v.find('.', i);
+    key.push_back(std::stoll(v.substr(i, j - i)));
+    if (j == std::string::npos) break;
+    i = j + 1;
+  }
+  return key;
+}
+
+}  // namespace
+
+std::vector<Migration> migrations_for(const std::string& dialect, const std::vector<MigrationFile>& files) {
+  std::vector<Migration> out;
+  for (const auto& f : files) {
+    if (f.dialect != dialect) continue;
+    static const std::regex name(R"(V(\d{1,9}([._]\d{1,9})*)__(.+)\.sql)");
+    std::smatch parts;
+    if (!std::regex_match(f.script, parts, name))
+      throw InternalError("migration '" + f.script + "' is not named V<version>__<description>.sql");
+    auto sep = f.script.find("__");
+    auto ext = f.script.size() - 4;
+    Migration m;
+    m.version = parts[1].str();
+    std::replace(m.version.begin(), m.version.end(), '_', '.');
+    m.description = f.script.substr(sep + 2, ext - sep - 2);
+    std::replace(m.description.begin(), m.description.end(), '_', ' ');
+    m.script = f.script;
+    m.text = f.text;
+    m.checksum = flyway_checksum(f.text);
+    out.push_back(std::move(m));
+  }
+  std::sort(out.begin(), out.end(),
+            [](const Migration& a, const Migration& b) { return version_key(a.version) < version_key(b.version); });
+  return out;
+}
+
+std::vector<std::string> migrate(Session& s, const Dialect& d, const Dialect& raw, const TableName& table,
+                                 const std::vector<Migration>& migrations, const std::string& installed_by) {
+  Transaction tx(s);  // serialises concurrent migrators; DDL rolls back with it where it can
+  s.run(d.history_create);
+  std::map<std::string, std::int64_t> applied;
+  std::int64_t rank = 0;
+  for (const auto& row : s.run(d.history_select).rows) {
+    auto version = as_text(row[0]);
+    auto script = as_text(row[1]);
+    if (as_int(row[3]) == 0)
+      throw SchemaError("migration " + script + " failed earlier on table " + table.qualified() +
+                        ": repair it by hand and delete its row from " + table.qualified() + "_schema_history");
+    applied[version] = as_int(row[2]);
+    ++rank;
+  }
+  for (const auto& m : migrations) {
+    auto it = applied.find(m.version);
+    if (it != applied.end() && static_cast<std::int32_t>(it->second) != m.checksum)
+      throw SchemaError("migration " + m.script + " changed after it was applied to " + table.qualified() +
+                        " (checksum " + std::to_string(it->second) + " recorded, " + std::to_string(m.checksum) +
+                        " now): refusing to migrate");
+  }
+  std::vector<std::string> done;
+  for (const auto& m : migrations) {
+    if (applied.count(m.version)) continue;
+    auto start = std::chrono::steady_clock::now();
+    s.run_script(render(m.text, table, raw.now_ms));
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+    s.run(d.history_insert, {++rank, m.version, m.description, m.script, std::int64_t{m.checksum}, installed_by,
+                             std::int64_t{ms.count()}});
+    done.push_back(m.script);
+  }
+  tx.commit();
+  return done;
+}
+
+}  // namespace dblock::detail::sql

@@ -1,0 +1,35 @@
+// The optimistic strategy: a persistent row per name with a version column. Acquire reads
+// the row and compare-and-sets it on the version it read; whoever updates one row wins.
+#include "sql/lease_drivers.hpp"
+
+namespace dblock::detail::sql {
+
+Attempt OptimisticDriver::try_acquire(const AcquireRequest& r) {
+  auto s = pool_.get();
+  // A lost compare-and-set means the row changed under us: read again. Each round either
+  // finds a live holder (busy) or races a writer that just changed the row; a few rounds
+  // settle it, and the caller's backoff covers the rest.
+  for (int round = 0; round < 4; ++round) {
+    auto read = s->run(d_.optimistic_read, {r.name});
+    if (read.rows.empty()) {
+      s->run(d_.optimistic_create, {r.name});
+      continue;
+    }
+    const auto& row = read.rows.front();
+    auto owner = as_text(row[0]);
+    auto version = as_int(row[1]);
+    auto remaining = milliseconds{as_int(row[2])};
+    bool live = remaining.count() > 0;
+    if (live && owner != r.owner) return Attempt{false, 0, remaining};
+    const auto& cas = live ? d_.optimistic_reenter : d_.optimistic_take;
+    auto won = s->run(cas, {r.name, r.owner, std::int64_t{r.ttl.count()}, version});
+    if (!won.rows.empty()) return granted(won.rows.front());
+  }
+  return busy(*s, r.name);
+}
+
+bool OptimisticDriver::release(const std::string& name, const std::string& owner, std::uint64_t fence) {
+  return release_with(d_.optimistic_release, name, owner, fence);
+}
+
+}  // namespace dblock::detail::sql

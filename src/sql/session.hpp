@@ -1,0 +1,68 @@
+// Session: the thin interface the SQL strategies are written against. A backend adapter
+// (SQLiteCpp, libpqxx, mysqlcppconn) implements it and maps its driver's errors to
+// dblock's error types in one place.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include "dblock/errors.hpp"
+
+namespace dblock::detail::sql {
+
+using Value = std::variant<std::nullptr_t, std::int64_t, std::string>;
+using Row = std::vector<Value>;
+
+struct Result {
+  std::vector<Row> rows;
+  std::int64_t affected = 0;  // rows changed by an INSERT/UPDATE/DELETE
+};
+
+class Session {
+ public:
+  virtual ~Session() = default;
+  // One statement with positional parameters in the dialect's marker syntax.
+  virtual Result run(const std::string& sql, const std::vector<Value>& params = {}) = 0;
+  // Several statements without parameters (migration scripts).
+  virtual void run_script(const std::string& sql) = 0;
+  // A write transaction that serialises with other writers (SQLite: BEGIN IMMEDIATE).
+  virtual void begin() = 0;
+  virtual void commit() = 0;
+  virtual void rollback() noexcept = 0;
+  // False after a connection-level failure: the pool discards the session.
+  virtual bool usable() const noexcept = 0;
+};
+
+inline std::int64_t as_int(const Value& v) {
+  if (auto p = std::get_if<std::int64_t>(&v)) return *p;
+  if (std::holds_alternative<std::nullptr_t>(v)) return 0;
+  throw InternalError("unexpected text where the lock table holds a number");
+}
+inline std::string as_text(const Value& v) {
+  if (auto p = std::get_if<std::string>(&v)) return *p;
+  if (auto p = std::get_if<std::int64_t>(&v)) return std::to_string(*p);
+  return {};
+}
+
+// Rolls back unless committed; never throws from its destructor (SQLiteCpp's style).
+class Transaction {
+ public:
+  explicit Transaction(Session& s) : s_(s) { s_.begin(); }
+  ~Transaction() {
+    if (!done_) s_.rollback();
+  }
+  void commit() {
+    s_.commit();
+    done_ = true;
+  }
+  Transaction(const Transaction&) = delete;
+  Transaction& operator=(const Transaction&) = delete;
+
+ private:
+  Session& s_;
+  bool done_ = false;
+};
+
+}  // namespace dblock::detail::sql

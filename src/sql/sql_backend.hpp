@@ -1,0 +1,39 @@
+// SqlBackend: a Backend for any SQL database, given its Dialect and a way to open Sessions.
+// SQLite uses it as is; server databases add their session strategies on top.
+#pragma once
+
+#include <memory>
+
+#include "core/driver.hpp"
+#include "core/validate.hpp"
+#include "sql/dialect.hpp"
+#include "sql/notifier.hpp"
+#include "sql/session_pool.hpp"
+
+namespace dblock::detail::sql {
+
+class SqlBackend : public Backend {
+ public:
+  // notifier may be null: the backend cannot tell waiters of releases, and they poll.
+  SqlBackend(const Dialect& dialect, TableName table, SessionPool::Factory factory, const ClientOptions& options,
+             std::shared_ptr<Notifier> notifier = nullptr);
+
+  std::string_view name() const noexcept override { return raw_.name; }
+  std::vector<Strategy> strategies() const override { return raw_.strategies; }
+  std::unique_ptr<LockDriver> make_driver(Strategy strategy) override;
+  std::vector<std::string> migrate() override;
+  std::size_t sweep(std::size_t batch) override;
+  std::vector<LeaseInfo> list() override;
+  bool force_release(const std::string& name) override;
+
+  SessionPool& pool() noexcept { return pool_; }
+
+ protected:
+  const Dialect& raw_;
+  const TableName table_;
+  const Dialect d_;  // rendered for table_
+  SessionPool pool_;
+  std::shared_ptr<Notifier> notifier_;
+};
+
+}  // namespace dblock::detail::sql

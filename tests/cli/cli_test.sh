@@ -1,0 +1,145 @@
+#!/usr/bin/env bash
+# End-to-end checks of the dblock command, as a user runs it. Usage: cli_test.sh PATH/TO/dblock
+set -u
+DBLOCK=${1:?usage: cli_test.sh PATH/TO/dblock}
+WORK=$(mktemp -d /tmp/dblock-cli-XXXXXX)
+trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$WORK"' EXIT
+cd "$WORK"
+export DBLOCK_URL="sqlite:$WORK/locks.db"
+passed=0 failed=0
+
+ok()   { passed=$((passed + 1)); echo "ok   - $1"; }
+fail() { failed=$((failed + 1)); echo "FAIL - $1"; }
+# expect_exit CODE DESCRIPTION CMD...: runs CMD, checks its exit code and that stderr is one line.
+expect_exit() {
+  local want=$1 what=$2; shift 2
+  "$@" >"$WORK/out" 2>"$WORK/err"; local got=$?
+  local lines; lines=$(wc -l <"$WORK/err")
+  if [ "$got" = "$want" ] && { [ "$want" = 0 ] || [ "$lines" = 1 ]; }; then ok "$what (exit $got)"
+  else fail "$what: exit $got (want $want), stderr: $(head -c 300 "$WORK/err")"; fi
+}
+# expect_code CODE DESCRIPTION CMD...: the exit code only (for CMD's own failures).
+expect_code() {
+  local want=$1 what=$2; shift 2
+  "$@" >"$WORK/out" 2>"$WORK/err"; local got=$?
+  [ "$got" = "$want" ] && ok "$what (exit $got)" || fail "$what: exit $got (want $want)"
+}
+now_ms() { date +%s%3N; }
+wait_for_file() { for _ in $(seq 1 200); do [ -e "$1" ] && return 0; sleep 0.05; done; return 1; }
+# A process is alive unless gone or a zombie (PID 1 may not reap orphans in containers).
+alive() { [ -r "/proc/$1/stat" ] && [ "$(awk '{print $3}' "/proc/$1/stat")" != Z ]; }
+
+# --- the main job: four processes x 25 runs keep a counter exact, fences increase ----------
+for strategy in insert optimistic; do
+  echo 0 >counter; : >fences
+  for p in 1 2 3 4; do
+    (for i in $(seq 1 25); do
+       "$DBLOCK" run --name c --strategy "$strategy" -- sh -c \
+         'n=$(cat counter); sleep 0.01; echo $((n + 1)) >counter; echo "$DBLOCK_FENCE" >>fences' || exit 1
+     done) &
+  done
+  wait
+  [ "$(cat counter)" = 100 ] && ok "$strategy: counter is exactly 100" || fail "$strategy: counter is $(cat counter), not 100"
+  if [ "$(wc -l <fences)" = 100 ] && sort -n -c fences 2>/dev/null && [ "$(sort -n -u fences | wc -l)" = 100 ]; then
+    ok "$strategy: 100 fences, strictly increasing"
+  else fail "$strategy: fences not strictly increasing"; fi
+done
+
+# --- the command's environment and exit code ----------------------------------------------
+"$DBLOCK" run --name envcheck -- sh -c 'echo "$DBLOCK_NAME|$DBLOCK_FENCE|$DBLOCK_OWNER"' >env.out
+IFS='|' read -r n f o <env.out
+[ "$n" = envcheck ] && [ "$f" -gt 0 ] 2>/dev/null && [ -n "$o" ] && ok "CMD sees DBLOCK_NAME, DBLOCK_FENCE, DBLOCK_OWNER" || fail "environment: $(cat env.out)"
+expect_code 3 "CMD's own exit code is dblock's" "$DBLOCK" run --name code -- sh -c 'exit 3'
+expect_exit 127 "a command that does not exist exits 127" "$DBLOCK" run --name code -- /nonexistent/cmd
+
+# --- busy: --no-wait and --wait -------------------------------------------------------------
+"$DBLOCK" run --name busy -- sh -c 'touch held; sleep 30' &
+holder=$!
+wait_for_file held || fail "holder did not start"
+t0=$(now_ms); expect_exit 75 "--no-wait on a held lock" "$DBLOCK" run --name busy --no-wait -- true; t1=$(now_ms)
+[ $((t1 - t0)) -lt 2000 ] && ok "--no-wait returned at once ($((t1 - t0)) ms)" || fail "--no-wait took $((t1 - t0)) ms"
+t0=$(now_ms); expect_exit 75 "--wait 500ms on a held lock" "$DBLOCK" run --name busy --wait 500ms -- true; t1=$(now_ms)
+[ $((t1 - t0)) -ge 450 ] && [ $((t1 - t0)) -lt 3000 ] && ok "--wait 500ms gave up after $((t1 - t0)) ms" || fail "--wait 500ms took $((t1 - t0)) ms"
+"$DBLOCK" list | grep -q busy && ok "list shows the held lock" || fail "list does not show the held lock"
+"$DBLOCK" list --json | python3 -c 'import json,sys; l=json.load(sys.stdin); assert any(x["name"]=="busy" and x["fence"]>0 and x["expires_at"].endswith("Z") for x in l)' \
+  && ok "list --json" || fail "list --json"
+
+# --- SIGTERM to dblock reaches the command; the lock is released after it exits ------------
+kill -TERM "$holder"; wait "$holder"; code=$?
+[ "$code" = 143 ] && ok "SIGTERM forwarded: the command died of it (exit 143)" || fail "after SIGTERM dblock exited $code"
+expect_exit 0 "the lock is free once the command ended" "$DBLOCK" run --name busy --no-wait -- true
+
+# --- SIGKILL of dblock takes the command with it; the lease comes back by its TTL -----------
+rm -f held
+"$DBLOCK" run --name killed --ttl 2s -- sh -c 'echo $$ >held.tmp; mv held.tmp held; exec sleep 60' &
+holder=$!
+wait_for_file held || fail "holder did not start"
+child=$(cat held)
+alive "$child" && ok "the command runs under dblock" || fail "the command is not running"
+kill -KILL "$holder"; wait "$holder" 2>/dev/null
+sleep 0.3
+alive "$child" && fail "the command outlived a SIGKILLed dblock" || ok "the command died with dblock (SIGKILL)"
+t0=$(now_ms); expect_exit 0 "the lock comes back after its TTL" "$DBLOCK" run --name killed --wait 10s -- true; t1=$(now_ms)
+[ $((t1 - t0)) -lt 4000 ] && ok "available again after $((t1 - t0)) ms (TTL 2s)" || fail "took $((t1 - t0)) ms to come back"
+
+# --- a lost lease stops the command and dblock exits 76 ------------------------------------
+rm -f held
+"$DBLOCK" run --name stolen --ttl 1s --grace 2s -- sh -c 'sleep 30 & echo $! >grandchild; touch held; wait' &
+holder=$!
+wait_for_file held || fail "holder did not start"
+expect_exit 64 "release without --force is refused" "$DBLOCK" release --name stolen
+expect_exit 0 "release --force frees it" "$DBLOCK" release --name stolen --force
+"$DBLOCK" run --name stolen --no-wait -- sh -c 'sleep 1' &
+thief=$!
+wait "$holder"; code=$?
+[ "$code" = 76 ] && ok "holder of a lost lease stopped its command and exited 76" || fail "holder exited $code after losing its lease"
+alive "$(cat grandchild)" && fail "a process the command started outlived the lost lease" || ok "the command's own children were stopped too"
+wait "$thief"
+
+# --- migrate, sweep, missing schema ---------------------------------------------------------
+expect_exit 0 "migrate is idempotent" "$DBLOCK" migrate
+grep -q "up to date" "$WORK/out" && ok "migrate says up to date" || fail "migrate said: $(cat "$WORK/out")"
+expect_exit 0 "migrate a second table" "$DBLOCK" migrate --table other_locks
+grep -q "applied V1__create_dblock_locks.sql" "$WORK/out" && ok "migrate reports the script" || fail "migrate said: $(cat "$WORK/out")"
+"$DBLOCK" run --name sweepme --ttl 100ms -- true
+expect_exit 0 "sweep once" "$DBLOCK" sweep --batch 10
+grep -q "swept" "$WORK/out" && ok "sweep reports a count" || fail "sweep said: $(cat "$WORK/out")"
+"$DBLOCK" sweep --every 100ms & sweeper=$!
+sleep 0.5; kill -TERM "$sweeper"; wait "$sweeper"
+[ $? = 0 ] && ok "sweep --every stops cleanly on SIGTERM" || fail "sweep --every did not stop cleanly"
+expect_exit 78 "missing lock table names dblock migrate" "$DBLOCK" list --url "sqlite:$WORK/empty.db?auto_migrate=false"
+grep -q "dblock migrate" "$WORK/err" && ok "the error names dblock migrate" || fail "missing-table error: $(cat "$WORK/err")"
+if command -v sqlite3 >/dev/null; then
+  sqlite3 "$WORK/locks.db" "UPDATE dblock_locks_schema_history SET checksum = 12345"
+  expect_exit 78 "a changed migration is refused" "$DBLOCK" migrate
+  grep -q "changed" "$WORK/err" && ok "the error says the migration changed" || fail "changed-migration error: $(cat "$WORK/err")"
+else fail "sqlite3 is not installed (scripts/test installs it)"; fi
+
+# --- bad input: exit 64, one line, nothing written ------------------------------------------
+export DBLOCK_URL="sqlite:$WORK/bad.db"
+expect_exit 64 "empty name" "$DBLOCK" run --name '' -- true
+expect_exit 64 "name over 255 bytes" "$DBLOCK" run --name "$(printf 'x%.0s' $(seq 1 256))" -- true
+expect_exit 64 "invalid UTF-8 name" "$DBLOCK" run --name "$(printf 'bad\xff')" -- true
+expect_exit 64 "unknown URL scheme" "$DBLOCK" run --url 'oracle://db/x' --name n -- true
+expect_exit 64 "malformed URL" "$DBLOCK" run --url 'nonsense' --name n -- true
+expect_exit 64 "table that is not an identifier" "$DBLOCK" run --table 'x;DROP TABLE y' --name n -- true
+expect_exit 64 "negative duration" "$DBLOCK" run --ttl -5s --name n -- true
+expect_exit 64 "duration without unit" "$DBLOCK" run --ttl 10 --name n -- true
+expect_exit 64 "malformed duration" "$DBLOCK" run --wait abc --name n -- true
+expect_exit 64 "unknown strategy" "$DBLOCK" run --strategy mutex --name n -- true
+expect_exit 64 "strategy sqlite does not offer" "$DBLOCK" run --strategy for-update --name n -- true
+expect_exit 64 "missing -- command" "$DBLOCK" run --name n
+expect_exit 64 "-- with nothing after it" "$DBLOCK" run --name n --
+expect_exit 64 "--wait with --no-wait" "$DBLOCK" run --name n --wait 1s --no-wait -- true
+expect_exit 64 "unknown command" "$DBLOCK" frobnicate
+expect_exit 64 "no command" "$DBLOCK"
+expect_exit 64 "SQLite path in a missing directory" "$DBLOCK" run --url "sqlite:$WORK/no/such/dir/x.db" --name n -- true
+[ ! -e "$WORK/no" ] && ok "nothing created for the missing directory" || fail "the missing directory was created"
+expect_exit 64 "zero batch" "$DBLOCK" sweep --batch 0
+rows=$("$DBLOCK" list --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
+[ "$rows" = 0 ] && ok "bad input wrote no lock" || fail "bad input left $rows locks"
+expect_exit 0 "--help" "$DBLOCK" --help
+expect_exit 0 "--version" "$DBLOCK" --version
+
+echo "cli: $passed passed, $failed failed"
+[ "$failed" = 0 ]

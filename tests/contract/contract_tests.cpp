@@ -1,0 +1,396 @@
+// The contract every strategy must hold (DESIGN.md section 3), written once and run for
+// every backend x strategy in DBLOCK_CONTRACT_FIXTURES.
+#include <algorithm>
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "contract/fixtures.hpp"
+#include "support/process.hpp"
+
+using namespace std::chrono_literals;
+using dblock::Lease;
+using dblock::LockOptions;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+template <class F>
+LockOptions opts(std::chrono::milliseconds ttl = 30s, bool auto_renew = true) {
+  LockOptions o;
+  o.strategy = F::strategy;
+  o.ttl = ttl;
+  o.auto_renew = auto_renew;
+  return o;
+}
+
+// Polls cond every 10 ms for up to `limit`; for waiting on background effects in tests.
+template <class Cond>
+bool eventually(Cond cond, std::chrono::milliseconds limit = 10s) {
+  auto end = Clock::now() + limit;
+  while (Clock::now() < end) {
+    if (cond()) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return cond();
+}
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("a lease carries a fence and its release frees the lock", "[contract]",
+                        DBLOCK_CONTRACT_FIXTURES) {
+  TestType f;
+  auto ns = f.make();
+  auto a = ns.open(), b = ns.open();
+  auto first = a->lock("job", opts<TestType>()).try_acquire();
+  REQUIRE(first);
+  CHECK(first->held());
+  CHECK_FALSE(first->lost());
+  CHECK(first->fence() > 0);
+  CHECK_FALSE(b->lock("job", opts<TestType>()).try_acquire());
+  auto f1 = first->fence();
+  first->release();
+  CHECK_FALSE(first->held());
+  first->release();  // idempotent
+  auto second = b->lock("job", opts<TestType>()).try_acquire();
+  REQUIRE(second);
+  CHECK(second->fence() > f1);
+  auto held = a->list();
+  REQUIRE(held.size() == 1);
+  CHECK(held[0].name == "job");
+  CHECK(held[0].owner == second->owner());
+  CHECK(held[0].fence == second->fence());
+}
+
+TEMPLATE_TEST_CASE("mutual exclusion across clients and threads, fences in grant order", "[contract]",
+                        DBLOCK_CONTRACT_FIXTURES) {
+  TestType f;
+  auto ns = f.make();
+  constexpr int clients = 2, threads = 3, rounds = 40;
+  std::vector<std::shared_ptr<dblock::Client>> cs;
+  for (int i = 0; i < clients; ++i) cs.push_back(ns.open());
+  // A read-modify-write that only the lock protects: a load and a separate store lose
+  // increments if two holders overlap. (Atomics only so that TSan, which cannot see the
+  // database's locking, does not report the test's own bookkeeping.)
+  std::atomic<long> counter{0};
+  std::atomic<int> inside{0}, overlaps{0};
+  std::mutex fences_mutex;
+  std::vector<std::uint64_t> fences;
+  std::vector<std::thread> workers;
+  for (int c = 0; c < clients; ++c) {
+    auto lock = cs[c]->lock("counter", opts<TestType>());
+    for (int t = 0; t < threads; ++t)
+      workers.emplace_back([&, lock]() mutable {
+        for (int i = 0; i < rounds; ++i) {
+          auto lease = lock.acquire();
+          if (inside.fetch_add(1) != 0) overlaps++;
+          long v = counter.load(std::memory_order_relaxed);
+          std::this_thread::yield();
+          counter.store(v + 1, std::memory_order_relaxed);
+          {
+            std::lock_guard lk(fences_mutex);
+            fences.push_back(lease.fence());
+          }
+          inside.fetch_sub(1);
+          lease.release();
+        }
+      });
+  }
+  for (auto& w : workers) w.join();
+  CHECK(overlaps == 0);
+  CHECK(counter == clients * threads * rounds);
+  REQUIRE(fences.size() == static_cast<std::size_t>(clients * threads * rounds));
+  for (std::size_t i = 1; i < fences.size(); ++i) REQUIRE(fences[i] > fences[i - 1]);
+}
+
+TEMPLATE_TEST_CASE("only the owner releases: an expired lease cannot free its successor", "[contract]",
+                        DBLOCK_CONTRACT_FIXTURES) {
+  TestType f;
+  auto ns = f.make();
+  auto a = ns.open(), b = ns.open();
+  std::atomic<int> lost_calls{0};
+  auto o = opts<TestType>(300ms, false);
+  o.on_lost = [&](const std::string& name, std::uint64_t) {
+    CHECK(name == "job");
+    lost_calls++;
+  };
+  auto stale = a->lock("job", o).try_acquire();
+  REQUIRE(stale);
+  auto next = b->lock("job", opts<TestType>()).try_acquire(5s);  // after the stale one expires
+  REQUIRE(next);
+  CHECK(next->fence() > stale->fence());
+  CHECK(stale->lost());
+  CHECK_THROWS_AS(stale->release(), dblock::LockLostError);
+  CHECK(eventually([&] { return lost_calls == 1; }));
+  auto held = b->list();
+  REQUIRE(held.size() == 1);
+  CHECK(held[0].owner == next->owner());  // the successor's row survived the stale release
+  CHECK_FALSE(a->lock("job", opts<TestType>()).try_acquire());
+}
+
+TEMPLATE_TEST_CASE("unlock by a thread that holds nothing is an error; destructors never throw", "[contract]",
+                        DBLOCK_CONTRACT_FIXTURES) {
+  TestType f;
+  auto ns = f.make();
+  auto c = ns.open();
+  auto lock = c->lock("job", opts<TestType>());
+  CHECK_THROWS_AS(lock.unlock(), dblock::NotOwnerError);
+  CHECK_THROWS_AS(lock.fence(), dblock::NotOwnerError);
+  lock.lock();
+  std::thread other([&] { CHECK_THROWS_AS(lock.unlock(), dblock::NotOwnerError); });
+  other.join();
+  CHECK(c->force_release("job"));  // the lease is lost under its holder...
+  CHECK_NOTHROW(lock.unlock());    // ...and unlock, which runs in destructors, still does not throw
+  {
+    auto lease = c->lock("job2", opts<TestType>()).acquire();
+    c->force_release("job2");
+  }  // ~Lease of a lost lease: no throw
+  SUCCEED();
+}
+
+TEMPLATE_TEST_CASE("fences increase across release, expiry, sweep, force release and reopening", "[contract]",
+                        DBLOCK_CONTRACT_FIXTURES) {
+  TestType f;
+  auto ns = f.make();
+  std::uint64_t last = 0;
+  auto next = [&](const std::shared_ptr<dblock::Client>& c, LockOptions o) {
+    auto lease = c->lock("job", o).try_acquire(5s);
+    REQUIRE(lease);
+    CHECK(lease->fence() > last);
+    last = lease->fence();
+    return std::move(*lease);
+  };
+  {
+    auto c = ns.open();
+    next(c, opts<TestType>()).release();
+    next(c, opts<TestType>()).release();
+    auto expiring = next(c, opts<TestType>(100ms, false));  // expires, then is swept away
+    std::this_thread::sleep_for(250ms);
+    CHECK(c->sweep() >= 1);
+    CHECK(c->list().empty());
+    next(c, opts<TestType>()).release();
+    auto forced = next(c, opts<TestType>());
+    CHECK(c->force_release("job"));
+    next(c, opts<TestType>()).release();
+  }
+  auto reopened = ns.open();  // a new client (a new process, as far as the table knows)
+  next(reopened, opts<TestType>()).release();
+}
+
+TEMPLATE_TEST_CASE("a holder killed with SIGKILL gives the lock back", "[contract]",
+                        DBLOCK_CONTRACT_FIXTURES) {
+  TestType f;
+  auto ns = f.make();
+  auto ready = f.dir.path() + "/ready";
+  auto ttl = 700ms;
+  auto pid = dblock::test::spawn({DBLOCK_HAMMER, "hold", ns.url, std::string(dblock::to_string(TestType::strategy)),
+                                  "job", std::to_string(ttl.count()), ready});
+  REQUIRE(eventually([&] { return std::filesystem::exists(ready) && std::filesystem::file_size(ready) > 0; }));
+  auto c = ns.open();
+  auto lock = c->lock("job", opts<TestType>());
+  CHECK_FALSE(lock.try_acquire());
+  kill(pid, SIGKILL);
+  dblock::test::wait_exit(pid);
+  auto killed_at = Clock::now();
+  auto lease = lock.try_acquire(10s);
+  REQUIRE(lease);
+  auto waited = Clock::now() - killed_at;
+  if (TestType::lease_based) CHECK(waited < ttl + 5s);  // bounded by the TTL (generously)
+  std::uint64_t dead_fence = 0;
+  std::ifstream(ready) >> dead_fence;
+  CHECK(lease->fence() > dead_fence);
+}
+
+TEMPLATE_TEST_CASE("try-lock returns at once and timed waits end at their deadline", "[contract]",
+                        DBLOCK_CONTRACT_FIXTURES) {
+  TestType f;
+  auto ns = f.make();
+  auto a = ns.open(), b = ns.open();
+  auto held = a->lock("job", opts<TestType>()).acquire();
+  auto lock = b->lock("job", opts<TestType>());
+  auto t0 = Clock::now();
+  CHECK_FALSE(lock.try_acquire());
+  CHECK(Clock::now() - t0 < 2s);
+  t0 = Clock::now();
+  CHECK_FALSE(lock.try_acquire(300ms));
+  auto waited = Clock::now() - t0;
+  CHECK(waited >= 300ms);
+  CHECK(waited < 300ms + 2s);
+  t0 = Clock::now();
+  CHECK_FALSE(lock.try_lock_for(200ms));
+  CHECK(Clock::now() - t0 >= 200ms);
+  CHECK_FALSE(lock.try_lock_until(std::chrono::system_clock::now() + 100ms));
+}
+
+TEMPLATE_TEST_CASE("the watchdog keeps a lease alive past its TTL", "[contract]",
+                        DBLOCK_CONTRACT_FIXTURES) {
+  TestType f;
+  auto ns = f.make();
+  auto a = ns.open(), b = ns.open();
+  bool lost = false;
+  auto o = opts<TestType>(300ms);
+  o.on_lost = [&](const std::string&, std::uint64_t) { lost = true; };
+  auto lease = a->lock("job", o).acquire();
+  std::this_thread::sleep_for(1200ms);  // four TTLs
+  CHECK_FALSE(b->lock("job", opts<TestType>()).try_acquire());
+  CHECK_FALSE(lease.lost());
+  CHECK(lease.remaining() > 0ms);
+  CHECK_FALSE(lost);
+  lease.release();
+  CHECK(b->lock("job", opts<TestType>()).try_acquire());
+}
+
+TEMPLATE_TEST_CASE("a lost lease is reported once and never resurrected", "[contract]",
+                        DBLOCK_CONTRACT_FIXTURES) {
+  TestType f;
+  auto ns = f.make();
+  auto a = ns.open(), b = ns.open();
+  std::atomic<int> calls{0};
+  std::atomic<std::uint64_t> reported{0};
+  auto o = opts<TestType>(600ms);
+  o.on_lost = [&](const std::string&, std::uint64_t fence) {
+    reported = fence;
+    calls++;
+  };
+  auto victim = a->lock("job", o).acquire();
+  REQUIRE(b->force_release("job"));  // an operator frees it under its holder
+  auto thief = b->lock("job", opts<TestType>()).try_acquire(5s);
+  REQUIRE(thief);
+  REQUIRE(eventually([&] { return calls.load() > 0; }, 5s));  // the next renewal notices
+  CHECK(victim.lost());
+  CHECK(reported == victim.fence());
+  std::this_thread::sleep_for(700ms);  // more renewal periods: nothing comes back
+  CHECK(calls == 1);
+  auto held = b->list();
+  REQUIRE(held.size() == 1);
+  CHECK(held[0].owner == thief->owner());
+  CHECK_FALSE(thief->lost());
+}
+
+TEMPLATE_TEST_CASE("without auto-renewal a lease is lost at its TTL", "[contract]",
+                        DBLOCK_CONTRACT_FIXTURES) {
+  TestType f;
+  auto ns = f.make();
+  auto c = ns.open();
+  std::atomic<int> calls{0};
+  auto o = opts<TestType>(200ms, false);
+  o.on_lost = [&](const std::string&, std::uint64_t) { calls++; };
+  auto lease = c->lock("job", o).acquire();
+  CHECK_FALSE(lease.lost());
+  REQUIRE(eventually([&] { return calls.load() == 1; }, 5s));
+  CHECK(lease.lost());
+  CHECK(lease.remaining() == 0ms);
+  CHECK(c->list().empty());  // expired leases are not listed as held
+}
+
+TEMPLATE_TEST_CASE("re-entrant holds share one fence and free the lock at zero", "[contract]",
+                        DBLOCK_CONTRACT_FIXTURES) {
+  TestType f;
+  auto ns = f.make();
+  auto c = ns.open(), other = ns.open();
+  auto lock = c->lock("job", opts<TestType>());
+  lock.lock();
+  auto fence = lock.fence();
+  lock.lock();
+  CHECK(lock.fence() == fence);
+  auto lease = lock.try_acquire();  // a third hold, as a Lease
+  REQUIRE(lease);
+  CHECK(lease->fence() == fence);
+  auto held = c->list();
+  REQUIRE(held.size() == 1);
+  CHECK(held[0].holds == 3);
+  auto contender = other->lock("job", opts<TestType>());
+  lease->release();
+  lock.unlock();
+  CHECK_FALSE(contender.try_acquire());
+  lock.unlock();
+  auto next = contender.try_acquire();
+  REQUIRE(next);
+  CHECK(next->fence() > fence);
+}
+
+TEMPLATE_TEST_CASE("Lock works with std::unique_lock and std::scoped_lock", "[contract]",
+                        DBLOCK_CONTRACT_FIXTURES) {
+  TestType f;
+  auto ns = f.make();
+  auto c = ns.open(), other = ns.open();
+  auto a = c->lock("a", opts<TestType>()), b = c->lock("b", opts<TestType>());
+  {
+    std::scoped_lock both(a, b);
+    CHECK_FALSE(other->lock("a", opts<TestType>()).try_acquire());
+    CHECK_FALSE(other->lock("b", opts<TestType>()).try_acquire());
+  }
+  {
+    std::unique_lock ul(a, std::defer_lock);
+    CHECK(ul.try_lock_for(100ms));
+    CHECK(ul.owns_lock());
+  }
+  CHECK(other->lock("a", opts<TestType>()).try_acquire());
+  CHECK(other->lock("b", opts<TestType>()).try_acquire());
+}
+
+TEMPLATE_TEST_CASE("names are data: quotes, wildcards, backslashes and emoji", "[contract]",
+                        DBLOCK_CONTRACT_FIXTURES) {
+  TestType f;
+  auto ns = f.make();
+  auto c = ns.open();
+  std::vector<std::string> names{"'; DROP TABLE dblock_locks; --", "100%_sure\\", "\"quoted\"", "🔒 lock",
+                                  std::string(255, 'x'), "a", "A"};
+  std::vector<Lease> leases;
+  for (const auto& n : names) {
+    auto l = c->lock(n, opts<TestType>()).try_acquire();
+    REQUIRE(l);
+    leases.push_back(std::move(*l));
+  }
+  auto held = c->list();
+  REQUIRE(held.size() == names.size());
+  for (const auto& n : names)
+    CHECK(std::any_of(held.begin(), held.end(), [&](const dblock::LeaseInfo& i) { return i.name == n; }));
+}
+
+TEMPLATE_TEST_CASE("bad input is refused with a typed error and writes nothing", "[contract]",
+                        DBLOCK_CONTRACT_FIXTURES) {
+  TestType f;
+  auto ns = f.make();
+  auto c = ns.open();
+  CHECK_THROWS_AS(c->lock("", opts<TestType>()), dblock::UsageError);
+  CHECK_THROWS_AS(c->lock(std::string(256, 'x'), opts<TestType>()), dblock::UsageError);
+  CHECK_THROWS_AS(c->lock("bad\xff", opts<TestType>()), dblock::UsageError);
+  CHECK_THROWS_AS(c->lock(std::string("nul\0byte", 8), opts<TestType>()), dblock::UsageError);
+  CHECK_THROWS_AS(c->lock("job", opts<TestType>(0ms)), dblock::UsageError);
+  CHECK_THROWS_AS(c->lock("job", opts<TestType>(-5s)), dblock::UsageError);
+  CHECK_THROWS_AS(c->force_release(""), dblock::UsageError);
+  CHECK_THROWS_AS(c->sweep(0), dblock::UsageError);
+  CHECK_THROWS_AS(dblock::parse_strategy("mutex"), dblock::UsageError);
+  auto bad_table = ns.options;
+  bad_table.table = "x;DROP TABLE y";
+  CHECK_THROWS_AS(dblock::Client::open(ns.url, bad_table), dblock::UsageError);
+  CHECK(c->list().empty());
+}
+
+TEMPLATE_TEST_CASE("the sweeper removes expired leases in batches and spares live ones", "[contract]",
+                        DBLOCK_CONTRACT_FIXTURES) {
+  TestType f;
+  auto ns = f.make();
+  auto c = ns.open();
+  std::vector<Lease> expiring;
+  for (int i = 0; i < 25; ++i) expiring.push_back(c->lock("old" + std::to_string(i), opts<TestType>(50ms, false)).acquire());
+  auto live = c->lock("live", opts<TestType>()).acquire();
+  std::this_thread::sleep_for(200ms);
+  dblock::SweeperOptions so;
+  so.batch = 10;
+  std::size_t seen = 0;
+  so.on_sweep = [&](std::size_t n) { seen += n; };
+  dblock::Sweeper sweeper(c, so);
+  CHECK(sweeper.run_once() == 25);
+  CHECK(seen == 25);
+  auto held = c->list();
+  REQUIRE(held.size() == 1);
+  CHECK(held[0].name == "live");
+  CHECK(sweeper.run_once() == 0);
+  CHECK_FALSE(live.lost());
+}

@@ -1,0 +1,86 @@
+// What only the SQLite backend promises (its URL forms, file checks, auto-migration).
+#include <catch2/catch.hpp>
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+#include <vector>
+
+#include "dblock/dblock.hpp"
+#include "support/temp_dir.hpp"
+
+TEST_CASE("sqlite: the strategies it does not offer are refused by name", "[sqlite]") {
+  dblock::test::TempDir dir;
+  auto c = dblock::Client::open("sqlite:" + dir.path() + "/l.db");
+  CHECK(c->backend() == "sqlite");
+  REQUIRE(c->strategies().front() == dblock::Strategy::insert);
+  for (auto s : {dblock::Strategy::for_update, dblock::Strategy::advisory, dblock::Strategy::redis}) {
+    dblock::LockOptions o;
+    o.strategy = s;
+    CHECK_THROWS_WITH(c->lock("job", o), Catch::Contains("not offered by the sqlite backend"));
+  }
+}
+
+TEST_CASE("sqlite: URL forms and bad paths", "[sqlite]") {
+  dblock::test::TempDir dir;
+  CHECK(dblock::Client::open("sqlite://" + dir.path() + "/abs.db")->lock("x").try_acquire());
+  CHECK(std::filesystem::exists(dir.path() + "/abs.db"));
+  CHECK_THROWS_AS(dblock::Client::open("sqlite:" + dir.path() + "/missing/l.db"), dblock::UsageError);
+  CHECK_FALSE(std::filesystem::exists(dir.path() + "/missing"));
+  CHECK_THROWS_AS(dblock::Client::open("sqlite:" + dir.path()), dblock::UsageError);  // a directory
+  CHECK_THROWS_AS(dblock::Client::open("sqlite://host/x.db"), dblock::UsageError);
+  CHECK_THROWS_AS(dblock::Client::open("sqlite:"), dblock::UsageError);
+  CHECK_THROWS_AS(dblock::Client::open("oracle://db/x"), dblock::UsageError);
+  CHECK_THROWS_AS(dblock::Client::open("sqlite:" + dir.path() + "/l.db?bogus=1"), dblock::UsageError);
+}
+
+TEST_CASE("sqlite: a file that is not a database is unavailable, not a crash", "[sqlite]") {
+  dblock::test::TempDir dir;
+  auto path = dir.path() + "/junk.db";
+  {
+    std::ofstream out(path);
+    out << std::string(4096, 'j');
+  }
+  CHECK_THROWS_AS(dblock::Client::open("sqlite:" + path), dblock::UnavailableError);
+}
+
+TEST_CASE("sqlite: without auto-migration a missing table names dblock migrate", "[sqlite]") {
+  dblock::test::TempDir dir;
+  auto url = "sqlite:" + dir.path() + "/l.db?auto_migrate=false";
+  auto c = dblock::Client::open(url);
+  CHECK_THROWS_AS(c->lock("x").try_acquire(), dblock::SchemaError);
+  CHECK_THROWS_WITH(c->list(), Catch::Contains("dblock migrate"));
+  CHECK(c->migrate() == std::vector<std::string>{"V1__create_dblock_locks.sql"});
+  CHECK(c->migrate().empty());
+  CHECK(c->lock("x").try_acquire());
+}
+
+TEST_CASE("sqlite: separate tables are separate lock spaces", "[sqlite]") {
+  dblock::test::TempDir dir;
+  dblock::ClientOptions a, b;
+  a.table = "locks_a";
+  b.table = "main.locks_b";
+  auto url = "sqlite:" + dir.path() + "/l.db";
+  auto ca = dblock::Client::open(url, a), cb = dblock::Client::open(url, b);
+  auto la = ca->lock("same").try_acquire();
+  auto lb = cb->lock("same").try_acquire();
+  CHECK(la);
+  CHECK(lb);
+}
+
+TEST_CASE("sqlite: many clients opening a new file at once migrate it once", "[sqlite]") {
+  dblock::test::TempDir dir;
+  auto url = "sqlite:" + dir.path() + "/race.db";
+  std::vector<std::thread> ts;
+  std::atomic<int> failures{0};
+  for (int i = 0; i < 6; ++i)
+    ts.emplace_back([&] {
+      try {
+        dblock::Client::open(url)->lock("x");
+      } catch (const std::exception&) {
+        failures++;
+      }
+    });
+  for (auto& t : ts) t.join();
+  CHECK(failures == 0);
+}

@@ -1,0 +1,233 @@
+// GateTable (src/core/gate.hpp): per-name, in-process, FIFO, re-entrant gates.
+// Worker threads never use Catch assertions (Catch2 v2 is not thread-safe); they record what
+// happened and the main thread checks it after joining them. Waits that a bug could turn into
+// a hang use long deadlines, so a broken gate fails the test instead of stalling it.
+#include <catch2/catch.hpp>
+
+#include <array>
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/gate.hpp"
+
+using dblock::detail::Clock;
+using dblock::detail::Gate;
+using dblock::detail::GateTable;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Joins on scope exit, so a failed REQUIRE in the main thread does not std::terminate.
+struct Joiner {
+  std::vector<std::thread> threads;
+  ~Joiner() { join(); }
+  void join() {
+    for (auto& t : threads)
+      if (t.joinable()) t.join();
+  }
+};
+
+// Gives a hold back on scope exit unless released earlier: declared after a Joiner, it runs
+// first, so threads still queued behind it can finish when a REQUIRE fails.
+struct Hold {
+  GateTable& table;
+  std::string name;
+  std::shared_ptr<Gate> gate;
+  ~Hold() { release(); }
+  void release() {
+    if (gate) table.leave(name, gate);
+    gate.reset();
+  }
+};
+
+std::optional<Clock::time_point> in(std::chrono::milliseconds d) { return Clock::now() + d; }
+
+// Spins until flag is set (bounded, so a bug cannot hang the suite).
+bool wait_for(const std::atomic<bool>& flag, std::chrono::seconds limit = 10s) {
+  auto until = Clock::now() + limit;
+  while (!flag.load()) {
+    if (Clock::now() > until) return false;
+    std::this_thread::sleep_for(1ms);
+  }
+  return true;
+}
+
+// Runs f on another thread and returns whether it got the gate (leaving it again at once).
+bool other_thread_enters(GateTable& table, const std::string& name, std::chrono::milliseconds wait) {
+  std::atomic<bool> got{false};
+  std::thread t([&] {
+    auto g = table.enter(name, in(wait));
+    if (g) {
+      got = true;
+      table.leave(name, g);
+    }
+  });
+  t.join();
+  return got.load();
+}
+
+}  // namespace
+
+TEST_CASE("GateTable: the holding thread re-enters its own gate", "[gate]") {
+  GateTable table;
+  auto g1 = table.enter("n", std::nullopt);
+  REQUIRE(g1);
+  // A deadline, so a gate that is not re-entrant fails here instead of deadlocking.
+  auto g2 = table.enter("n", in(2s));
+  REQUIRE(g2);
+  CHECK(g2 == g1);
+  auto g3 = table.enter("n", std::nullopt);
+  REQUIRE(g3);
+  CHECK(table.size() == 1);
+  table.leave("n", g3);
+  table.leave("n", g2);
+  CHECK(table.size() == 1);
+  table.leave("n", g1);
+  CHECK(table.size() == 0);
+}
+
+TEST_CASE("GateTable: another thread times out (gets null) while the gate is held", "[gate]") {
+  GateTable table;
+  auto held = table.enter("n", std::nullopt);
+  REQUIRE(held);
+  CHECK_FALSE(other_thread_enters(table, "n", 50ms));
+  CHECK(table.size() == 1);  // the timed-out waiter left no reference behind
+  table.leave("n", held);
+  CHECK(table.size() == 0);
+  CHECK(other_thread_enters(table, "n", 5s));
+  CHECK(table.size() == 0);
+}
+
+TEST_CASE("GateTable: every re-entrant hold must be given back before another thread passes", "[gate]") {
+  GateTable table;
+  auto g1 = table.enter("n", std::nullopt);
+  auto g2 = table.enter("n", std::nullopt);
+  REQUIRE(g1);
+  REQUIRE(g2);
+  table.leave("n", g2);
+  CHECK_FALSE(other_thread_enters(table, "n", 50ms));
+  table.leave("n", g1);
+  CHECK(other_thread_enters(table, "n", 5s));
+  CHECK(table.size() == 0);
+}
+
+TEST_CASE("GateTable: gates of different names are independent", "[gate]") {
+  GateTable table;
+  auto a = table.enter("a", std::nullopt);
+  REQUIRE(a);
+  CHECK(other_thread_enters(table, "b", 5s));
+  CHECK(table.size() == 1);
+  table.leave("a", a);
+  CHECK(table.size() == 0);
+}
+
+TEST_CASE("GateTable: a hold given back from another thread opens the gate", "[gate]") {
+  GateTable table;
+  auto g = table.enter("n", std::nullopt);
+  REQUIRE(g);
+  std::thread([&] { table.leave("n", g); }).join();
+  CHECK(other_thread_enters(table, "n", 5s));
+  CHECK(table.size() == 0);
+}
+
+TEST_CASE("GateTable: waiting threads pass in arrival order, one at a time", "[gate]") {
+  constexpr int n = 6;
+  GateTable table;
+  std::array<std::atomic<bool>, n> arriving{};
+  std::mutex m;
+  std::vector<int> passed;
+  std::atomic<int> inside{0};
+  std::atomic<bool> overlap{false}, timed_out{false};
+  Joiner joiner;  // after the state the threads use, so it joins them before that goes away
+  Hold held{table, "fifo", table.enter("fifo", std::nullopt)};
+  REQUIRE(held.gate);
+
+  for (int i = 0; i < n; ++i) {
+    joiner.threads.emplace_back([&, i] {
+      arriving[i] = true;
+      // Alternate the two waiting paths: no deadline, and a deadline far away.
+      auto g = table.enter("fifo", i % 2 ? in(60s) : std::nullopt);
+      if (!g) {
+        timed_out = true;
+        return;
+      }
+      if (inside.fetch_add(1) != 0) overlap = true;
+      {
+        std::lock_guard lk(m);
+        passed.push_back(i);
+      }
+      std::this_thread::sleep_for(2ms);
+      inside.fetch_sub(1);
+      table.leave("fifo", g);
+    });
+    // Thread i is about to queue; give it ample time to do so before thread i+1 starts.
+    REQUIRE(wait_for(arriving[i]));
+    std::this_thread::sleep_for(50ms);
+  }
+  {
+    std::lock_guard lk(m);
+    CHECK(passed.empty());  // nobody passed while the gate was held
+  }
+  held.release();
+  joiner.join();
+
+  CHECK_FALSE(timed_out);
+  CHECK_FALSE(overlap);
+  std::vector<int> expected;
+  for (int i = 0; i < n; ++i) expected.push_back(i);
+  CHECK(passed == expected);
+  CHECK(table.size() == 0);
+}
+
+TEST_CASE("GateTable: a waiter that timed out does not block the one queued behind it", "[gate]") {
+  GateTable table;
+  std::atomic<bool> a_arriving{false}, b_arriving{false}, a_done{false};
+  std::atomic<int> a_result{-1}, b_result{-1};
+  Joiner joiner;
+  Hold held{table, "n", table.enter("n", std::nullopt)};
+  REQUIRE(held.gate);
+
+  joiner.threads.emplace_back([&] {  // A: first in line, gives up after 300 ms
+    a_arriving = true;
+    auto g = table.enter("n", in(300ms));
+    a_result = g ? 1 : 0;
+    if (g) table.leave("n", g);
+    a_done = true;
+  });
+  REQUIRE(wait_for(a_arriving));
+  std::this_thread::sleep_for(50ms);
+  joiner.threads.emplace_back([&] {  // B: behind A, willing to wait long
+    b_arriving = true;
+    auto g = table.enter("n", in(30s));
+    b_result = g ? 1 : 0;
+    if (g) table.leave("n", g);
+  });
+  REQUIRE(wait_for(b_arriving));
+  REQUIRE(wait_for(a_done, 30s));  // A times out while the gate is still held
+  CHECK(a_result == 0);
+  CHECK(b_result == -1);  // B is still waiting: the gate is held
+
+  held.release();
+  joiner.join();
+  CHECK(b_result == 1);
+  CHECK(table.size() == 0);
+}
+
+TEST_CASE("GateTable: a waiter that timed out at the head of the queue lets a later arrival in once free",
+          "[gate]") {
+  GateTable table;
+  auto held = table.enter("n", std::nullopt);
+  REQUIRE(held);
+  CHECK_FALSE(other_thread_enters(table, "n", 30ms));
+  CHECK_FALSE(other_thread_enters(table, "n", 30ms));
+  table.leave("n", held);
+  // The two stale waiters must not still be queued ahead of this one.
+  CHECK(other_thread_enters(table, "n", 5s));
+  CHECK(table.size() == 0);
+}
