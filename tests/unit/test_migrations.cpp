@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "support/temp_dir.hpp"
 #include "backends/sqlite/sqlite_session.hpp"
 #include "core/validate.hpp"
 #include "dblock/errors.hpp"
@@ -30,19 +31,7 @@ std::int32_t zlib_crc(const std::string& bytes) {
   return static_cast<std::int32_t>(static_cast<std::uint32_t>(crc));
 }
 
-// A fresh directory from mkdtemp, removed with everything in it at scope exit.
-struct TempDir {
-  std::filesystem::path path;
-  TempDir() {
-    std::string tmpl = (std::filesystem::temp_directory_path() / "dblock-unit-XXXXXX").string();
-    REQUIRE(mkdtemp(tmpl.data()) != nullptr);
-    path = tmpl;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    std::filesystem::remove_all(path, ec);
-  }
-};
+using dblock::test::TempDir;
 
 const std::string v1_script = "V1__create_dblock_locks.sql";
 
@@ -183,7 +172,7 @@ TEST_CASE("Dialect::rendered fills every placeholder of the SQLite dialect", "[m
 
 TEST_CASE("migrate: applies V1 to a fresh SQLite file, then is idempotent", "[migrations][sqlite]") {
   TempDir dir;
-  auto path = (dir.path / "locks.db").string();
+  auto path = dir.path() + "/locks.db";
   auto migrations = migrations_for("sqlite", embedded_migrations());
   REQUIRE_FALSE(migrations.empty());
   const auto& d = sqlite_dialect();
@@ -226,7 +215,7 @@ TEST_CASE("migrate: applies V1 to a fresh SQLite file, then is idempotent", "[mi
 
 TEST_CASE("migrate: two tables in one file are migrated independently", "[migrations][sqlite]") {
   TempDir dir;
-  auto path = (dir.path / "locks.db").string();
+  auto path = dir.path() + "/locks.db";
   auto migrations = migrations_for("sqlite", embedded_migrations());
   const auto& d = sqlite_dialect();
   SqliteSession session(path, std::chrono::milliseconds(5000));
@@ -245,7 +234,7 @@ TEST_CASE("migrate: two tables in one file are migrated independently", "[migrat
 TEST_CASE("migrate: a script changed after it was applied throws SchemaError mentioning 'changed'",
           "[migrations][sqlite]") {
   TempDir dir;
-  auto path = (dir.path / "locks.db").string();
+  auto path = dir.path() + "/locks.db";
   auto migrations = migrations_for("sqlite", embedded_migrations());
   REQUIRE_FALSE(migrations.empty());
   const auto& d = sqlite_dialect();
@@ -278,7 +267,7 @@ TEST_CASE("migrate: a script changed after it was applied throws SchemaError men
 
 TEST_CASE("migrate: a migration recorded as failed stops migrate with SchemaError", "[migrations][sqlite]") {
   TempDir dir;
-  auto path = (dir.path / "locks.db").string();
+  auto path = dir.path() + "/locks.db";
   auto migrations = migrations_for("sqlite", embedded_migrations());
   const auto& d = sqlite_dialect();
   auto t = parse_table_name("locks");
