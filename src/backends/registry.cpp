@@ -1,17 +1,34 @@
 // The one place URL schemes map to backends. Backends that need a server are compiled in
 // with DBLOCK_WITH_<NAME>.
 #include "backends/sqlite/sqlite_backend.hpp"
+#ifdef DBLOCK_WITH_POSTGRESQL
+#include "backends/postgresql/pg_backend.hpp"
+#endif
 #include "core/driver.hpp"
 #include "core/url.hpp"
 #include "dblock/errors.hpp"
 
 namespace dblock::detail {
 
+namespace {
+std::string built_backends() {
+  std::string s = "sqlite";
+#ifdef DBLOCK_WITH_POSTGRESQL
+  s += ", postgresql";
+#endif
+  return s;
+}
+}  // namespace
+
 std::unique_ptr<Backend> open_backend(const Url& url, const ClientOptions& options) {
   if (url.scheme == "sqlite") return open_sqlite(url, options);
-  for (const char* later : {"postgresql", "postgres", "mysql", "mariadb", "redis", "redlock", "zookeeper"})
-    if (url.scheme == later)
-      throw UsageError("this dblock was built without the " + url.scheme + " backend (built: sqlite)");
+#ifdef DBLOCK_WITH_POSTGRESQL
+  if (url.scheme == "postgresql" || url.scheme == "postgres") return open_postgresql(url, options);
+#endif
+  for (const char* known : {"postgresql", "postgres", "mysql", "mariadb", "redis", "redlock", "zookeeper"})
+    if (url.scheme == known)
+      throw UsageError("this dblock was built without the " + url.scheme + " backend (built: " + built_backends() +
+                       ")");
   throw UsageError("unknown URL scheme '" + url.scheme +
                    "': expected sqlite, postgresql, mysql, redis, redlock or zookeeper");
 }

@@ -48,12 +48,27 @@ struct Dialect {
   std::string optimistic_reenter;  // (name, owner, ttl_ms, version) -> fence, remaining_ms
   std::string optimistic_release;  // (name, owner, fence): free our row if holds = 1; affected 1 or 0
 
+  // Session strategies: the lock lives in one connection, pinned while held, and is freed by
+  // the server when that connection drops. Empty texts: the dialect does not offer them.
+  std::string session_wait;       // (wait_ms): bound the next lock wait in this transaction
+  std::string next_fence;         // () -> fence: drawn after the lock is held
+  std::string ping;               // (): is the pinned connection alive
+  // for-update: a row per name, locked by SELECT ... FOR UPDATE in an open transaction.
+  std::string for_update_create;  // (name): the row, unless it exists
+  std::string for_update_try;     // (name) -> a row when locked; lock-timeout error when busy
+  std::string for_update_wait;    // (name) -> a row when locked within session_wait's bound
+  // advisory: the database's own named locks on a 64-bit key (see advisory_key()).
+  std::string advisory_try;       // (key) -> 1 when locked, 0 when busy
+  std::string advisory_wait;      // (key): locks within session_wait's bound, else lock-timeout error
+  std::string advisory_unlock;    // (key)
+
   // Operations on the table.
   std::string list;           // () -> name, owner, fence, holds, acquired_at_ms, valid_until_ms
   std::string sweep;          // (batch): delete up to batch expired or free rows
   std::string force_release;  // (name): delete the row if held; affected 1 or 0
 
   // Migration history, Flyway's columns, one history table per lock table.
+  std::string migration_lock;  // (): serialises concurrent migrators, run first; may be empty
   std::string history_create;  // ()
   std::string history_select;  // () -> version, script, checksum, success; by installed_rank
   std::string history_insert;  // (rank, version, description, script, checksum, installed_by, ms)
@@ -66,5 +81,6 @@ struct Dialect {
 std::string render(std::string_view text, const TableName& table, std::string_view now_ms);
 
 const Dialect& sqlite_dialect();
+const Dialect& postgresql_dialect();
 
 }  // namespace dblock::detail::sql

@@ -50,7 +50,8 @@ std::vector<Migration> migrations_for(const std::string& dialect, const std::vec
 
 std::vector<std::string> migrate(Session& s, const Dialect& d, const Dialect& raw, const TableName& table,
                                  const std::vector<Migration>& migrations, const std::string& installed_by) {
-  Transaction tx(s);  // serialises concurrent migrators; DDL rolls back with it where it can
+  Transaction tx(s);  // DDL rolls back with it where the database can
+  if (!d.migration_lock.empty()) s.run(d.migration_lock);  // SQLite: BEGIN IMMEDIATE already serialises
   s.run(d.history_create);
   std::map<std::string, std::int64_t> applied;
   std::int64_t rank = 0;

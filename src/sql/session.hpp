@@ -33,6 +33,9 @@ class Session {
   virtual void rollback() noexcept = 0;
   // False after a connection-level failure: the pool discards the session.
   virtual bool usable() const noexcept = 0;
+  // A cheap check, without a round trip, that an idle connection was not closed by the
+  // server meanwhile (a restart); the pool calls it before handing out an idle session.
+  virtual bool still_connected() noexcept { return usable(); }
 };
 
 inline std::int64_t as_int(const Value& v) {

@@ -10,10 +10,11 @@ SessionPool::Handle SessionPool::get() {
   if (!freed_.wait_for(lk, timeout_, [&] { return !idle_.empty() || open_ < max_; }))
     throw TimeoutError("no free database session within " + std::to_string(timeout_.count()) +
                        "ms (pool of " + std::to_string(max_) + ")");
-  if (!idle_.empty()) {
+  while (!idle_.empty()) {
     auto s = std::move(idle_.back());
     idle_.pop_back();
-    return Handle(*this, std::move(s));
+    if (s->still_connected()) return Handle(*this, std::move(s));
+    --open_;  // closed under us (a server restart): replace it
   }
   ++open_;  // reserve the slot, then connect without holding the mutex
   lk.unlock();

@@ -4,6 +4,7 @@
 
 #include "core/owner.hpp"
 #include "sql/lease_drivers.hpp"
+#include "sql/session_drivers.hpp"
 #include "sql/migrator.hpp"
 
 namespace dblock::detail::sql {
@@ -13,6 +14,8 @@ SqlBackend::SqlBackend(const Dialect& dialect, TableName table, SessionPool::Fac
     : raw_(dialect),
       table_(std::move(table)),
       d_(dialect.rendered(table_)),
+      factory_(factory),
+      max_idle_(options.pool_size),
       pool_(std::move(factory), options.pool_size, options.connect_timeout + options.statement_timeout),
       notifier_(std::move(notifier)) {}
 
@@ -20,6 +23,9 @@ std::unique_ptr<LockDriver> SqlBackend::make_driver(Strategy strategy) {
   bool offered = std::find(raw_.strategies.begin(), raw_.strategies.end(), strategy) != raw_.strategies.end();
   if (offered && strategy == Strategy::insert) return std::make_unique<InsertDriver>(pool_, d_, notifier_);
   if (offered && strategy == Strategy::optimistic) return std::make_unique<OptimisticDriver>(pool_, d_, notifier_);
+  if (offered && strategy == Strategy::for_update) return std::make_unique<ForUpdateDriver>(factory_, d_, max_idle_);
+  if (offered && strategy == Strategy::advisory)
+    return std::make_unique<AdvisoryDriver>(factory_, d_, max_idle_, table_.qualified());
   std::string offers;
   for (auto s : raw_.strategies) offers += (offers.empty() ? "" : ", ") + std::string(to_string(s));
   throw UsageError("strategy '" + std::string(to_string(strategy)) + "' is not offered by the " + raw_.name +

@@ -32,6 +32,8 @@ class SqlBackend : public Backend {
   const Dialect& raw_;
   const TableName table_;
   const Dialect d_;  // rendered for table_
+  const SessionPool::Factory factory_;  // session strategies pin connections of their own
+  const std::size_t max_idle_;
   SessionPool pool_;
   std::shared_ptr<Notifier> notifier_;
 };

@@ -1,12 +1,33 @@
 #!/usr/bin/env bash
-# End-to-end checks of the dblock command, as a user runs it. Usage: cli_test.sh PATH/TO/dblock
+# End-to-end checks of the dblock command, as a user runs it.
+# Usage: cli_test.sh PATH/TO/dblock [sqlite|postgresql]
+# postgresql uses the server in DBLOCK_TEST_PG_URL, in a fresh table.
 set -u
-DBLOCK=${1:?usage: cli_test.sh PATH/TO/dblock}
+DBLOCK=${1:?usage: cli_test.sh PATH/TO/dblock [sqlite|postgresql]}
+BACKEND=${2:-sqlite}
 WORK=$(mktemp -d /tmp/dblock-cli-XXXXXX)
-trap 'kill $(jobs -p) 2>/dev/null; rm -rf "$WORK"' EXIT
+cleanup() {
+  kill $(jobs -p) 2>/dev/null
+  if [ "$BACKEND" = postgresql ] && [ -n "${DBLOCK_TEST_PG_URL:-}" ]; then
+    psql -q "$DBLOCK_TEST_PG_URL" -c "DROP TABLE IF EXISTS $DBLOCK_TABLE, ${DBLOCK_TABLE}_schema_history, other_$DBLOCK_TABLE, other_${DBLOCK_TABLE}_schema_history; DROP SEQUENCE IF EXISTS ${DBLOCK_TABLE}_fence, other_${DBLOCK_TABLE}_fence" 2>/dev/null
+  fi
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
 cd "$WORK"
-export DBLOCK_URL="sqlite:$WORK/locks.db"
 passed=0 failed=0
+case "$BACKEND" in
+  sqlite)
+    export DBLOCK_URL="sqlite:$WORK/locks.db" DBLOCK_TABLE=dblock_locks
+    STRATEGIES="insert optimistic" ;;
+  postgresql)
+    [ -n "${DBLOCK_TEST_PG_URL:-}" ] || { echo "cli: DBLOCK_TEST_PG_URL is not set (scripts/test starts the server)"; echo "cli: 0 passed, 1 failed"; exit 1; }
+    export DBLOCK_URL="$DBLOCK_TEST_PG_URL" DBLOCK_TABLE="cli_$(date +%s%N | tail -c 10)"
+    STRATEGIES="insert optimistic for-update advisory"
+    "$DBLOCK" migrate >/dev/null || { echo "cli: cannot migrate $DBLOCK_TABLE"; exit 1; } ;;
+  *) echo "unknown backend $BACKEND"; exit 64 ;;
+esac
+echo "# backend $BACKEND, table $DBLOCK_TABLE"
 
 ok()   { passed=$((passed + 1)); echo "ok   - $1"; }
 fail() { failed=$((failed + 1)); echo "FAIL - $1"; }
@@ -30,7 +51,7 @@ wait_for_file() { for _ in $(seq 1 200); do [ -e "$1" ] && return 0; sleep 0.05;
 alive() { [ -r "/proc/$1/stat" ] && [ "$(awk '{print $3}' "/proc/$1/stat")" != Z ]; }
 
 # --- the main job: four processes x 25 runs keep a counter exact, fences increase ----------
-for strategy in insert optimistic; do
+for strategy in $STRATEGIES; do
   echo 0 >counter; : >fences
   for p in 1 2 3 4; do
     (for i in $(seq 1 25); do
@@ -99,7 +120,7 @@ wait "$thief"
 # --- migrate, sweep, missing schema ---------------------------------------------------------
 expect_exit 0 "migrate is idempotent" "$DBLOCK" migrate
 grep -q "up to date" "$WORK/out" && ok "migrate says up to date" || fail "migrate said: $(cat "$WORK/out")"
-expect_exit 0 "migrate a second table" "$DBLOCK" migrate --table other_locks
+expect_exit 0 "migrate a second table" "$DBLOCK" migrate --table "other_$DBLOCK_TABLE"
 grep -q "applied V1__create_dblock_locks.sql" "$WORK/out" && ok "migrate reports the script" || fail "migrate said: $(cat "$WORK/out")"
 "$DBLOCK" run --name sweepme --ttl 100ms -- true
 expect_exit 0 "sweep once" "$DBLOCK" sweep --batch 10
@@ -107,27 +128,55 @@ grep -q "swept" "$WORK/out" && ok "sweep reports a count" || fail "sweep said: $
 "$DBLOCK" sweep --every 100ms & sweeper=$!
 sleep 0.5; kill -TERM "$sweeper"; wait "$sweeper"
 [ $? = 0 ] && ok "sweep --every stops cleanly on SIGTERM" || fail "sweep --every did not stop cleanly"
-expect_exit 78 "missing lock table names dblock migrate" "$DBLOCK" list --url "sqlite:$WORK/empty.db?auto_migrate=false"
+if [ "$BACKEND" = sqlite ]; then
+  expect_exit 78 "missing lock table names dblock migrate" "$DBLOCK" list --url "sqlite:$WORK/empty.db?auto_migrate=false"
+  sql() { sqlite3 "$WORK/locks.db" "$1"; }
+else
+  expect_exit 78 "missing lock table names dblock migrate" "$DBLOCK" list --table never_migrated_table
+  sql() { psql -q "$DBLOCK_TEST_PG_URL" -c "$1"; }
+fi
 grep -q "dblock migrate" "$WORK/err" && ok "the error names dblock migrate" || fail "missing-table error: $(cat "$WORK/err")"
-if command -v sqlite3 >/dev/null; then
-  sqlite3 "$WORK/locks.db" "UPDATE dblock_locks_schema_history SET checksum = 12345"
-  expect_exit 78 "a changed migration is refused" "$DBLOCK" migrate
-  grep -q "changed" "$WORK/err" && ok "the error says the migration changed" || fail "changed-migration error: $(cat "$WORK/err")"
-else fail "sqlite3 is not installed (scripts/test installs it)"; fi
+sql "UPDATE ${DBLOCK_TABLE}_schema_history SET checksum = 12345" || fail "cannot tamper with the history"
+expect_exit 78 "a changed migration is refused" "$DBLOCK" migrate
+grep -q "changed" "$WORK/err" && ok "the error says the migration changed" || fail "changed-migration error: $(cat "$WORK/err")"
+
+# --- server-specific faults -------------------------------------------------------------------
+if [ "$BACKEND" = postgresql ]; then
+  bad_pw=$(echo "$DBLOCK_TEST_PG_URL" | sed -E 's#//([^:/@]+):[^@]*@#//\1:Wr0ngSecret@#')
+  expect_exit 69 "wrong password" "$DBLOCK" list --url "$bad_pw"
+  grep -q Wr0ngSecret "$WORK/err" && fail "the password appears in the error" || ok "the password is not in the error"
+  expect_exit 69 "unreachable server" "$DBLOCK" list --url "postgresql://dblock:Wr0ngSecret@127.0.0.1:1/dblock" --timeout 2s
+  grep -q Wr0ngSecret "$WORK/err" && fail "the password appears in the error" || ok "the password is not in the error"
+  expect_exit 78 "a schema that does not exist" "$DBLOCK" migrate --table no_such_schema.locks
+  expect_exit 64 "a strategy postgresql does not offer" "$DBLOCK" run --strategy redis --name n -- true
+  # A restart frees session locks: the holder learns it and stops its command; a lease survives.
+  if [ -n "${DBLOCK_TEST_PG_RESTART:-}" ]; then
+    rm -f held held2
+    "$DBLOCK" run --name sess --strategy for-update --ttl 900ms --grace 1s -- sh -c 'touch held; sleep 30' & sess=$!
+    "$DBLOCK" run --name lease --strategy insert --ttl 6s -- sh -c 'touch held2; sleep 4' & lease=$!
+    wait_for_file held && wait_for_file held2 || fail "holders did not start"
+    sh -c "$DBLOCK_TEST_PG_RESTART" >/dev/null 2>&1 || fail "restart failed"
+    wait "$sess"; code=$?
+    [ "$code" = 76 ] && ok "server restart: the for-update holder stopped its command (exit 76)" || fail "for-update holder exited $code after a restart"
+    wait "$lease"; code=$?
+    [ "$code" = 0 ] && ok "server restart: the insert lease survived and its command finished (exit 0)" || fail "insert holder exited $code after a restart"
+  else fail "DBLOCK_TEST_PG_RESTART is not set (scripts/test sets it)"; fi
+fi
 
 # --- bad input: exit 64, one line, nothing written ------------------------------------------
-export DBLOCK_URL="sqlite:$WORK/bad.db"
+[ "$BACKEND" = sqlite ] && export DBLOCK_URL="sqlite:$WORK/bad.db"
 expect_exit 64 "empty name" "$DBLOCK" run --name '' -- true
 expect_exit 64 "name over 255 bytes" "$DBLOCK" run --name "$(printf 'x%.0s' $(seq 1 256))" -- true
 expect_exit 64 "invalid UTF-8 name" "$DBLOCK" run --name "$(printf 'bad\xff')" -- true
 expect_exit 64 "unknown URL scheme" "$DBLOCK" run --url 'oracle://db/x' --name n -- true
 expect_exit 64 "malformed URL" "$DBLOCK" run --url 'nonsense' --name n -- true
 expect_exit 64 "table that is not an identifier" "$DBLOCK" run --table 'x;DROP TABLE y' --name n -- true
+expect_exit 64 "a name longer than the limit, through release" "$DBLOCK" release --force --name "$(printf 'y%.0s' $(seq 1 300))"
 expect_exit 64 "negative duration" "$DBLOCK" run --ttl -5s --name n -- true
 expect_exit 64 "duration without unit" "$DBLOCK" run --ttl 10 --name n -- true
 expect_exit 64 "malformed duration" "$DBLOCK" run --wait abc --name n -- true
 expect_exit 64 "unknown strategy" "$DBLOCK" run --strategy mutex --name n -- true
-expect_exit 64 "strategy sqlite does not offer" "$DBLOCK" run --strategy for-update --name n -- true
+[ "$BACKEND" = sqlite ] && expect_exit 64 "strategy sqlite does not offer" "$DBLOCK" run --strategy for-update --name n -- true
 expect_exit 64 "missing -- command" "$DBLOCK" run --name n
 expect_exit 64 "-- with nothing after it" "$DBLOCK" run --name n --
 expect_exit 64 "--wait with --no-wait" "$DBLOCK" run --name n --wait 1s --no-wait -- true
@@ -141,5 +190,5 @@ rows=$("$DBLOCK" list --json | python3 -c 'import json,sys; print(len(json.load(
 expect_exit 0 "--help" "$DBLOCK" --help
 expect_exit 0 "--version" "$DBLOCK" --version
 
-echo "cli: $passed passed, $failed failed"
+echo "cli ($BACKEND): $passed passed, $failed failed"
 [ "$failed" = 0 ]

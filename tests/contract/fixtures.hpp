@@ -9,33 +9,70 @@
 #include <string>
 
 #include "dblock/dblock.hpp"
+#include "support/servers.hpp"
 #include "support/temp_dir.hpp"
 
 namespace dblock::test {
 
-struct Namespace {
-  std::string url;
-  ClientOptions options;
-  std::shared_ptr<Client> open() const { return Client::open(url, options); }
-};
-
+// Every fixture has:
+//   lease_based   true: a lease (a row with a TTL, listed by Client::list, freed by expiry);
+//                 false: a session lock (freed when its connection drops, not listed)
+//   make()        the namespace (URL and table) of this test
+//   steal(c, n)   takes lock n away from its holder behind its back: an operator's force
+//                 release for leases, the holder's connection terminated for session locks
 struct SqliteFixture {
-  static constexpr bool lease_based = true;  // freed by TTL, not by a dropped session
+  static constexpr bool lease_based = true;
   TempDir dir;
   Namespace make() const { return Namespace{"sqlite:" + dir.path() + "/locks.db", ClientOptions{}}; }
+  void steal(Client& c, const std::string& name) const { REQUIRE(c.force_release(name)); }
 };
 
 struct SqliteInsert : SqliteFixture {
-  static constexpr const char* label = "sqlite/insert";
   static constexpr Strategy strategy = Strategy::insert;
 };
-
 struct SqliteOptimistic : SqliteFixture {
-  static constexpr const char* label = "sqlite/optimistic";
   static constexpr Strategy strategy = Strategy::optimistic;
 };
 
+#ifdef DBLOCK_TEST_POSTGRESQL
+// A fresh, migrated table on the server in DBLOCK_TEST_PG_URL, dropped afterwards.
+struct PgFixture {
+  TempDir dir;
+  ScratchTable table{ScratchTable::Server::postgresql};
+  Namespace make() const { return table.ns(); }
+};
+
+struct PgLeaseFixture : PgFixture {
+  static constexpr bool lease_based = true;
+  void steal(Client& c, const std::string& name) const { REQUIRE(c.force_release(name)); }
+};
+struct PgSessionFixture : PgFixture {
+  static constexpr bool lease_based = false;
+  void steal(Client&, const std::string&) const { REQUIRE(terminate_lock_holders(table.url()) > 0); }
+};
+
+struct PgInsert : PgLeaseFixture {
+  static constexpr Strategy strategy = Strategy::insert;
+};
+struct PgOptimistic : PgLeaseFixture {
+  static constexpr Strategy strategy = Strategy::optimistic;
+};
+struct PgForUpdate : PgSessionFixture {
+  static constexpr Strategy strategy = Strategy::for_update;
+};
+struct PgAdvisory : PgSessionFixture {
+  static constexpr Strategy strategy = Strategy::advisory;
+};
+#define DBLOCK_PG_LEASE_FIXTURES , dblock::test::PgInsert, dblock::test::PgOptimistic
+#define DBLOCK_PG_SESSION_FIXTURES , dblock::test::PgForUpdate, dblock::test::PgAdvisory
+#else
+#define DBLOCK_PG_LEASE_FIXTURES
+#define DBLOCK_PG_SESSION_FIXTURES
+#endif
+
 }  // namespace dblock::test
 
-// Every fixture the contract suite runs against (a macro so that test names say which).
-#define DBLOCK_CONTRACT_FIXTURES dblock::test::SqliteInsert, dblock::test::SqliteOptimistic
+// The fixtures the contract suite runs against (macros so that test names say which):
+// the lease strategies, and all of them.
+#define DBLOCK_LEASE_FIXTURES dblock::test::SqliteInsert, dblock::test::SqliteOptimistic DBLOCK_PG_LEASE_FIXTURES
+#define DBLOCK_CONTRACT_FIXTURES DBLOCK_LEASE_FIXTURES DBLOCK_PG_SESSION_FIXTURES

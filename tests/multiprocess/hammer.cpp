@@ -1,7 +1,7 @@
 // A helper process for the multi-process tests, using only the public API.
-//   dblock_hammer hold URL STRATEGY NAME TTL_MS READY_FILE
-//       acquire NAME, create READY_FILE, then sleep until killed (a holder that dies).
-//   dblock_hammer count URL STRATEGY NAME ITERATIONS THREADS COUNTER_FILE FENCE_LOG
+//   dblock_hammer hold URL TABLE STRATEGY NAME TTL_MS READY_FILE
+//       acquire NAME, write its fence to READY_FILE, then sleep until killed (a holder that dies).
+//   dblock_hammer count URL TABLE STRATEGY NAME ITERATIONS THREADS COUNTER_FILE FENCE_LOG
 //       each thread, ITERATIONS times: acquire, read the counter, yield, write it + 1,
 //       append the fence to FENCE_LOG, release. The counter is protected by the lock only.
 #include <unistd.h>
@@ -24,9 +24,15 @@ long read_counter(const std::string& path) {
   return v;
 }
 
-int count(const std::string& url, dblock::Strategy strategy, const std::string& name, int iterations, int threads,
+dblock::ClientOptions table_options(const std::string& table) {
+  dblock::ClientOptions o;
+  o.table = table;
+  return o;
+}
+
+int count(const std::string& url, const std::string& table, dblock::Strategy strategy, const std::string& name, int iterations, int threads,
           const std::string& counter, const std::string& fences) {
-  auto client = dblock::Client::open(url);
+  auto client = dblock::Client::open(url, table_options(table));
   dblock::LockOptions o;
   o.strategy = strategy;
   o.ttl = std::chrono::seconds(10);
@@ -58,17 +64,21 @@ int count(const std::string& url, dblock::Strategy strategy, const std::string& 
 int main(int argc, char** argv) {
   try {
     std::vector<std::string> a(argv + 1, argv + argc);
-    if (a.size() == 6 && a[0] == "hold") {
-      auto client = dblock::Client::open(a[1]);
+    if (a.size() == 7 && a[0] == "hold") {
+      auto client = dblock::Client::open(a[1], table_options(a[2]));
       dblock::LockOptions o;
-      o.strategy = dblock::parse_strategy(a[2]);
-      o.ttl = std::chrono::milliseconds(std::stol(a[4]));
-      auto lease = client->lock(a[3], o).acquire();
-      std::ofstream(a[5]) << lease.fence() << "\n";
+      o.strategy = dblock::parse_strategy(a[3]);
+      o.ttl = std::chrono::milliseconds(std::stol(a[5]));
+      auto lease = client->lock(a[4], o).acquire();
+      {
+        std::ofstream tmp(a[6] + ".tmp");
+        tmp << lease.fence() << "\n";
+      }
+      std::rename((a[6] + ".tmp").c_str(), a[6].c_str());  // readers never see it half-written
       for (;;) pause();
     }
-    if (a.size() == 8 && a[0] == "count")
-      return count(a[1], dblock::parse_strategy(a[2]), a[3], std::stoi(a[4]), std::stoi(a[5]), a[6], a[7]);
+    if (a.size() == 9 && a[0] == "count")
+      return count(a[1], a[2], dblock::parse_strategy(a[3]), a[4], std::stoi(a[5]), std::stoi(a[6]), a[7], a[8]);
     std::cerr << "usage: dblock_hammer hold|count ...\n";
     return 64;
   } catch (const std::exception& e) {

@@ -1,0 +1,109 @@
+// PostgreSQL's statement texts. Each operation is one statement (one round trip): fences
+// come from a sequence (nextval is not rolled back, so fences never repeat, even across a
+// crash) drawn while the name is held (see insert_acquire), and releases notify waiters in
+// the same statement with pg_notify. ${now_ms} is the server's clock at the start of the
+// statement.
+#include "sql/dialect.hpp"
+
+namespace dblock::detail::sql {
+
+const Dialect& postgresql_dialect() {
+  static const Dialect d = [] {
+    Dialect d;
+    d.name = "postgresql";
+    d.strategies = {Strategy::insert, Strategy::optimistic, Strategy::for_update, Strategy::advisory};
+    d.now_ms = "(extract(epoch from now()) * 1000)::bigint";
+    const std::string notify = "SELECT pg_notify('dblock_${table}', name) FROM ";
+
+    d.holder = "SELECT owner, valid_until - ${now_ms} FROM ${table} WHERE name = $1 AND valid_until > ${now_ms}";
+    d.renew =
+        "UPDATE ${table} SET valid_until = GREATEST(valid_until, ${now_ms} + $4::bigint), version = version + 1 "
+        "WHERE name = $1 AND owner = $2 AND fence = $3::bigint AND valid_until > ${now_ms} "
+        "RETURNING valid_until - ${now_ms}";
+    d.release_hold =
+        "UPDATE ${table} SET holds = holds - 1, version = version + 1 "
+        "WHERE name = $1 AND owner = $2 AND fence = $3::bigint AND holds > 1";
+
+    // The fence must be drawn while the name is ours to grant: nextval in VALUES runs before
+    // the conflict check, so two acquires could draw 41 and 42 and then be granted 42 first
+    // (found by the contract suite). A transaction-scoped advisory lock on the name, taken
+    // before nextval, makes draws and grants of one name happen in the same order.
+    d.insert_acquire =
+        "INSERT INTO ${table} AS t (name, owner, fence, holds, acquired_at, valid_until, version) "
+        "VALUES ($1, $2, (SELECT nextval('${table}_fence') FROM (SELECT pg_advisory_xact_lock("
+        "hashtextextended('${table}:' || $1, 0))) AS serialised), 1, ${now_ms}, ${now_ms} + $3::bigint, 1) "
+        "ON CONFLICT (name) DO UPDATE SET "
+        "fence = CASE WHEN t.valid_until > ${now_ms} THEN t.fence ELSE EXCLUDED.fence END, "
+        "holds = CASE WHEN t.valid_until > ${now_ms} THEN t.holds + 1 ELSE 1 END, "
+        "acquired_at = CASE WHEN t.valid_until > ${now_ms} THEN t.acquired_at ELSE EXCLUDED.acquired_at END, "
+        "valid_until = GREATEST(t.valid_until, EXCLUDED.valid_until), "
+        "owner = EXCLUDED.owner, version = t.version + 1 "
+        "WHERE t.valid_until <= ${now_ms} OR t.owner = EXCLUDED.owner "
+        "RETURNING fence, valid_until - ${now_ms}";
+    d.insert_release =
+        "WITH gone AS (DELETE FROM ${table} WHERE name = $1 AND owner = $2 AND fence = $3::bigint AND holds <= 1 "
+        "RETURNING name) " + notify + "gone";
+
+    d.optimistic_read = "SELECT owner, version, valid_until - ${now_ms} FROM ${table} WHERE name = $1";
+    d.optimistic_create =
+        "INSERT INTO ${table} (name, owner, fence, holds, acquired_at, valid_until, version) "
+        "VALUES ($1, '', 0, 0, ${now_ms}, 0, 0) ON CONFLICT (name) DO NOTHING";
+    d.optimistic_take =
+        "UPDATE ${table} SET owner = $2, fence = nextval('${table}_fence'), holds = 1, acquired_at = ${now_ms}, "
+        "valid_until = ${now_ms} + $3::bigint, version = version + 1 "
+        "WHERE name = $1 AND version = $4::bigint RETURNING fence, valid_until - ${now_ms}";
+    d.optimistic_reenter =
+        "UPDATE ${table} SET holds = holds + 1, valid_until = GREATEST(valid_until, ${now_ms} + $3::bigint), "
+        "version = version + 1 WHERE name = $1 AND version = $4::bigint AND owner = $2 AND valid_until > ${now_ms} "
+        "RETURNING fence, valid_until - ${now_ms}";
+    d.optimistic_release =
+        "WITH freed AS (UPDATE ${table} SET owner = '', holds = 0, valid_until = 0, version = version + 1 "
+        "WHERE name = $1 AND owner = $2 AND fence = $3::bigint AND holds <= 1 RETURNING name) " + notify + "freed";
+
+    // set_config(..., true) is SET LOCAL: it ends with the transaction. The statement
+    // timeout is lifted past the lock wait, which lock_timeout bounds.
+    d.session_wait =
+        "SELECT set_config('lock_timeout', $1::bigint || 'ms', true), "
+        "set_config('statement_timeout', ($1::bigint + 5000) || 'ms', true)";
+    d.next_fence = "SELECT nextval('${table}_fence')";
+    d.ping = "SELECT 1";
+    d.for_update_create =
+        "INSERT INTO ${table} (name, owner, fence, holds, acquired_at, valid_until, version) "
+        "VALUES ($1, '', 0, 0, ${now_ms}, 0, 0) ON CONFLICT (name) DO NOTHING";
+    d.for_update_try = "SELECT name FROM ${table} WHERE name = $1 FOR UPDATE NOWAIT";
+    d.for_update_wait = "SELECT name FROM ${table} WHERE name = $1 FOR UPDATE";
+    d.advisory_try = "SELECT pg_try_advisory_lock($1::bigint)::int";
+    d.advisory_wait = "SELECT pg_advisory_lock($1::bigint)";
+    d.advisory_unlock = "SELECT pg_advisory_unlock($1::bigint)";
+
+    d.list =
+        "SELECT name, owner, fence, holds, acquired_at, valid_until FROM ${table} "
+        "WHERE valid_until > ${now_ms} ORDER BY name";
+    // SKIP LOCKED: a row being taken over right now is not worth waiting for.
+    d.sweep =
+        "DELETE FROM ${table} WHERE name IN (SELECT name FROM ${table} WHERE valid_until <= ${now_ms} "
+        "LIMIT $1::bigint FOR UPDATE SKIP LOCKED)";
+    d.force_release =
+        "WITH gone AS (DELETE FROM ${table} WHERE name = $1 AND valid_until > ${now_ms} RETURNING name) " + notify +
+        "gone";
+
+    d.migration_lock = "SELECT pg_advisory_xact_lock(hashtext('dblock migrate ${table}'))";
+    d.history_create =
+        "CREATE TABLE IF NOT EXISTS ${table}_schema_history ("
+        "installed_rank integer NOT NULL PRIMARY KEY, version varchar(50), description varchar(200) NOT NULL, "
+        "type varchar(20) NOT NULL, script varchar(1000) NOT NULL, checksum integer, "
+        "installed_by varchar(100) NOT NULL, installed_on timestamp NOT NULL DEFAULT now(), "
+        "execution_time integer NOT NULL, success boolean NOT NULL)";
+    d.history_select =
+        "SELECT version, script, checksum, CASE WHEN success THEN 1 ELSE 0 END "
+        "FROM ${table}_schema_history ORDER BY installed_rank";
+    d.history_insert =
+        "INSERT INTO ${table}_schema_history (installed_rank, version, description, type, script, checksum, "
+        "installed_by, execution_time, success) VALUES ($1::integer, $2, $3, 'SQL', $4, $5::integer, $6, "
+        "$7::integer, true)";
+    return d;
+  }();
+  return d;
+}
+
+}  // namespace dblock::detail::sql

@@ -1,0 +1,38 @@
+// Release notifications on PostgreSQL: releases run pg_notify('dblock_<table>', name) in
+// the same statement (see pg_dialect.cpp), and one listener connection per Client LISTENs
+// on that channel and wakes the waiters of the name. Started at the first wait, so
+// uncontended clients open no extra connection.
+#pragma once
+
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "sql/notifier.hpp"
+#include "sql/session.hpp"
+
+namespace dblock::detail::sql {
+
+class PgListener final : public Notifier {
+ public:
+  PgListener(std::function<std::unique_ptr<Session>()> connect, std::string channel);
+  ~PgListener() override;
+  void released(const std::string&) noexcept override {}  // the release statement notified
+  std::unique_ptr<ReleaseWatch> watch(const std::string& name) override;  // null: cannot listen now
+
+  struct State;  // shared with the watches
+
+ private:
+  void run();
+  std::function<std::unique_ptr<Session>()> connect_;
+  std::string channel_;
+  std::shared_ptr<State> state_;
+  std::thread thread_;
+  std::once_flag started_;
+};
+
+}  // namespace dblock::detail::sql

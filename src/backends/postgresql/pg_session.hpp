@@ -1,0 +1,54 @@
+// The PostgreSQL Session over libpqxx 6.4: one connection with connect and statement
+// timeouts always set, statements prepared once per connection.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include "sql/session.hpp"
+
+namespace pqxx {
+class connection_base;
+class dbtransaction;
+}  // namespace pqxx
+
+namespace dblock::detail::sql {
+
+class PgSession final : public Session {
+ public:
+  // conninfo: a libpq URI (the user's URL, with connect_timeout added). `where` names the
+  // server in messages without the password.
+  PgSession(const std::string& conninfo, const std::string& where, std::chrono::milliseconds statement_timeout);
+  ~PgSession() override;
+  Result run(const std::string& sql, const std::vector<Value>& params) override;
+  void run_script(const std::string& sql) override;
+  void begin() override;
+  void commit() override;
+  void rollback() noexcept override;
+  bool usable() const noexcept override;
+  bool still_connected() noexcept override;
+
+  // libpqxx's connection, for the listener and the session strategies.
+  pqxx::connection_base& connection();
+  // Maps any exception from libpqxx to a dblock error (and marks the session unusable
+  // when the connection is gone). Public so the drivers that use connection() share it.
+  [[noreturn]] void fail(const std::exception& e);
+
+ private:
+  // The concrete pqxx::connection, owned through a pimpl: deleting it through
+  // connection_base (whose destructor does not close) would leak the connection.
+  struct Connection;
+  std::string where_;
+  std::unique_ptr<Connection> owned_;
+  pqxx::connection_base* conn_ = nullptr;
+  std::unique_ptr<pqxx::dbtransaction> tx_;  // between begin() and commit()/rollback()
+  std::unordered_map<std::string, std::string> prepared_;  // sql -> statement name
+  bool usable_ = true;
+};
+
+// The same mapping for code that holds no session (connecting).
+[[noreturn]] void throw_pg_error(const std::exception& e, const std::string& where, bool* usable = nullptr);
+
+}  // namespace dblock::detail::sql

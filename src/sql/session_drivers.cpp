@@ -1,0 +1,167 @@
+#include "sql/session_drivers.hpp"
+
+namespace dblock::detail::sql {
+
+std::int64_t advisory_key(const std::string& table, const std::string& name) {
+  std::uint64_t h = 14695981039346656037ull;  // FNV-1a 64
+  auto mix = [&](const std::string& s) {
+    for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
+  };
+  mix(table);
+  mix(":");
+  mix(name);
+  return static_cast<std::int64_t>(h);
+}
+
+SessionDriver::~SessionDriver() = default;
+
+std::unique_ptr<Session> SessionDriver::checkout() {
+  {
+    std::lock_guard lk(mutex_);
+    while (!idle_.empty()) {
+      auto s = std::move(idle_.back());
+      idle_.pop_back();
+      if (s->still_connected()) return s;
+    }
+  }
+  return connect_();
+}
+
+void SessionDriver::checkin(std::unique_ptr<Session> s) {
+  std::lock_guard lk(mutex_);
+  if (s->usable() && idle_.size() < max_idle_) idle_.push_back(std::move(s));
+}
+
+bool SessionDriver::alive(Held& held) {
+  std::lock_guard use(held.use);
+  if (!held.session || !held.session->usable()) return false;
+  try {
+    held.session->run(d_.ping);
+    return true;
+  } catch (const Error&) {
+    return false;
+  }
+}
+
+Attempt SessionDriver::try_acquire(const AcquireRequest& r) {
+  std::shared_ptr<Held> mine;
+  {
+    std::lock_guard lk(mutex_);
+    if (auto it = held_.find({r.name, r.owner}); it != held_.end()) mine = it->second;
+  }
+  // Re-entry shares the pinned connection, but only while it still holds the lock: after a
+  // dropped connection, the old grant is lost and this is a new acquire.
+  if (mine && alive(*mine)) {
+    std::lock_guard lk(mutex_);
+    ++mine->holds;
+    return Attempt{true, mine->fence, r.ttl};
+  }
+  if (mine) {
+    std::lock_guard lk(mutex_);
+    if (auto it = held_.find({r.name, r.owner}); it != held_.end() && it->second == mine) held_.erase(it);
+  }
+  auto s = checkout();
+  try {
+    if (!lock(*s, r.name, r.wait)) {
+      checkin(std::move(s));
+      return Attempt{false, 0, milliseconds{0}};
+    }
+    auto held = std::make_shared<Held>();
+    // Drawn after the lock is ours, so fences follow grant order; nextval never rolls back.
+    held->fence = static_cast<std::uint64_t>(as_int(s->run(d_.next_fence).rows.at(0).at(0)));
+    held->holds = 1;
+    held->session = std::move(s);
+    std::lock_guard lk(mutex_);
+    held_[{r.name, r.owner}] = held;
+    return Attempt{true, held->fence, r.ttl};
+  } catch (...) {
+    if (s) s->rollback();  // a half-taken lock goes with the transaction or the connection
+    throw;
+  }
+}
+
+Renewal SessionDriver::renew(const std::string& name, const std::string& owner, std::uint64_t fence,
+                             milliseconds ttl) {
+  std::shared_ptr<Held> held;
+  {
+    std::lock_guard lk(mutex_);
+    auto it = held_.find({name, owner});
+    if (it == held_.end() || it->second->fence != fence) return Renewal{false, milliseconds{0}};
+    held = it->second;
+  }
+  // The connection is gone, and the lock with it: lost.
+  return alive(*held) ? Renewal{true, ttl} : Renewal{false, milliseconds{0}};
+}
+
+bool SessionDriver::release(const std::string& name, const std::string& owner, std::uint64_t fence) {
+  std::shared_ptr<Held> held;
+  {
+    std::lock_guard lk(mutex_);
+    auto it = held_.find({name, owner});
+    if (it == held_.end() || it->second->fence != fence) return false;
+    held = it->second;
+    if (--held->holds > 0) return true;
+    held_.erase(it);
+  }
+  std::lock_guard use(held->use);
+  auto s = std::move(held->session);
+  if (!s || !s->usable()) return false;  // the server already freed it: the lease was lost
+  try {
+    unlock(*s, name);
+  } catch (const Error&) {
+    return false;
+  }
+  checkin(std::move(s));
+  return true;
+}
+
+bool ForUpdateDriver::lock(Session& s, const std::string& name, milliseconds wait) {
+  for (int round = 0; round < 3; ++round) {
+    s.run(d_.for_update_create, {name});  // autocommit: the row must exist to be locked
+    s.begin();
+    try {
+      Result r;
+      if (wait.count() <= 0) {
+        r = s.run(d_.for_update_try, {name});
+      } else {
+        s.run(d_.session_wait, {std::int64_t{wait.count()}});
+        r = s.run(d_.for_update_wait, {name});
+      }
+      if (!r.rows.empty()) return true;  // locked, the transaction stays open
+      s.rollback();                      // swept away between create and lock: again
+    } catch (const TimeoutError&) {      // NOWAIT or lock_timeout: busy
+      s.rollback();
+      return false;
+    } catch (...) {
+      s.rollback();
+      throw;
+    }
+  }
+  return false;
+}
+
+void ForUpdateDriver::unlock(Session& s, const std::string&) { s.rollback(); }
+
+bool AdvisoryDriver::lock(Session& s, const std::string& name, milliseconds wait) {
+  auto key = advisory_key(table_, name);
+  if (wait.count() <= 0) return as_int(s.run(d_.advisory_try, {key}).rows.at(0).at(0)) == 1;
+  s.begin();  // the wait bound is transaction-local; the advisory lock is session-level
+  try {
+    s.run(d_.session_wait, {std::int64_t{wait.count()}});
+    s.run(d_.advisory_wait, {key});
+    s.commit();
+    return true;
+  } catch (const TimeoutError&) {
+    s.rollback();
+    return false;
+  } catch (...) {
+    s.rollback();
+    throw;
+  }
+}
+
+void AdvisoryDriver::unlock(Session& s, const std::string& name) {
+  s.run(d_.advisory_unlock, {advisory_key(table_, name)});
+}
+
+}  // namespace dblock::detail::sql

@@ -1,0 +1,83 @@
+// The session strategies on SQL (for-update, advisory): the lock lives in a connection
+// pinned for as long as it is held, and the server frees it when that connection drops.
+// Each held grant costs one database connection (taken from a small idle list, or opened).
+// Waiting happens inside the server (lock_timeout / NOWAIT); "renewal" pings the pinned
+// connection, so a dropped connection or a server restart is reported as a loss within
+// one renewal interval. Re-entrant holds by the same owner share the pinned connection.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <tuple>
+#include <vector>
+
+#include "core/driver.hpp"
+#include "sql/dialect.hpp"
+#include "sql/session_pool.hpp"
+
+namespace dblock::detail::sql {
+
+// The advisory lock key for a name: FNV-1a 64 over "<table>:<name>", as a signed 64-bit
+// integer. Stable across processes, versions and platforms; distinct names collide with
+// probability about n^2 / 2^65 for n names in use (a collision only makes two names share
+// one lock, never breaks exclusion).
+std::int64_t advisory_key(const std::string& table, const std::string& name);
+
+class SessionDriver : public LockDriver {
+ public:
+  SessionDriver(SessionPool::Factory connect, const Dialect& d, std::size_t max_idle)
+      : d_(d), connect_(std::move(connect)), max_idle_(max_idle) {}
+  ~SessionDriver() override;
+
+  Attempt try_acquire(const AcquireRequest& r) override;
+  Renewal renew(const std::string& name, const std::string& owner, std::uint64_t fence, milliseconds ttl) override;
+  bool release(const std::string& name, const std::string& owner, std::uint64_t fence) override;
+
+ protected:
+  // Takes the lock on the pinned session s; false when busy. Leaves s ready to unlock().
+  virtual bool lock(Session& s, const std::string& name, milliseconds wait) = 0;
+  virtual void unlock(Session& s, const std::string& name) = 0;
+  const Dialect& d_;
+
+ private:
+  struct Held {
+    std::unique_ptr<Session> session;
+    std::uint64_t fence = 0;
+    int holds = 0;
+    std::mutex use;  // the watchdog's ping and the owner's release share the connection
+  };
+  bool alive(Held& held);  // pings the pinned connection
+  std::unique_ptr<Session> checkout();
+  void checkin(std::unique_ptr<Session> s);
+
+  SessionPool::Factory connect_;
+  std::size_t max_idle_;
+  std::mutex mutex_;
+  std::vector<std::unique_ptr<Session>> idle_;
+  std::map<std::pair<std::string, std::string>, std::shared_ptr<Held>> held_;  // (name, owner)
+};
+
+class ForUpdateDriver final : public SessionDriver {
+ public:
+  using SessionDriver::SessionDriver;
+
+ protected:
+  bool lock(Session& s, const std::string& name, milliseconds wait) override;
+  void unlock(Session& s, const std::string& name) override;
+};
+
+class AdvisoryDriver final : public SessionDriver {
+ public:
+  AdvisoryDriver(SessionPool::Factory connect, const Dialect& d, std::size_t max_idle, std::string table)
+      : SessionDriver(std::move(connect), d, max_idle), table_(std::move(table)) {}
+
+ protected:
+  bool lock(Session& s, const std::string& name, milliseconds wait) override;
+  void unlock(Session& s, const std::string& name) override;
+
+ private:
+  std::string table_;
+};
+
+}  // namespace dblock::detail::sql

@@ -1,0 +1,65 @@
+// Test servers: their URLs come from the environment (scripts/services sets them up;
+// a developer may point them at their own). A missing URL fails the test, never skips it.
+#pragma once
+
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <memory>
+#include <random>
+#include <string>
+
+#include "dblock/dblock.hpp"
+
+namespace dblock::test {
+
+// Where a test's locks live: a URL and the client options (the table) to open it with.
+struct Namespace {
+  std::string url;
+  ClientOptions options;
+  std::shared_ptr<Client> open() const { return Client::open(url, options); }
+};
+
+inline std::string server_url(const char* variable) {
+  const char* url = std::getenv(variable);
+  if (!url || !*url)
+    FAIL(variable << " is not set: run the tests through scripts/test, which starts the servers, "
+                     "or point it at your own server");
+  return url;
+}
+
+// Terminates the server connections that hold dblock session locks (an open transaction
+// or an advisory lock); returns how many. Simulates a dropped connection.
+int terminate_lock_holders(const std::string& url);
+
+// A fresh lock table with a random name, migrated at construction and dropped at
+// destruction, so tests never see each other's locks.
+class ScratchTable {
+ public:
+  enum class Server { postgresql };
+  explicit ScratchTable(Server server) : server_(server) {
+    url_ = server_url("DBLOCK_TEST_PG_URL");
+    std::random_device rd;
+    table_ = "dblock_t_" + std::to_string(rd()) + std::to_string(rd() % 1000);
+    ClientOptions o = options();
+    o.auto_migrate = true;
+    Client::open(url_, o);
+  }
+  ~ScratchTable();  // tests/support/servers.cpp
+  ScratchTable(const ScratchTable&) = delete;
+  ScratchTable& operator=(const ScratchTable&) = delete;
+
+  ClientOptions options() const {
+    ClientOptions o;
+    o.table = table_;
+    return o;
+  }
+  Namespace ns() const { return Namespace{url_, options()}; }
+  const std::string& url() const { return url_; }
+  const std::string& name() const { return table_; }
+
+ private:
+  Server server_;
+  std::string url_, table_;
+};
+
+}  // namespace dblock::test
