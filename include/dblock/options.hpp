@@ -28,6 +28,9 @@ struct ClientOptions {
   // Apply missing migrations when the client opens. Unset: on for the embedded SQLite
   // default, off for server databases (their owners run `dblock migrate`).
   std::optional<bool> auto_migrate;
+  // Wake waiters when a lock is released (PostgreSQL LISTEN/NOTIFY, SQLite inotify). Off:
+  // waiters poll with backoff, e.g. behind a pooler that does not pass LISTEN through.
+  bool notifications = true;
 };
 
 // Called once, from the renewal thread, when a lease is lost (expired before it could be

@@ -25,7 +25,7 @@ Dialect Dialect::rendered(const TableName& t) const {
   for (auto* s : {&d.holder, &d.renew, &d.release_hold, &d.insert_acquire, &d.insert_release,
                   &d.optimistic_read, &d.optimistic_create, &d.optimistic_take, &d.optimistic_reenter,
                   &d.optimistic_release, &d.list, &d.sweep, &d.force_release, &d.migration_lock, &d.history_create,
-                  &d.session_wait, &d.next_fence, &d.ping, &d.for_update_create, &d.for_update_try,
+                  &d.session_wait, &d.ping, &d.for_update_create, &d.for_update_try,
                   &d.for_update_wait, &d.advisory_try, &d.advisory_wait, &d.advisory_unlock,
                   &d.history_select, &d.history_insert})
     *s = render(*s, t, now_ms);

@@ -38,7 +38,10 @@ struct Dialect {
   // release_hold only when it matched nothing.
 
   // insert: a row per held lock; an upsert wins it, takes over an expired row, or re-enters.
-  std::string insert_acquire;  // (name, owner, ttl_ms) -> fence, remaining_ms; no row: busy
+  // (name, owner, ttl_ms) -> fence, remaining_ms. Busy: either no row (the driver then asks
+  // `holder`) or, where the dialect can say it in the same round trip, fence 0 and the
+  // holder's remaining_ms.
+  std::string insert_acquire;
   std::string insert_release;  // (name, owner, fence): delete our row if holds = 1; affected 1 or 0
 
   // optimistic: a persistent row per name, taken by compare-and-set on version.
@@ -50,16 +53,17 @@ struct Dialect {
 
   // Session strategies: the lock lives in one connection, pinned while held, and is freed by
   // the server when that connection drops. Empty texts: the dialect does not offer them.
+  // The lock statements also draw the fence, and must draw it only once the lock is held
+  // (a fence drawn before waiting could be overtaken by a later grant).
   std::string session_wait;       // (wait_ms): bound the next lock wait in this transaction
-  std::string next_fence;         // () -> fence: drawn after the lock is held
   std::string ping;               // (): is the pinned connection alive
   // for-update: a row per name, locked by SELECT ... FOR UPDATE in an open transaction.
   std::string for_update_create;  // (name): the row, unless it exists
-  std::string for_update_try;     // (name) -> a row when locked; lock-timeout error when busy
-  std::string for_update_wait;    // (name) -> a row when locked within session_wait's bound
+  std::string for_update_try;     // (name) -> fence when locked; no row: no row yet; lock error: busy
+  std::string for_update_wait;    // (name) -> the same, waiting within session_wait's bound
   // advisory: the database's own named locks on a 64-bit key (see advisory_key()).
-  std::string advisory_try;       // (key) -> 1 when locked, 0 when busy
-  std::string advisory_wait;      // (key): locks within session_wait's bound, else lock-timeout error
+  std::string advisory_try;       // (key) -> fence when locked, 0 when busy
+  std::string advisory_wait;      // (key) -> fence; a lock-timeout error past session_wait's bound
   std::string advisory_unlock;    // (key)
 
   // Operations on the table.

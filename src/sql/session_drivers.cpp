@@ -62,13 +62,13 @@ Attempt SessionDriver::try_acquire(const AcquireRequest& r) {
   }
   auto s = checkout();
   try {
-    if (!lock(*s, r.name, r.wait)) {
+    auto fence = lock(*s, r.name, r.wait);
+    if (fence == 0) {
       checkin(std::move(s));
       return Attempt{false, 0, milliseconds{0}};
     }
     auto held = std::make_shared<Held>();
-    // Drawn after the lock is ours, so fences follow grant order; nextval never rolls back.
-    held->fence = static_cast<std::uint64_t>(as_int(s->run(d_.next_fence).rows.at(0).at(0)));
+    held->fence = fence;
     held->holds = 1;
     held->session = std::move(s);
     std::lock_guard lk(mutex_);
@@ -115,9 +115,8 @@ bool SessionDriver::release(const std::string& name, const std::string& owner, s
   return true;
 }
 
-bool ForUpdateDriver::lock(Session& s, const std::string& name, milliseconds wait) {
+std::uint64_t ForUpdateDriver::lock(Session& s, const std::string& name, milliseconds wait) {
   for (int round = 0; round < 3; ++round) {
-    s.run(d_.for_update_create, {name});  // autocommit: the row must exist to be locked
     s.begin();
     try {
       Result r;
@@ -127,33 +126,36 @@ bool ForUpdateDriver::lock(Session& s, const std::string& name, milliseconds wai
         s.run(d_.session_wait, {std::int64_t{wait.count()}});
         r = s.run(d_.for_update_wait, {name});
       }
-      if (!r.rows.empty()) return true;  // locked, the transaction stays open
-      s.rollback();                      // swept away between create and lock: again
-    } catch (const TimeoutError&) {      // NOWAIT or lock_timeout: busy
+      if (!r.rows.empty()) return static_cast<std::uint64_t>(as_int(r.rows[0][0]));  // the transaction stays open
       s.rollback();
-      return false;
+    } catch (const TimeoutError&) {  // NOWAIT or lock_timeout: busy
+      s.rollback();
+      return 0;
     } catch (...) {
       s.rollback();
       throw;
     }
+    // No row for this name yet (or the sweeper removed it): create it outside the
+    // transaction and lock again. Only the first acquire of a name pays for this.
+    s.run(d_.for_update_create, {name});
   }
-  return false;
+  return 0;
 }
 
 void ForUpdateDriver::unlock(Session& s, const std::string&) { s.rollback(); }
 
-bool AdvisoryDriver::lock(Session& s, const std::string& name, milliseconds wait) {
+std::uint64_t AdvisoryDriver::lock(Session& s, const std::string& name, milliseconds wait) {
   auto key = advisory_key(table_, name);
-  if (wait.count() <= 0) return as_int(s.run(d_.advisory_try, {key}).rows.at(0).at(0)) == 1;
+  if (wait.count() <= 0) return static_cast<std::uint64_t>(as_int(s.run(d_.advisory_try, {key}).rows.at(0).at(0)));
   s.begin();  // the wait bound is transaction-local; the advisory lock is session-level
   try {
     s.run(d_.session_wait, {std::int64_t{wait.count()}});
-    s.run(d_.advisory_wait, {key});
+    auto fence = static_cast<std::uint64_t>(as_int(s.run(d_.advisory_wait, {key}).rows.at(0).at(0)));
     s.commit();
-    return true;
+    return fence;
   } catch (const TimeoutError&) {
     s.rollback();
-    return false;
+    return 0;
   } catch (...) {
     s.rollback();
     throw;

@@ -35,8 +35,9 @@ class SessionDriver : public LockDriver {
   bool release(const std::string& name, const std::string& owner, std::uint64_t fence) override;
 
  protected:
-  // Takes the lock on the pinned session s; false when busy. Leaves s ready to unlock().
-  virtual bool lock(Session& s, const std::string& name, milliseconds wait) = 0;
+  // Takes the lock on the pinned session s and returns its fence; 0 when busy. Leaves s
+  // ready to unlock().
+  virtual std::uint64_t lock(Session& s, const std::string& name, milliseconds wait) = 0;
   virtual void unlock(Session& s, const std::string& name) = 0;
   const Dialect& d_;
 
@@ -63,7 +64,7 @@ class ForUpdateDriver final : public SessionDriver {
   using SessionDriver::SessionDriver;
 
  protected:
-  bool lock(Session& s, const std::string& name, milliseconds wait) override;
+  std::uint64_t lock(Session& s, const std::string& name, milliseconds wait) override;
   void unlock(Session& s, const std::string& name) override;
 };
 
@@ -73,7 +74,7 @@ class AdvisoryDriver final : public SessionDriver {
       : SessionDriver(std::move(connect), d, max_idle), table_(std::move(table)) {}
 
  protected:
-  bool lock(Session& s, const std::string& name, milliseconds wait) override;
+  std::uint64_t lock(Session& s, const std::string& name, milliseconds wait) override;
   void unlock(Session& s, const std::string& name) override;
 
  private:

@@ -17,7 +17,7 @@ SqlBackend::SqlBackend(const Dialect& dialect, TableName table, SessionPool::Fac
       factory_(factory),
       max_idle_(options.pool_size),
       pool_(std::move(factory), options.pool_size, options.connect_timeout + options.statement_timeout),
-      notifier_(std::move(notifier)) {}
+      notifier_(options.notifications ? std::move(notifier) : nullptr) {}
 
 std::unique_ptr<LockDriver> SqlBackend::make_driver(Strategy strategy) {
   bool offered = std::find(raw_.strategies.begin(), raw_.strategies.end(), strategy) != raw_.strategies.end();

@@ -73,35 +73,41 @@ IFS='|' read -r n f o <env.out
 expect_code 3 "CMD's own exit code is dblock's" "$DBLOCK" run --name code -- sh -c 'exit 3'
 expect_exit 127 "a command that does not exist exits 127" "$DBLOCK" run --name code -- /nonexistent/cmd
 
-# --- busy: --no-wait and --wait -------------------------------------------------------------
-"$DBLOCK" run --name busy -- sh -c 'touch held; sleep 30' &
-holder=$!
-wait_for_file held || fail "holder did not start"
-t0=$(now_ms); expect_exit 75 "--no-wait on a held lock" "$DBLOCK" run --name busy --no-wait -- true; t1=$(now_ms)
-[ $((t1 - t0)) -lt 2000 ] && ok "--no-wait returned at once ($((t1 - t0)) ms)" || fail "--no-wait took $((t1 - t0)) ms"
-t0=$(now_ms); expect_exit 75 "--wait 500ms on a held lock" "$DBLOCK" run --name busy --wait 500ms -- true; t1=$(now_ms)
-[ $((t1 - t0)) -ge 450 ] && [ $((t1 - t0)) -lt 3000 ] && ok "--wait 500ms gave up after $((t1 - t0)) ms" || fail "--wait 500ms took $((t1 - t0)) ms"
-"$DBLOCK" list | grep -q busy && ok "list shows the held lock" || fail "list does not show the held lock"
-"$DBLOCK" list --json | python3 -c 'import json,sys; l=json.load(sys.stdin); assert any(x["name"]=="busy" and x["fence"]>0 and x["expires_at"].endswith("Z") for x in l)' \
-  && ok "list --json" || fail "list --json"
-
-# --- SIGTERM to dblock reaches the command; the lock is released after it exits ------------
-kill -TERM "$holder"; wait "$holder"; code=$?
-[ "$code" = 143 ] && ok "SIGTERM forwarded: the command died of it (exit 143)" || fail "after SIGTERM dblock exited $code"
-expect_exit 0 "the lock is free once the command ended" "$DBLOCK" run --name busy --no-wait -- true
-
-# --- SIGKILL of dblock takes the command with it; the lease comes back by its TTL -----------
+# --- busy, SIGTERM and SIGKILL, for every strategy -----------------------------------------
+for strategy in $STRATEGIES; do
+S="--strategy $strategy"
 rm -f held
-"$DBLOCK" run --name killed --ttl 2s -- sh -c 'echo $$ >held.tmp; mv held.tmp held; exec sleep 60' &
+"$DBLOCK" run --name busy $S -- sh -c 'touch held; sleep 30' &
 holder=$!
-wait_for_file held || fail "holder did not start"
+wait_for_file held || fail "$strategy: holder did not start"
+t0=$(now_ms); expect_exit 75 "$strategy: --no-wait on a held lock" "$DBLOCK" run --name busy $S --no-wait -- true; t1=$(now_ms)
+[ $((t1 - t0)) -lt 2000 ] && ok "$strategy: --no-wait returned at once ($((t1 - t0)) ms)" || fail "$strategy: --no-wait took $((t1 - t0)) ms"
+t0=$(now_ms); expect_exit 75 "$strategy: --wait 500ms on a held lock" "$DBLOCK" run --name busy $S --wait 500ms -- true; t1=$(now_ms)
+[ $((t1 - t0)) -ge 450 ] && [ $((t1 - t0)) -lt 3000 ] && ok "$strategy: --wait 500ms gave up after $((t1 - t0)) ms" || fail "$strategy: --wait 500ms took $((t1 - t0)) ms"
+if [ "$strategy" = insert ] || [ "$strategy" = optimistic ]; then
+  "$DBLOCK" list | grep -q busy && ok "list shows the held lock" || fail "list does not show the held lock"
+  "$DBLOCK" list --json | python3 -c 'import json,sys; l=json.load(sys.stdin); assert any(x["name"]=="busy" and x["fence"]>0 and x["expires_at"].endswith("Z") for x in l)' \
+    && ok "list --json" || fail "list --json"
+fi
+
+# SIGTERM to dblock reaches the command; the lock is released after it exits
+kill -TERM "$holder"; wait "$holder"; code=$?
+[ "$code" = 143 ] && ok "$strategy: SIGTERM forwarded: the command died of it (exit 143)" || fail "$strategy: after SIGTERM dblock exited $code"
+expect_exit 0 "$strategy: the lock is free once the command ended" "$DBLOCK" run --name busy $S --no-wait -- true
+
+# SIGKILL of dblock takes the command with it; the lock comes back (after the TTL for leases)
+rm -f held
+"$DBLOCK" run --name killed $S --ttl 2s -- sh -c 'echo $$ >held.tmp; mv held.tmp held; exec sleep 60' &
+holder=$!
+wait_for_file held || fail "$strategy: holder did not start"
 child=$(cat held)
-alive "$child" && ok "the command runs under dblock" || fail "the command is not running"
+alive "$child" && ok "$strategy: the command runs under dblock" || fail "$strategy: the command is not running"
 kill -KILL "$holder"; wait "$holder" 2>/dev/null
 sleep 0.3
-alive "$child" && fail "the command outlived a SIGKILLed dblock" || ok "the command died with dblock (SIGKILL)"
-t0=$(now_ms); expect_exit 0 "the lock comes back after its TTL" "$DBLOCK" run --name killed --wait 10s -- true; t1=$(now_ms)
-[ $((t1 - t0)) -lt 4000 ] && ok "available again after $((t1 - t0)) ms (TTL 2s)" || fail "took $((t1 - t0)) ms to come back"
+alive "$child" && fail "$strategy: the command outlived a SIGKILLed dblock" || ok "$strategy: the command died with dblock (SIGKILL)"
+t0=$(now_ms); expect_exit 0 "$strategy: the lock comes back" "$DBLOCK" run --name killed $S --wait 10s -- true; t1=$(now_ms)
+[ $((t1 - t0)) -lt 4000 ] && ok "$strategy: available again after $((t1 - t0)) ms (TTL 2s)" || fail "$strategy: took $((t1 - t0)) ms to come back"
+done
 
 # --- a lost lease stops the command and dblock exits 76 ------------------------------------
 rm -f held

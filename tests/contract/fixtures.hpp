@@ -48,7 +48,9 @@ struct PgLeaseFixture : PgFixture {
 };
 struct PgSessionFixture : PgFixture {
   static constexpr bool lease_based = false;
-  void steal(Client&, const std::string&) const { REQUIRE(terminate_lock_holders(table.url()) > 0); }
+  void steal(Client&, const std::string& name) const {
+    REQUIRE(terminate_lock_holders(table.url(), table.name(), name) > 0);
+  }
 };
 
 struct PgInsert : PgLeaseFixture {

@@ -27,9 +27,10 @@ inline std::string server_url(const char* variable) {
   return url;
 }
 
-// Terminates the server connections that hold dblock session locks (an open transaction
-// or an advisory lock); returns how many. Simulates a dropped connection.
-int terminate_lock_holders(const std::string& url);
+// Terminates the server connections that hold the session lock `name` of `table` (a row
+// lock on the table, or the name's advisory key); returns how many. Simulates a dropped
+// connection, touching no other test's connections.
+int terminate_lock_holders(const std::string& url, const std::string& table, const std::string& name);
 
 // A fresh lock table with a random name, migrated at construction and dropped at
 // destruction, so tests never see each other's locks.

@@ -28,8 +28,10 @@ const Dialect& postgresql_dialect() {
     // the conflict check, so two acquires could draw 41 and 42 and then be granted 42 first
     // (found by the contract suite). A transaction-scoped advisory lock on the name, taken
     // before nextval, makes draws and grants of one name happen in the same order.
+    // When it is busy, the second branch reports the holder's time left from the statement's
+    // snapshot, so a failed attempt (the common case for waiters) is one round trip too.
     d.insert_acquire =
-        "INSERT INTO ${table} AS t (name, owner, fence, holds, acquired_at, valid_until, version) "
+        "WITH won AS (INSERT INTO ${table} AS t (name, owner, fence, holds, acquired_at, valid_until, version) "
         "VALUES ($1, $2, (SELECT nextval('${table}_fence') FROM (SELECT pg_advisory_xact_lock("
         "hashtextextended('${table}:' || $1, 0))) AS serialised), 1, ${now_ms}, ${now_ms} + $3::bigint, 1) "
         "ON CONFLICT (name) DO UPDATE SET "
@@ -39,7 +41,9 @@ const Dialect& postgresql_dialect() {
         "valid_until = GREATEST(t.valid_until, EXCLUDED.valid_until), "
         "owner = EXCLUDED.owner, version = t.version + 1 "
         "WHERE t.valid_until <= ${now_ms} OR t.owner = EXCLUDED.owner "
-        "RETURNING fence, valid_until - ${now_ms}";
+        "RETURNING fence, valid_until - ${now_ms} AS remaining) "
+        "SELECT fence, remaining FROM won UNION ALL "
+        "SELECT 0, valid_until - ${now_ms} FROM ${table} WHERE name = $1 AND NOT EXISTS (SELECT 1 FROM won)";
     d.insert_release =
         "WITH gone AS (DELETE FROM ${table} WHERE name = $1 AND owner = $2 AND fence = $3::bigint AND holds <= 1 "
         "RETURNING name) " + notify + "gone";
@@ -65,15 +69,19 @@ const Dialect& postgresql_dialect() {
     d.session_wait =
         "SELECT set_config('lock_timeout', $1::bigint || 'ms', true), "
         "set_config('statement_timeout', ($1::bigint + 5000) || 'ms', true)";
-    d.next_fence = "SELECT nextval('${table}_fence')";
     d.ping = "SELECT 1";
     d.for_update_create =
         "INSERT INTO ${table} (name, owner, fence, holds, acquired_at, valid_until, version) "
         "VALUES ($1, '', 0, 0, ${now_ms}, 0, 0) ON CONFLICT (name) DO NOTHING";
-    d.for_update_try = "SELECT name FROM ${table} WHERE name = $1 FOR UPDATE NOWAIT";
-    d.for_update_wait = "SELECT name FROM ${table} WHERE name = $1 FOR UPDATE";
-    d.advisory_try = "SELECT pg_try_advisory_lock($1::bigint)::int";
-    d.advisory_wait = "SELECT pg_advisory_lock($1::bigint)";
+    // A subquery with FOR UPDATE is not flattened: its rows come out locked, and only then
+    // does the outer nextval run. Lock and fence in one round trip, in grant order.
+    d.for_update_try =
+        "SELECT nextval('${table}_fence') FROM (SELECT name FROM ${table} WHERE name = $1 FOR UPDATE NOWAIT) AS locked";
+    d.for_update_wait =
+        "SELECT nextval('${table}_fence') FROM (SELECT name FROM ${table} WHERE name = $1 FOR UPDATE) AS locked";
+    // CASE evaluates the lock first and draws a fence only when it was won.
+    d.advisory_try = "SELECT CASE WHEN pg_try_advisory_lock($1::bigint) THEN nextval('${table}_fence') ELSE 0 END";
+    d.advisory_wait = "SELECT nextval('${table}_fence') FROM (SELECT pg_advisory_lock($1::bigint)) AS locked";
     d.advisory_unlock = "SELECT pg_advisory_unlock($1::bigint)";
 
     d.list =
