@@ -1,5 +1,8 @@
-// dblock-bench: what an uncontended acquire+release costs on the embedded SQLite backend,
-// per strategy, next to a bare INSERT + DELETE pair on the same file with the same pragmas.
+// dblock-bench: what an uncontended acquire+release and a hand-off between 8 contending
+// clients cost, per backend and strategy, next to bare baselines measured in the same run:
+// on SQLite an INSERT + DELETE pair on the same file with the same pragmas, on PostgreSQL
+// (bench_pg.cpp) a SELECT 1 and per strategy the bare statements it cannot avoid; and the
+// hand-off again with notifications off (waiters poll), to show what notifications buy.
 #include <sqlite3.h>
 #include <stdlib.h>
 
@@ -10,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -19,6 +23,8 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <fmt/format.h>
 
+#include "bench_pg.hpp"
+#include "bench_run.hpp"
 #include "bench_util.hpp"
 #include "dblock/dblock.hpp"
 
@@ -62,83 +68,45 @@ class BenchDir {
   bool remove_ = false;
 };
 
-constexpr std::size_t kBlock = 50;  // most timed cycles of one series in a row
-constexpr std::size_t kRewarm = 2;  // untimed cycles each time a series resumes
+const dblock::Strategy kSqliteStrategies[] = {dblock::Strategy::insert, dblock::Strategy::optimistic};
 
-struct Series {
-  std::string strategy;         // "bare", "insert", "optimistic"
-  std::function<void()> cycle;  // one acquire+release (or INSERT+DELETE)
-  std::vector<double> samples;  // microseconds, pooled over the rounds
-};
-
-void run_untimed(Series& s, std::size_t n) {
-  for (std::size_t i = 0; i < n; ++i) s.cycle();
-}
-
-void run_timed(Series& s, std::size_t n) {
-  using Clock = std::chrono::steady_clock;
-  for (std::size_t i = 0; i < n; ++i) {
-    auto t0 = Clock::now();
-    s.cycle();
-    auto t1 = Clock::now();
-    s.samples.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());
-  }
-}
-
-// One acquire+release of `lock`; checks what a correct lock must show even uncontended.
-std::function<void()> dblock_cycle(dblock::Lock lock) {
-  auto last_fence = std::make_shared<std::uint64_t>(0);
-  return [lock, last_fence]() mutable {
-    std::optional<dblock::Lease> lease = lock.try_acquire();
-    if (!lease)
-      throw std::runtime_error(fmt::format("try_acquire of uncontended lock '{}' did not acquire it", lock.name()));
-    if (lease->fence() <= *last_fence)
-      throw std::runtime_error(fmt::format("lock '{}': fence {} after fence {}: fences must increase",
-                                           lock.name(), lease->fence(), *last_fence));
-    *last_fence = lease->fence();
-    lease->release();
-  };
-}
-
-int run(const Options& opt) {
-  if (!opt.csv.empty()) {  // fail before minutes of work, not after
-    std::ofstream probe(opt.csv, std::ios::app);
-    if (!probe) throw CantCreate(fmt::format("cannot write CSV file '{}'", opt.csv));
-  }
+BackendReport run_sqlite(const Options& opt) {
+  const bool uncontended = opt.wants_scenario("uncontended");
   BenchDir dir(opt.dir);  // outlives the clients and connections below
   const std::string db_path = dir.path() + "/bench.db";
-  fmt::print(stderr, "dblock-bench: {} cycles per series in {}\n", opt.iterations, db_path);
+  const std::string url = "sqlite:" + db_path;
+  fmt::print(stderr, "dblock-bench: sqlite: {} cycles per series in {}\n", opt.iterations, db_path);
 
   // dblock's clients (the first migrates the file), one per strategy, each on its own name.
   dblock::ClientOptions client_options;
   std::vector<std::shared_ptr<dblock::Client>> clients;
   std::vector<Series> series;
-  for (auto strategy : {dblock::Strategy::insert, dblock::Strategy::optimistic}) {
-    auto client = dblock::Client::open("sqlite:" + db_path, client_options);
-    std::string name = fmt::format("bench-uncontended-{}", dblock::to_string(strategy));
-    client->force_release(name);  // a run killed on a kept --dir may have left it held
-    dblock::LockOptions lock_options;
-    lock_options.strategy = strategy;  // ttl 30s, auto_renew: the renewal never fires in a cycle
-    series.push_back({std::string(dblock::to_string(strategy)), dblock_cycle(client->lock(name, lock_options)), {}});
-    clients.push_back(std::move(client));
-  }
+  if (uncontended)
+    for (auto strategy : kSqliteStrategies) {
+      auto client = dblock::Client::open(url, client_options);
+      std::string name = fmt::format("bench-uncontended-{}", dblock::to_string(strategy));
+      client->force_release(name);  // a run killed on a kept --dir may have left it held
+      dblock::LockOptions lock_options;
+      lock_options.strategy = strategy;  // ttl 30s, auto_renew: the renewal never fires in a cycle
+      series.push_back({std::string(dblock::to_string(strategy)), dblock_cycle(client->lock(name, lock_options)), {}});
+      clients.push_back(std::move(client));
+    }
 
-  // The baseline: dblock's connection setup (sqlite_session.cpp) without dblock.
+  // The baseline: dblock's connection setup (sqlite_session.cpp) without dblock. It runs (and
+  // gets its row) whatever the scenarios: the ratios refer to it.
   SQLite::Database db(db_path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE,
                       static_cast<int>(client_options.statement_timeout.count()));
   db.exec("PRAGMA journal_mode=WAL");
   db.exec("PRAGMA synchronous=FULL");
   db.exec("CREATE TABLE IF NOT EXISTS bare (name TEXT NOT NULL PRIMARY KEY, v INTEGER NOT NULL)");
   db.exec("DELETE FROM bare");
-  Context ctx;
-  ctx.sqlite_version = sqlite3_libversion();
-  ctx.db_path = db_path;
-  ctx.pragmas = fmt::format("journal_mode={}, synchronous={} (2 = FULL), busy_timeout={} ms",
-                            db.execAndGet("PRAGMA journal_mode").getString(),
-                            db.execAndGet("PRAGMA synchronous").getInt(),
-                            db.execAndGet("PRAGMA busy_timeout").getInt());
-  ctx.iterations = opt.iterations;
-  ctx.warmup = opt.warmup;
+  BackendReport rep;
+  rep.notes.push_back(fmt::format(
+      "sqlite: SQLite {} (sqlite3_libversion), file {}; pragmas journal_mode={}, synchronous={} (2 = FULL), "
+      "busy_timeout={} ms (as read back from the baseline connection)",
+      sqlite3_libversion(), db_path, db.execAndGet("PRAGMA journal_mode").getString(),
+      db.execAndGet("PRAGMA synchronous").getInt(), db.execAndGet("PRAGMA busy_timeout").getInt()));
+  rep.notes.push_back("sqlite baseline `bare`: prepared `INSERT INTO bare(name, v)` + `DELETE FROM bare WHERE name = ?`");
   SQLite::Statement ins(db, "INSERT INTO bare(name, v) VALUES (?, ?)");
   SQLite::Statement del(db, "DELETE FROM bare WHERE name = ?");
   const std::string bare_name = "bench-uncontended-bare";
@@ -153,44 +121,65 @@ int run(const Options& opt) {
     del.reset();
   };
   series.insert(series.begin(), Series{"bare", bare_cycle, {}});
+  run_interleaved("sqlite", series, opt);
 
-  for (auto& s : series) {
-    fmt::print(stderr, "dblock-bench: warm-up sqlite/{}: {} cycles\n", s.strategy, opt.warmup);
-    run_untimed(s, opt.warmup);
-    s.samples.reserve(opt.iterations);
-  }
-  // Interleaved rounds of at most kBlock cycles per series, the order rotated each round, so
-  // drift and noise hit every series alike. Blocks are short because this kind of noise
-  // (fsync latency that flips between regimes every few seconds) is slow, not per-cycle.
-  const std::size_t rounds = std::max(opt.rounds, (opt.iterations + kBlock - 1) / kBlock);
-  const std::size_t report_every = std::max<std::size_t>(1, rounds / 5);
-  for (std::size_t r = 0; r < rounds; ++r) {
-    std::size_t n = opt.iterations / rounds + (r < opt.iterations % rounds ? 1 : 0);
-    for (std::size_t k = 0; k < series.size(); ++k) {
-      auto& s = series[(r + k) % series.size()];
-      run_untimed(s, kRewarm);  // the first cycle after another connection wrote is not timed
-      run_timed(s, n);
-    }
-    if ((r + 1) % report_every != 0 && r + 1 != rounds) continue;
-    std::string line;
-    for (auto& s : series) line += fmt::format(", {} p50 {:.1f} us", s.strategy, summarize(s.samples).p50_us);
-    fmt::print(stderr, "dblock-bench: round {}/{}{}\n", r + 1, rounds, line);
-  }
-  for (auto& s : series) {
-    auto sum = summarize(s.samples);
-    fmt::print(stderr, "dblock-bench: sqlite/{}: {} cycles, p50 {:.1f} us, p99 {:.1f} us\n", s.strategy, sum.samples,
-               sum.p50_us, sum.p99_us);
-  }
-  ctx.rounds = rounds;
+  if (!clients.empty())
+    if (auto held = clients.front()->list(); !held.empty())
+      fmt::print(stderr, "dblock-bench: warning: {} sqlite lock(s) still held after the run, first '{}'\n",
+                 held.size(), held.front().name);
 
-  if (auto held = clients.front()->list(); !held.empty())
-    fmt::print(stderr, "dblock-bench: warning: {} lock(s) still held after the run, first '{}'\n", held.size(),
-               held.front().name);
+  for (auto& s : series) rep.rows.push_back(Row{"sqlite", s.strategy, "uncontended", 1, summarize(s.samples), {}});
+  const Row bare_row = rep.rows.front();
+  for (auto& row : rep.rows) row.vs = {compare(row, bare_row)};
 
+  auto handoffs = run_handoff_scenarios("sqlite", url, client_options,
+                                        {std::begin(kSqliteStrategies), std::end(kSqliteStrategies)}, opt, {bare_row});
+  rep.rows.insert(rep.rows.end(), handoffs.rows.begin(), handoffs.rows.end());
+  rep.notes.insert(rep.notes.end(), handoffs.notes.begin(), handoffs.notes.end());
+  return rep;
+}
+
+int run(const Options& opt) {
+  if (!opt.csv.empty()) {  // fail before minutes of work, not after
+    std::ofstream probe(opt.csv, std::ios::app);
+    if (!probe) throw CantCreate(fmt::format("cannot write CSV file '{}'", opt.csv));
+  }
+  std::vector<std::string> notes;
   std::vector<Row> rows;
-  for (auto& s : series) rows.push_back(Row{"sqlite", s.strategy, "uncontended", 1, summarize(s.samples), "bare", 1.0});
-  for (auto& row : rows) row.ratio = rows.front().s.p50_us > 0 ? row.s.p50_us / rows.front().s.p50_us : 0;
-  print_markdown(ctx, rows);
+  auto add = [&](BackendReport rep) {
+    notes.insert(notes.end(), rep.notes.begin(), rep.notes.end());
+    rows.insert(rows.end(), rep.rows.begin(), rep.rows.end());
+  };
+  if (opt.wants_backend("sqlite")) add(run_sqlite(opt));
+  if (opt.wants_backend("postgresql")) {
+    if (auto why = postgresql_skip_reason()) fmt::print(stderr, "skipped postgresql: {}\n", *why);
+    else add(run_postgresql(opt));
+  }
+
+  notes.push_back(fmt::format(
+      "uncontended: one thread, try_acquire() then release() of one name per strategy; {} timed cycles per "
+      "series, a backend's series (baselines included) interleaved in {} rotating rounds; {} warm-up cycles "
+      "first and {} untimed cycles each time a series resumes; ops/s = 1e6 / mean cycle time",
+      opt.iterations, interleaved_rounds(opt), opt.warmup, kRewarm));
+  if (opt.wants_scenario("handoff") || opt.wants_scenario("handoff-polling"))
+    notes.push_back(fmt::format(
+        "handoff: {} threads, each with its own Client, contend for one name; latency = when the next holder "
+        "has the lease - when the previous holder called release() (steady_clock); a thread contends again "
+        "only once another one got the lease (no barging); a holder keeps the lease {} before it releases; "
+        "{} timed hand-offs after {} untimed; "
+        "ops/s = timed hand-offs / their span. Scenario `handoff`: the Clients as opened by default "
+        "(ClientOptions.notifications = true: waiters are woken by LISTEN/NOTIFY or inotify); scenario "
+        "`handoff-polling`: the same with every Client opened with ClientOptions.notifications = false "
+        "(waiters poll with backoff). Per strategy the two run one after the other, each on a name of its own",
+        kHandoffWorkers, opt.hold_ms ? fmt::format("{} ms (--hold-ms)", opt.hold_ms) : std::string("0 ms"),
+        opt.handoffs, handoff_warmup(opt)));
+  notes.push_back(
+      "ratio = p50 / p50 of the `baseline` row: uncontended sqlite strategies vs sqlite `bare`; uncontended "
+      "postgresql strategies vs their own bare baseline (insert: `bare-insert`, optimistic: `bare-optimistic`, "
+      "for-update: `bare-for-update`, advisory: `advisory-pair`), postgresql baseline rows vs `select1`; "
+      "handoff vs sqlite `bare` / postgresql `select1`; handoff-polling vs the same strategy's `handoff` row "
+      "(`<strategy> handoff`: polling p50 / notified p50). x select1 = p50 / p50 of postgresql `select1`");
+  print_markdown(notes, rows, polling_summary(rows));
   if (!opt.csv.empty()) {
     try {
       write_csv(opt.csv, rows);

@@ -18,44 +18,103 @@
 namespace dblock_bench {
 
 const char* usage_text() {
-  return "usage: dblock-bench [--quick] [--iterations N] [--dir DIR] [--csv FILE]\n"
+  return "usage: dblock-bench [--quick] [--iterations N] [--handoffs N] [--hold-ms N]\n"
+         "                    [--backend NAME]... [--scenario NAME]... [--dir DIR] [--csv FILE]\n"
          "\n"
-         "Times uncontended acquire+release cycles of one lock name on the sqlite backend for\n"
-         "each strategy (insert, optimistic), against a bare baseline measured in the same run\n"
-         "on the same file and pragmas: a prepared INSERT + DELETE pair on its own table.\n"
-         "The series are interleaved (at least 3 rounds, at most 50 timed cycles of a series\n"
-         "in a row, the order rotated each round) and each series' samples pooled.\n"
+         "Backends: sqlite (always), postgresql (when built with libpqxx and DBLOCK_TEST_PG_URL\n"
+         "is set; otherwise one line 'skipped postgresql: REASON' on stderr). The postgresql\n"
+         "runs use a fresh lock table with a unique name, dropped at the end.\n"
          "\n"
-         "  --quick         few iterations (300 unless --iterations is given): a smoke test\n"
-         "  --iterations N  timed cycles per series (default 5000)\n"
-         "  --dir DIR       where to put bench.db (created if missing, kept); default: a fresh\n"
-         "                  mkdtemp dir under /tmp, removed at the end\n"
-         "  --csv FILE      also write rows: backend,strategy,scenario,workers,ops_per_s,\n"
-         "                  p50_us,p99_us,baseline,ratio (baseline: the strategy column of the\n"
-         "                  row compared with; ratio: p50 / baseline p50)\n"
-         "  --help          this text\n"
+         "Scenarios:\n"
+         "  uncontended  acquire+release cycles of one lock name (try_acquire() then release())\n"
+         "               for each strategy (sqlite: insert, optimistic; postgresql: insert,\n"
+         "               optimistic, for-update, advisory), against baselines measured in the\n"
+         "               same run: sqlite `bare` (a prepared INSERT + DELETE pair on its own\n"
+         "               table, same file and pragmas); postgresql `select1` (a prepared SELECT 1\n"
+         "               round trip) and per strategy the bare statements it cannot avoid, with\n"
+         "               libpqxx on dblock's lock table: `bare-insert` (INSERT ... ON CONFLICT +\n"
+         "               DELETE), `bare-optimistic` (SELECT + UPDATE ... AND version = $2 +\n"
+         "               UPDATE), `bare-for-update` (BEGIN, SELECT ... FOR UPDATE NOWAIT,\n"
+         "               ROLLBACK), `advisory-pair` (pg_try_advisory_lock + pg_advisory_unlock).\n"
+         "               Each strategy is compared with its own baseline and with select1.\n"
+         "               The series of a backend are interleaved (at least 3 rounds, at most 50\n"
+         "               timed cycles of a series in a row, the order rotated each round) and\n"
+         "               each series' samples pooled.\n"
+         "  handoff      8 threads, each with its own Client, loop on acquiring one lock name;\n"
+         "               hand-off latency = when the next holder got the lease - when the\n"
+         "               previous holder started release(). Compared with the sqlite `bare` and\n"
+         "               the postgresql `select1` p50 (the baselines are measured whenever their\n"
+         "               backend runs).\n"
+         "  handoff-polling  the same with every Client opened with notifications = false\n"
+         "               (waiters poll with backoff instead of being woken by LISTEN/NOTIFY or\n"
+         "               inotify); compared with the same strategy's handoff p50 (when that ran),\n"
+         "               and a line per strategy under the table gives polling / notified.\n"
+         "\n"
+         "  --quick           a smoke test: 300 cycles per series, 40 hand-offs (unless given)\n"
+         "  --iterations N    timed cycles per uncontended series (default 5000)\n"
+         "  --handoffs N      timed hand-offs per handoff series (default 400)\n"
+         "  --hold-ms N       a hand-off holder keeps the lease N ms before it releases, so the\n"
+         "                    waiters have been waiting (polling ones backing off) when it goes\n"
+         "                    (default: it releases at once)\n"
+         "  --backend NAME    only these backends (repeatable or comma-separated)\n"
+         "  --scenario NAME   only these scenarios (repeatable or comma-separated)\n"
+         "  --dir DIR         where to put bench.db (created if missing, kept); default: a fresh\n"
+         "                    mkdtemp dir under /tmp, removed at the end\n"
+         "  --csv FILE        also write rows: backend,strategy,scenario,workers,ops_per_s,\n"
+         "                    p50_us,p99_us,baseline,ratio, one per row per baseline it is\n"
+         "                    compared with (baseline: the strategy column of the baseline row;\n"
+         "                    ratio: p50 / baseline p50)\n"
+         "  --help            this text\n"
          "\n"
          "Prints a Markdown table on stdout and progress on stderr. Exit status: 0 success,\n"
-         "64 bad options, 70 a dblock or SQLite error, 73 the CSV or DIR cannot be created.\n";
+         "64 bad options, 70 a dblock or database error, 73 the CSV or DIR cannot be created.\n";
 }
 
 namespace {
 
-std::size_t parse_count(std::string_view opt, const std::string& text) {
+std::size_t parse_count(std::string_view opt, const std::string& text, unsigned long long min = 1,
+                        unsigned long long max = 100'000'000ULL) {
   if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
-    throw UsageProblem(fmt::format("{} wants a positive integer, not '{}'", opt, text));
+    throw UsageProblem(
+        fmt::format("{} wants a {} integer, not '{}'", opt, min > 0 ? "positive" : "non-negative", text));
   errno = 0;
   unsigned long long v = std::strtoull(text.c_str(), nullptr, 10);
-  if (errno == ERANGE || v == 0 || v > 100'000'000ULL)
-    throw UsageProblem(fmt::format("{} wants an integer from 1 to 100000000, not '{}'", opt, text));
+  if (errno == ERANGE || v < min || v > max)
+    throw UsageProblem(fmt::format("{} wants an integer from {} to {}, not '{}'", opt, min, max, text));
   return static_cast<std::size_t>(v);
+}
+
+// "a,b" and repeated options accumulate; each name must be one of `known`.
+void add_names(std::string_view opt, const std::string& text, const std::vector<std::string>& known,
+               std::vector<std::string>& out) {
+  std::size_t begin = 0;
+  for (;;) {
+    auto comma = text.find(',', begin);
+    std::string name = text.substr(begin, comma == std::string::npos ? std::string::npos : comma - begin);
+    if (std::find(known.begin(), known.end(), name) == known.end()) {
+      std::string list;
+      for (const auto& k : known) list += (list.empty() ? "" : ", ") + k;
+      throw UsageProblem(fmt::format("{}: unknown name '{}' (known: {})", opt, name, list));
+    }
+    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(name);
+    if (comma == std::string::npos) break;
+    begin = comma + 1;
+  }
 }
 
 }  // namespace
 
+bool Options::wants_backend(const std::string& name) const {
+  return backends.empty() || std::find(backends.begin(), backends.end(), name) != backends.end();
+}
+
+bool Options::wants_scenario(const std::string& name) const {
+  return scenarios.empty() || std::find(scenarios.begin(), scenarios.end(), name) != scenarios.end();
+}
+
 Options parse_options(int argc, char** argv) {
   Options o;
-  std::optional<std::size_t> iterations;
+  std::optional<std::size_t> iterations, handoffs;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     std::optional<std::string> inline_value;
@@ -74,6 +133,10 @@ Options parse_options(int argc, char** argv) {
     if (arg == "--help" || arg == "-h") no_value(), o.help = true;
     else if (arg == "--quick") no_value(), o.quick = true;
     else if (arg == "--iterations") iterations = parse_count(arg, value());
+    else if (arg == "--handoffs") handoffs = parse_count(arg, value());
+    else if (arg == "--hold-ms") o.hold_ms = parse_count(arg, value(), 0, 60'000);
+    else if (arg == "--backend") add_names(arg, value(), kBackends, o.backends);
+    else if (arg == "--scenario") add_names(arg, value(), kScenarios, o.scenarios);
     else if (arg == "--dir") {
       o.dir = value();
       if (o.dir.empty()) throw UsageProblem("--dir needs a non-empty path");
@@ -83,6 +146,7 @@ Options parse_options(int argc, char** argv) {
     } else throw UsageProblem(fmt::format("unknown option '{}'", argv[i]));
   }
   o.iterations = iterations.value_or(o.quick ? 300 : 5000);
+  o.handoffs = handoffs.value_or(o.quick ? 40 : 400);
   o.warmup = std::clamp<std::size_t>(o.iterations / 10, 10, 200);
   return o;
 }
@@ -119,21 +183,43 @@ std::string machine_description() {
   return fmt::format("{}, nproc {}, {}, {}", host, nproc, cpu, kernel);
 }
 
-void print_markdown(const Context& ctx, const std::vector<Row>& rows) {
-  fmt::print("# dblock-bench: uncontended acquire+release\n\n");
+Compared compare(const Row& row, const Row& baseline) {
+  return Compared{baseline.strategy, baseline.s.p50_us > 0 ? row.s.p50_us / baseline.s.p50_us : 0};
+}
+
+std::vector<std::string> polling_summary(const std::vector<Row>& rows) {
+  std::vector<std::string> out;
+  for (const auto& off : rows) {
+    if (off.scenario != "handoff-polling") continue;
+    for (const auto& on : rows)
+      if (on.scenario == "handoff" && on.backend == off.backend && on.strategy == off.strategy) {
+        double ratio = on.s.p50_us > 0 ? off.s.p50_us / on.s.p50_us : 0;
+        out.push_back(fmt::format("{} {}: polling p50 {:.1f} us / notified p50 {:.1f} us = {:.2f}x", off.backend,
+                                  off.strategy, off.s.p50_us, on.s.p50_us, ratio));
+      }
+  }
+  return out;
+}
+
+void print_markdown(const std::vector<std::string>& notes, const std::vector<Row>& rows,
+                    const std::vector<std::string>& after) {
+  fmt::print("# dblock-bench\n\n");
   fmt::print("- machine: {}\n", machine_description());
-  fmt::print("- SQLite {} (sqlite3_libversion), file {}\n", ctx.sqlite_version, ctx.db_path);
-  fmt::print("- pragmas: {}\n", ctx.pragmas);
-  fmt::print("- iterations: {} timed cycles per series, interleaved in {} rotating rounds; {} warm-up cycles "
-             "first and 2 untimed cycles each time a series resumes\n",
-             ctx.iterations, ctx.rounds, ctx.warmup);
-  fmt::print("- baseline `bare`: prepared `INSERT INTO bare(name, v)` + `DELETE FROM bare WHERE name = ?`\n");
-  fmt::print("- ops/s = 1e6 / mean cycle time; ratio = p50 / p50 of the baseline\n\n");
-  fmt::print("| backend | strategy | scenario | workers | ops/s | p50 us | p99 us | ratio |\n");
-  fmt::print("|---|---|---|---:|---:|---:|---:|---:|\n");
-  for (const auto& r : rows)
-    fmt::print("| {} | {} | {} | {} | {:.0f} | {:.1f} | {:.1f} | {:.2f} |\n", r.backend, r.strategy, r.scenario,
-               r.workers, r.s.ops_per_s, r.s.p50_us, r.s.p99_us, r.ratio);
+  for (const auto& n : notes) fmt::print("- {}\n", n);
+  fmt::print("\n| backend | strategy | scenario (handoff-polling = notifications off) | workers | ops/s | p50 us | p99 us | baseline | ratio | x select1 |\n");
+  fmt::print("|---|---|---|---:|---:|---:|---:|---|---:|---:|\n");
+  for (const auto& r : rows) {
+    std::string baseline = "-", ratio = "-", select1 = "-";
+    if (!r.vs.empty()) baseline = r.vs.front().baseline, ratio = fmt::format("{:.2f}", r.vs.front().ratio);
+    for (const auto& c : r.vs)
+      if (c.baseline == "select1") select1 = fmt::format("{:.2f}", c.ratio);
+    fmt::print("| {} | {} | {} | {} | {:.0f} | {:.1f} | {:.1f} | {} | {} | {} |\n", r.backend, r.strategy,
+               r.scenario, r.workers, r.s.ops_per_s, r.s.p50_us, r.s.p99_us, baseline, ratio, select1);
+  }
+  if (!after.empty()) {
+    fmt::print("\n## Hand-off with notifications off: handoff-polling p50 / handoff p50 (acceptance: at least 5x)\n\n");
+    for (const auto& line : after) fmt::print("- {}\n", line);
+  }
   std::fflush(stdout);
 }
 
@@ -142,8 +228,9 @@ void write_csv(const std::string& path, const std::vector<Row>& rows) {
   if (!out) throw std::runtime_error(fmt::format("cannot write CSV file '{}'", path));
   out << "backend,strategy,scenario,workers,ops_per_s,p50_us,p99_us,baseline,ratio\n";
   for (const auto& r : rows)
-    out << fmt::format("{},{},{},{},{:.1f},{:.2f},{:.2f},{},{:.3f}\n", r.backend, r.strategy, r.scenario,
-                       r.workers, r.s.ops_per_s, r.s.p50_us, r.s.p99_us, r.baseline, r.ratio);
+    for (const auto& c : r.vs)
+      out << fmt::format("{},{},{},{},{:.1f},{:.2f},{:.2f},{},{:.3f}\n", r.backend, r.strategy, r.scenario,
+                         r.workers, r.s.ops_per_s, r.s.p50_us, r.s.p99_us, c.baseline, c.ratio);
   out.flush();
   if (!out) throw std::runtime_error(fmt::format("cannot write CSV file '{}'", path));
 }

@@ -21,9 +21,18 @@ struct Options {
   std::size_t iterations = 5000;  // timed cycles per series (quick: 300)
   std::size_t warmup = 200;       // untimed cycles per series before the first round
   std::size_t rounds = 3;         // at least this many interleaved rounds
+  std::size_t handoffs = 400;     // timed hand-offs per handoff series (quick: 40)
+  std::size_t hold_ms = 0;        // how long a hand-off holder keeps the lease (0: releases at once)
   std::string dir;                // empty: a fresh mkdtemp dir under /tmp, removed at the end
   std::string csv;                // empty: no CSV
+  std::vector<std::string> backends;   // empty: all (kBackends)
+  std::vector<std::string> scenarios;  // empty: all (kScenarios)
+  bool wants_backend(const std::string& name) const;
+  bool wants_scenario(const std::string& name) const;
 };
+
+inline const std::vector<std::string> kBackends{"sqlite", "postgresql"};
+inline const std::vector<std::string> kScenarios{"uncontended", "handoff", "handoff-polling"};
 
 // Throws UsageProblem.
 Options parse_options(int argc, char** argv);
@@ -36,24 +45,31 @@ struct Summary {
 // Nearest-rank percentiles over per-cycle durations in microseconds.
 Summary summarize(std::vector<double> samples_us);
 
+struct Compared {
+  std::string baseline;  // the `strategy` of the (uncontended) baseline row compared with
+  double ratio = 1.0;    // p50 / p50 of the baseline row
+};
+
 struct Row {
   std::string backend, strategy, scenario;
   int workers = 1;
   Summary s;
-  std::string baseline;  // the `strategy` of the row this one is compared with
-  double ratio = 1.0;    // p50 / p50 of the baseline row
+  std::vector<Compared> vs;  // the first is the row's main baseline (the Markdown `ratio`)
 };
 
-struct Context {       // what the table header states
-  std::string sqlite_version;
-  std::string pragmas;  // as read back from the baseline connection
-  std::string db_path;
-  std::size_t iterations = 0, warmup = 0, rounds = 0;
-};
+// p50 / baseline p50 (0 when the baseline has no samples).
+Compared compare(const Row& row, const Row& baseline);
 
 std::string machine_description();  // host, nproc, CPU model, kernel
-void print_markdown(const Context& ctx, const std::vector<Row>& rows);
-// Throws std::runtime_error when the file cannot be written.
+// One line per strategy that ran both `handoff` and `handoff-polling`: the polling p50 over
+// the notified p50 (how much faster notifications make a hand-off). Empty when none did.
+std::vector<std::string> polling_summary(const std::vector<Row>& rows);
+// notes: the bullet lines under the title (backend versions, settings, definitions); after:
+// bullet lines under the table (printed under a heading when there are any).
+void print_markdown(const std::vector<std::string>& notes, const std::vector<Row>& rows,
+                    const std::vector<std::string>& after = {});
+// One line per row per baseline it is compared with. Throws std::runtime_error when the
+// file cannot be written.
 void write_csv(const std::string& path, const std::vector<Row>& rows);
 
 }  // namespace dblock_bench

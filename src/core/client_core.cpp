@@ -37,7 +37,9 @@ std::optional<Lease> ClientCore::acquire(const std::shared_ptr<ClientCore>& self
       auto now = Clock::now();
       if (deadline && now >= *deadline) break;
       if (!watch && (watch = spec.driver->watch(spec.name))) {
-        backoff = Backoff(milliseconds{1}, milliseconds{500});  // notified: polling is only the safety net
+        // Notified of releases (and woken at the holder's expiry anyway): polling is only a
+        // safety net against a lost notification, so it starts late instead of at 1 ms.
+        backoff = Backoff(milliseconds{100}, milliseconds{1000});
         continue;  // try once more now that a release cannot slip by unseen
       }
       auto until = now + backoff.next(a.remaining);

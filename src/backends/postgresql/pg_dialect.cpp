@@ -24,16 +24,28 @@ const Dialect& postgresql_dialect() {
         "UPDATE ${table} SET holds = holds - 1, version = version + 1 "
         "WHERE name = $1 AND owner = $2 AND fence = $3::bigint AND holds > 1";
 
-    // The fence must be drawn while the name is ours to grant: nextval in VALUES runs before
-    // the conflict check, so two acquires could draw 41 and 42 and then be granted 42 first
-    // (found by the contract suite). A transaction-scoped advisory lock on the name, taken
-    // before nextval, makes draws and grants of one name happen in the same order.
-    // When it is busy, the second branch reports the holder's time left from the statement's
-    // snapshot, so a failed attempt (the common case for waiters) is one round trip too.
+    // Who may grant a name, and in which order fences are drawn:
+    // - nextval in VALUES would run before the conflict check, so two acquires could draw 41
+    //   and 42 and be granted 42 first (the contract suite caught exactly this). Every grant
+    //   of a name goes through this statement, and it draws the fence only while holding a
+    //   transaction-scoped advisory lock on the name: draws and grants happen in one order.
+    // - That lock is *tried*, not waited for, and only when the snapshot shows no live holder
+    //   other than us. The waiters one release wakes all race here; the losers fail the
+    //   try-lock and write nothing (a failed ON CONFLICT DO UPDATE would lock the row, which
+    //   costs a transaction id and a WAL flush per loser), and go back to waiting for the
+    //   next release.
+    // - A re-entry by the holder waits for that lock instead (an attempt holds it for one
+    //   statement), so a re-entrant try-lock never fails because someone else just tried.
+    // - A busy answer carries the holder's time left, from the same snapshot, so a waiter's
+    //   attempt is one round trip.
     d.insert_acquire =
         "WITH won AS (INSERT INTO ${table} AS t (name, owner, fence, holds, acquired_at, valid_until, version) "
-        "VALUES ($1, $2, (SELECT nextval('${table}_fence') FROM (SELECT pg_advisory_xact_lock("
-        "hashtextextended('${table}:' || $1, 0))) AS serialised), 1, ${now_ms}, ${now_ms} + $3::bigint, 1) "
+        "SELECT $1, $2, nextval('${table}_fence'), 1, ${now_ms}, ${now_ms} + $3::bigint, 1 "
+        "WHERE NOT EXISTS (SELECT 1 FROM ${table} AS live WHERE live.name = $1 AND live.valid_until > ${now_ms} "
+        "AND live.owner <> $2) AND CASE WHEN EXISTS (SELECT 1 FROM ${table} AS mine WHERE mine.name = $1 "
+        "AND mine.owner = $2 AND mine.valid_until > ${now_ms}) "
+        "THEN (SELECT true FROM (SELECT pg_advisory_xact_lock(hashtextextended('${table}:' || $1, 0))) AS turn) "
+        "ELSE pg_try_advisory_xact_lock(hashtextextended('${table}:' || $1, 0)) END "
         "ON CONFLICT (name) DO UPDATE SET "
         "fence = CASE WHEN t.valid_until > ${now_ms} THEN t.fence ELSE EXCLUDED.fence END, "
         "holds = CASE WHEN t.valid_until > ${now_ms} THEN t.holds + 1 ELSE 1 END, "
@@ -43,7 +55,8 @@ const Dialect& postgresql_dialect() {
         "WHERE t.valid_until <= ${now_ms} OR t.owner = EXCLUDED.owner "
         "RETURNING fence, valid_until - ${now_ms} AS remaining) "
         "SELECT fence, remaining FROM won UNION ALL "
-        "SELECT 0, valid_until - ${now_ms} FROM ${table} WHERE name = $1 AND NOT EXISTS (SELECT 1 FROM won)";
+        "SELECT 0, COALESCE((SELECT valid_until - ${now_ms} FROM ${table} WHERE name = $1), 0) "
+        "WHERE NOT EXISTS (SELECT 1 FROM won)";
     d.insert_release =
         "WITH gone AS (DELETE FROM ${table} WHERE name = $1 AND owner = $2 AND fence = $3::bigint AND holds <= 1 "
         "RETURNING name) " + notify + "gone";

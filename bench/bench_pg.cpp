@@ -1,0 +1,276 @@
+// dblock-bench on PostgreSQL: the four strategies next to bare libpqxx round trips on the
+// same server, in a lock table of the run's own: SELECT 1, and for each strategy the bare
+// statements it cannot avoid, on the same table.
+#include "bench_pg.hpp"
+
+#include <cstdlib>
+
+#include <fmt/format.h>
+
+#ifdef DBLOCK_WITH_POSTGRESQL
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdint>
+#include <iterator>
+#include <memory>
+#include <random>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include <pqxx/pqxx>
+#include <pqxx/version>
+#endif
+
+namespace dblock_bench {
+
+namespace {
+
+const char* pg_url() {
+  const char* url = std::getenv("DBLOCK_TEST_PG_URL");
+  return url && *url ? url : nullptr;
+}
+
+}  // namespace
+
+std::optional<std::string> postgresql_skip_reason() {
+#ifdef DBLOCK_WITH_POSTGRESQL
+  if (!pg_url()) return std::string("DBLOCK_TEST_PG_URL is not set (eval \"$(scripts/services env)\")");
+  return std::nullopt;
+#else
+  return std::string("built without libpqxx (DBLOCK_WITH_POSTGRESQL is off)");
+#endif
+}
+
+#ifndef DBLOCK_WITH_POSTGRESQL
+
+BackendReport run_postgresql(const Options&) { throw std::runtime_error("built without PostgreSQL support"); }
+
+#else
+
+namespace {
+
+const dblock::Strategy kPgStrategies[] = {dblock::Strategy::insert, dblock::Strategy::optimistic,
+                                          dblock::Strategy::for_update, dblock::Strategy::advisory};
+
+// The run's lock table: a unique name, and DROP TABLE / DROP SEQUENCE at the end. Construct
+// it before the clients, so that they are gone (and hold no row lock) when it drops.
+class ScratchTable {
+ public:
+  explicit ScratchTable(std::string url) : url_(std::move(url)) {
+    std::random_device rd;
+    name_ = fmt::format("dblock_bench_{}_{:04x}", static_cast<long>(getpid()), rd() & 0xffff);
+  }
+  ~ScratchTable() {
+    try {
+      pqxx::connection c(url_);
+      pqxx::nontransaction tx(c);
+      tx.exec("SET statement_timeout = 30000");
+      tx.exec(fmt::format("DROP TABLE IF EXISTS {0}, {0}_schema_history; DROP SEQUENCE IF EXISTS {0}_fence", name_));
+      fmt::print(stderr, "dblock-bench: postgresql: dropped table {}\n", name_);
+    } catch (const std::exception& e) {
+      fmt::print(stderr, "dblock-bench: warning: could not drop postgresql table {}: {}\n", name_, e.what());
+    }
+  }
+  ScratchTable(const ScratchTable&) = delete;
+  ScratchTable& operator=(const ScratchTable&) = delete;
+  const std::string& name() const { return name_; }
+
+ private:
+  std::string url_, name_;
+};
+
+std::string show(pqxx::connection& c, const std::string& setting) {
+  pqxx::nontransaction tx(c);
+  return tx.exec("SHOW " + setting).at(0).at(0).as<std::string>();
+}
+
+}  // namespace
+
+BackendReport run_postgresql(const Options& opt) {
+  const std::string url = pg_url();
+  const bool uncontended = opt.wants_scenario("uncontended");
+  ScratchTable table(url);  // dropped after everything below is gone
+  dblock::ClientOptions client_options;
+  client_options.table = table.name();
+  client_options.auto_migrate = true;
+  auto first = dblock::Client::open(url, client_options);  // creates the table
+  client_options.auto_migrate = false;                      // the others find it there
+  fmt::print(stderr, "dblock-bench: postgresql: lock table {} at {}\n", table.name(), first->url());
+
+  // The baselines: a connection like dblock's (pg_session.cpp: statement_timeout, a prepared
+  // statement per text, a nontransaction per statement), without dblock.
+  pqxx::connection conn(url);
+  {
+    pqxx::nontransaction tx(conn);
+    tx.exec("SET statement_timeout = " + std::to_string(client_options.statement_timeout.count()));
+  }
+  const std::string& t = table.name();
+  conn.prepare("bench_select1", "SELECT 1");
+  conn.prepare("bench_try_lock", "SELECT pg_try_advisory_lock($1)");
+  conn.prepare("bench_unlock", "SELECT pg_advisory_unlock($1)");
+  // The bare statements each strategy cannot avoid, on dblock's own lock table (same
+  // indexes, same row shape), each on a name of its own.
+  conn.prepare("bench_ins_insert",
+               fmt::format("INSERT INTO {0} (name, owner, fence, holds, acquired_at, valid_until, version) "
+                           "VALUES ($1, 'x', nextval('{0}_fence'), 1, 0, 9e15::bigint, 1) "
+                           "ON CONFLICT (name) DO UPDATE SET owner = EXCLUDED.owner RETURNING fence",
+                           t));
+  conn.prepare("bench_ins_delete", fmt::format("DELETE FROM {} WHERE name = $1", t));
+  conn.prepare("bench_opt_read", fmt::format("SELECT owner, version, valid_until FROM {} WHERE name = $1", t));
+  conn.prepare("bench_opt_take", fmt::format("UPDATE {0} SET owner = 'x', version = version + 1, "
+                                             "fence = nextval('{0}_fence') WHERE name = $1 AND version = $2 "
+                                             "RETURNING fence",
+                                             t));
+  conn.prepare("bench_opt_free",
+               fmt::format("UPDATE {} SET owner = '', version = version + 1 WHERE name = $1", t));
+  conn.prepare("bench_fu_lock", fmt::format("SELECT name FROM {} WHERE name = $1 FOR UPDATE NOWAIT", t));
+  conn.prepare("bench_create_row",
+               fmt::format("INSERT INTO {} (name, owner, fence, holds, acquired_at, valid_until, version) "
+                           "VALUES ($1, '', 0, 0, 0, 0, 0) ON CONFLICT (name) DO NOTHING",
+                           t));
+  const std::int64_t key = 0x6462'6c6f'636b'0000LL + getpid();  // "dblock" + pid: nobody else's
+  const std::string insert_name = "bench-bare-insert", optimistic_name = "bench-bare-optimistic",
+                    for_update_name = "bench-bare-for-update";
+  {
+    pqxx::nontransaction tx(conn);  // the rows the optimistic and for-update baselines work on
+    tx.exec_prepared("bench_create_row", optimistic_name);
+    tx.exec_prepared("bench_create_row", for_update_name);
+  }
+  auto select1 = [&conn] {
+    pqxx::nontransaction tx(conn);
+    auto r = tx.exec_prepared("bench_select1");
+    if (r.size() != 1 || r[0][0].as<int>() != 1) throw std::runtime_error("baseline: SELECT 1 did not return 1");
+  };
+  auto advisory_pair = [&conn, key] {
+    {
+      pqxx::nontransaction tx(conn);
+      if (!tx.exec_prepared("bench_try_lock", key).at(0).at(0).as<bool>())
+        throw std::runtime_error("baseline: pg_try_advisory_lock of a free key returned false");
+    }
+    pqxx::nontransaction tx(conn);
+    if (!tx.exec_prepared("bench_unlock", key).at(0).at(0).as<bool>())
+      throw std::runtime_error("baseline: pg_advisory_unlock of a held key returned false");
+  };
+  auto bare_insert = [&conn, insert_name] {
+    {
+      pqxx::nontransaction tx(conn);
+      if (tx.exec_prepared("bench_ins_insert", insert_name).size() != 1)
+        throw std::runtime_error("baseline bare-insert: the upsert returned no fence");
+    }
+    pqxx::nontransaction tx(conn);
+    if (tx.exec_prepared("bench_ins_delete", insert_name).affected_rows() != 1)
+      throw std::runtime_error("baseline bare-insert: the DELETE found no row");
+  };
+  auto bare_optimistic = [&conn, optimistic_name] {
+    std::int64_t version;
+    {
+      pqxx::nontransaction tx(conn);
+      auto r = tx.exec_prepared("bench_opt_read", optimistic_name);
+      if (r.size() != 1 || r[0][0].as<std::string>() != "")
+        throw std::runtime_error("baseline bare-optimistic: the row is missing or not free");
+      version = r[0][1].as<std::int64_t>();
+    }
+    {
+      pqxx::nontransaction tx(conn);
+      if (tx.exec_prepared("bench_opt_take", optimistic_name, version).size() != 1)
+        throw std::runtime_error("baseline bare-optimistic: the compare-and-set lost on an uncontended row");
+    }
+    pqxx::nontransaction tx(conn);
+    if (tx.exec_prepared("bench_opt_free", optimistic_name).affected_rows() != 1)
+      throw std::runtime_error("baseline bare-optimistic: the release found no row");
+  };
+  auto bare_for_update = [&conn, for_update_name] {
+    pqxx::work tx(conn);  // BEGIN, as dblock's for-update session (pg_session.cpp begin())
+    if (tx.exec_prepared("bench_fu_lock", for_update_name).size() != 1)
+      throw std::runtime_error("baseline bare-for-update: SELECT ... FOR UPDATE NOWAIT found no row");
+    tx.abort();  // ROLLBACK
+  };
+
+  BackendReport rep;
+  rep.notes.push_back(fmt::format(
+      "postgresql: PostgreSQL {} at {}, libpqxx {}; server fsync={}, synchronous_commit={}; lock table {} "
+      "(created for the run, dropped at the end)",
+      show(conn, "server_version"), first->url(), PQXX_VERSION, show(conn, "fsync"), show(conn, "synchronous_commit"),
+      table.name()));
+  rep.notes.push_back(fmt::format(
+      "postgresql baselines (libpqxx on one connection, prepared, a nontransaction per statement as dblock's "
+      "sessions do, on the lock table `t` = {}, each on a name of its own): `select1` = `SELECT 1` (1 round trip, "
+      "no commit); `advisory-pair` = `SELECT pg_try_advisory_lock($1)` + `SELECT pg_advisory_unlock($1)` (2 round "
+      "trips, no commit) for `advisory`; `bare-insert` = `INSERT INTO t (name, owner, fence, holds, acquired_at, "
+      "valid_until, version) VALUES ($1, 'x', nextval('t_fence'), 1, 0, 9e15::bigint, 1) ON CONFLICT (name) DO "
+      "UPDATE SET owner = EXCLUDED.owner RETURNING fence` + `DELETE FROM t WHERE name = $1` (2 round trips, 2 "
+      "commits) for `insert`; `bare-optimistic` = `SELECT owner, version, valid_until FROM t WHERE name = $1` + "
+      "`UPDATE t SET owner = 'x', version = version + 1, fence = nextval('t_fence') WHERE name = $1 AND version = $2 "
+      "RETURNING fence` + `UPDATE t SET owner = '', version = version + 1 WHERE name = $1` (3 round trips, 2 "
+      "commits; the row inserted before timing) for `optimistic`; `bare-for-update` = BEGIN (pqxx::work) + `SELECT "
+      "name FROM t WHERE name = $1 FOR UPDATE NOWAIT` + ROLLBACK (3 round trips, no commit; the row inserted before "
+      "timing) for `for-update`",
+      t));
+
+  // The baselines run (and get their rows) whatever the scenarios: the ratios refer to them.
+  std::vector<Series> series;
+  series.push_back({"select1", select1, {}});
+  series.push_back({"advisory-pair", advisory_pair, {}});
+  series.push_back({"bare-insert", bare_insert, {}});
+  series.push_back({"bare-optimistic", bare_optimistic, {}});
+  series.push_back({"bare-for-update", bare_for_update, {}});
+  const std::size_t n_baselines = series.size();
+  std::vector<std::shared_ptr<dblock::Client>> clients;  // one per strategy, as on sqlite
+  if (uncontended)
+    for (auto strategy : kPgStrategies) {
+      auto client = clients.empty() ? first : dblock::Client::open(url, client_options);
+      dblock::LockOptions lock_options;
+      lock_options.strategy = strategy;  // ttl 30s, auto_renew: the renewal never fires in a cycle
+      auto name = fmt::format("bench-uncontended-{}", dblock::to_string(strategy));
+      series.push_back({std::string(dblock::to_string(strategy)), dblock_cycle(client->lock(name, lock_options)), {}});
+      clients.push_back(std::move(client));
+    }
+  run_interleaved("postgresql", series, opt);
+  if (auto held = first->list(); !held.empty())
+    fmt::print(stderr, "dblock-bench: warning: {} postgresql lock(s) still held after the run, first '{}'\n",
+               held.size(), held.front().name);
+
+  for (auto& s : series) rep.rows.push_back(Row{"postgresql", s.strategy, "uncontended", 1, summarize(s.samples), {}});
+  const Row select1_row = rep.rows[0];
+  auto baseline_of = [&](const std::string& strategy) -> const Row& {
+    const std::string want = strategy == "advisory" ? "advisory-pair" : "bare-" + strategy;
+    for (std::size_t i = 0; i < n_baselines; ++i)
+      if (rep.rows[i].strategy == want) return rep.rows[i];
+    throw std::logic_error("no postgresql baseline " + want);
+  };
+  for (std::size_t i = 0; i < rep.rows.size(); ++i) {
+    auto& row = rep.rows[i];
+    if (i < n_baselines) row.vs = {compare(row, select1_row)};
+    else row.vs = {compare(row, baseline_of(row.strategy)), compare(row, select1_row)};
+  }
+
+  // WAL syncs and commits per grant, server-wide (pg_stat_wal is PostgreSQL 14+). Backends
+  // flush their counters when they exit, so the reads come once a series' clients are gone.
+  ServerCounters counters;
+  if (std::stoi(show(conn, "server_version_num")) >= 140000) {
+    counters.names = {"WAL syncs", "commits"};
+    counters.what =
+        "server-wide deltas of pg_stat_wal.wal_sync and pg_stat_database.xact_commit over the series, the 8 "
+        "clients' connection setup included, / grants";
+    counters.read = [&conn] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));  // let exiting backends report
+      pqxx::nontransaction tx(conn);
+      auto r = tx.exec(
+          "SELECT (SELECT wal_sync FROM pg_stat_wal), "
+          "(SELECT xact_commit FROM pg_stat_database WHERE datname = current_database())");
+      return std::vector<double>{r.at(0).at(0).as<double>(), r.at(0).at(1).as<double>()};
+    };
+  }
+  auto handoffs = run_handoff_scenarios("postgresql", url, client_options,
+                                        {std::begin(kPgStrategies), std::end(kPgStrategies)}, opt, {select1_row},
+                                        counters);
+  rep.rows.insert(rep.rows.end(), handoffs.rows.begin(), handoffs.rows.end());
+  rep.notes.insert(rep.notes.end(), handoffs.notes.begin(), handoffs.notes.end());
+  return rep;
+}
+
+#endif
+
+}  // namespace dblock_bench

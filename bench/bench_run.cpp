@@ -1,0 +1,301 @@
+#include "bench_run.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stdexcept>
+#include <thread>
+
+#include <fmt/format.h>
+
+namespace dblock_bench {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double micros(Clock::duration d) { return std::chrono::duration<double, std::micro>(d).count(); }
+
+void run_untimed(Series& s, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) s.cycle();
+}
+
+void run_timed(Series& s, std::size_t n) {
+  for (std::size_t i = 0; i < n; ++i) {
+    auto t0 = Clock::now();
+    s.cycle();
+    auto t1 = Clock::now();
+    s.samples.push_back(micros(t1 - t0));
+  }
+}
+
+}  // namespace
+
+std::function<void()> dblock_cycle(dblock::Lock lock) {
+  auto last_fence = std::make_shared<std::uint64_t>(0);
+  return [lock, last_fence]() mutable {
+    std::optional<dblock::Lease> lease = lock.try_acquire();
+    if (!lease)
+      throw std::runtime_error(fmt::format("try_acquire of uncontended lock '{}' did not acquire it", lock.name()));
+    if (lease->fence() <= *last_fence)
+      throw std::runtime_error(fmt::format("lock '{}': fence {} after fence {}: fences must increase",
+                                           lock.name(), lease->fence(), *last_fence));
+    *last_fence = lease->fence();
+    lease->release();
+  };
+}
+
+std::size_t interleaved_rounds(const Options& opt) {
+  return std::max(opt.rounds, (opt.iterations + kBlock - 1) / kBlock);
+}
+
+std::size_t handoff_warmup(const Options& opt) { return std::clamp<std::size_t>(opt.handoffs / 10, 8, 40); }
+
+std::size_t run_interleaved(const std::string& backend, std::vector<Series>& series, const Options& opt) {
+  for (auto& s : series) {
+    fmt::print(stderr, "dblock-bench: warm-up {}/{}: {} cycles\n", backend, s.strategy, opt.warmup);
+    run_untimed(s, opt.warmup);
+    s.samples.reserve(opt.iterations);
+  }
+  // Blocks are short because the kind of noise that matters here (fsync latency that flips
+  // between regimes every few seconds) is slow, not per-cycle.
+  const std::size_t rounds = interleaved_rounds(opt);
+  const std::size_t report_every = std::max<std::size_t>(1, rounds / 5);
+  for (std::size_t r = 0; r < rounds; ++r) {
+    std::size_t n = opt.iterations / rounds + (r < opt.iterations % rounds ? 1 : 0);
+    for (std::size_t k = 0; k < series.size(); ++k) {
+      auto& s = series[(r + k) % series.size()];
+      run_untimed(s, kRewarm);  // the first cycle after another connection wrote is not timed
+      run_timed(s, n);
+    }
+    if ((r + 1) % report_every != 0 && r + 1 != rounds) continue;
+    std::string line;
+    for (auto& s : series) line += fmt::format(", {} p50 {:.1f} us", s.strategy, summarize(s.samples).p50_us);
+    fmt::print(stderr, "dblock-bench: {} round {}/{}{}\n", backend, r + 1, rounds, line);
+  }
+  for (auto& s : series) {
+    auto sum = summarize(s.samples);
+    fmt::print(stderr, "dblock-bench: {}/{}: {} cycles, p50 {:.1f} us, p99 {:.1f} us\n", backend, s.strategy,
+               sum.samples, sum.p50_us, sum.p99_us);
+  }
+  return rounds;
+}
+
+namespace {
+
+// What the handoff workers share; every field under `m`.
+struct Shared {
+  std::mutex m;
+  std::condition_variable cv;
+  std::size_t grants = 0;    // leases granted so far
+  std::size_t handoffs = 0;  // grants that followed a release (all but the first)
+  Clock::time_point released_at;  // the last holder's timestamp just before release()
+  Clock::time_point timed_from, timed_to;
+  std::uint64_t last_fence = 0;
+  std::vector<double> samples;
+  int holder = -1, prev_holder = -1;  // the worker that has (had) the lease, and the one before it
+  std::size_t back_to_prev = 0;      // timed hand-offs won by the holder before last
+  std::vector<std::size_t> wins = std::vector<std::size_t>(kHandoffWorkers);  // timed hand-offs per worker
+  bool stop = false;
+  std::exception_ptr error;
+};
+
+void handoff_worker(int id, dblock::Lock lock, Shared& sh, std::size_t warmup, std::size_t n,
+                    std::chrono::milliseconds hold) {
+  constexpr std::size_t none = static_cast<std::size_t>(-1);
+  std::size_t released_grant = none;  // the grant this thread gave back last
+  try {
+    for (;;) {
+      {
+        // No barging: after its release, a thread contends again only once the lock has
+        // gone to another one, so each hand-off measures a waiter getting it.
+        std::unique_lock lk(sh.m);
+        sh.cv.wait(lk, [&] { return sh.stop || sh.grants != released_grant; });
+        if (sh.stop) return;
+      }
+      // Bounded, so that a stop is seen within a second; it waits like acquire() does.
+      std::optional<dblock::Lease> lease = lock.try_acquire(std::chrono::seconds(1));
+      auto got = Clock::now();
+      if (!lease) continue;
+      bool quit = false;
+      {
+        std::lock_guard lk(sh.m);
+        quit = sh.stop;
+        if (!quit) {
+          if (lease->fence() <= sh.last_fence)
+            throw std::runtime_error(fmt::format("lock '{}': fence {} granted after fence {}: fences must increase",
+                                                 lock.name(), lease->fence(), sh.last_fence));
+          sh.last_fence = lease->fence();
+          if (sh.grants > 0 && ++sh.handoffs > warmup) {
+            if (sh.samples.empty()) sh.timed_from = sh.released_at;
+            sh.samples.push_back(micros(got - sh.released_at));
+            sh.timed_to = got;
+            if (id == sh.prev_holder) ++sh.back_to_prev;
+            ++sh.wins[static_cast<std::size_t>(id)];
+            if (sh.samples.size() >= n) sh.stop = true;
+          }
+          sh.prev_holder = sh.holder;
+          sh.holder = id;
+          released_grant = ++sh.grants;
+          sh.cv.notify_all();
+        }
+      }
+      if (quit) {
+        lease->release();
+        return;
+      }
+      if (hold.count() > 0) std::this_thread::sleep_for(hold);  // the waiters wait (and back off) meanwhile
+      {
+        std::lock_guard lk(sh.m);
+        sh.released_at = Clock::now();
+      }
+      lease->release();
+    }
+  } catch (...) {
+    std::lock_guard lk(sh.m);
+    if (!sh.error) sh.error = std::current_exception();
+    sh.stop = true;
+    sh.cv.notify_all();
+  }
+}
+
+}  // namespace
+
+HandoffResult run_handoff(const std::string& backend, const std::string& url, const dblock::ClientOptions& options,
+                          dblock::Strategy strategy, const std::string& name, std::size_t warmup, std::size_t n,
+                          std::chrono::milliseconds hold) {
+  const std::string label = fmt::format("{}/{} {}", backend, dblock::to_string(strategy),
+                                        options.notifications ? "handoff" : "handoff-polling");
+  fmt::print(stderr, "dblock-bench: {}: {} threads, {} + {} warm-up hand-offs, hold {} ms\n", label, kHandoffWorkers, n,
+             warmup, hold.count());
+  std::vector<std::shared_ptr<dblock::Client>> clients;  // outlive the threads
+  std::vector<dblock::Lock> locks;
+  dblock::LockOptions lock_options;
+  lock_options.strategy = strategy;  // ttl 30s: renewals are rare and hold-independent
+  for (int i = 0; i < kHandoffWorkers; ++i) {
+    clients.push_back(dblock::Client::open(url, options));
+    locks.push_back(clients.back()->lock(name, lock_options));
+  }
+  clients.front()->force_release(name);  // a run killed on a kept --dir may have left it held
+
+  Shared sh;
+  sh.samples.reserve(n);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < kHandoffWorkers; ++i)
+    threads.emplace_back(handoff_worker, i, locks[static_cast<std::size_t>(i)], std::ref(sh), warmup, n, hold);
+  {
+    std::unique_lock lk(sh.m);
+    std::size_t seen = 0, reported = 0;
+    auto progress_at = Clock::now();
+    while (!sh.stop) {
+      sh.cv.wait_for(lk, std::chrono::seconds(1));
+      auto now = Clock::now();
+      if (sh.grants != seen) seen = sh.grants, progress_at = now;
+      else if (now - progress_at > std::chrono::minutes(1)) {
+        sh.stop = true;
+        if (!sh.error)
+          sh.error = std::make_exception_ptr(
+              std::runtime_error(fmt::format("{}: no hand-off for a minute after {}", label, seen)));
+        break;
+      }
+      if (sh.samples.size() >= reported + std::max<std::size_t>(1, n / 4) && sh.samples.size() < n) {
+        reported = sh.samples.size();
+        fmt::print(stderr, "dblock-bench: {}: {}/{} hand-offs, p50 {:.1f} us\n", label, reported, n,
+                   summarize(sh.samples).p50_us);
+      }
+    }
+    sh.cv.notify_all();
+  }
+  for (auto& t : threads) t.join();
+  if (sh.error) std::rethrow_exception(sh.error);
+
+  HandoffResult r;
+  r.grants = sh.grants;
+  r.samples_us = std::move(sh.samples);
+  auto span = std::chrono::duration<double>(sh.timed_to - sh.timed_from).count();
+  r.handoffs_per_s = span > 0 ? static_cast<double>(r.samples_us.size()) / span : 0;
+  r.back_to_prev =
+      r.samples_us.empty() ? 0 : static_cast<double>(sh.back_to_prev) / static_cast<double>(r.samples_us.size());
+  r.winners = static_cast<int>(std::count_if(sh.wins.begin(), sh.wins.end(), [](std::size_t w) { return w > 0; }));
+  auto sum = summarize(r.samples_us);
+  fmt::print(stderr,
+             "dblock-bench: {}: {} hand-offs, p50 {:.1f} us, p99 {:.1f} us, {:.0f} hand-offs/s; {} of {} threads "
+             "won one, {:.0f}% went back to the holder before last\n",
+             label, sum.samples, sum.p50_us, sum.p99_us, r.handoffs_per_s, r.winners, kHandoffWorkers,
+             100 * r.back_to_prev);
+  return r;
+}
+
+BackendReport run_handoff_scenarios(const std::string& backend, const std::string& url,
+                                    const dblock::ClientOptions& options,
+                                    const std::vector<dblock::Strategy>& strategies, const Options& opt,
+                                    const std::vector<Row>& baselines, const ServerCounters& counters) {
+  const bool notified = opt.wants_scenario("handoff"), polling = opt.wants_scenario("handoff-polling");
+  const std::size_t warmup = handoff_warmup(opt);
+  dblock::ClientOptions polling_options = options;
+  polling_options.notifications = false;
+  std::vector<Row> polling_rows;
+  BackendReport rep;
+  std::string back_to_prev;  // the note on who won the hand-offs
+  std::string per_handoff;   // the note on server counters per hand-off
+  auto row_of = [&](dblock::Strategy strategy, const char* scenario, const dblock::ClientOptions& o) {
+    auto name = fmt::format("bench-{}-{}", scenario, dblock::to_string(strategy));
+    std::vector<double> before;
+    if (counters.read) before = counters.read();
+    auto h =
+        run_handoff(backend, url, o, strategy, name, warmup, opt.handoffs, std::chrono::milliseconds(opt.hold_ms));
+    if (counters.read && h.grants > 0) {
+      auto after = counters.read();
+      std::string line;
+      for (std::size_t i = 0; i < counters.names.size() && i < before.size() && i < after.size(); ++i)
+        line += fmt::format("{}{:.2f} {}", line.empty() ? "" : ", ",
+                            (after[i] - before[i]) / static_cast<double>(h.grants), counters.names[i]);
+      fmt::print(stderr, "dblock-bench: {}/{} {}: per grant: {}\n", backend, dblock::to_string(strategy), scenario,
+                 line);
+      per_handoff +=
+          fmt::format("{}{} {}: {}", per_handoff.empty() ? "" : "; ", dblock::to_string(strategy), scenario, line);
+    }
+    back_to_prev += fmt::format("{}{} {} {:.0f}% ({} of {} threads won one)", back_to_prev.empty() ? "" : ", ",
+                                dblock::to_string(strategy), scenario, 100 * h.back_to_prev, h.winners,
+                                kHandoffWorkers);
+    Row row{backend, std::string(dblock::to_string(strategy)), scenario, kHandoffWorkers,
+            summarize(std::move(h.samples_us)), {}};
+    row.s.ops_per_s = h.handoffs_per_s;
+    return row;
+  };
+  for (auto strategy : strategies) {
+    std::optional<Row> on;
+    if (notified) {
+      on = row_of(strategy, "handoff", options);
+      for (const auto& b : baselines) on->vs.push_back(compare(*on, b));
+      rep.rows.push_back(*on);
+    }
+    if (polling) {
+      Row off = row_of(strategy, "handoff-polling", polling_options);
+      if (on) {
+        Compared c = compare(off, *on);
+        c.baseline = on->strategy + " handoff";
+        off.vs.push_back(c);
+      }
+      for (const auto& b : baselines) off.vs.push_back(compare(off, b));
+      polling_rows.push_back(std::move(off));
+    }
+  }
+  rep.rows.insert(rep.rows.end(), polling_rows.begin(), polling_rows.end());
+  if (!back_to_prev.empty())
+    rep.notes.push_back(fmt::format(
+        "{} hand-offs won by the holder before last (a thread that re-entered the race one hand-off earlier, "
+        "with its backoff fresh): {}",
+        backend, back_to_prev));
+  if (!per_handoff.empty())
+    rep.notes.push_back(fmt::format("{} server counters per grant (hand-offs and untimed grants alike; {}): {}",
+                                    backend, counters.what, per_handoff));
+  return rep;
+}
+
+}  // namespace dblock_bench
