@@ -4,6 +4,9 @@
 #ifdef DBLOCK_WITH_POSTGRESQL
 #include "backends/postgresql/pg_backend.hpp"
 #endif
+#ifdef DBLOCK_WITH_MYSQL
+#include "backends/mysql/mysql_backend.hpp"
+#endif
 #include "core/driver.hpp"
 #include "core/url.hpp"
 #include "dblock/errors.hpp"
@@ -16,6 +19,9 @@ std::string built_backends() {
 #ifdef DBLOCK_WITH_POSTGRESQL
   s += ", postgresql";
 #endif
+#ifdef DBLOCK_WITH_MYSQL
+  s += ", mysql";
+#endif
   return s;
 }
 }  // namespace
@@ -24,6 +30,9 @@ std::unique_ptr<Backend> open_backend(const Url& url, const ClientOptions& optio
   if (url.scheme == "sqlite") return open_sqlite(url, options);
 #ifdef DBLOCK_WITH_POSTGRESQL
   if (url.scheme == "postgresql" || url.scheme == "postgres") return open_postgresql(url, options);
+#endif
+#ifdef DBLOCK_WITH_MYSQL
+  if (url.scheme == "mysql" || url.scheme == "mariadb") return open_mysql(url, options);
 #endif
   for (const char* known : {"postgresql", "postgres", "mysql", "mariadb", "redis", "redlock", "zookeeper"})
     if (url.scheme == known)

@@ -28,10 +28,11 @@ std::optional<Lease> ClientCore::acquire(const std::shared_ptr<ClientCore>& self
     std::unique_ptr<ReleaseWatch> watch;  // armed at the first busy answer, then kept
     for (;;) {
       auto sent = Clock::now();
-      // Session strategies may wait inside the server; without a deadline they do so in
-      // slices, so that the loop stays in charge.
-      auto wait = deadline ? std::max(milliseconds{0}, std::chrono::ceil<milliseconds>(*deadline - sent))
-                           : milliseconds{10'000};
+      // Session strategies may wait inside the server; they do so in slices of at most
+      // 10 s, so that the loop stays in charge (and no read timeout is reached).
+      constexpr milliseconds slice{10'000};
+      auto wait = deadline ? std::clamp(std::chrono::ceil<milliseconds>(*deadline - sent), milliseconds{0}, slice)
+                           : slice;
       Attempt a = spec.driver->try_acquire({spec.name, owner, spec.options.ttl, wait});
       if (a.acquired) return Lease(adopt(self, spec, owner, gate, a, sent));
       auto now = Clock::now();

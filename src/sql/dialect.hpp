@@ -16,6 +16,7 @@
 // row deletion.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -29,6 +30,9 @@ struct Dialect {
   std::string name;                  // "sqlite": the migrations/<name>/ folder too
   std::vector<Strategy> strategies;  // the SQL strategies offered; the first is the default
   std::string now_ms;                // the expression ${now_ms} stands for
+  // The granularity of server-side lock waits: a wait is rounded down to it, and a wait
+  // shorter than one unit becomes a try (the client's loop polls out the rest).
+  std::chrono::milliseconds wait_unit{1};
 
   // Shared by the lease strategies.
   std::string holder;        // (name) -> owner, remaining_ms of the unexpired holder, if any
@@ -65,14 +69,24 @@ struct Dialect {
   std::string advisory_try;       // (key) -> fence when locked, 0 when busy
   std::string advisory_wait;      // (key) -> fence; a lock-timeout error past session_wait's bound
   std::string advisory_unlock;    // (key)
+  // (): draws a fence in a committed transaction of its own. Where set, the for-update
+  // statements only lock (and return any row), and the driver draws the fence with this on
+  // another connection once the lock is held (MySQL: a fence drawn inside the locking
+  // transaction would keep the counter locked for the whole hold).
+  std::string fence_next;
 
   // Operations on the table.
   std::string list;           // () -> name, owner, fence, holds, acquired_at_ms, valid_until_ms
   std::string sweep;          // (batch): delete up to batch expired or free rows
+  // Where set (MySQL): (batch) -> names of expired rows not locked by anyone, locked now;
+  // `sweep` then takes (name) and deletes one of them, in the same transaction.
+  std::string sweep_pick;
   std::string force_release;  // (name): delete the row if held; affected 1 or 0
 
   // Migration history, Flyway's columns, one history table per lock table.
-  std::string migration_lock;  // (): serialises concurrent migrators, run first; may be empty
+  std::string migration_lock;  // (): serialises concurrent migrators, run first; may be empty.
+                               // A row with 0 means the lock was not had in time.
+  std::string migration_unlock;  // (): run after migrating, when the lock outlives the transaction
   std::string history_create;  // ()
   std::string history_select;  // () -> version, script, checksum, success; by installed_rank
   std::string history_insert;  // (rank, version, description, script, checksum, installed_by, ms)
@@ -86,5 +100,6 @@ std::string render(std::string_view text, const TableName& table, std::string_vi
 
 const Dialect& sqlite_dialect();
 const Dialect& postgresql_dialect();
+const Dialect& mysql_dialect();
 
 }  // namespace dblock::detail::sql

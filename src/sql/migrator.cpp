@@ -50,8 +50,25 @@ std::vector<Migration> migrations_for(const std::string& dialect, const std::vec
 
 std::vector<std::string> migrate(Session& s, const Dialect& d, const Dialect& raw, const TableName& table,
                                  const std::vector<Migration>& migrations, const std::string& installed_by) {
+  // A lock that outlives the transaction (MySQL's GET_LOCK) is released on every way out.
+  struct Unlock {
+    Session& s;
+    const std::string& sql;
+    ~Unlock() {
+      if (sql.empty() || !s.usable()) return;
+      try {
+        s.run(sql);
+      } catch (...) {  // the connection is going away: the server frees the lock with it
+      }
+    }
+  } unlock{s, d.migration_unlock};
   Transaction tx(s);  // DDL rolls back with it where the database can
-  if (!d.migration_lock.empty()) s.run(d.migration_lock);  // SQLite: BEGIN IMMEDIATE already serialises
+  if (!d.migration_lock.empty()) {  // SQLite: BEGIN IMMEDIATE already serialises
+    auto r = s.run(d.migration_lock);
+    if (!r.rows.empty() && !r.rows[0].empty() && std::holds_alternative<std::int64_t>(r.rows[0][0]) &&
+        std::get<std::int64_t>(r.rows[0][0]) == 0)
+      throw TimeoutError("another `dblock migrate` of table " + table.qualified() + " is still running");
+  }
   s.run(d.history_create);
   std::map<std::string, std::int64_t> applied;
   std::int64_t rank = 0;

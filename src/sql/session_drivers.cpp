@@ -62,7 +62,7 @@ Attempt SessionDriver::try_acquire(const AcquireRequest& r) {
   }
   auto s = checkout();
   try {
-    auto fence = lock(*s, r.name, r.wait);
+    auto fence = lock(*s, r.name, r.wait - r.wait % d_.wait_unit);
     if (fence == 0) {
       checkin(std::move(s));
       return Attempt{false, 0, milliseconds{0}};
@@ -126,7 +126,10 @@ std::uint64_t ForUpdateDriver::lock(Session& s, const std::string& name, millise
         s.run(d_.session_wait, {std::int64_t{wait.count()}});
         r = s.run(d_.for_update_wait, {name});
       }
-      if (!r.rows.empty()) return static_cast<std::uint64_t>(as_int(r.rows[0][0]));  // the transaction stays open
+      if (!r.rows.empty()) {  // locked: the transaction stays open
+        if (d_.fence_next.empty()) return static_cast<std::uint64_t>(as_int(r.rows[0][0]));
+        return next_fence();
+      }
       s.rollback();
     } catch (const TimeoutError&) {  // NOWAIT or lock_timeout: busy
       s.rollback();
@@ -140,6 +143,13 @@ std::uint64_t ForUpdateDriver::lock(Session& s, const std::string& name, millise
     s.run(d_.for_update_create, {name});
   }
   return 0;
+}
+
+std::uint64_t ForUpdateDriver::next_fence() {
+  auto aux = checkout();  // an idle connection of this driver's, or a new one
+  auto fence = static_cast<std::uint64_t>(as_int(aux->run(d_.fence_next).rows.at(0).at(0)));
+  checkin(std::move(aux));
+  return fence;
 }
 
 void ForUpdateDriver::unlock(Session& s, const std::string&) { s.rollback(); }

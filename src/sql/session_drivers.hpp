@@ -39,6 +39,8 @@ class SessionDriver : public LockDriver {
   // ready to unlock().
   virtual std::uint64_t lock(Session& s, const std::string& name, milliseconds wait) = 0;
   virtual void unlock(Session& s, const std::string& name) = 0;
+  std::unique_ptr<Session> checkout();
+  void checkin(std::unique_ptr<Session> s);
   const Dialect& d_;
 
  private:
@@ -49,8 +51,6 @@ class SessionDriver : public LockDriver {
     std::mutex use;  // the watchdog's ping and the owner's release share the connection
   };
   bool alive(Held& held);  // pings the pinned connection
-  std::unique_ptr<Session> checkout();
-  void checkin(std::unique_ptr<Session> s);
 
   SessionPool::Factory connect_;
   std::size_t max_idle_;
@@ -66,6 +66,9 @@ class ForUpdateDriver final : public SessionDriver {
  protected:
   std::uint64_t lock(Session& s, const std::string& name, milliseconds wait) override;
   void unlock(Session& s, const std::string& name) override;
+
+ private:
+  std::uint64_t next_fence();  // Dialect::fence_next, on another connection
 };
 
 class AdvisoryDriver final : public SessionDriver {

@@ -40,9 +40,17 @@ std::vector<std::string> SqlBackend::migrate() {
 
 std::size_t SqlBackend::sweep(std::size_t batch) {
   std::size_t total = 0;
-  for (;;) {  // one short statement per batch, so acquirers interleave with a large sweep
+  for (;;) {  // one short transaction per batch, so acquirers interleave with a large sweep
     auto s = pool_.get();
-    auto n = static_cast<std::size_t>(s->run(d_.sweep, {static_cast<std::int64_t>(batch)}).affected);
+    std::size_t n = 0;
+    if (d_.sweep_pick.empty()) {
+      n = static_cast<std::size_t>(s->run(d_.sweep, {static_cast<std::int64_t>(batch)}).affected);
+    } else {
+      Transaction tx(*s);
+      for (const auto& row : s->run(d_.sweep_pick, {static_cast<std::int64_t>(batch)}).rows)
+        n += static_cast<std::size_t>(s->run(d_.sweep, {row.at(0)}).affected);
+      tx.commit();
+    }
     total += n;
     if (n < batch) return total;
   }

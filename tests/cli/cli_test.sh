@@ -1,32 +1,66 @@
 #!/usr/bin/env bash
 # End-to-end checks of the dblock command, as a user runs it.
-# Usage: cli_test.sh PATH/TO/dblock [sqlite|postgresql]
-# postgresql uses the server in DBLOCK_TEST_PG_URL, in a fresh table.
+# Usage: cli_test.sh PATH/TO/dblock [sqlite|postgresql|mysql]
+# postgresql and mysql use the server in DBLOCK_TEST_PG_URL or DBLOCK_TEST_MYSQL_URL, in a
+# fresh table, and restart it with DBLOCK_TEST_PG_RESTART or DBLOCK_TEST_MYSQL_RESTART.
 set -u
-DBLOCK=${1:?usage: cli_test.sh PATH/TO/dblock [sqlite|postgresql]}
+DBLOCK=${1:?usage: cli_test.sh PATH/TO/dblock [sqlite|postgresql|mysql]}
 BACKEND=${2:-sqlite}
 WORK=$(mktemp -d /tmp/dblock-cli-XXXXXX)
+SERVER_URL="" RESTART=""
+
+# sql STATEMENTS: runs SQL on the backend's own database, as the test's user.
+sql() {
+  case "$BACKEND" in
+    sqlite) sqlite3 "$WORK/locks.db" "$1" ;;
+    postgresql) psql -X -q "$SERVER_URL" -c "$1" ;;
+    mysql) MYSQL_PWD="$MY_PASSWORD" mariadb --no-defaults --protocol=tcp -h "$MY_HOST" -P "$MY_PORT" \
+             -u "$MY_USER" -D "$MY_DB" --connect-timeout=5 --batch -e "$1" ;;
+  esac
+}
+# The tables a migration makes for table T (PostgreSQL's fence counter is a sequence).
+drop_tables() {
+  local t
+  for t in "$@"; do
+    case "$BACKEND" in
+      postgresql) sql "DROP TABLE IF EXISTS $t, ${t}_schema_history; DROP SEQUENCE IF EXISTS ${t}_fence" ;;
+      mysql) sql "DROP TABLE IF EXISTS $t, ${t}_schema_history, ${t}_fence" ;;
+    esac
+  done
+}
 cleanup() {
   kill $(jobs -p) 2>/dev/null
-  if [ "$BACKEND" = postgresql ] && [ -n "${DBLOCK_TEST_PG_URL:-}" ]; then
-    psql -q "$DBLOCK_TEST_PG_URL" -c "DROP TABLE IF EXISTS $DBLOCK_TABLE, ${DBLOCK_TABLE}_schema_history, other_$DBLOCK_TABLE, other_${DBLOCK_TABLE}_schema_history; DROP SEQUENCE IF EXISTS ${DBLOCK_TABLE}_fence, other_${DBLOCK_TABLE}_fence" 2>/dev/null
-  fi
+  [ -n "$SERVER_URL" ] && drop_tables "$DBLOCK_TABLE" "other_$DBLOCK_TABLE" >/dev/null 2>&1
   rm -rf "$WORK"
 }
 trap cleanup EXIT
 cd "$WORK"
 passed=0 failed=0
+# use_server URL_VARIABLE RESTART_VARIABLE: the server the tests run against, in a fresh table.
+use_server() {
+  SERVER_URL=${!1:-} RESTART=${!2:-}
+  [ -n "$SERVER_URL" ] || { echo "cli: $1 is not set (scripts/test starts the server)"; echo "cli: 0 passed, 1 failed"; exit 1; }
+  export DBLOCK_URL="$SERVER_URL" DBLOCK_TABLE="cli_$(date +%s%N | tail -c 10)"
+  STRATEGIES="insert optimistic for-update advisory"
+}
 case "$BACKEND" in
   sqlite)
     export DBLOCK_URL="sqlite:$WORK/locks.db" DBLOCK_TABLE=dblock_locks
     STRATEGIES="insert optimistic" ;;
-  postgresql)
-    [ -n "${DBLOCK_TEST_PG_URL:-}" ] || { echo "cli: DBLOCK_TEST_PG_URL is not set (scripts/test starts the server)"; echo "cli: 0 passed, 1 failed"; exit 1; }
-    export DBLOCK_URL="$DBLOCK_TEST_PG_URL" DBLOCK_TABLE="cli_$(date +%s%N | tail -c 10)"
-    STRATEGIES="insert optimistic for-update advisory"
-    "$DBLOCK" migrate >/dev/null || { echo "cli: cannot migrate $DBLOCK_TABLE"; exit 1; } ;;
+  postgresql) use_server DBLOCK_TEST_PG_URL DBLOCK_TEST_PG_RESTART ;;
+  mysql)
+    use_server DBLOCK_TEST_MYSQL_URL DBLOCK_TEST_MYSQL_RESTART
+    # mysql://user:password@host:port/database, for the mariadb client.
+    IFS='|' read -r MY_USER MY_PASSWORD MY_HOST MY_PORT MY_DB < <(python3 -c '
+import sys, urllib.parse as p
+u = p.urlsplit(sys.argv[1])
+print("|".join([p.unquote(u.username or ""), p.unquote(u.password or ""), u.hostname or "127.0.0.1",
+                str(u.port or 3306), p.unquote(u.path.lstrip("/"))]))' "$SERVER_URL") ;;
   *) echo "unknown backend $BACKEND"; exit 64 ;;
 esac
+if [ -n "$SERVER_URL" ]; then
+  "$DBLOCK" migrate >/dev/null || { echo "cli: cannot migrate $DBLOCK_TABLE"; exit 1; }
+fi
 echo "# backend $BACKEND, table $DBLOCK_TABLE"
 
 ok()   { passed=$((passed + 1)); echo "ok   - $1"; }
@@ -136,10 +170,8 @@ sleep 0.5; kill -TERM "$sweeper"; wait "$sweeper"
 [ $? = 0 ] && ok "sweep --every stops cleanly on SIGTERM" || fail "sweep --every did not stop cleanly"
 if [ "$BACKEND" = sqlite ]; then
   expect_exit 78 "missing lock table names dblock migrate" "$DBLOCK" list --url "sqlite:$WORK/empty.db?auto_migrate=false"
-  sql() { sqlite3 "$WORK/locks.db" "$1"; }
 else
   expect_exit 78 "missing lock table names dblock migrate" "$DBLOCK" list --table never_migrated_table
-  sql() { psql -q "$DBLOCK_TEST_PG_URL" -c "$1"; }
 fi
 grep -q "dblock migrate" "$WORK/err" && ok "the error names dblock migrate" || fail "missing-table error: $(cat "$WORK/err")"
 sql "UPDATE ${DBLOCK_TABLE}_schema_history SET checksum = 12345" || fail "cannot tamper with the history"
@@ -147,26 +179,91 @@ expect_exit 78 "a changed migration is refused" "$DBLOCK" migrate
 grep -q "changed" "$WORK/err" && ok "the error says the migration changed" || fail "changed-migration error: $(cat "$WORK/err")"
 
 # --- server-specific faults -------------------------------------------------------------------
-if [ "$BACKEND" = postgresql ]; then
-  bad_pw=$(echo "$DBLOCK_TEST_PG_URL" | sed -E 's#//([^:/@]+):[^@]*@#//\1:Wr0ngSecret@#')
+if [ -n "$SERVER_URL" ]; then
+  bad_pw=$(echo "$SERVER_URL" | sed -E 's#//([^:/@]+):[^@]*@#//\1:Wr0ngSecret@#')
   expect_exit 69 "wrong password" "$DBLOCK" list --url "$bad_pw"
   grep -q Wr0ngSecret "$WORK/err" && fail "the password appears in the error" || ok "the password is not in the error"
-  expect_exit 69 "unreachable server" "$DBLOCK" list --url "postgresql://dblock:Wr0ngSecret@127.0.0.1:1/dblock" --timeout 2s
+  t0=$(now_ms)
+  expect_exit 69 "unreachable server" "$DBLOCK" list --url "${SERVER_URL%%://*}://dblock:Wr0ngSecret@127.0.0.1:1/dblock" --timeout 2s
+  t1=$(now_ms)
+  [ $((t1 - t0)) -lt 3000 ] && ok "unreachable server: gave up within the 2s timeout ($((t1 - t0)) ms)" || fail "unreachable server: took $((t1 - t0)) ms (timeout 2s)"
   grep -q Wr0ngSecret "$WORK/err" && fail "the password appears in the error" || ok "the password is not in the error"
-  expect_exit 78 "a schema that does not exist" "$DBLOCK" migrate --table no_such_schema.locks
-  expect_exit 64 "a strategy postgresql does not offer" "$DBLOCK" run --strategy redis --name n -- true
+  case "$BACKEND" in
+    postgresql) expect_exit 78 "a schema that does not exist" "$DBLOCK" migrate --table no_such_schema.locks ;;
+    mysql)
+      expect_exit 78 "a database that does not exist, in the URL" "$DBLOCK" migrate --url "${SERVER_URL%/*}/no_such_db"
+      expect_exit 78 "a database that does not exist, in --table" "$DBLOCK" migrate --table no_such_db.locks ;;
+  esac
+  expect_exit 64 "a strategy $BACKEND does not offer" "$DBLOCK" run --strategy redis --name n -- true
   # A restart frees session locks: the holder learns it and stops its command; a lease survives.
-  if [ -n "${DBLOCK_TEST_PG_RESTART:-}" ]; then
+  if [ -n "$RESTART" ]; then
     rm -f held held2
     "$DBLOCK" run --name sess --strategy for-update --ttl 900ms --grace 1s -- sh -c 'touch held; sleep 30' & sess=$!
     "$DBLOCK" run --name lease --strategy insert --ttl 6s -- sh -c 'touch held2; sleep 4' & lease=$!
     wait_for_file held && wait_for_file held2 || fail "holders did not start"
-    sh -c "$DBLOCK_TEST_PG_RESTART" >/dev/null 2>&1 || fail "restart failed"
+    t0=$(now_ms)
+    sh -c "$RESTART" >/dev/null 2>&1 || fail "restart failed"
+    t1=$(now_ms)
     wait "$sess"; code=$?
-    [ "$code" = 76 ] && ok "server restart: the for-update holder stopped its command (exit 76)" || fail "for-update holder exited $code after a restart"
+    t2=$(now_ms)
+    [ "$code" = 76 ] && ok "server restart ($((t1 - t0)) ms): the for-update holder stopped its command (exit 76) $((t2 - t1)) ms after" || fail "for-update holder exited $code after a restart"
     wait "$lease"; code=$?
     [ "$code" = 0 ] && ok "server restart: the insert lease survived and its command finished (exit 0)" || fail "insert holder exited $code after a restart"
-  else fail "DBLOCK_TEST_PG_RESTART is not set (scripts/test sets it)"; fi
+  else fail "the restart command is not set (DBLOCK_TEST_PG_RESTART, DBLOCK_TEST_MYSQL_RESTART: scripts/test sets them)"; fi
+fi
+
+# --- mysql: names that are special in MySQL are just data -------------------------------------
+if [ "$BACKEND" = mysql ]; then
+  long=$(printf 'L%.0s' $(seq 1 199))
+  # Held at the same time, each by a process of its own: none may block another. '%' and '_'
+  # are LIKE wildcards; a backslash and a quote need escaping in SQL text; utf8mb4 *_ci
+  # collations (and GET_LOCK names) fold case, MariaDB's PAD SPACE ones ignore trailing spaces,
+  # utf8mb4_general_ci makes every emoji equal; GET_LOCK names stop at 64 characters.
+  held_names=('%' '_' 'a\b' "it's" 'job' 'Job' 'job ' '🔒' "${long}1")
+  # Free while those are held: each would collide with one of them if names were not bytes.
+  free_names=('JOB' 'job  ' 'a' 'ab' 'a\\b' "it''s" '🔓' "${long}2")
+  # no_wait_exits WANT NAME...: the names whose `run --no-wait` does not exit WANT, and how.
+  no_wait_exits() {
+    local want=$1 n code; shift
+    for n in "$@"; do
+      "$DBLOCK" run --no-wait --name "$n" $S -- true 2>"$WORK/err"; code=$?
+      [ "$code" = "$want" ] || printf ' [%s]: exit %s %s' "$n" "$code" "$(head -c 200 "$WORK/err")"
+    done
+  }
+  for strategy in $STRATEGIES; do
+    S="--strategy $strategy"
+    rm -f held.*
+    pids=()
+    for i in "${!held_names[@]}"; do
+      "$DBLOCK" run --no-wait --name "${held_names[i]}" $S -- \
+        sh -c 'printf %s "$DBLOCK_NAME" >"held.tmp.$$"; mv "held.tmp.$$" "$0"; exec sleep 30' "held.$i" 2>"holder.$i.err" &
+      pids[i]=$!
+    done
+    bad=""
+    for i in "${!held_names[@]}"; do
+      for _ in $(seq 1 200); do [ -e "held.$i" ] || ! alive "${pids[i]}" || { sleep 0.05; continue; }; break; done
+      if [ ! -e "held.$i" ]; then bad+=" [${held_names[i]}]: not held: $(head -c 200 "holder.$i.err")"
+      elif [ "$(cat "held.$i")" != "${held_names[i]}" ]; then bad+=" [${held_names[i]}]: DBLOCK_NAME is [$(cat "held.$i")]"; fi
+    done
+    [ -z "$bad" ] && ok "$strategy: ${#held_names[@]} special names (one of 200 characters) held at once, each by its own process" || fail "$strategy: special names:$bad"
+    bad=$(no_wait_exits 75 "${held_names[@]}")
+    [ -z "$bad" ] && ok "$strategy: each held special name is busy for another process (exit 75)" || fail "$strategy: held names not busy:$bad"
+    bad=$(no_wait_exits 0 "${free_names[@]}")
+    [ -z "$bad" ] && ok "$strategy: names that differ only in case, trailing space, escaping or emoji are free (exit 0)" || fail "$strategy: free names refused:$bad"
+    if [ "$strategy" = insert ] || [ "$strategy" = optimistic ]; then
+      printf '%s\n' "${held_names[@]}" >want.names
+      "$DBLOCK" list --json | python3 -c 'import json,sys
+got = sorted(x["name"] for x in json.load(sys.stdin))
+want = sorted(open("want.names", encoding="utf-8").read().split("\n")[:-1])
+sys.exit(got != want)' && ok "$strategy: list --json shows the special names byte for byte" || fail "$strategy: list --json: $("$DBLOCK" list --json | tr -d '\n' | head -c 300)"
+    fi
+    bad=""
+    for i in "${!held_names[@]}"; do
+      kill -TERM "${pids[i]}" 2>/dev/null; wait "${pids[i]}"; code=$?
+      [ "$code" = 143 ] || bad+=" [${held_names[i]}]: exit $code"
+    done
+    [ -z "$bad" ] && ok "$strategy: the special-name holders stopped on SIGTERM (exit 143)" || fail "$strategy: holders:$bad"
+  done
 fi
 
 # --- bad input: exit 64, one line, nothing written ------------------------------------------

@@ -381,7 +381,7 @@ TEMPLATE_TEST_CASE("names are data: quotes, wildcards, backslashes and emoji", "
   auto ns = f.make();
   auto c = ns.open();
   std::vector<std::string> names{"'; DROP TABLE dblock_locks; --", "100%_sure\\", "\"quoted\"", "🔒 lock",
-                                  std::string(255, 'x'), "a", "A"};
+                                  std::string(255, 'x'), "a", "A", "a "};
   std::vector<Lease> leases;
   for (const auto& n : names) {
     auto l = c->lock(n, opts<TestType>()).try_acquire();

@@ -72,9 +72,46 @@ struct PgAdvisory : PgSessionFixture {
 #define DBLOCK_PG_SESSION_FIXTURES
 #endif
 
+#ifdef DBLOCK_TEST_MYSQL
+// A fresh, migrated table on the server in DBLOCK_TEST_MYSQL_URL, dropped afterwards.
+struct MySqlFixture {
+  TempDir dir;
+  ScratchTable table{ScratchTable::Server::mysql};
+  Namespace make() const { return table.ns(); }
+};
+struct MySqlLeaseFixture : MySqlFixture {
+  static constexpr bool lease_based = true;
+  void steal(Client& c, const std::string& name) const { REQUIRE(c.force_release(name)); }
+};
+struct MySqlSessionFixture : MySqlFixture {
+  static constexpr bool lease_based = false;
+  void steal(Client&, const std::string& name) const {
+    REQUIRE(terminate_lock_holders(table.url(), table.name(), name) > 0);
+  }
+};
+struct MySqlInsert : MySqlLeaseFixture {
+  static constexpr Strategy strategy = Strategy::insert;
+};
+struct MySqlOptimistic : MySqlLeaseFixture {
+  static constexpr Strategy strategy = Strategy::optimistic;
+};
+struct MySqlForUpdate : MySqlSessionFixture {
+  static constexpr Strategy strategy = Strategy::for_update;
+};
+struct MySqlAdvisory : MySqlSessionFixture {
+  static constexpr Strategy strategy = Strategy::advisory;
+};
+#define DBLOCK_MYSQL_LEASE_FIXTURES , dblock::test::MySqlInsert, dblock::test::MySqlOptimistic
+#define DBLOCK_MYSQL_SESSION_FIXTURES , dblock::test::MySqlForUpdate, dblock::test::MySqlAdvisory
+#else
+#define DBLOCK_MYSQL_LEASE_FIXTURES
+#define DBLOCK_MYSQL_SESSION_FIXTURES
+#endif
+
 }  // namespace dblock::test
 
 // The fixtures the contract suite runs against (macros so that test names say which):
 // the lease strategies, and all of them.
-#define DBLOCK_LEASE_FIXTURES dblock::test::SqliteInsert, dblock::test::SqliteOptimistic DBLOCK_PG_LEASE_FIXTURES
-#define DBLOCK_CONTRACT_FIXTURES DBLOCK_LEASE_FIXTURES DBLOCK_PG_SESSION_FIXTURES
+#define DBLOCK_LEASE_FIXTURES \
+  dblock::test::SqliteInsert, dblock::test::SqliteOptimistic DBLOCK_PG_LEASE_FIXTURES DBLOCK_MYSQL_LEASE_FIXTURES
+#define DBLOCK_CONTRACT_FIXTURES DBLOCK_LEASE_FIXTURES DBLOCK_PG_SESSION_FIXTURES DBLOCK_MYSQL_SESSION_FIXTURES

@@ -1,21 +1,83 @@
 #include "support/servers.hpp"
 
+#include <thread>
+
+#include "core/url.hpp"
+#include "sql/session_drivers.hpp"
 #ifdef DBLOCK_TEST_POSTGRESQL
 #include "backends/postgresql/pg_session.hpp"
-#include "sql/session_drivers.hpp"
+#endif
+#ifdef DBLOCK_TEST_MYSQL
+#include "backends/mysql/mysql_session.hpp"
 #endif
 
 namespace dblock::test {
 
-int terminate_lock_holders(const std::string& url, const std::string& table, const std::string& name) {
+#ifdef DBLOCK_TEST_MYSQL
+namespace {
+detail::sql::MySqlTarget mysql_target(const std::string &url) {
+  auto u = detail::parse_url(url);
+  detail::sql::MySqlTarget t;
+  t.host = u.hosts.at(0).host;
+  if (u.hosts[0].port) t.port = u.hosts[0].port;
+  t.user = u.user;
+  t.password = u.password;
+  t.database = u.path;
+  t.where = "test server";
+  return t;
+}
+}  // namespace
+
+std::unique_ptr<detail::sql::Session> mysql_session(const std::string &url) {
+  return std::make_unique<detail::sql::MySqlSession>(mysql_target(url));
+}
+#endif
+
+int terminate_lock_holders(const std::string &url, const std::string &table, const std::string &name) {
+#ifdef DBLOCK_TEST_MYSQL
+  if (url.rfind("mysql:", 0) == 0 || url.rfind("mariadb:", 0) == 0) {
+    auto s = mysql_session(url);
+    auto db = detail::parse_url(url).path;
+    char key[17];
+    std::snprintf(key, sizeof key, "%016llX",
+                  static_cast<unsigned long long>(detail::sql::advisory_key(db + "." + table, name)));
+    // InnoDB refreshes its INFORMATION_SCHEMA transaction tables only when they were not
+    // read for 0.1 s: poll slower than that, or see the same stale copy forever.
+    for (int round = 0; round < 20; ++round) {
+      auto ids = s->run(
+          "SELECT IS_USED_LOCK(CONCAT('dblock:', ?1)) UNION "
+          "SELECT trx_mysql_thread_id FROM information_schema.INNODB_TRX "
+          "WHERE trx_rows_locked > 0 AND trx_mysql_thread_id <> "
+          "CONNECTION_ID()",
+          {std::string(key)});
+      int killed = 0;
+      for (const auto &row : ids.rows) {
+        if (std::holds_alternative<std::nullptr_t>(row[0])) continue;
+        try {
+          s->run("KILL ?1", {row[0]});
+          ++killed;
+        } catch (const InternalError &) {  // 1094: a connection killed before is
+                                           // still rolling back
+        }
+      }
+      if (killed > 0) return killed;
+      std::this_thread::sleep_for(std::chrono::milliseconds(150));
+    }
+    return 0;
+  }
+#endif
 #ifdef DBLOCK_TEST_POSTGRESQL
   detail::sql::PgSession s(url, "test server", std::chrono::seconds(10));
-  // pg_locks shows a bigint advisory key as classid (high 32 bits) and objid (low 32 bits).
+  // pg_locks shows a bigint advisory key as classid (high 32 bits) and objid
+  // (low 32 bits).
   auto key = static_cast<std::uint64_t>(detail::sql::advisory_key(table, name));
   auto r = s.run(
-      "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE pid <> pg_backend_pid() AND ("
-      "(locktype = 'relation' AND relation = $1::regclass AND mode = 'RowShareLock') OR "
-      "(locktype = 'advisory' AND objsubid = 1 AND classid::bigint = $2::bigint AND objid::bigint = $3::bigint))",
+      "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE pid <> "
+      "pg_backend_pid() AND ("
+      "(locktype = 'relation' AND relation = $1::regclass AND mode "
+      "= 'RowShareLock') OR "
+      "(locktype = 'advisory' AND objsubid = 1 AND classid::bigint "
+      "= $2::bigint AND objid::bigint = $3::bigint))",
       {table, static_cast<std::int64_t>(key >> 32), static_cast<std::int64_t>(key & 0xffffffffu)});
   return static_cast<int>(r.rows.size());
 #else
@@ -32,6 +94,11 @@ ScratchTable::~ScratchTable() {
       s.run_script("DROP TABLE IF EXISTS " + table_ + ", " + table_ + "_schema_history; DROP SEQUENCE IF EXISTS " +
                    table_ + "_fence");
     }
+#endif
+#ifdef DBLOCK_TEST_MYSQL
+    if (server_ == Server::mysql)
+      mysql_session(url_)->run_script("DROP TABLE IF EXISTS " + table_ + ", " + table_ + "_schema_history, " + table_ +
+                                      "_fence");
 #endif
   } catch (...) {  // a leftover table in a throwaway server is harmless
   }

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "dblock/dblock.hpp"
+#include "sql/session.hpp"
 
 namespace dblock::test {
 
@@ -29,16 +30,23 @@ inline std::string server_url(const char* variable) {
 
 // Terminates the server connections that hold the session lock `name` of `table` (a row
 // lock on the table, or the name's advisory key); returns how many. Simulates a dropped
-// connection, touching no other test's connections.
+// connection. PostgreSQL: touches no other connection. MySQL cannot tell which row a
+// transaction holds, so every other connection holding row locks goes (the suites run one
+// at a time).
 int terminate_lock_holders(const std::string& url, const std::string& table, const std::string& name);
+
+#ifdef DBLOCK_TEST_MYSQL
+// A raw session on the MySQL test server, for tests that inspect or disturb it.
+std::unique_ptr<dblock::detail::sql::Session> mysql_session(const std::string& url);
+#endif
 
 // A fresh lock table with a random name, migrated at construction and dropped at
 // destruction, so tests never see each other's locks.
 class ScratchTable {
  public:
-  enum class Server { postgresql };
+  enum class Server { postgresql, mysql };
   explicit ScratchTable(Server server) : server_(server) {
-    url_ = server_url("DBLOCK_TEST_PG_URL");
+    url_ = server_url(server == Server::mysql ? "DBLOCK_TEST_MYSQL_URL" : "DBLOCK_TEST_PG_URL");
     std::random_device rd;
     table_ = "dblock_t_" + std::to_string(rd()) + std::to_string(rd() % 1000);
     ClientOptions o = options();

@@ -1,0 +1,50 @@
+// MySQL and MariaDB through the generic SqlBackend. MySQL has no LISTEN/NOTIFY: lease
+// waiters block on the holder's wake lock (mysql_waker.hpp), and the session strategies
+// wait inside the server.
+#include "backends/mysql/mysql_backend.hpp"
+
+#include "backends/mysql/mysql_session.hpp"
+#include "backends/mysql/mysql_waker.hpp"
+#include "dblock/errors.hpp"
+#include "sql/sql_backend.hpp"
+
+namespace dblock::detail {
+
+std::unique_ptr<Backend> open_mysql(const Url& url, const ClientOptions& options) {
+  for (const auto& [key, value] : url.query)
+    if (key != "socket") throw UsageError("unknown mysql URL parameter '" + key + "' (known: socket)");
+  if (url.hosts.size() > 1) throw UsageError("a mysql URL names one server, not " + std::to_string(url.hosts.size()));
+  sql::MySqlTarget t;
+  if (!url.hosts.empty()) {
+    t.host = url.hosts[0].host.empty() ? "127.0.0.1" : url.hosts[0].host;
+    if (url.hosts[0].port) t.port = url.hosts[0].port;
+  }
+  if (auto it = url.query.find("socket"); it != url.query.end()) t.socket = it->second;
+  t.user = url.user;
+  t.password = url.password;
+  t.database = url.path;
+  t.connect_timeout = options.connect_timeout;
+  t.statement_timeout = options.statement_timeout;
+  t.where = url.redacted();
+
+  // Every statement names the table with its database, so GET_LOCK keys (server-wide) and
+  // messages say which database's locks they are.
+  auto table = parse_table_name(options.table);
+  if (table.schema.empty()) {
+    if (t.database.empty())
+      throw UsageError(
+          "a mysql URL needs a database (mysql://user:pass@host:port/DATABASE), "
+          "or give the table as database.table");
+    table.schema = t.database;
+  }
+  auto connect = [t]() -> std::unique_ptr<sql::Session> { return std::make_unique<sql::MySqlSession>(t); };
+  ClientOptions qualified = options;
+  qualified.table = table.qualified();
+  auto waker = std::make_shared<sql::MySqlWaker>(connect, table.qualified());
+  auto backend = std::make_unique<sql::SqlBackend>(sql::mysql_dialect(), table, connect, qualified, waker);
+  backend->pool().get();  // connect now: an unreachable server or a bad password fails here
+  if (options.auto_migrate.value_or(false)) backend->migrate();
+  return backend;
+}
+
+}  // namespace dblock::detail

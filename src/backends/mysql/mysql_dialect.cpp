@@ -1,0 +1,133 @@
+// MySQL's and MariaDB's statement texts (one text for both: MySQL 8 and MariaDB 10.11).
+//
+// MySQL has no RETURNING and no sequences, so an operation that must write and report is
+// several statements in one text, sent in one round trip (see MySqlSession). Parameters
+// are ?1, ?2, ... spliced in as literals. Fences come from the one-row ${table}_fence
+// counter, bumped with LAST_INSERT_ID(expr), which hands the new value to this connection
+// alone. A grant and its fence commit together, so fences follow grant order.
+// ${now_ms} is the server's clock (UTC_TIMESTAMP: no time zone or DST in play), constant
+// within one statement.
+#include "sql/dialect.hpp"
+
+namespace dblock::detail::sql {
+
+const Dialect& mysql_dialect() {
+  static const Dialect d = [] {
+    Dialect d;
+    d.name = "mysql";
+    d.strategies = {Strategy::insert, Strategy::optimistic, Strategy::for_update, Strategy::advisory};
+    d.now_ms = "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000)";
+    // GET_LOCK and innodb_lock_wait_timeout count whole seconds; shorter waits are polled.
+    d.wait_unit = std::chrono::milliseconds{1000};
+    const std::string draw_fence = "UPDATE ${table}_fence SET value = LAST_INSERT_ID(value + 1) WHERE id = 1";
+
+    d.holder = "SELECT owner, valid_until - ${now_ms} FROM ${table} WHERE name = ?1 AND valid_until > ${now_ms}";
+    // ROW_COUNT() is the previous statement's count: whether the UPDATE matched.
+    d.renew =
+        "UPDATE ${table} SET valid_until = GREATEST(valid_until, ${now_ms} + ?4), version = version + 1 "
+        "WHERE name = ?1 AND owner = ?2 AND fence = ?3 AND valid_until > ${now_ms}; "
+        "SET @dblock_won = ROW_COUNT(); "
+        "SELECT valid_until - ${now_ms} FROM ${table} WHERE name = ?1 AND @dblock_won = 1";
+    d.release_hold =
+        "UPDATE ${table} SET holds = holds - 1, version = version + 1 "
+        "WHERE name = ?1 AND owner = ?2 AND fence = ?3 AND holds > 1";
+
+    // One transaction, one round trip. The upsert locks the name's row whatever it finds:
+    // it takes an expired row over (fence 0 marks a fresh grant), counts a re-entry, or
+    // leaves a live holder's row alone. MySQL applies the assignments left to right, each
+    // seeing the ones before, so valid_until, the column the others test, is set last.
+    // A fresh grant then draws its fence while holding the row; the SELECT answers for all
+    // three cases (fence 0 and the holder's time left when busy).
+    d.insert_acquire =
+        "START TRANSACTION; "
+        "INSERT INTO ${table} (name, owner, fence, holds, acquired_at, valid_until, version) "
+        "VALUES (?1, ?2, 0, 1, ${now_ms}, ${now_ms} + ?3, 1) ON DUPLICATE KEY UPDATE "
+        "holds = IF(valid_until <= ${now_ms}, 1, IF(owner = ?2, holds + 1, holds)), "
+        "fence = IF(valid_until <= ${now_ms}, 0, fence), "
+        "acquired_at = IF(valid_until <= ${now_ms}, ${now_ms}, acquired_at), "
+        "version = IF(valid_until <= ${now_ms} OR owner = ?2, version + 1, version), "
+        "owner = IF(valid_until <= ${now_ms}, ?2, owner), "
+        "valid_until = IF(valid_until <= ${now_ms}, ${now_ms} + ?3, "
+        "IF(owner = ?2, GREATEST(valid_until, ${now_ms} + ?3), valid_until)); " +
+        draw_fence +
+        " AND EXISTS (SELECT 1 FROM ${table} WHERE name = ?1 AND owner = ?2 AND fence = 0); "
+        "UPDATE ${table} SET fence = LAST_INSERT_ID() WHERE name = ?1 AND owner = ?2 AND fence = 0; "
+        "SELECT IF(owner = ?2, fence, 0), valid_until - ${now_ms} FROM ${table} WHERE name = ?1; "
+        "COMMIT";
+    d.insert_release = "DELETE FROM ${table} WHERE name = ?1 AND owner = ?2 AND fence = ?3 AND holds <= 1";
+
+    d.optimistic_read = "SELECT owner, version, valid_until - ${now_ms} FROM ${table} WHERE name = ?1";
+    d.optimistic_create =
+        "INSERT INTO ${table} (name, owner, fence, holds, acquired_at, valid_until, version) "
+        "VALUES (?1, '', 0, 0, ${now_ms}, 0, 0) ON DUPLICATE KEY UPDATE name = name";
+    d.optimistic_take =
+        "START TRANSACTION; "
+        "UPDATE ${table} SET owner = ?2, holds = 1, acquired_at = ${now_ms}, valid_until = ${now_ms} + ?3, "
+        "version = version + 1 WHERE name = ?1 AND version = ?4; "
+        "SET @dblock_won = ROW_COUNT(); " +
+        draw_fence +
+        " AND @dblock_won = 1; "
+        "UPDATE ${table} SET fence = LAST_INSERT_ID() WHERE name = ?1 AND @dblock_won = 1; "
+        "SELECT fence, valid_until - ${now_ms} FROM ${table} WHERE name = ?1 AND @dblock_won = 1; "
+        "COMMIT";
+    d.optimistic_reenter =
+        "UPDATE ${table} SET holds = holds + 1, valid_until = GREATEST(valid_until, ${now_ms} + ?3), "
+        "version = version + 1 WHERE name = ?1 AND version = ?4 AND owner = ?2 AND valid_until > ${now_ms}; "
+        "SET @dblock_won = ROW_COUNT(); "
+        "SELECT fence, valid_until - ${now_ms} FROM ${table} WHERE name = ?1 AND @dblock_won = 1";
+    d.optimistic_release =
+        "UPDATE ${table} SET owner = '', holds = 0, valid_until = 0, version = version + 1 "
+        "WHERE name = ?1 AND owner = ?2 AND fence = ?3 AND holds <= 1";
+
+    // Session strategies. The wait bound goes to both mechanisms (a user variable for
+    // GET_LOCK, the session's row-lock timeout for FOR UPDATE), in whole seconds.
+    d.session_wait = "SET @dblock_wait = ?1 DIV 1000, SESSION innodb_lock_wait_timeout = GREATEST(1, ?1 DIV 1000)";
+    d.ping = "SELECT 1";
+    d.for_update_create =
+        "INSERT INTO ${table} (name, owner, fence, holds, acquired_at, valid_until, version) "
+        "VALUES (?1, '', 0, 0, ${now_ms}, 0, 0) ON DUPLICATE KEY UPDATE name = name";
+    // The row lock is the open transaction, so its fence cannot come from the counter in
+    // that transaction (the counter row would stay locked for the whole hold): it is drawn
+    // on another connection, in a transaction of its own, once the row is locked.
+    d.for_update_try = "SELECT 1 FROM ${table} WHERE name = ?1 FOR UPDATE NOWAIT";
+    d.for_update_wait = "SELECT 1 FROM ${table} WHERE name = ?1 FOR UPDATE";
+    d.fence_next = draw_fence + "; SELECT LAST_INSERT_ID()";
+    // GET_LOCK names are server-wide, at most 64 characters and case-insensitive: the key
+    // is "dblock:" and the 16 hex digits of advisory_key(<database>.<table>, name).
+    // GET_LOCK is not transactional, so the fence is drawn (and committed) after it.
+    const std::string lock_name = "CONCAT('dblock:', LPAD(HEX(?1), 16, '0'))";
+    d.advisory_try = "SET @dblock_got = GET_LOCK(" + lock_name + ", 0); " + draw_fence +
+                     " AND @dblock_got = 1; SELECT IF(@dblock_got = 1, LAST_INSERT_ID(), 0)";
+    d.advisory_wait = "SET @dblock_got = GET_LOCK(" + lock_name + ", @dblock_wait); " + draw_fence +
+                      " AND @dblock_got = 1; SELECT IF(@dblock_got = 1, LAST_INSERT_ID(), 0)";
+    d.advisory_unlock = "DO RELEASE_LOCK(" + lock_name + ")";
+
+    d.list =
+        "SELECT name, owner, fence, holds, acquired_at, valid_until FROM ${table} "
+        "WHERE valid_until > ${now_ms} ORDER BY name";
+    // MySQL cannot DELETE ... SKIP LOCKED, nor delete from a table it selects from: the
+    // sweep picks expired rows that nobody holds locked right now (a for-update row stays
+    // locked for a whole hold), then deletes them by name in the same transaction.
+    d.sweep_pick = "SELECT name FROM ${table} WHERE valid_until <= ${now_ms} LIMIT ?1 FOR UPDATE SKIP LOCKED";
+    d.sweep = "DELETE FROM ${table} WHERE name = ?1";
+    d.force_release = "DELETE FROM ${table} WHERE name = ?1 AND valid_until > ${now_ms}";
+
+    // GET_LOCK is held by the connection, so it is released explicitly after migrating.
+    d.migration_lock = "SELECT GET_LOCK(CONCAT('dblock:migrate:', LEFT(SHA1('${table}'), 24)), 60)";
+    d.migration_unlock = "DO RELEASE_LOCK(CONCAT('dblock:migrate:', LEFT(SHA1('${table}'), 24)))";
+    d.history_create =
+        "CREATE TABLE IF NOT EXISTS ${table}_schema_history ("
+        "installed_rank INT NOT NULL PRIMARY KEY, version VARCHAR(50), description VARCHAR(200) NOT NULL, "
+        "type VARCHAR(20) NOT NULL, script VARCHAR(1000) NOT NULL, checksum INT, "
+        "installed_by VARCHAR(100) NOT NULL, installed_on TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP, "
+        "execution_time INT NOT NULL, success TINYINT(1) NOT NULL) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4";
+    d.history_select = "SELECT version, script, checksum, success FROM ${table}_schema_history ORDER BY installed_rank";
+    d.history_insert =
+        "INSERT INTO ${table}_schema_history (installed_rank, version, description, type, script, checksum, "
+        "installed_by, execution_time, success) VALUES (?1, ?2, ?3, 'SQL', ?4, ?5, ?6, ?7, 1)";
+    return d;
+  }();
+  return d;
+}
+
+}  // namespace dblock::detail::sql

@@ -1,0 +1,323 @@
+#include "backends/mysql/mysql_session.hpp"
+
+#include <cppconn/datatype.h>
+#include <cppconn/exception.h>
+#include <cppconn/resultset.h>
+#include <cppconn/resultset_metadata.h>
+#include <cppconn/statement.h>
+#include <mysql_connection.h>
+#include <mysql_driver.h>
+
+#include <mutex>
+
+namespace dblock::detail::sql {
+
+namespace {
+
+constexpr std::uint64_t no_more_results = ~std::uint64_t{0};
+
+int whole_seconds(std::chrono::milliseconds ms) {  // rounded up, at least 1
+  return static_cast<int>(std::max<long long>(1, (ms.count() + 999) / 1000));
+}
+
+// Every Connector/C++ error becomes a dblock error here, and nowhere else.
+[[noreturn]] void throw_mysql_error(int code, const std::string& state, std::string msg, const std::string& where,
+                                    bool* usable) {
+  auto gone = [&] {
+    if (usable) *usable = false;
+  };
+  for (auto& c : msg)
+    if (c == '\n') c = ' ';
+  const std::string what = "mysql at " + where + ": " + msg;
+  switch (code) {
+    case 1049:  // unknown database
+      throw SchemaError(what + " (create the database, or fix the URL's path)");
+    case 1146:  // no such table
+      throw SchemaError(what + " (run `dblock migrate` with the same --table)");
+    case 1205:  // lock wait timeout (and MariaDB's NOWAIT)
+    case 3572:  // MySQL 8's NOWAIT
+    case 1213:  // deadlock: InnoDB rolled the transaction back
+    case 3058:  // a GET_LOCK deadlock
+    case 1969:  // MariaDB max_statement_time
+    case 3024:  // MySQL max_execution_time
+      throw TimeoutError(what);
+    case 1045:  // access denied (wrong user or password)
+    case 1044:  // no access to the database
+    case 1142:  // command denied
+    case 1143:
+      throw UnavailableError(what);
+    case 1040:  // too many connections
+    case 1053:  // server shutdown in progress
+    case 1152:  // aborted connection
+    case 1317:  // query interrupted (KILL QUERY)
+    case 1927:  // MariaDB: connection killed
+    case 4031:  // MySQL 8: disconnected by the server
+      gone();
+      throw UnavailableError(what);
+    default:
+      break;
+  }
+  if (code >= 2000 && code < 3000) {  // client-side errors: the connection is gone
+    gone();
+    throw UnavailableError(what);
+  }
+  if (state.rfind("08", 0) == 0) {
+    gone();
+    throw UnavailableError(what);
+  }
+  throw InternalError(what + " [MySQL error " + std::to_string(code) + ", SQLSTATE " + state + "]");
+}
+
+::sql::mysql::MySQL_Driver* driver() {
+  // The driver instance is a process-wide singleton whose creation is not thread-safe.
+  static ::sql::mysql::MySQL_Driver* d = ::sql::mysql::get_mysql_driver_instance();
+  return d;
+}
+
+Value column(const ::sql::ResultSet& rs, ::sql::ResultSetMetaData& meta, unsigned i) {
+  if (rs.isNull(i)) return nullptr;
+  switch (meta.getColumnType(i)) {
+    case ::sql::DataType::BIT:
+    case ::sql::DataType::TINYINT:
+    case ::sql::DataType::SMALLINT:
+    case ::sql::DataType::MEDIUMINT:
+    case ::sql::DataType::INTEGER:
+    case ::sql::DataType::BIGINT:
+    case ::sql::DataType::DECIMAL:
+    case ::sql::DataType::NUMERIC:
+      return static_cast<std::int64_t>(rs.getInt64(i));
+    default:
+      return std::string(rs.getString(i).asStdString());
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> split_statements(const std::string& script) {
+  std::vector<std::string> out;
+  std::string cur;
+  auto flush = [&] {
+    auto b = cur.find_first_not_of(" \t\r\n");
+    if (b != std::string::npos) out.push_back(cur.substr(b, cur.find_last_not_of(" \t\r\n") - b + 1));
+    cur.clear();
+  };
+  for (std::size_t i = 0; i < script.size(); ++i) {
+    char c = script[i];
+    if (c == '\'' || c == '"' || c == '`') {  // a quoted string or identifier, copied whole
+      auto end = i + 1;
+      while (end < script.size() && script[end] != c) end += script[end] == '\\' ? 2 : 1;
+      cur.append(script, i, end - i + 1);
+      i = end;
+    } else if (c == '-' && script.compare(i, 3, "-- ") == 0) {  // a comment, to the end of the line
+      i = script.find('\n', i);
+      if (i == std::string::npos) break;
+      cur += '\n';
+    } else if (c == '#') {
+      i = script.find('\n', i);
+      if (i == std::string::npos) break;
+      cur += '\n';
+    } else if (c == '/' && i + 1 < script.size() && script[i + 1] == '*') {
+      i = script.find("*/", i + 2);
+      if (i == std::string::npos) break;
+      ++i;
+      cur += ' ';
+    } else if (c == ';') {
+      flush();
+    } else {
+      cur += c;
+    }
+  }
+  flush();
+  return out;
+}
+
+std::string splice_params(const std::string& sql, const std::vector<Value>& params) {
+  static const char* hex = "0123456789ABCDEF";
+  std::string out;
+  out.reserve(sql.size() + 64);
+  for (std::size_t i = 0; i < sql.size();) {
+    if (sql[i] != '?' || i + 1 >= sql.size() || sql[i + 1] < '0' || sql[i + 1] > '9') {
+      out += sql[i++];
+      continue;
+    }
+    std::size_t n = 0, j = i + 1;
+    while (j < sql.size() && sql[j] >= '0' && sql[j] <= '9') n = n * 10 + static_cast<std::size_t>(sql[j++] - '0');
+    if (n == 0 || n > params.size())
+      throw InternalError("statement refers to parameter ?" + std::to_string(n) + " of " +
+                          std::to_string(params.size()));
+    const auto& v = params[n - 1];
+    if (auto p = std::get_if<std::int64_t>(&v)) {
+      out += std::to_string(*p);
+    } else if (auto s = std::get_if<std::string>(&v)) {
+      out += "X'";
+      for (unsigned char c : *s) {
+        out += hex[c >> 4];
+        out += hex[c & 15];
+      }
+      out += '\'';
+    } else {
+      out += "NULL";
+    }
+    i = j;
+  }
+  return out;
+}
+
+MySqlSession::MySqlSession(const MySqlTarget& t) : where_(t.where) {
+  try {
+    ::sql::ConnectOptionsMap o;
+    if (t.socket.empty()) {
+      o["hostName"] = ::sql::SQLString("tcp://" + t.host + ":" + std::to_string(t.port));
+    } else {
+      o["socket"] = ::sql::SQLString(t.socket);
+    }
+    o["userName"] = ::sql::SQLString(t.user);
+    o["password"] = ::sql::SQLString(t.password);
+    if (!t.database.empty()) o["schema"] = ::sql::SQLString(t.database);
+    o["OPT_CONNECT_TIMEOUT"] = whole_seconds(t.connect_timeout);
+    // No read may hang on a dead or stuck server (the contract's bounded waits); a lock
+    // wait inside the server is bounded separately, and at most max_lock_wait.
+    o["OPT_READ_TIMEOUT"] = whole_seconds(t.statement_timeout + max_lock_wait);
+    o["OPT_WRITE_TIMEOUT"] = whole_seconds(t.statement_timeout);
+    o["OPT_RECONNECT"] = false;  // a silent reconnect would drop session locks unseen
+    o["CLIENT_MULTI_STATEMENTS"] = true;
+    o["OPT_CHARSET_NAME"] = ::sql::SQLString("utf8mb4");
+    conn_.reset(driver()->connect(o));
+    stmt_.reset(conn_->createStatement());
+    // READ COMMITTED: no gap locks, so concurrent first acquires of a name deadlock less.
+    // Times are taken with UTC_TIMESTAMP, so the session time zone does not matter.
+    // A row lock wait is bounded like any statement (the session strategies set their own).
+    send(
+        "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED; "
+        "SET SESSION sql_mode = 'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION', "
+        "SESSION innodb_lock_wait_timeout = " +
+            std::to_string(whole_seconds(t.statement_timeout)),
+        2);
+  } catch (const ::sql::SQLException& e) {
+    fail(e);
+  }
+  last_used_ = std::chrono::steady_clock::now();
+}
+
+MySqlSession::~MySqlSession() {
+  try {
+    stmt_.reset();
+    if (conn_) conn_->close();
+  } catch (...) {
+  }
+}
+
+void MySqlSession::fail(const ::sql::SQLException& e) {
+  throw_mysql_error(e.getErrorCode(), e.getSQLStateCStr(), e.what(), where_, &usable_);
+}
+
+bool MySqlSession::usable() const noexcept { return usable_ && conn_ != nullptr; }
+
+bool MySqlSession::still_connected() noexcept {
+  if (!usable()) return false;
+  // Connector/C++ cannot peek at its socket, so a connection idle for a while (long enough
+  // for a server restart to have closed it) is pinged before it is handed out.
+  if (std::chrono::steady_clock::now() - last_used_ < std::chrono::seconds(1)) return true;
+  try {
+    usable_ = conn_->isValid();
+  } catch (...) {
+    usable_ = false;
+  }
+  last_used_ = std::chrono::steady_clock::now();
+  return usable_;
+}
+
+Result MySqlSession::send(const std::string& text, std::size_t statements) {
+  Result out;
+  bool rows = stmt_->execute(text);
+  // Every result must be read, or the connection is out of step. Connector/C++ 1.1 cannot
+  // tell "no more results" from "the next result is a row count", so the loop counts.
+  for (std::size_t i = 0;;) {
+    if (rows) {
+      std::unique_ptr<::sql::ResultSet> rs(stmt_->getResultSet());
+      if (rs) {
+        out.rows.clear();
+        auto* meta = rs->getMetaData();
+        auto n = meta->getColumnCount();
+        while (rs->next()) {
+          Row row;
+          row.reserve(n);
+          for (unsigned i = 1; i <= n; ++i) row.push_back(column(*rs, *meta, i));
+          out.rows.push_back(std::move(row));
+        }
+      }
+    } else {
+      auto n = stmt_->getUpdateCount();
+      if (n != no_more_results) out.affected += static_cast<std::int64_t>(n);
+    }
+    if (++i >= statements) break;
+    rows = stmt_->getMoreResults();
+  }
+  last_used_ = std::chrono::steady_clock::now();
+  return out;
+}
+
+Result MySqlSession::run(const std::string& sql, const std::vector<Value>& params) {
+  std::string text = splice_params(sql, params);
+  auto statements = split_statements(text).size();
+  if (begin_pending_) {
+    text = "START TRANSACTION; " + text;
+    ++statements;
+    begin_pending_ = false;
+  }
+  // A deadlock victim's transaction is rolled back whole by InnoDB. Outside an explicit
+  // transaction the text is self-contained (a transaction of its own, or statements safe
+  // to repeat), so it is simply sent again.
+  for (int attempt = 1;; ++attempt) {
+    try {
+      return send(text, statements);
+    } catch (const ::sql::SQLException& e) {
+      if (!in_transaction_ && usable_ && e.getErrorCode() != 0) {
+        try {  // a text that failed half-way may have left its transaction open
+          send("ROLLBACK", 1);
+        } catch (...) {
+        }
+        if (e.getErrorCode() == 1213 && attempt < 3) continue;
+      }
+      fail(e);
+    }
+  }
+}
+
+void MySqlSession::run_script(const std::string& sql) {
+  try {
+    for (const auto& statement : split_statements(sql)) send(statement, 1);
+  } catch (const ::sql::SQLException& e) {
+    fail(e);
+  }
+}
+
+void MySqlSession::begin() {
+  if (in_transaction_) throw InternalError("mysql session: nested transaction");
+  in_transaction_ = true;
+  begin_pending_ = true;
+}
+
+void MySqlSession::commit() {
+  bool sent = !begin_pending_;
+  in_transaction_ = begin_pending_ = false;
+  if (!sent) return;
+  try {
+    send("COMMIT", 1);
+  } catch (const ::sql::SQLException& e) {
+    fail(e);
+  }
+}
+
+void MySqlSession::rollback() noexcept {
+  bool sent = in_transaction_ && !begin_pending_;
+  in_transaction_ = begin_pending_ = false;
+  if (!sent || !usable()) return;
+  try {
+    send("ROLLBACK", 1);
+  } catch (...) {
+    usable_ = false;  // a connection that cannot roll back must not be reused
+  }
+}
+
+}  // namespace dblock::detail::sql

@@ -1,0 +1,75 @@
+// The MySQL/MariaDB Session over Connector/C++ 1.1 (the JDBC-style API). One connection
+// with connect, read and write timeouts always set.
+//
+// Statements go out as text, with parameters spliced in as literals by splice_params(): integers in
+// decimal, strings as hex literals (X'...'), so no byte of a name can be read as SQL. That
+// lets one round trip carry several statements (a transaction that takes a lock and draws
+// its fence), which server-side prepared statements cannot do, and MySQL has no RETURNING.
+#pragma once
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "sql/session.hpp"
+
+namespace sql {
+class Connection;
+class Statement;
+class SQLException;
+}  // namespace sql
+
+namespace dblock::detail::sql {
+
+struct MySqlTarget {
+  std::string host = "127.0.0.1";
+  int port = 3306;
+  std::string socket;  // a Unix socket path instead of host:port, if set
+  std::string user, password, database;
+  std::chrono::milliseconds connect_timeout{5000};
+  // Bounds every statement through the client's read timeout (whole seconds, rounded up),
+  // plus the longest lock wait a statement may ask the server for (max_lock_wait).
+  std::chrono::milliseconds statement_timeout{5000};
+  std::string where;  // the server in messages, without the password
+};
+
+// The longest a session strategy may wait inside the server in one statement; longer
+// waits are sliced by the client's waiting loop.
+inline constexpr std::chrono::milliseconds max_lock_wait{10'000};
+
+class MySqlSession final : public Session {
+ public:
+  explicit MySqlSession(const MySqlTarget& target);
+  ~MySqlSession() override;
+  // `sql` may hold several statements separated by ';'. The result: the rows of the last
+  // statement that returned rows, and the rows changed by all of them.
+  Result run(const std::string& sql, const std::vector<Value>& params) override;
+  void run_script(const std::string& sql) override;
+  void begin() override;
+  void commit() override;
+  void rollback() noexcept override;
+  bool usable() const noexcept override;
+  bool still_connected() noexcept override;
+
+ private:
+  Result send(const std::string& text, std::size_t statements);
+  [[noreturn]] void fail(const ::sql::SQLException& e);
+
+  std::string where_;
+  std::unique_ptr<::sql::Connection> conn_;
+  std::unique_ptr<::sql::Statement> stmt_;
+  // begin() sends nothing: START TRANSACTION rides with the transaction's first statement.
+  bool begin_pending_ = false;
+  bool in_transaction_ = false;
+  bool usable_ = true;
+  std::chrono::steady_clock::time_point last_used_;
+};
+
+// A script's statements, without comments (quotes respected). Also how run() counts the
+// statements in a text.
+std::vector<std::string> split_statements(const std::string& script);
+
+// `sql` with each ?N replaced by parameter N as a literal (1-based).
+std::string splice_params(const std::string& sql, const std::vector<Value>& params);
+
+}  // namespace dblock::detail::sql

@@ -1,0 +1,221 @@
+// What only the MySQL/MariaDB backend promises, and the text handling it relies on.
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <random>
+#include <thread>
+
+#include "backends/mysql/mysql_session.hpp"
+#include "backends/mysql/mysql_waker.hpp"
+#include "support/servers.hpp"
+
+using namespace std::chrono_literals;
+using dblock::detail::sql::splice_params;
+using dblock::detail::sql::split_statements;
+using dblock::detail::sql::Value;
+
+TEST_CASE("mysql: parameters are spliced as literals no byte of which is SQL", "[mysql]") {
+  CHECK(splice_params("SELECT ?1, ?2", {std::int64_t{-42}, std::string("a'b\\;")}) == "SELECT -42, X'6127625C3B'");
+  CHECK(splice_params("?2 ?1 ?2", {std::string(""), std::int64_t{7}}) == "7 X'' 7");
+  std::vector<Value> ten(10, Value{std::int64_t{1}});
+  ten[9] = std::int64_t{10};
+  CHECK(splice_params("?10 + ?1", ten) == "10 + 1");
+  CHECK(splice_params("SELECT '?' ? 1", {}) == "SELECT '?' ? 1");  // a ? without a number is text
+  CHECK_THROWS_AS(splice_params("SELECT ?3", {std::int64_t{1}}), dblock::InternalError);
+  CHECK_THROWS_AS(splice_params("SELECT ?0", {std::int64_t{1}}), dblock::InternalError);
+}
+
+TEST_CASE("mysql: scripts split at semicolons outside quotes and comments", "[mysql]") {
+  auto s = split_statements(
+      "-- a comment; not a statement\n"
+      "CREATE TABLE t (a TEXT DEFAULT 'x;y'); # another; comment\n"
+      "/* block; comment */ INSERT INTO t VALUES ('it''s; \\' fine');\n"
+      "SELECT \"a;b\", `c;d`  ;  \n  ;\n"
+      "SELECT 1");
+  REQUIRE(s.size() == 4);
+  CHECK(s[0] == "CREATE TABLE t (a TEXT DEFAULT 'x;y')");
+  CHECK(s[1] == "INSERT INTO t VALUES ('it''s; \\' fine')");
+  CHECK(s[2] == "SELECT \"a;b\", `c;d`");
+  CHECK(s[3] == "SELECT 1");
+  CHECK(split_statements("-- only a comment\n").empty());
+}
+
+TEST_CASE("mysql: the backend offers all four strategies, insert first", "[mysql]") {
+  dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
+  auto c = table.ns().open();
+  CHECK(c->backend() == "mysql");
+  CHECK(c->strategies() == std::vector<dblock::Strategy>{dblock::Strategy::insert, dblock::Strategy::optimistic,
+                                                         dblock::Strategy::for_update, dblock::Strategy::advisory});
+}
+
+TEST_CASE("mysql: a lock wait timeout while acquiring fails cleanly and leaves no half-acquired row", "[mysql]") {
+  dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
+  auto holder = table.ns().open();
+  dblock::LockOptions short_lease;
+  short_lease.ttl = 200ms;
+  short_lease.auto_renew = false;
+  auto held = holder->lock("job", short_lease).acquire();
+  std::this_thread::sleep_for(400ms);  // expired: an acquire will now try to take the row over
+  // Another session locks the row, so the takeover waits on it past its timeout.
+  auto blocker = dblock::test::mysql_session(table.url());
+  blocker->begin();
+  blocker->run("SELECT 1 FROM " + table.name() + " WHERE name = 'job' FOR UPDATE", {});
+  auto opts = table.options();
+  opts.statement_timeout = 300ms;  // innodb_lock_wait_timeout counts whole seconds: 1 s
+  auto impatient = dblock::Client::open(table.url(), opts);
+  CHECK_THROWS_AS(impatient->lock("job").try_acquire(), dblock::TimeoutError);
+  blocker->rollback();
+  auto rows = blocker->run("SELECT owner, fence, holds FROM " + table.name() + " WHERE name = 'job'", {}).rows;
+  REQUIRE(rows.size() == 1);
+  CHECK(std::get<std::string>(rows[0][0]) == held.owner());  // the timed-out attempt changed nothing
+  CHECK(std::get<std::int64_t>(rows[0][1]) == static_cast<std::int64_t>(held.fence()));
+  CHECK(std::get<std::int64_t>(rows[0][2]) == 1);
+  auto taken = impatient->lock("job").try_acquire();  // and the client still works
+  REQUIRE(taken);
+  CHECK(taken->fence() > held.fence());
+}
+
+TEST_CASE("mysql: an InnoDB deadlock surfaces as a TimeoutError, and the session stays usable", "[mysql]") {
+  dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
+  auto s1 = dblock::test::mysql_session(table.url());
+  auto s2 = dblock::test::mysql_session(table.url());
+  const auto t = table.name();
+  s1->run("INSERT INTO " + t + " VALUES ('a', '', 0, 0, 0, 0, 0), ('b', '', 0, 0, 0, 0, 0)", {});
+  s1->begin();
+  s2->begin();
+  s1->run("UPDATE " + t + " SET version = 1 WHERE name = 'a'", {});
+  s2->run("UPDATE " + t + " SET version = 1 WHERE name = 'b'", {});
+  std::atomic<int> timeouts{0};
+  std::thread first([&] {
+    try {
+      s1->run("UPDATE " + t + " SET version = 2 WHERE name = 'b'", {});  // waits for s2
+    } catch (const dblock::TimeoutError&) {
+      ++timeouts;
+    }
+  });
+  std::this_thread::sleep_for(200ms);
+  try {
+    s2->run("UPDATE " + t + " SET version = 2 WHERE name = 'a'", {});  // closes the cycle
+  } catch (const dblock::TimeoutError&) {
+    ++timeouts;
+  }
+  first.join();
+  CHECK(timeouts == 1);  // InnoDB picks one victim; the other goes on
+  s1->rollback();
+  s2->rollback();
+  CHECK(s1->usable());
+  CHECK(s2->usable());
+  CHECK(s1->run("SELECT 1", {}).rows.size() == 1);
+}
+
+TEST_CASE("mysql: names that differ only in case or trailing spaces are different locks", "[mysql]") {
+  // GET_LOCK names are case-insensitive and utf8mb4 collations pad: dblock hashes the
+  // first and stores names as bytes, so neither folds two names into one lock.
+  dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
+  for (auto strategy : {dblock::Strategy::insert, dblock::Strategy::for_update, dblock::Strategy::advisory}) {
+    auto a = table.ns().open(), b = table.ns().open(), c = table.ns().open();
+    dblock::LockOptions o;
+    o.strategy = strategy;
+    auto first = a->lock("Job", o).try_acquire();
+    auto second = b->lock("job", o).try_acquire();
+    auto third = c->lock("job ", o).try_acquire();
+    CHECK(first);
+    CHECK(second);
+    CHECK(third);
+  }
+}
+
+TEST_CASE("mysql: advisory names past GET_LOCK's 64 characters stay distinct", "[mysql]") {
+  dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
+  auto a = table.ns().open(), b = table.ns().open();
+  dblock::LockOptions o;
+  o.strategy = dblock::Strategy::advisory;
+  const std::string prefix(100, 'n');
+  auto x = a->lock(prefix + "x", o).try_acquire();
+  auto y = b->lock(prefix + "y", o).try_acquire();  // same first 100 bytes, another lock
+  REQUIRE(x);
+  REQUIRE(y);
+  CHECK_FALSE(b->lock(prefix + "x", o).try_acquire());
+}
+
+TEST_CASE("mysql: the sweep skips a row a for-update holder has locked instead of waiting for it", "[mysql]") {
+  dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
+  auto c = table.ns().open();
+  dblock::LockOptions session;
+  session.strategy = dblock::Strategy::for_update;
+  auto held = c->lock("held", session).acquire();  // its row is free-looking but locked
+  auto raw = dblock::test::mysql_session(table.url());  // five leases long expired
+  for (int i = 0; i < 5; ++i)
+    raw->run("INSERT INTO " + table.name() + " VALUES (?1, 'gone', 1, 1, 0, 1, 1)", {"brief" + std::to_string(i)});
+  auto t0 = std::chrono::steady_clock::now();
+  CHECK(c->sweep(2) == 5);                            // in batches of two, not held up by the locked row
+  CHECK(std::chrono::steady_clock::now() - t0 < 1s);  // no lock wait (it would last 5 s)
+  auto other = table.ns().open();
+  CHECK_FALSE(other->lock("held", session).try_acquire());  // the holder still holds it
+  held.release();
+  CHECK(c->sweep(10) == 1);  // now its row goes too
+}
+
+TEST_CASE("mysql: concurrent migrations apply the script once", "[mysql]") {
+  auto url = dblock::test::server_url("DBLOCK_TEST_MYSQL_URL");
+  dblock::ClientOptions o;
+  o.table = "dblock_mig_" + std::to_string(std::random_device{}());
+  std::atomic<int> applied{0};
+  std::vector<std::thread> ts;
+  for (int i = 0; i < 4; ++i)
+    ts.emplace_back([&] { applied += static_cast<int>(dblock::Client::open(url, o)->migrate().size()); });
+  for (auto& t : ts) t.join();
+  CHECK(applied == 1);
+  auto s = dblock::test::mysql_session(url);
+  CHECK(s->run("SELECT COUNT(*) FROM " + o.table + "_schema_history", {}).rows[0][0] == Value{std::int64_t{1}});
+  s->run_script("DROP TABLE " + o.table + ", " + o.table + "_schema_history, " + o.table + "_fence");
+}
+
+TEST_CASE("mysql: a missing database is a schema error, a wrong password never shows", "[mysql]") {
+  auto url = dblock::test::server_url("DBLOCK_TEST_MYSQL_URL");
+  auto base = url.substr(0, url.rfind('/'));
+  CHECK_THROWS_AS(dblock::Client::open(base + "/no_such_database_here"), dblock::SchemaError);
+  auto at = url.find('@');
+  auto colon = url.rfind(':', at);
+  auto wrong = url.substr(0, colon + 1) + "S3cretWrong" + url.substr(at);
+  try {
+    dblock::Client::open(wrong);
+    FAIL("a wrong password was accepted");
+  } catch (const dblock::UnavailableError& e) {
+    CHECK(std::string(e.what()).find("S3cretWrong") == std::string::npos);
+  }
+  CHECK_THROWS_AS(dblock::Client::open(base + "/dblock?sslmode=require"), dblock::UsageError);  // not a MySQL option
+}
+
+TEST_CASE("mysql: a release wakes a waiter blocked on the holder's wake lock", "[mysql]") {
+  dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
+  auto url = table.url();
+  auto connect = [url] { return dblock::test::mysql_session(url); };
+  dblock::detail::sql::MySqlWaker holder(connect, "dblock." + table.name());
+  dblock::detail::sql::MySqlWaker waiter(connect, "dblock." + table.name());
+  CHECK(holder.key("job").size() <= 64);
+  CHECK(holder.key("job") != holder.key("Job"));
+  holder.acquired("job");
+  holder.acquired("job");  // a re-entry takes nothing more
+  auto watch = waiter.watch("job");
+  REQUIRE(watch);
+  std::thread release([&] {
+    std::this_thread::sleep_for(200ms);
+    holder.released("job");
+  });
+  auto t0 = std::chrono::steady_clock::now();
+  watch->wait_until(t0 + 8s);
+  auto woke_after = std::chrono::steady_clock::now() - t0;
+  release.join();
+  CHECK(woke_after >= 150ms);  // it did block...
+  CHECK(woke_after < 4s);      // ...and was woken by the release, long before its 8 s
+  // The waiter gave the key straight back: the next holder takes it at once.
+  holder.acquired("job");
+  auto probe = dblock::test::mysql_session(url);
+  CHECK(probe->run("SELECT IS_USED_LOCK(?1) IS NOT NULL", {holder.key("job")}).rows[0][0] ==
+        dblock::detail::sql::Value{std::int64_t{1}});
+  auto other = waiter.watch("job");
+  t0 = std::chrono::steady_clock::now();
+  other->wait_until(t0 + 300ms);  // held and not released: waits (about) its time out
+  CHECK(std::chrono::steady_clock::now() - t0 >= 250ms);
+  holder.released("job");
+}

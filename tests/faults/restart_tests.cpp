@@ -1,0 +1,108 @@
+// A database server restarted while locks are held, for every server dblock supports:
+// lease strategies keep the lock (the row is durable) and renew after reconnecting; session
+// strategies report the loss. Each server's restart command comes from the environment
+// (DBLOCK_TEST_PG_RESTART, DBLOCK_TEST_MYSQL_RESTART: scripts/test sets them through
+// scripts/services).
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <cstdlib>
+#include <thread>
+
+#include "support/servers.hpp"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+using Server = dblock::test::ScratchTable::Server;
+
+// The servers under test: the table's server (which also picks its URL variable,
+// DBLOCK_TEST_PG_URL or DBLOCK_TEST_MYSQL_URL) and the variable with its restart command.
+struct ServerUnderTest {
+  Server server;
+  const char* restart_var;
+};
+[[maybe_unused]] constexpr ServerUnderTest postgresql{Server::postgresql, "DBLOCK_TEST_PG_RESTART"};
+[[maybe_unused]] constexpr ServerUnderTest mysql{Server::mysql, "DBLOCK_TEST_MYSQL_RESTART"};
+
+void restart_server(const ServerUnderTest& s) {
+  const char* cmd = std::getenv(s.restart_var);
+  if (!cmd || !*cmd) FAIL(s.restart_var << " is not set: scripts/test sets it to restart the test server");
+  REQUIRE(std::system(cmd) == 0);
+}
+
+dblock::LockOptions options(dblock::Strategy s, std::chrono::milliseconds ttl, std::atomic<int>* lost) {
+  dblock::LockOptions o;
+  o.strategy = s;
+  o.ttl = ttl;
+  o.renew_every = 300ms;
+  o.on_lost = [lost](const std::string&, std::uint64_t) { ++*lost; };
+  return o;
+}
+
+void leases_survive_session_locks_are_lost(const ServerUnderTest& server) {
+  dblock::test::ScratchTable table(server.server);
+  auto c = table.ns().open();
+  std::atomic<int> insert_lost{0}, optimistic_lost{0}, for_update_lost{0}, advisory_lost{0};
+  auto insert = c->lock("insert", options(dblock::Strategy::insert, 20s, &insert_lost)).acquire();
+  auto optimistic = c->lock("optimistic", options(dblock::Strategy::optimistic, 20s, &optimistic_lost)).acquire();
+  auto for_update = c->lock("for-update", options(dblock::Strategy::for_update, 20s, &for_update_lost)).acquire();
+  auto advisory = c->lock("advisory", options(dblock::Strategy::advisory, 20s, &advisory_lost)).acquire();
+
+  restart_server(server);
+  auto restarted = std::chrono::steady_clock::now();
+  auto until = restarted + 10s;  // session losses show within a few pings
+  while ((for_update_lost == 0 || advisory_lost == 0) && std::chrono::steady_clock::now() < until)
+    std::this_thread::sleep_for(50ms);
+  auto noticed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - restarted);
+  INFO("session losses noticed " << noticed.count() << " ms after the restart command returned");
+  CHECK(for_update_lost == 1);
+  CHECK(advisory_lost == 1);
+  CHECK(for_update.lost());
+  CHECK(advisory.lost());
+
+  auto back = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(1500ms);  // several renewals after the restart
+  CHECK(insert_lost == 0);
+  CHECK(optimistic_lost == 0);
+  CHECK_FALSE(insert.lost());
+  CHECK_FALSE(optimistic.lost());
+  // remaining() counts from when the last successful renewal was sent: one sent after the
+  // server was back has succeeded (the TTL alone would have kept the leases this long).
+  auto since_back = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - back);
+  CHECK(insert.remaining().count() > (20s - since_back).count());
+  CHECK(optimistic.remaining().count() > (20s - since_back).count());
+  auto other = table.ns().open();
+  CHECK_FALSE(other->lock("insert").try_acquire());  // still held, by the row
+  dblock::LockOptions o;
+  o.strategy = dblock::Strategy::optimistic;
+  CHECK_FALSE(other->lock("optimistic", o).try_acquire());
+  o.strategy = dblock::Strategy::for_update;
+  auto taken = other->lock("for-update", o).try_acquire(5s);  // freed by the server
+  REQUIRE(taken);
+  CHECK(taken->fence() > for_update.fence());
+  o.strategy = dblock::Strategy::advisory;
+  auto taken_advisory = other->lock("advisory", o).try_acquire(5s);
+  REQUIRE(taken_advisory);
+  CHECK(taken_advisory->fence() > advisory.fence());
+  CHECK_THROWS_AS(for_update.release(), dblock::LockLostError);
+  CHECK_THROWS_AS(advisory.release(), dblock::LockLostError);
+  insert.release();
+  optimistic.release();
+  taken->release();
+  taken_advisory->release();
+}
+
+}  // namespace
+
+#ifdef DBLOCK_TEST_POSTGRESQL
+TEST_CASE("postgresql restart: leases survive and renew, session locks are reported lost", "[postgresql][restart]") {
+  leases_survive_session_locks_are_lost(postgresql);
+}
+#endif
+
+#ifdef DBLOCK_TEST_MYSQL
+TEST_CASE("mysql restart: leases survive and renew, session locks are reported lost", "[mysql][restart]") {
+  leases_survive_session_locks_are_lost(mysql);
+}
+#endif
