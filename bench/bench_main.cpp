@@ -1,8 +1,9 @@
 // dblock-bench: what an uncontended acquire+release and a hand-off between 8 contending
 // clients cost, per backend and strategy, next to bare baselines measured in the same run:
 // on SQLite an INSERT + DELETE pair on the same file with the same pragmas, on PostgreSQL
-// (bench_pg.cpp) a SELECT 1 and per strategy the bare statements it cannot avoid; and the
-// hand-off again with notifications off (waiters poll), to show what notifications buy.
+// (bench_pg.cpp) and MySQL (bench_mysql.cpp) a SELECT 1 and per strategy the bare statements
+// it cannot avoid; and the hand-off again with notifications off (waiters poll), to show what
+// notifications buy.
 #include <sqlite3.h>
 #include <stdlib.h>
 
@@ -23,6 +24,7 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <fmt/format.h>
 
+#include "bench_mysql.hpp"
 #include "bench_pg.hpp"
 #include "bench_run.hpp"
 #include "bench_util.hpp"
@@ -155,6 +157,10 @@ int run(const Options& opt) {
     if (auto why = postgresql_skip_reason()) fmt::print(stderr, "skipped postgresql: {}\n", *why);
     else add(run_postgresql(opt));
   }
+  if (opt.wants_backend("mysql")) {
+    if (auto why = mysql_skip_reason()) fmt::print(stderr, "skipped mysql: {}\n", *why);
+    else add(run_mysql(opt));
+  }
 
   notes.push_back(fmt::format(
       "uncontended: one thread, try_acquire() then release() of one name per strategy; {} timed cycles per "
@@ -168,17 +174,24 @@ int run(const Options& opt) {
         "only once another one got the lease (no barging); a holder keeps the lease {} before it releases; "
         "{} timed hand-offs after {} untimed; "
         "ops/s = timed hand-offs / their span. Scenario `handoff`: the Clients as opened by default "
-        "(ClientOptions.notifications = true: waiters are woken by LISTEN/NOTIFY or inotify); scenario "
-        "`handoff-polling`: the same with every Client opened with ClientOptions.notifications = false "
-        "(waiters poll with backoff). Per strategy the two run one after the other, each on a name of its own",
+        "(ClientOptions.notifications = true: waiters are woken by LISTEN/NOTIFY or inotify; mysql has no "
+        "notifications, so there its lease waiters poll in both scenarios); scenario `handoff-polling`: the same with every Client "
+        "opened with ClientOptions.notifications = false (waiters poll with backoff). Per strategy the two run "
+        "one after the other, each on a name of its own. The session strategies (for-update, advisory) wait "
+        "inside the server in both",
         kHandoffWorkers, opt.hold_ms ? fmt::format("{} ms (--hold-ms)", opt.hold_ms) : std::string("0 ms"),
         opt.handoffs, handoff_warmup(opt)));
   notes.push_back(
-      "ratio = p50 / p50 of the `baseline` row: uncontended sqlite strategies vs sqlite `bare`; uncontended "
-      "postgresql strategies vs their own bare baseline (insert: `bare-insert`, optimistic: `bare-optimistic`, "
-      "for-update: `bare-for-update`, advisory: `advisory-pair`), postgresql baseline rows vs `select1`; "
-      "handoff vs sqlite `bare` / postgresql `select1`; handoff-polling vs the same strategy's `handoff` row "
-      "(`<strategy> handoff`: polling p50 / notified p50). x select1 = p50 / p50 of postgresql `select1`");
+      "ratio = p50 / p50 of the `baseline` row (several baselines: one ratio each, in the same order, "
+      "separated by /): uncontended sqlite strategies vs sqlite `bare`; uncontended postgresql strategies vs "
+      "their own bare baseline (insert: `bare-insert`, optimistic: `bare-optimistic`, for-update: "
+      "`bare-for-update`, advisory: `advisory-pair`); uncontended mysql strategies vs their own two, without and "
+      "with the fence bump (insert: `bare-insert / bare-insert+fence`, optimistic: `bare-optimistic / "
+      "bare-optimistic+fence`, for-update: `bare-for-update / bare-for-update+fence`, advisory: `getlock-pair / "
+      "getlock-pair+fence`); a mysql `...+fence` baseline vs the same baseline without it (what the fence bump "
+      "costs); the other postgresql and mysql baseline rows vs `select1`; handoff vs sqlite `bare` / postgresql "
+      "or mysql `select1`; handoff-polling vs the same strategy's `handoff` row (`<strategy> handoff`: polling "
+      "p50 / notified p50). x select1 = p50 / p50 of the same backend's `select1`");
   print_markdown(notes, rows, polling_summary(rows));
   if (!opt.csv.empty()) {
     try {

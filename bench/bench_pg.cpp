@@ -14,7 +14,6 @@
 #include <cstdint>
 #include <iterator>
 #include <memory>
-#include <random>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -54,33 +53,6 @@ namespace {
 const dblock::Strategy kPgStrategies[] = {dblock::Strategy::insert, dblock::Strategy::optimistic,
                                           dblock::Strategy::for_update, dblock::Strategy::advisory};
 
-// The run's lock table: a unique name, and DROP TABLE / DROP SEQUENCE at the end. Construct
-// it before the clients, so that they are gone (and hold no row lock) when it drops.
-class ScratchTable {
- public:
-  explicit ScratchTable(std::string url) : url_(std::move(url)) {
-    std::random_device rd;
-    name_ = fmt::format("dblock_bench_{}_{:04x}", static_cast<long>(getpid()), rd() & 0xffff);
-  }
-  ~ScratchTable() {
-    try {
-      pqxx::connection c(url_);
-      pqxx::nontransaction tx(c);
-      tx.exec("SET statement_timeout = 30000");
-      tx.exec(fmt::format("DROP TABLE IF EXISTS {0}, {0}_schema_history; DROP SEQUENCE IF EXISTS {0}_fence", name_));
-      fmt::print(stderr, "dblock-bench: postgresql: dropped table {}\n", name_);
-    } catch (const std::exception& e) {
-      fmt::print(stderr, "dblock-bench: warning: could not drop postgresql table {}: {}\n", name_, e.what());
-    }
-  }
-  ScratchTable(const ScratchTable&) = delete;
-  ScratchTable& operator=(const ScratchTable&) = delete;
-  const std::string& name() const { return name_; }
-
- private:
-  std::string url_, name_;
-};
-
 std::string show(pqxx::connection& c, const std::string& setting) {
   pqxx::nontransaction tx(c);
   return tx.exec("SHOW " + setting).at(0).at(0).as<std::string>();
@@ -90,8 +62,12 @@ std::string show(pqxx::connection& c, const std::string& setting) {
 
 BackendReport run_postgresql(const Options& opt) {
   const std::string url = pg_url();
-  const bool uncontended = opt.wants_scenario("uncontended");
-  ScratchTable table(url);  // dropped after everything below is gone
+  ScratchTable table("postgresql", [&url](const std::string& name) {  // dropped after everything below is gone
+    pqxx::connection c(url);
+    pqxx::nontransaction tx(c);
+    tx.exec("SET statement_timeout = 30000");
+    tx.exec(fmt::format("DROP TABLE IF EXISTS {0}, {0}_schema_history; DROP SEQUENCE IF EXISTS {0}_fence", name));
+  });
   dblock::ClientOptions client_options;
   client_options.table = table.name();
   client_options.auto_migrate = true;
@@ -209,47 +185,26 @@ BackendReport run_postgresql(const Options& opt) {
       "timing) for `for-update`",
       t));
 
-  // The baselines run (and get their rows) whatever the scenarios: the ratios refer to them.
-  std::vector<Series> series;
-  series.push_back({"select1", select1, {}});
-  series.push_back({"advisory-pair", advisory_pair, {}});
-  series.push_back({"bare-insert", bare_insert, {}});
-  series.push_back({"bare-optimistic", bare_optimistic, {}});
-  series.push_back({"bare-for-update", bare_for_update, {}});
-  const std::size_t n_baselines = series.size();
-  std::vector<std::shared_ptr<dblock::Client>> clients;  // one per strategy, as on sqlite
-  if (uncontended)
-    for (auto strategy : kPgStrategies) {
-      auto client = clients.empty() ? first : dblock::Client::open(url, client_options);
-      dblock::LockOptions lock_options;
-      lock_options.strategy = strategy;  // ttl 30s, auto_renew: the renewal never fires in a cycle
-      auto name = fmt::format("bench-uncontended-{}", dblock::to_string(strategy));
-      series.push_back({std::string(dblock::to_string(strategy)), dblock_cycle(client->lock(name, lock_options)), {}});
-      clients.push_back(std::move(client));
-    }
-  run_interleaved("postgresql", series, opt);
-  if (auto held = first->list(); !held.empty())
-    fmt::print(stderr, "dblock-bench: warning: {} postgresql lock(s) still held after the run, first '{}'\n",
-               held.size(), held.front().name);
-
-  for (auto& s : series) rep.rows.push_back(Row{"postgresql", s.strategy, "uncontended", 1, summarize(s.samples), {}});
-  const Row select1_row = rep.rows[0];
-  auto baseline_of = [&](const std::string& strategy) -> const Row& {
-    const std::string want = strategy == "advisory" ? "advisory-pair" : "bare-" + strategy;
-    for (std::size_t i = 0; i < n_baselines; ++i)
-      if (rep.rows[i].strategy == want) return rep.rows[i];
-    throw std::logic_error("no postgresql baseline " + want);
-  };
-  for (std::size_t i = 0; i < rep.rows.size(); ++i) {
-    auto& row = rep.rows[i];
-    if (i < n_baselines) row.vs = {compare(row, select1_row)};
-    else row.vs = {compare(row, baseline_of(row.strategy)), compare(row, select1_row)};
-  }
+  ServerRun run;
+  run.backend = "postgresql";
+  run.url = url;
+  run.client_options = client_options;
+  run.first = first;
+  run.strategies = {std::begin(kPgStrategies), std::end(kPgStrategies)};
+  run.baselines = {{"select1", select1, {}},
+                   {"advisory-pair", advisory_pair, {}},
+                   {"bare-insert", bare_insert, {}},
+                   {"bare-optimistic", bare_optimistic, {}},
+                   {"bare-for-update", bare_for_update, {}}};
+  run.compared_with = {{"insert", {"bare-insert"}},
+                       {"optimistic", {"bare-optimistic"}},
+                       {"for-update", {"bare-for-update"}},
+                       {"advisory", {"advisory-pair"}}};
 
   // WAL syncs and commits per grant, server-wide (pg_stat_wal is PostgreSQL 14+). Backends
   // flush their counters when they exit, so the reads come once a series' clients are gone.
-  ServerCounters counters;
   if (std::stoi(show(conn, "server_version_num")) >= 140000) {
+    ServerCounters& counters = run.counters;
     counters.names = {"WAL syncs", "commits"};
     counters.what =
         "server-wide deltas of pg_stat_wal.wal_sync and pg_stat_database.xact_commit over the series, the 8 "
@@ -263,11 +218,9 @@ BackendReport run_postgresql(const Options& opt) {
       return std::vector<double>{r.at(0).at(0).as<double>(), r.at(0).at(1).as<double>()};
     };
   }
-  auto handoffs = run_handoff_scenarios("postgresql", url, client_options,
-                                        {std::begin(kPgStrategies), std::end(kPgStrategies)}, opt, {select1_row},
-                                        counters);
-  rep.rows.insert(rep.rows.end(), handoffs.rows.begin(), handoffs.rows.end());
-  rep.notes.insert(rep.notes.end(), handoffs.notes.begin(), handoffs.notes.end());
+  auto report = run_server(std::move(run), opt);
+  rep.rows = std::move(report.rows);
+  rep.notes.insert(rep.notes.end(), report.notes.begin(), report.notes.end());
   return rep;
 }
 

@@ -1,5 +1,7 @@
 #include "bench_run.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
@@ -8,6 +10,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <stdexcept>
 #include <thread>
 
@@ -295,6 +298,71 @@ BackendReport run_handoff_scenarios(const std::string& backend, const std::strin
   if (!per_handoff.empty())
     rep.notes.push_back(fmt::format("{} server counters per grant (hand-offs and untimed grants alike; {}): {}",
                                     backend, counters.what, per_handoff));
+  return rep;
+}
+
+ScratchTable::ScratchTable(std::string backend, std::function<void(const std::string& name)> drop)
+    : backend_(std::move(backend)), drop_(std::move(drop)) {
+  std::random_device rd;
+  name_ = fmt::format("dblock_bench_{}_{:04x}", static_cast<long>(getpid()), rd() & 0xffff);
+}
+
+ScratchTable::~ScratchTable() {
+  try {
+    drop_(name_);
+    fmt::print(stderr, "dblock-bench: {}: dropped table {}\n", backend_, name_);
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "dblock-bench: warning: could not drop {} table {}: {}\n", backend_, name_, e.what());
+  }
+}
+
+BackendReport run_server(ServerRun run, const Options& opt) {
+  const std::string& backend = run.backend;
+  std::vector<Series> series = std::move(run.baselines);
+  const std::size_t n_baselines = series.size();
+  if (n_baselines == 0 || series.front().strategy != "select1")
+    throw std::logic_error(backend + ": the first baseline must be select1");
+  std::vector<std::shared_ptr<dblock::Client>> clients;  // one per strategy, as on sqlite
+  if (opt.wants_scenario("uncontended"))
+    for (auto strategy : run.strategies) {
+      auto client = clients.empty() ? run.first : dblock::Client::open(run.url, run.client_options);
+      dblock::LockOptions lock_options;
+      lock_options.strategy = strategy;  // ttl 30s, auto_renew: the renewal never fires in a cycle
+      auto name = fmt::format("bench-uncontended-{}", dblock::to_string(strategy));
+      series.push_back({std::string(dblock::to_string(strategy)), dblock_cycle(client->lock(name, lock_options)), {}});
+      clients.push_back(std::move(client));
+    }
+  run_interleaved(backend, series, opt);
+  if (auto held = run.first->list(); !held.empty())
+    fmt::print(stderr, "dblock-bench: warning: {} {} lock(s) still held after the run, first '{}'\n", held.size(),
+               backend, held.front().name);
+  clients.clear();  // the uncontended clients' connections go before the hand-offs
+
+  BackendReport rep;
+  for (auto& s : series) rep.rows.push_back(Row{backend, s.strategy, "uncontended", 1, summarize(s.samples), {}});
+  const Row select1_row = rep.rows[0];
+  auto baseline = [&](const std::string& name) -> const Row& {
+    for (std::size_t i = 0; i < n_baselines; ++i)
+      if (rep.rows[i].strategy == name) return rep.rows[i];
+    throw std::logic_error(fmt::format("no {} baseline {}", backend, name));
+  };
+  for (std::size_t i = 0; i < rep.rows.size(); ++i) {
+    auto& row = rep.rows[i];
+    auto it = run.compared_with.find(row.strategy);
+    if (it == run.compared_with.end() && i >= n_baselines)
+      throw std::logic_error(fmt::format("no {} baseline for strategy {}", backend, row.strategy));
+    std::vector<Compared> vs;
+    if (it != run.compared_with.end())
+      for (const auto& name : it->second) vs.push_back(compare(row, baseline(name)));
+    row.shown = std::max<std::size_t>(vs.size(), 1);  // its own baselines, or select1
+    vs.push_back(compare(row, select1_row));
+    row.vs = std::move(vs);
+  }
+
+  auto handoffs = run_handoff_scenarios(backend, run.url, run.client_options, run.strategies, opt, {select1_row},
+                                        run.counters);
+  rep.rows.insert(rep.rows.end(), handoffs.rows.begin(), handoffs.rows.end());
+  rep.notes.insert(rep.notes.end(), handoffs.notes.begin(), handoffs.notes.end());
   return rep;
 }
 

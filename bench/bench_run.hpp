@@ -1,10 +1,12 @@
 // dblock-bench runners shared by the backends: interleaved uncontended series and the
-// hand-off scenario.
+// hand-off scenario, and what the server backends (PostgreSQL, MySQL) run alike.
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <functional>
+#include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -83,5 +85,43 @@ BackendReport run_handoff_scenarios(const std::string& backend, const std::strin
                                     const dblock::ClientOptions& options,
                                     const std::vector<dblock::Strategy>& strategies, const Options& opt,
                                     const std::vector<Row>& baselines, const ServerCounters& counters = {});
+
+// A server backend's lock table for one run: a unique name (dblock_bench_<pid>_<4 hex
+// digits>), and drop(name) at the end, when the object goes (its errors become a warning).
+// Construct it before the clients and connections that use the table, so that they are
+// gone (and hold no lock on it) when it drops.
+class ScratchTable {
+ public:
+  ScratchTable(std::string backend, std::function<void(const std::string& name)> drop);
+  ~ScratchTable();
+  ScratchTable(const ScratchTable&) = delete;
+  ScratchTable& operator=(const ScratchTable&) = delete;
+  const std::string& name() const { return name_; }
+
+ private:
+  std::string backend_, name_;
+  std::function<void(const std::string&)> drop_;
+};
+
+// What a server backend runs: its baselines and one uncontended series per strategy,
+// interleaved, then the hand-off scenarios.
+struct ServerRun {
+  std::string backend;  // "postgresql", "mysql"
+  std::string url;
+  dblock::ClientOptions client_options;   // the run's table; the strategies' clients open with it
+  std::shared_ptr<dblock::Client> first;  // the client that created the table: runs the first strategy
+  std::vector<dblock::Strategy> strategies;
+  // Measured whenever the backend runs, whatever the scenarios (the ratios refer to them);
+  // the first is `select1`.
+  std::vector<Series> baselines;
+  // A row's strategy -> the baseline rows it is compared with, before `select1`. Every
+  // strategy needs one; a baseline without an entry is compared with `select1` alone.
+  std::map<std::string, std::vector<std::string>> compared_with;
+  ServerCounters counters;  // read around each hand-off series
+};
+
+// The rows: the baselines, the uncontended strategies (each compared with its baselines,
+// then `select1`), then run_handoff_scenarios' rows (compared with `select1`).
+BackendReport run_server(ServerRun run, const Options& opt);
 
 }  // namespace dblock_bench

@@ -22,33 +22,42 @@ const char* usage_text() {
          "                    [--backend NAME]... [--scenario NAME]... [--dir DIR] [--csv FILE]\n"
          "\n"
          "Backends: sqlite (always), postgresql (when built with libpqxx and DBLOCK_TEST_PG_URL\n"
-         "is set; otherwise one line 'skipped postgresql: REASON' on stderr). The postgresql\n"
-         "runs use a fresh lock table with a unique name, dropped at the end.\n"
+         "is set), mysql (when built with mysql-connector-c++ and DBLOCK_TEST_MYSQL_URL is set);\n"
+         "a backend that cannot run gives one line 'skipped BACKEND: REASON' on stderr. The\n"
+         "postgresql and mysql runs use a fresh lock table with a unique name, dropped at the end.\n"
          "\n"
          "Scenarios:\n"
          "  uncontended  acquire+release cycles of one lock name (try_acquire() then release())\n"
-         "               for each strategy (sqlite: insert, optimistic; postgresql: insert,\n"
-         "               optimistic, for-update, advisory), against baselines measured in the\n"
-         "               same run: sqlite `bare` (a prepared INSERT + DELETE pair on its own\n"
-         "               table, same file and pragmas); postgresql `select1` (a prepared SELECT 1\n"
-         "               round trip) and per strategy the bare statements it cannot avoid, with\n"
-         "               libpqxx on dblock's lock table: `bare-insert` (INSERT ... ON CONFLICT +\n"
-         "               DELETE), `bare-optimistic` (SELECT + UPDATE ... AND version = $2 +\n"
-         "               UPDATE), `bare-for-update` (BEGIN, SELECT ... FOR UPDATE NOWAIT,\n"
-         "               ROLLBACK), `advisory-pair` (pg_try_advisory_lock + pg_advisory_unlock).\n"
-         "               Each strategy is compared with its own baseline and with select1.\n"
+         "               for each strategy (sqlite: insert, optimistic; postgresql and mysql:\n"
+         "               insert, optimistic, for-update, advisory), against baselines measured in\n"
+         "               the same run: sqlite `bare` (a prepared INSERT + DELETE pair on its own\n"
+         "               table, same file and pragmas); postgresql and mysql `select1` (a SELECT 1\n"
+         "               round trip) and per strategy the bare statements it cannot avoid, on\n"
+         "               dblock's lock table. postgresql (libpqxx, prepared): `bare-insert`\n"
+         "               (INSERT ... ON CONFLICT + DELETE), `bare-optimistic` (SELECT + UPDATE ...\n"
+         "               AND version = $2 + UPDATE), `bare-for-update` (BEGIN, SELECT ... FOR\n"
+         "               UPDATE NOWAIT, ROLLBACK), `advisory-pair` (pg_try_advisory_lock +\n"
+         "               pg_advisory_unlock). mysql (Connector/C++, text): `bare-insert` (INSERT\n"
+         "               + DELETE), `bare-optimistic` (UPDATE ... AND version = N + UPDATE),\n"
+         "               `bare-for-update` (START TRANSACTION; SELECT ... FOR UPDATE NOWAIT, then\n"
+         "               ROLLBACK), `getlock-pair` (GET_LOCK + RELEASE_LOCK), and each again as\n"
+         "               `...+fence` with the bump of the fence counter row that a grant makes\n"
+         "               (in the INSERT's or the UPDATE's transaction, on a second connection\n"
+         "               while the row is locked, after GET_LOCK in the same text).\n"
+         "               Each strategy is compared with its own baseline(s) and with select1.\n"
          "               The series of a backend are interleaved (at least 3 rounds, at most 50\n"
          "               timed cycles of a series in a row, the order rotated each round) and\n"
          "               each series' samples pooled.\n"
          "  handoff      8 threads, each with its own Client, loop on acquiring one lock name;\n"
          "               hand-off latency = when the next holder got the lease - when the\n"
          "               previous holder started release(). Compared with the sqlite `bare` and\n"
-         "               the postgresql `select1` p50 (the baselines are measured whenever their\n"
-         "               backend runs).\n"
+         "               the postgresql and mysql `select1` p50 (the baselines are measured\n"
+         "               whenever their backend runs).\n"
          "  handoff-polling  the same with every Client opened with notifications = false\n"
-         "               (waiters poll with backoff instead of being woken by LISTEN/NOTIFY or\n"
-         "               inotify); compared with the same strategy's handoff p50 (when that ran),\n"
-         "               and a line per strategy under the table gives polling / notified.\n"
+         "               (waiters poll with backoff instead of being woken by LISTEN/NOTIFY,\n"
+         "               inotify or mysql's GET_LOCK wake locks); compared with the same\n"
+         "               strategy's handoff p50 (when that ran), and a line per strategy under\n"
+         "               the table gives polling / notified.\n"
          "\n"
          "  --quick           a smoke test: 300 cycles per series, 40 hand-offs (unless given)\n"
          "  --iterations N    timed cycles per uncontended series (default 5000)\n"
@@ -209,8 +218,12 @@ void print_markdown(const std::vector<std::string>& notes, const std::vector<Row
   fmt::print("\n| backend | strategy | scenario (handoff-polling = notifications off) | workers | ops/s | p50 us | p99 us | baseline | ratio | x select1 |\n");
   fmt::print("|---|---|---|---:|---:|---:|---:|---|---:|---:|\n");
   for (const auto& r : rows) {
-    std::string baseline = "-", ratio = "-", select1 = "-";
-    if (!r.vs.empty()) baseline = r.vs.front().baseline, ratio = fmt::format("{:.2f}", r.vs.front().ratio);
+    std::string baseline, ratio, select1 = "-";
+    for (std::size_t i = 0; i < r.vs.size() && i < std::max<std::size_t>(r.shown, 1); ++i) {
+      baseline += (i ? " / " : "") + r.vs[i].baseline;
+      ratio += fmt::format("{}{:.2f}", i ? " / " : "", r.vs[i].ratio);
+    }
+    if (r.vs.empty()) baseline = ratio = "-";
     for (const auto& c : r.vs)
       if (c.baseline == "select1") select1 = fmt::format("{:.2f}", c.ratio);
     fmt::print("| {} | {} | {} | {} | {:.0f} | {:.1f} | {:.1f} | {} | {} | {} |\n", r.backend, r.strategy,

@@ -31,7 +31,7 @@ struct Options {
   bool wants_scenario(const std::string& name) const;
 };
 
-inline const std::vector<std::string> kBackends{"sqlite", "postgresql"};
+inline const std::vector<std::string> kBackends{"sqlite", "postgresql", "mysql"};
 inline const std::vector<std::string> kScenarios{"uncontended", "handoff", "handoff-polling"};
 
 // Throws UsageProblem.
@@ -55,6 +55,7 @@ struct Row {
   int workers = 1;
   Summary s;
   std::vector<Compared> vs;  // the first is the row's main baseline (the Markdown `ratio`)
+  std::size_t shown = 1;     // how many of vs, from the front, the Markdown baseline and ratio cells list
 };
 
 // p50 / baseline p50 (0 when the baseline has no samples).
@@ -65,7 +66,9 @@ std::string machine_description();  // host, nproc, CPU model, kernel
 // the notified p50 (how much faster notifications make a hand-off). Empty when none did.
 std::vector<std::string> polling_summary(const std::vector<Row>& rows);
 // notes: the bullet lines under the title (backend versions, settings, definitions); after:
-// bullet lines under the table (printed under a heading when there are any).
+// bullet lines under the table (printed under a heading when there are any). A row's
+// `baseline` and `ratio` cells list its first `shown` baselines, joined with " / "; the
+// `x select1` cell its ratio to the `select1` row, if it has one.
 void print_markdown(const std::vector<std::string>& notes, const std::vector<Row>& rows,
                     const std::vector<std::string>& after = {});
 // One line per row per baseline it is compared with. Throws std::runtime_error when the

@@ -10,7 +10,7 @@ Attempt InsertDriver::try_acquire(const AcquireRequest& r) {
   if (won.rows.empty()) return busy(*s, r.name);
   const auto& row = won.rows.front();
   if (as_int(row[0]) == 0) return Attempt{false, 0, milliseconds{as_int(row[1])}};  // busy, holder's time
-  return granted(r.name, row);
+  return granted(row);
 }
 
 bool InsertDriver::release(const std::string& name, const std::string& owner, std::uint64_t fence) {

@@ -22,16 +22,12 @@ class LeaseDriver : public LockDriver {
                 milliseconds ttl) override {
     auto s = pool_.get();
     auto r = s->run(d_.renew, {name, owner, static_cast<std::int64_t>(fence), std::int64_t{ttl.count()}});
-    if (r.rows.empty()) {
-      if (notifier_) notifier_->dropped(name);
-      return Renewal{false, milliseconds{0}};
-    }
+    if (r.rows.empty()) return Renewal{false, milliseconds{0}};
     return Renewal{true, milliseconds{as_int(r.rows.front()[0])}};
   }
 
  protected:
-  Attempt granted(const std::string& name, const Row& row) {
-    if (notifier_) notifier_->acquired(name);
+  static Attempt granted(const Row& row) {
     return Attempt{true, static_cast<std::uint64_t>(as_int(row[0])), milliseconds{as_int(row[1])}};
   }
   // Not won: how long the current holder has left, so the waiter sleeps no longer.
@@ -48,9 +44,7 @@ class LeaseDriver : public LockDriver {
       if (notifier_) notifier_->released(name);
       return true;
     }
-    if (s->run(d_.release_hold, params).affected == 1) return true;
-    if (notifier_) notifier_->dropped(name);  // neither: it was not ours any more
-    return false;
+    return s->run(d_.release_hold, params).affected == 1;
   }
 
   SessionPool& pool_;

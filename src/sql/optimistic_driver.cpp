@@ -23,7 +23,7 @@ Attempt OptimisticDriver::try_acquire(const AcquireRequest& r) {
     if (live && owner != r.owner) return Attempt{false, 0, remaining};
     const auto& cas = live ? d_.optimistic_reenter : d_.optimistic_take;
     auto won = s->run(cas, {r.name, r.owner, std::int64_t{r.ttl.count()}, version});
-    if (!won.rows.empty()) return granted(r.name, won.rows.front());
+    if (!won.rows.empty()) return granted(won.rows.front());
   }
   return busy(*s, r.name);
 }

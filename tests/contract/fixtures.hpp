@@ -34,37 +34,37 @@ struct SqliteOptimistic : SqliteFixture {
   static constexpr Strategy strategy = Strategy::optimistic;
 };
 
-#ifdef DBLOCK_TEST_POSTGRESQL
-// A fresh, migrated table on the server in DBLOCK_TEST_PG_URL, dropped afterwards.
-struct PgFixture {
+// A fresh, migrated table on a test server (DBLOCK_TEST_PG_URL, DBLOCK_TEST_MYSQL_URL),
+// dropped afterwards.
+template <ScratchTable::Server S>
+struct ServerFixture {
   TempDir dir;
-  ScratchTable table{ScratchTable::Server::postgresql};
+  ScratchTable table{S};
   Namespace make() const { return table.ns(); }
 };
-
-struct PgLeaseFixture : PgFixture {
+template <ScratchTable::Server S>
+struct ServerLeaseFixture : ServerFixture<S> {
   static constexpr bool lease_based = true;
   void steal(Client& c, const std::string& name) const { REQUIRE(c.force_release(name)); }
 };
-struct PgSessionFixture : PgFixture {
+template <ScratchTable::Server S>
+struct ServerSessionFixture : ServerFixture<S> {
   static constexpr bool lease_based = false;
   void steal(Client&, const std::string& name) const {
-    REQUIRE(terminate_lock_holders(table.url(), table.name(), name) > 0);
+    REQUIRE(terminate_lock_holders(this->table.url(), this->table.name(), name) > 0);
   }
 };
+// One fixture per server x strategy, named so that test names say which.
+#define DBLOCK_SERVER_FIXTURE(Name, Kind, server, strategy_)  \
+  struct Name : Kind<ScratchTable::Server::server> {          \
+    static constexpr Strategy strategy = Strategy::strategy_; \
+  }
 
-struct PgInsert : PgLeaseFixture {
-  static constexpr Strategy strategy = Strategy::insert;
-};
-struct PgOptimistic : PgLeaseFixture {
-  static constexpr Strategy strategy = Strategy::optimistic;
-};
-struct PgForUpdate : PgSessionFixture {
-  static constexpr Strategy strategy = Strategy::for_update;
-};
-struct PgAdvisory : PgSessionFixture {
-  static constexpr Strategy strategy = Strategy::advisory;
-};
+#ifdef DBLOCK_TEST_POSTGRESQL
+DBLOCK_SERVER_FIXTURE(PgInsert, ServerLeaseFixture, postgresql, insert);
+DBLOCK_SERVER_FIXTURE(PgOptimistic, ServerLeaseFixture, postgresql, optimistic);
+DBLOCK_SERVER_FIXTURE(PgForUpdate, ServerSessionFixture, postgresql, for_update);
+DBLOCK_SERVER_FIXTURE(PgAdvisory, ServerSessionFixture, postgresql, advisory);
 #define DBLOCK_PG_LEASE_FIXTURES , dblock::test::PgInsert, dblock::test::PgOptimistic
 #define DBLOCK_PG_SESSION_FIXTURES , dblock::test::PgForUpdate, dblock::test::PgAdvisory
 #else
@@ -73,34 +73,10 @@ struct PgAdvisory : PgSessionFixture {
 #endif
 
 #ifdef DBLOCK_TEST_MYSQL
-// A fresh, migrated table on the server in DBLOCK_TEST_MYSQL_URL, dropped afterwards.
-struct MySqlFixture {
-  TempDir dir;
-  ScratchTable table{ScratchTable::Server::mysql};
-  Namespace make() const { return table.ns(); }
-};
-struct MySqlLeaseFixture : MySqlFixture {
-  static constexpr bool lease_based = true;
-  void steal(Client& c, const std::string& name) const { REQUIRE(c.force_release(name)); }
-};
-struct MySqlSessionFixture : MySqlFixture {
-  static constexpr bool lease_based = false;
-  void steal(Client&, const std::string& name) const {
-    REQUIRE(terminate_lock_holders(table.url(), table.name(), name) > 0);
-  }
-};
-struct MySqlInsert : MySqlLeaseFixture {
-  static constexpr Strategy strategy = Strategy::insert;
-};
-struct MySqlOptimistic : MySqlLeaseFixture {
-  static constexpr Strategy strategy = Strategy::optimistic;
-};
-struct MySqlForUpdate : MySqlSessionFixture {
-  static constexpr Strategy strategy = Strategy::for_update;
-};
-struct MySqlAdvisory : MySqlSessionFixture {
-  static constexpr Strategy strategy = Strategy::advisory;
-};
+DBLOCK_SERVER_FIXTURE(MySqlInsert, ServerLeaseFixture, mysql, insert);
+DBLOCK_SERVER_FIXTURE(MySqlOptimistic, ServerLeaseFixture, mysql, optimistic);
+DBLOCK_SERVER_FIXTURE(MySqlForUpdate, ServerSessionFixture, mysql, for_update);
+DBLOCK_SERVER_FIXTURE(MySqlAdvisory, ServerSessionFixture, mysql, advisory);
 #define DBLOCK_MYSQL_LEASE_FIXTURES , dblock::test::MySqlInsert, dblock::test::MySqlOptimistic
 #define DBLOCK_MYSQL_SESSION_FIXTURES , dblock::test::MySqlForUpdate, dblock::test::MySqlAdvisory
 #else

@@ -5,7 +5,6 @@
 #include <thread>
 
 #include "backends/mysql/mysql_session.hpp"
-#include "backends/mysql/mysql_waker.hpp"
 #include "support/servers.hpp"
 
 using namespace std::chrono_literals;
@@ -184,38 +183,4 @@ TEST_CASE("mysql: a missing database is a schema error, a wrong password never s
     CHECK(std::string(e.what()).find("S3cretWrong") == std::string::npos);
   }
   CHECK_THROWS_AS(dblock::Client::open(base + "/dblock?sslmode=require"), dblock::UsageError);  // not a MySQL option
-}
-
-TEST_CASE("mysql: a release wakes a waiter blocked on the holder's wake lock", "[mysql]") {
-  dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
-  auto url = table.url();
-  auto connect = [url] { return dblock::test::mysql_session(url); };
-  dblock::detail::sql::MySqlWaker holder(connect, "dblock." + table.name());
-  dblock::detail::sql::MySqlWaker waiter(connect, "dblock." + table.name());
-  CHECK(holder.key("job").size() <= 64);
-  CHECK(holder.key("job") != holder.key("Job"));
-  holder.acquired("job");
-  holder.acquired("job");  // a re-entry takes nothing more
-  auto watch = waiter.watch("job");
-  REQUIRE(watch);
-  std::thread release([&] {
-    std::this_thread::sleep_for(200ms);
-    holder.released("job");
-  });
-  auto t0 = std::chrono::steady_clock::now();
-  watch->wait_until(t0 + 8s);
-  auto woke_after = std::chrono::steady_clock::now() - t0;
-  release.join();
-  CHECK(woke_after >= 150ms);  // it did block...
-  CHECK(woke_after < 4s);      // ...and was woken by the release, long before its 8 s
-  // The waiter gave the key straight back: the next holder takes it at once.
-  holder.acquired("job");
-  auto probe = dblock::test::mysql_session(url);
-  CHECK(probe->run("SELECT IS_USED_LOCK(?1) IS NOT NULL", {holder.key("job")}).rows[0][0] ==
-        dblock::detail::sql::Value{std::int64_t{1}});
-  auto other = waiter.watch("job");
-  t0 = std::chrono::steady_clock::now();
-  other->wait_until(t0 + 300ms);  // held and not released: waits (about) its time out
-  CHECK(std::chrono::steady_clock::now() - t0 >= 250ms);
-  holder.released("job");
 }

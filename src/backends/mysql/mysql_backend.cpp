@@ -1,10 +1,10 @@
 // MySQL and MariaDB through the generic SqlBackend. MySQL has no LISTEN/NOTIFY: lease
-// waiters block on the holder's wake lock (mysql_waker.hpp), and the session strategies
-// wait inside the server.
+// waiters back off and poll, bounded by the holder's time left (a GET_LOCK "wake lock" was
+// tried and measured slower; docs/ARCHITECTURE.md), and the session strategies wait
+// inside the server.
 #include "backends/mysql/mysql_backend.hpp"
 
 #include "backends/mysql/mysql_session.hpp"
-#include "backends/mysql/mysql_waker.hpp"
 #include "dblock/errors.hpp"
 #include "sql/sql_backend.hpp"
 
@@ -40,8 +40,7 @@ std::unique_ptr<Backend> open_mysql(const Url& url, const ClientOptions& options
   auto connect = [t]() -> std::unique_ptr<sql::Session> { return std::make_unique<sql::MySqlSession>(t); };
   ClientOptions qualified = options;
   qualified.table = table.qualified();
-  auto waker = std::make_shared<sql::MySqlWaker>(connect, table.qualified());
-  auto backend = std::make_unique<sql::SqlBackend>(sql::mysql_dialect(), table, connect, qualified, waker);
+  auto backend = std::make_unique<sql::SqlBackend>(sql::mysql_dialect(), table, connect, qualified);
   backend->pool().get();  // connect now: an unreachable server or a bad password fails here
   if (options.auto_migrate.value_or(false)) backend->migrate();
   return backend;

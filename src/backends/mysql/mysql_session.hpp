@@ -42,7 +42,10 @@ class MySqlSession final : public Session {
   explicit MySqlSession(const MySqlTarget& target);
   ~MySqlSession() override;
   // `sql` may hold several statements separated by ';'. The result: the rows of the last
-  // statement that returned rows, and the rows changed by all of them.
+  // statement that returned rows; `affected` only for a text that is one statement and is
+  // not the first of a transaction (Connector/C++ 1.1 reports no row counts after the first
+  // result, and a pending START TRANSACTION is sent first). dblock reads row counts only
+  // from such statements; multi-statement texts report through a SELECT.
   Result run(const std::string& sql, const std::vector<Value>& params) override;
   void run_script(const std::string& sql) override;
   void begin() override;

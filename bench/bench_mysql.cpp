@@ -1,0 +1,386 @@
+// dblock-bench on MySQL/MariaDB: the four strategies next to bare Connector/C++ round trips
+// on the same server, in a lock table of the run's own: SELECT 1, and for each strategy the
+// bare statements it cannot avoid, on the same table, without and with the bump of the
+// fence counter row (MySQL has no sequences: every fenced grant bumps <table>_fence).
+#include "bench_mysql.hpp"
+
+#include <cstdlib>
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#ifdef DBLOCK_WITH_MYSQL
+#include <cppconn/exception.h>
+#include <cppconn/resultset.h>
+#include <cppconn/resultset_metadata.h>
+#include <cppconn/statement.h>
+#include <cppconn/version_info.h>
+#include <mysql_connection.h>
+#include <mysql_driver.h>
+
+#include <algorithm>
+#include <cctype>
+#include <chrono>
+#include <cstdint>
+#include <iterator>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "core/url.hpp"  // the library's own URL parser: the baselines reach the same server
+#endif
+
+namespace dblock_bench {
+
+namespace {
+
+const char* mysql_url() {
+  const char* url = std::getenv("DBLOCK_TEST_MYSQL_URL");
+  return url && *url ? url : nullptr;
+}
+
+}  // namespace
+
+std::optional<std::string> mysql_skip_reason() {
+#ifdef DBLOCK_WITH_MYSQL
+  if (!mysql_url())
+    return std::string("DBLOCK_TEST_MYSQL_URL is not set (eval \"$(scripts/services env mysql)\")");
+  return std::nullopt;
+#else
+  return std::string("built without mysql-connector-c++ (DBLOCK_WITH_MYSQL is off)");
+#endif
+}
+
+#ifndef DBLOCK_WITH_MYSQL
+
+BackendReport run_mysql(const Options&) { throw std::runtime_error("built without MySQL support"); }
+
+#else
+
+namespace {
+
+const dblock::Strategy kMySqlStrategies[] = {dblock::Strategy::insert, dblock::Strategy::optimistic,
+                                             dblock::Strategy::for_update, dblock::Strategy::advisory};
+
+constexpr std::uint64_t kNoMoreResults = ~std::uint64_t{0};  // getUpdateCount() after the last result
+
+int whole_seconds(std::chrono::milliseconds ms) {  // rounded up, at least 1 (as mysql_session.cpp)
+  return static_cast<int>(std::max<long long>(1, (ms.count() + 999) / 1000));
+}
+
+// What one text sent back. Connector/C++ 1.1 reports no row count for the statements after
+// the first (getUpdateCount() is -1 after getMoreResults()), so `affected` is the first
+// statement's; checks of the later ones go through a result set or a later statement.
+struct Sent {
+  std::int64_t affected = 0;          // rows changed by the first statement
+  std::size_t rows = 0;               // rows of the last result set
+  std::optional<std::int64_t> value;  // its first row's first column, if not NULL
+};
+
+// A connection like dblock's (mysql_session.cpp): the same connect options (multi-statement
+// texts, utf8mb4, no reconnect, read and write timeouts) and session settings (READ
+// COMMITTED, strict sql_mode, innodb_lock_wait_timeout), and one plain sql::Statement that
+// sends text, as dblock does. Connector/C++ errors become std::runtime_error.
+class Conn {
+ public:
+  Conn(const std::string& url, const dblock::ClientOptions& options, std::string what) : what_(std::move(what)) {
+    auto u = dblock::detail::parse_url(url);
+    ::sql::ConnectOptionsMap o;
+    if (auto it = u.query.find("socket"); it != u.query.end()) {
+      o["socket"] = ::sql::SQLString(it->second);
+    } else {
+      std::string host = u.hosts.empty() || u.hosts[0].host.empty() ? "127.0.0.1" : u.hosts[0].host;
+      int port = u.hosts.empty() || !u.hosts[0].port ? 3306 : u.hosts[0].port;
+      o["hostName"] = ::sql::SQLString("tcp://" + host + ":" + std::to_string(port));
+    }
+    o["userName"] = ::sql::SQLString(u.user);
+    o["password"] = ::sql::SQLString(u.password);
+    if (!u.path.empty()) o["schema"] = ::sql::SQLString(u.path);
+    o["OPT_CONNECT_TIMEOUT"] = whole_seconds(options.connect_timeout);
+    o["OPT_READ_TIMEOUT"] = whole_seconds(options.statement_timeout + std::chrono::milliseconds(10'000));
+    o["OPT_WRITE_TIMEOUT"] = whole_seconds(options.statement_timeout);
+    o["OPT_RECONNECT"] = false;
+    o["CLIENT_MULTI_STATEMENTS"] = true;
+    o["OPT_CHARSET_NAME"] = ::sql::SQLString("utf8mb4");
+    try {
+      // The driver singleton's creation is not thread-safe: this runs on the main thread,
+      // never while a dblock client is being opened on another.
+      conn_.reset(::sql::mysql::get_mysql_driver_instance()->connect(o));
+      stmt_.reset(conn_->createStatement());
+    } catch (const ::sql::SQLException& e) {
+      fail(e, "connect");
+    }
+    run("SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED; "
+        "SET SESSION sql_mode = 'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION', SESSION innodb_lock_wait_timeout = " +
+        std::to_string(whole_seconds(options.statement_timeout)));
+  }
+  ~Conn() {
+    try {
+      stmt_.reset();
+      if (conn_) conn_->close();
+    } catch (...) {
+    }
+  }
+  Conn(const Conn&) = delete;
+  Conn& operator=(const Conn&) = delete;
+
+  // Sends `text` (statements separated by ';', none inside a literal) in one round trip and
+  // reads every result, as MySqlSession::send does.
+  Sent run(const std::string& text) {
+    const auto statements = 1 + static_cast<std::size_t>(std::count(text.begin(), text.end(), ';'));
+    Sent out;
+    try {
+      bool rows = stmt_->execute(text);
+      for (std::size_t i = 0;;) {
+        if (rows) {
+          std::unique_ptr<::sql::ResultSet> rs(stmt_->getResultSet());
+          out.rows = 0;
+          out.value.reset();
+          while (rs && rs->next())
+            if (out.rows++ == 0 && !rs->isNull(1)) out.value = static_cast<std::int64_t>(rs->getInt64(1));
+        } else if (auto n = stmt_->getUpdateCount(); i == 0 && n != kNoMoreResults) {
+          out.affected = static_cast<std::int64_t>(n);
+        }
+        if (++i >= statements) break;
+        rows = stmt_->getMoreResults();
+      }
+    } catch (const ::sql::SQLException& e) {
+      fail(e, text);
+    }
+    return out;
+  }
+
+  // The rows of one query, as text (for the notes and the server counters).
+  std::vector<std::vector<std::string>> query(const std::string& text) {
+    std::vector<std::vector<std::string>> out;
+    try {
+      std::unique_ptr<::sql::ResultSet> rs(stmt_->executeQuery(text));
+      const auto n = rs->getMetaData()->getColumnCount();
+      while (rs->next()) {
+        auto& row = out.emplace_back();
+        for (unsigned i = 1; i <= n; ++i) row.push_back(rs->isNull(i) ? "NULL" : rs->getString(i).asStdString());
+      }
+    } catch (const ::sql::SQLException& e) {
+      fail(e, text);
+    }
+    return out;
+  }
+
+ private:
+  [[noreturn]] void fail(const ::sql::SQLException& e, const std::string& doing) {
+    throw std::runtime_error(fmt::format("mysql {}: {} [MySQL error {}, SQLSTATE {}] in: {}", what_, e.what(),
+                                         e.getErrorCode(), e.getSQLStateCStr(), doing));
+  }
+
+  std::string what_;
+  std::unique_ptr<::sql::Connection> conn_;
+  std::unique_ptr<::sql::Statement> stmt_;
+};
+
+// SHOW GLOBAL STATUS values, in the order of `names`.
+std::vector<double> global_status(Conn& c, const std::vector<std::string>& names) {
+  auto lower = [](std::string s) {
+    for (auto& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
+    return s;
+  };
+  std::string in;
+  for (const auto& n : names) in += fmt::format("{}'{}'", in.empty() ? "" : ", ", n);
+  auto rows = c.query("SHOW GLOBAL STATUS WHERE Variable_name IN (" + in + ")");
+  std::vector<double> out;
+  for (const auto& n : names) {
+    auto it = std::find_if(rows.begin(), rows.end(),
+                           [&](const auto& r) { return r.size() == 2 && lower(r[0]) == lower(n); });
+    if (it == rows.end()) throw std::runtime_error("mysql: no global status variable " + n);
+    out.push_back(std::stod((*it)[1]));
+  }
+  return out;
+}
+
+}  // namespace
+
+BackendReport run_mysql(const Options& opt) {
+  const std::string url = mysql_url();
+  dblock::ClientOptions client_options;
+  ScratchTable table("mysql", [&](const std::string& name) {  // dropped after everything below is gone
+    Conn c(url, client_options, "drop");
+    c.run("SET SESSION lock_wait_timeout = 30");  // the metadata lock: not a year
+    c.run(fmt::format("DROP TABLE IF EXISTS {0}, {0}_schema_history, {0}_fence", name));
+  });
+  client_options.table = table.name();
+  client_options.auto_migrate = true;
+  auto first = dblock::Client::open(url, client_options);  // creates the table
+  client_options.auto_migrate = false;                      // the others find it there
+  fmt::print(stderr, "dblock-bench: mysql: lock table {} at {}\n", table.name(), first->url());
+
+  // The baselines, on connections like dblock's. `conn` sends every baseline's statements;
+  // `aux` only the fence draw of bare-for-update+fence, which dblock's for-update strategy
+  // makes on another connection of its own while the transaction holds the row.
+  Conn conn(url, client_options, "baseline");
+  Conn aux(url, client_options, "baseline (fence connection)");
+  const std::string& t = table.name();
+  const std::string bump = fmt::format("UPDATE {}_fence SET value = LAST_INSERT_ID(value + 1) WHERE id = 1", t);
+  // The bare statements each strategy cannot avoid, on dblock's own lock table (same
+  // indexes, same row shape), each baseline on a name of its own.
+  auto insert_row = [&t](const std::string& name) {
+    return fmt::format(
+        "INSERT INTO {} (name, owner, fence, holds, acquired_at, valid_until, version) "
+        "VALUES ('{}', 'x', 0, 1, 0, 9000000000000000, 1) ON DUPLICATE KEY UPDATE owner = 'x'",
+        t, name);
+  };
+  auto delete_row = [&t](const std::string& name) { return fmt::format("DELETE FROM {} WHERE name = '{}'", t, name); };
+  auto take_row = [&t](const std::string& name, std::int64_t version) {
+    return fmt::format(
+        "UPDATE {} SET owner = 'x', holds = 1, valid_until = 9000000000000000, version = version + 1 "
+        "WHERE name = '{}' AND version = {}",
+        t, name, version);
+  };
+  auto free_row = [&t](const std::string& name) {  // only the taker's row (as dblock's release)
+    return fmt::format(
+        "UPDATE {} SET owner = '', holds = 0, valid_until = 0, version = version + 1 WHERE name = '{}' AND owner = 'x'",
+        t, name);
+  };
+  auto lock_row = [&t](const std::string& name) {
+    return fmt::format("START TRANSACTION; SELECT 1 FROM {} WHERE name = '{}' FOR UPDATE NOWAIT", t, name);
+  };
+  auto create_row = [&](const std::string& name) {  // a free row, as dblock's optimistic_create
+    conn.run(fmt::format("INSERT INTO {} (name, owner, fence, holds, acquired_at, valid_until, version) "
+                         "VALUES ('{}', '', 0, 0, 0, 0, 0) ON DUPLICATE KEY UPDATE name = name",
+                         t, name));
+    return conn.run(fmt::format("SELECT version FROM {} WHERE name = '{}'", t, name)).value.value();
+  };
+  const std::string get_lock_key = "dblock-bench:" + t;  // GET_LOCK names are server-wide: the table's
+  const std::string get_lock = fmt::format("SELECT GET_LOCK('{}', 0)", get_lock_key),
+                    get_lock_fenced = fmt::format("SET @g = GET_LOCK('{}', 0); {} AND @g = 1; SELECT LAST_INSERT_ID()",
+                                                  get_lock_key, bump),
+                    release_lock = fmt::format("SELECT RELEASE_LOCK('{}')", get_lock_key);
+  const std::string insert_name = "bench-bare-insert", insert_fenced_name = "bench-bare-insert+fence",
+                    optimistic_name = "bench-bare-optimistic", optimistic_fenced_name = "bench-bare-optimistic+fence",
+                    for_update_name = "bench-bare-for-update", for_update_fenced_name = "bench-bare-for-update+fence";
+  // The rows the optimistic and for-update baselines work on, and the optimistic ones'
+  // versions: this connection alone writes them, so it knows them without reading.
+  auto optimistic_version = std::make_shared<std::int64_t>(create_row(optimistic_name));
+  auto optimistic_fenced_version = std::make_shared<std::int64_t>(create_row(optimistic_fenced_name));
+  create_row(for_update_name);
+  create_row(for_update_fenced_name);
+
+  auto check = [](bool ok, const char* what) {
+    if (!ok) throw std::runtime_error(fmt::format("mysql baseline {}", what));
+  };
+  auto select1 = [&] { check(conn.run("SELECT 1").value == 1, "select1: SELECT 1 did not return 1"); };
+  auto getlock_pair = [&] {
+    check(conn.run(get_lock).value == 1, "getlock-pair: GET_LOCK of a free name did not return 1");
+    check(conn.run(release_lock).value == 1, "getlock-pair: RELEASE_LOCK of a held name did not return 1");
+  };
+  // RELEASE_LOCK returns 1 only to the holder: GET_LOCK worked, so the bump ran, and the
+  // counter (which only grows) gave this connection a fence above any it saw before.
+  auto last_fence = std::make_shared<std::int64_t>(0);
+  auto getlock_pair_fenced = [&, last_fence] {
+    auto fence = conn.run(get_lock_fenced).value.value_or(0);
+    check(fence > *last_fence, "getlock-pair+fence: no new fence drawn");
+    *last_fence = fence;
+    check(conn.run(release_lock).value == 1,
+          "getlock-pair+fence: RELEASE_LOCK did not return 1 (GET_LOCK of a free name failed)");
+  };
+  auto bare_insert = [&, ins = insert_row(insert_name), del = delete_row(insert_name)] {
+    check(conn.run(ins).affected == 1, "bare-insert: the INSERT inserted no row");
+    check(conn.run(del).affected == 1, "bare-insert: the DELETE found no row");
+  };
+  auto bare_insert_fenced = [&, ins = "START TRANSACTION; " + insert_row(insert_fenced_name) + "; " + bump + "; COMMIT",
+                             del = delete_row(insert_fenced_name)] {
+    conn.run(ins);
+    check(conn.run(del).affected == 1, "bare-insert+fence: the DELETE found no row (the INSERT inserted none)");
+  };
+  auto bare_optimistic = [&, v = optimistic_version, free = free_row(optimistic_name)] {
+    check(conn.run(take_row(optimistic_name, *v)).affected == 1,
+          "bare-optimistic: the compare-and-set lost on an uncontended row");
+    check(conn.run(free).affected == 1, "bare-optimistic: the release found no row taken");
+    *v += 2;
+  };
+  auto bare_optimistic_fenced = [&, v = optimistic_fenced_version, free = free_row(optimistic_fenced_name)] {
+    conn.run("START TRANSACTION; " + take_row(optimistic_fenced_name, *v) + "; " + bump + "; COMMIT");
+    check(conn.run(free).affected == 1,
+          "bare-optimistic+fence: the release found no row taken (the compare-and-set lost on an uncontended row)");
+    *v += 2;
+  };
+  auto bare_for_update = [&, lock = lock_row(for_update_name)] {
+    check(conn.run(lock).rows == 1, "bare-for-update: SELECT ... FOR UPDATE NOWAIT found no row");
+    conn.run("ROLLBACK");
+  };
+  auto bare_for_update_fenced = [&, lock = lock_row(for_update_fenced_name)] {
+    check(conn.run(lock).rows == 1, "bare-for-update+fence: SELECT ... FOR UPDATE NOWAIT found no row");
+    check(aux.run(bump).affected == 1, "bare-for-update+fence: the fence bump changed no row");
+    conn.run("ROLLBACK");
+  };
+
+  BackendReport rep;
+  auto server = conn.query("SELECT VERSION(), @@innodb_flush_log_at_trx_commit, @@log_bin, @@sync_binlog").at(0);
+  rep.notes.push_back(fmt::format(
+      "mysql: server {} at {}, Connector/C++ {}.{}.{}; server innodb_flush_log_at_trx_commit={}, log_bin={}, "
+      "sync_binlog={}; lock table {} (created for the run, dropped at the end)",
+      server.at(0), first->url(), MYCPPCONN_DM_MAJOR_VERSION, MYCPPCONN_DM_MINOR_VERSION, MYCPPCONN_DM_PATCH_VERSION,
+      server.at(1), server.at(2), server.at(3), table.name()));
+  rep.notes.push_back(fmt::format(
+      "mysql baselines (Connector/C++ sql::Statement text on one connection with dblock's connect options and "
+      "session settings: multi-statements, utf8mb4, READ COMMITTED; autocommit unless said; on the lock table `t` = "
+      "{0}, each on a name of its own; `bump` = `UPDATE t_fence SET value = LAST_INSERT_ID(value + 1) WHERE id = 1`, "
+      "dblock's fence draw): `select1` = `SELECT 1` (1 round trip, no commit); `getlock-pair` = `SELECT "
+      "GET_LOCK('k', 0)` + `SELECT RELEASE_LOCK('k')` (2 round trips, no commit) and `getlock-pair+fence` = `SET @g "
+      "= GET_LOCK('k', 0); bump AND @g = 1; SELECT LAST_INSERT_ID()` (one text) + `SELECT RELEASE_LOCK('k')` (2 "
+      "round trips, 1 commit) for `advisory`; `bare-insert` = `INSERT INTO t (name, owner, fence, holds, "
+      "acquired_at, valid_until, version) VALUES (..., 1) ON DUPLICATE KEY UPDATE owner = 'x'` + `DELETE FROM t "
+      "WHERE name = ...` (2 round trips, 2 commits) and `bare-insert+fence` = `START TRANSACTION; INSERT ...; bump; "
+      "COMMIT` (one text) + the DELETE (2 round trips, 2 commits) for `insert`; `bare-optimistic` = `UPDATE t SET "
+      "owner = 'x', holds = 1, valid_until = ..., version = version + 1 WHERE name = ... AND version = N` + `UPDATE t "
+      "SET owner = '', holds = 0, valid_until = 0, version = version + 1 WHERE name = ... AND owner = 'x'` (2 round "
+      "trips, 2 commits; the row inserted before timing, N known to the client, where dblock reads the row first: 1 "
+      "round trip more) and `bare-optimistic+fence` = `START TRANSACTION; UPDATE ... AND version = N; bump; "
+      "COMMIT` (one text) + the freeing UPDATE (2 round trips, 2 commits) for `optimistic`; `bare-for-update` = "
+      "`START TRANSACTION; SELECT 1 FROM t WHERE name = ... FOR UPDATE NOWAIT` (one text) + `ROLLBACK` (2 round "
+      "trips, no commit; the row inserted before timing) and `bare-for-update+fence` = the same with `bump` "
+      "(autocommit) on a second connection while the row is locked (3 round trips, 1 commit) for `for-update`. Each "
+      "strategy row is compared with its two baselines, a +fence baseline with its unfenced one",
+      t));
+
+  ServerRun run;
+  run.backend = "mysql";
+  run.url = url;
+  run.client_options = client_options;
+  run.first = first;
+  run.strategies = {std::begin(kMySqlStrategies), std::end(kMySqlStrategies)};
+  run.baselines = {{"select1", select1, {}},
+                   {"getlock-pair", getlock_pair, {}},
+                   {"getlock-pair+fence", getlock_pair_fenced, {}},
+                   {"bare-insert", bare_insert, {}},
+                   {"bare-insert+fence", bare_insert_fenced, {}},
+                   {"bare-optimistic", bare_optimistic, {}},
+                   {"bare-optimistic+fence", bare_optimistic_fenced, {}},
+                   {"bare-for-update", bare_for_update, {}},
+                   {"bare-for-update+fence", bare_for_update_fenced, {}}};
+  run.compared_with = {{"insert", {"bare-insert", "bare-insert+fence"}},
+                       {"optimistic", {"bare-optimistic", "bare-optimistic+fence"}},
+                       {"for-update", {"bare-for-update", "bare-for-update+fence"}},
+                       {"advisory", {"getlock-pair", "getlock-pair+fence"}},
+                       {"bare-insert+fence", {"bare-insert"}},
+                       {"bare-optimistic+fence", {"bare-optimistic"}},
+                       {"bare-for-update+fence", {"bare-for-update"}},
+                       {"getlock-pair+fence", {"getlock-pair"}}};
+
+  // InnoDB fsyncs and commits per grant, server-wide. SHOW GLOBAL STATUS adds up the live
+  // sessions' counters too; the pause lets the series' closed connections finish on the server.
+  run.counters.names = {"InnoDB fsyncs", "commits"};
+  run.counters.what =
+      "server-wide deltas of SHOW GLOBAL STATUS Innodb_data_fsyncs (fsync() calls on redo log and data files) and "
+      "Handler_commit (storage-engine commits) over the series, the 8 clients' connection setup included, / grants";
+  run.counters.read = [&conn] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    return global_status(conn, {"Innodb_data_fsyncs", "Handler_commit"});
+  };
+  auto report = run_server(std::move(run), opt);
+  rep.rows = std::move(report.rows);
+  rep.notes.insert(rep.notes.end(), report.notes.begin(), report.notes.end());
+  return rep;
+}
+
+#endif
+
+}  // namespace dblock_bench
