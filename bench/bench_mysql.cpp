@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include "bench_util.hpp"
+
 #ifdef DBLOCK_WITH_MYSQL
 #include <cppconn/exception.h>
 #include <cppconn/resultset.h>
@@ -32,18 +34,9 @@
 
 namespace dblock_bench {
 
-namespace {
-
-const char* mysql_url() {
-  const char* url = std::getenv("DBLOCK_TEST_MYSQL_URL");
-  return url && *url ? url : nullptr;
-}
-
-}  // namespace
-
 std::optional<std::string> mysql_skip_reason() {
 #ifdef DBLOCK_WITH_MYSQL
-  if (!mysql_url())
+  if (!env_url("DBLOCK_TEST_MYSQL_URL"))
     return std::string("DBLOCK_TEST_MYSQL_URL is not set (eval \"$(scripts/services env mysql)\")");
   return std::nullopt;
 #else
@@ -199,7 +192,7 @@ std::vector<double> global_status(Conn& c, const std::vector<std::string>& names
 }  // namespace
 
 BackendReport run_mysql(const Options& opt) {
-  const std::string url = mysql_url();
+  const std::string url = env_url("DBLOCK_TEST_MYSQL_URL");
   dblock::ClientOptions client_options;
   ScratchTable table("mysql", [&](const std::string& name) {  // dropped after everything below is gone
     Conn c(url, client_options, "drop");

@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "bench_util.hpp"
+
 #ifdef DBLOCK_WITH_POSTGRESQL
 #include <unistd.h>
 
@@ -24,18 +26,10 @@
 
 namespace dblock_bench {
 
-namespace {
-
-const char* pg_url() {
-  const char* url = std::getenv("DBLOCK_TEST_PG_URL");
-  return url && *url ? url : nullptr;
-}
-
-}  // namespace
-
 std::optional<std::string> postgresql_skip_reason() {
 #ifdef DBLOCK_WITH_POSTGRESQL
-  if (!pg_url()) return std::string("DBLOCK_TEST_PG_URL is not set (eval \"$(scripts/services env)\")");
+  if (!env_url("DBLOCK_TEST_PG_URL"))
+    return std::string("DBLOCK_TEST_PG_URL is not set (eval \"$(scripts/services env)\")");
   return std::nullopt;
 #else
   return std::string("built without libpqxx (DBLOCK_WITH_POSTGRESQL is off)");
@@ -61,7 +55,7 @@ std::string show(pqxx::connection& c, const std::string& setting) {
 }  // namespace
 
 BackendReport run_postgresql(const Options& opt) {
-  const std::string url = pg_url();
+  const std::string url = env_url("DBLOCK_TEST_PG_URL");
   ScratchTable table("postgresql", [&url](const std::string& name) {  // dropped after everything below is gone
     pqxx::connection c(url);
     pqxx::nontransaction tx(c);

@@ -248,4 +248,9 @@ void write_csv(const std::string& path, const std::vector<Row>& rows) {
   if (!out) throw std::runtime_error(fmt::format("cannot write CSV file '{}'", path));
 }
 
+const char* env_url(const char* var) {
+  const char* url = std::getenv(var);
+  return url && *url ? url : nullptr;
+}
+
 }  // namespace dblock_bench

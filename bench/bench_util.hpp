@@ -62,6 +62,8 @@ struct Row {
 Compared compare(const Row& row, const Row& baseline);
 
 std::string machine_description();  // host, nproc, CPU model, kernel
+// A server URL from the environment variable `var`; null when unset or empty.
+const char* env_url(const char* var);
 // One line per strategy that ran both `handoff` and `handoff-polling`: the polling p50 over
 // the notified p50 (how much faster notifications make a hand-off). Empty when none did.
 std::vector<std::string> polling_summary(const std::vector<Row>& rows);

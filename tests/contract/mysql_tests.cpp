@@ -46,37 +46,10 @@ TEST_CASE("mysql: the backend offers all four strategies, insert first", "[mysql
                                                          dblock::Strategy::for_update, dblock::Strategy::advisory});
 }
 
-TEST_CASE("mysql: a lock wait timeout while acquiring fails cleanly and leaves no half-acquired row", "[mysql]") {
-  dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
-  auto holder = table.ns().open();
-  dblock::LockOptions short_lease;
-  short_lease.ttl = 200ms;
-  short_lease.auto_renew = false;
-  auto held = holder->lock("job", short_lease).acquire();
-  std::this_thread::sleep_for(400ms);  // expired: an acquire will now try to take the row over
-  // Another session locks the row, so the takeover waits on it past its timeout.
-  auto blocker = dblock::test::mysql_session(table.url());
-  blocker->begin();
-  blocker->run("SELECT 1 FROM " + table.name() + " WHERE name = 'job' FOR UPDATE", {});
-  auto opts = table.options();
-  opts.statement_timeout = 300ms;  // innodb_lock_wait_timeout counts whole seconds: 1 s
-  auto impatient = dblock::Client::open(table.url(), opts);
-  CHECK_THROWS_AS(impatient->lock("job").try_acquire(), dblock::TimeoutError);
-  blocker->rollback();
-  auto rows = blocker->run("SELECT owner, fence, holds FROM " + table.name() + " WHERE name = 'job'", {}).rows;
-  REQUIRE(rows.size() == 1);
-  CHECK(std::get<std::string>(rows[0][0]) == held.owner());  // the timed-out attempt changed nothing
-  CHECK(std::get<std::int64_t>(rows[0][1]) == static_cast<std::int64_t>(held.fence()));
-  CHECK(std::get<std::int64_t>(rows[0][2]) == 1);
-  auto taken = impatient->lock("job").try_acquire();  // and the client still works
-  REQUIRE(taken);
-  CHECK(taken->fence() > held.fence());
-}
-
 TEST_CASE("mysql: an InnoDB deadlock surfaces as a TimeoutError, and the session stays usable", "[mysql]") {
   dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
-  auto s1 = dblock::test::mysql_session(table.url());
-  auto s2 = dblock::test::mysql_session(table.url());
+  auto s1 = dblock::test::server_session(table.url());
+  auto s2 = dblock::test::server_session(table.url());
   const auto t = table.name();
   s1->run("INSERT INTO " + t + " VALUES ('a', '', 0, 0, 0, 0, 0), ('b', '', 0, 0, 0, 0, 0)", {});
   s1->begin();
@@ -142,7 +115,7 @@ TEST_CASE("mysql: the sweep skips a row a for-update holder has locked instead o
   dblock::LockOptions session;
   session.strategy = dblock::Strategy::for_update;
   auto held = c->lock("held", session).acquire();  // its row is free-looking but locked
-  auto raw = dblock::test::mysql_session(table.url());  // five leases long expired
+  auto raw = dblock::test::server_session(table.url());  // five leases long expired
   for (int i = 0; i < 5; ++i)
     raw->run("INSERT INTO " + table.name() + " VALUES (?1, 'gone', 1, 1, 0, 1, 1)", {"brief" + std::to_string(i)});
   auto t0 = std::chrono::steady_clock::now();
@@ -164,7 +137,7 @@ TEST_CASE("mysql: concurrent migrations apply the script once", "[mysql]") {
     ts.emplace_back([&] { applied += static_cast<int>(dblock::Client::open(url, o)->migrate().size()); });
   for (auto& t : ts) t.join();
   CHECK(applied == 1);
-  auto s = dblock::test::mysql_session(url);
+  auto s = dblock::test::server_session(url);
   CHECK(s->run("SELECT COUNT(*) FROM " + o.table + "_schema_history", {}).rows[0][0] == Value{std::int64_t{1}});
   s->run_script("DROP TABLE " + o.table + ", " + o.table + "_schema_history, " + o.table + "_fence");
 }

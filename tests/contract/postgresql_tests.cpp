@@ -9,34 +9,6 @@
 
 using namespace std::chrono_literals;
 
-TEST_CASE("postgresql: a statement timeout while acquiring fails cleanly and leaves no half-acquired row",
-          "[postgresql]") {
-  dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::postgresql);
-  auto holder = table.ns().open();
-  dblock::LockOptions short_lease;
-  short_lease.ttl = 200ms;
-  short_lease.auto_renew = false;
-  auto held = holder->lock("job", short_lease).acquire();
-  std::this_thread::sleep_for(400ms);  // expired: an acquire will now try to take the row over
-  // Another session locks the row, so the takeover must wait on it past its timeout.
-  dblock::detail::sql::PgSession blocker(table.url(), "test", 10s);
-  blocker.begin();
-  blocker.run("SELECT 1 FROM " + table.name() + " WHERE name = 'job' FOR UPDATE", {});
-  auto opts = table.options();
-  opts.statement_timeout = 300ms;
-  auto impatient = dblock::Client::open(table.url(), opts);
-  CHECK_THROWS_AS(impatient->lock("job").try_acquire(), dblock::TimeoutError);
-  blocker.rollback();
-  auto rows = blocker.run("SELECT owner, fence, holds FROM " + table.name() + " WHERE name = 'job'", {}).rows;
-  REQUIRE(rows.size() == 1);
-  CHECK(std::get<std::string>(rows[0][0]) == held.owner());  // the timed-out attempt changed nothing
-  CHECK(std::get<std::int64_t>(rows[0][1]) == static_cast<std::int64_t>(held.fence()));
-  CHECK(std::get<std::int64_t>(rows[0][2]) == 1);
-  auto taken = impatient->lock("job").try_acquire();  // and the client still works
-  REQUIRE(taken);
-  CHECK(taken->fence() > held.fence());
-}
-
 TEST_CASE("postgresql: advisory keys are a stable FNV-1a 64 of table:name", "[postgresql]") {
   using dblock::detail::sql::advisory_key;
   // Pinned values (also computed independently): changing the hash would let old and new

@@ -1,5 +1,6 @@
 #include "support/servers.hpp"
 
+#include <cstdio>
 #include <thread>
 
 #include "core/url.hpp"
@@ -13,93 +14,85 @@
 
 namespace dblock::test {
 
-#ifdef DBLOCK_TEST_MYSQL
 namespace {
-detail::sql::MySqlTarget mysql_target(const std::string &url) {
-  auto u = detail::parse_url(url);
-  detail::sql::MySqlTarget t;
-  t.host = u.hosts.at(0).host;
-  if (u.hosts[0].port) t.port = u.hosts[0].port;
-  t.user = u.user;
-  t.password = u.password;
-  t.database = u.path;
-  t.where = "test server";
-  return t;
-}
-}  // namespace
 
-std::unique_ptr<detail::sql::Session> mysql_session(const std::string &url) {
-  return std::make_unique<detail::sql::MySqlSession>(mysql_target(url));
+bool is_mysql(const std::string& url) { return url.rfind("mysql:", 0) == 0 || url.rfind("mariadb:", 0) == 0; }
+
+#ifdef DBLOCK_TEST_MYSQL
+int kill_mysql_lock_holders(Session& s, const std::string& url, const std::string& table, const std::string& name) {
+  char key[17];
+  auto db = detail::parse_url(url).path;
+  std::snprintf(key, sizeof key, "%016llX",
+                static_cast<unsigned long long>(detail::sql::advisory_key(db + "." + table, name)));
+  // InnoDB refreshes its INFORMATION_SCHEMA transaction tables only when they were not
+  // read for 0.1 s: poll slower than that, or see the same stale copy forever.
+  for (int round = 0; round < 20; ++round) {
+    auto ids = s.run(
+        "SELECT IS_USED_LOCK(CONCAT('dblock:', ?1)) UNION SELECT trx_mysql_thread_id "
+        "FROM information_schema.INNODB_TRX WHERE trx_rows_locked > 0 AND trx_mysql_thread_id <> CONNECTION_ID()",
+        {std::string(key)});
+    int killed = 0;
+    for (const auto& row : ids.rows) {
+      if (std::holds_alternative<std::nullptr_t>(row[0])) continue;
+      try {
+        s.run("KILL ?1", {row[0]});
+        ++killed;
+      } catch (const InternalError&) {  // 1094: a connection killed before is still rolling back
+      }
+    }
+    if (killed > 0) return killed;
+    std::this_thread::sleep_for(std::chrono::milliseconds(150));
+  }
+  return 0;
 }
 #endif
 
-int terminate_lock_holders(const std::string &url, const std::string &table, const std::string &name) {
+}  // namespace
+
+std::unique_ptr<Session> server_session(const std::string& url) {
 #ifdef DBLOCK_TEST_MYSQL
-  if (url.rfind("mysql:", 0) == 0 || url.rfind("mariadb:", 0) == 0) {
-    auto s = mysql_session(url);
-    auto db = detail::parse_url(url).path;
-    char key[17];
-    std::snprintf(key, sizeof key, "%016llX",
-                  static_cast<unsigned long long>(detail::sql::advisory_key(db + "." + table, name)));
-    // InnoDB refreshes its INFORMATION_SCHEMA transaction tables only when they were not
-    // read for 0.1 s: poll slower than that, or see the same stale copy forever.
-    for (int round = 0; round < 20; ++round) {
-      auto ids = s->run(
-          "SELECT IS_USED_LOCK(CONCAT('dblock:', ?1)) UNION "
-          "SELECT trx_mysql_thread_id FROM information_schema.INNODB_TRX "
-          "WHERE trx_rows_locked > 0 AND trx_mysql_thread_id <> "
-          "CONNECTION_ID()",
-          {std::string(key)});
-      int killed = 0;
-      for (const auto &row : ids.rows) {
-        if (std::holds_alternative<std::nullptr_t>(row[0])) continue;
-        try {
-          s->run("KILL ?1", {row[0]});
-          ++killed;
-        } catch (const InternalError &) {  // 1094: a connection killed before is
-                                           // still rolling back
-        }
-      }
-      if (killed > 0) return killed;
-      std::this_thread::sleep_for(std::chrono::milliseconds(150));
-    }
-    return 0;
+  if (is_mysql(url)) {
+    auto u = detail::parse_url(url);
+    detail::sql::MySqlTarget t;
+    t.host = u.hosts.at(0).host;
+    if (u.hosts[0].port) t.port = u.hosts[0].port;
+    t.user = u.user;
+    t.password = u.password;
+    t.database = u.path;
+    t.where = "test server";
+    return std::make_unique<detail::sql::MySqlSession>(t);
   }
 #endif
 #ifdef DBLOCK_TEST_POSTGRESQL
-  detail::sql::PgSession s(url, "test server", std::chrono::seconds(10));
-  // pg_locks shows a bigint advisory key as classid (high 32 bits) and objid
-  // (low 32 bits).
+  if (!is_mysql(url)) return std::make_unique<detail::sql::PgSession>(url, "test server", std::chrono::seconds(10));
+#endif
+  FAIL("no test server session for " << url << " in this build");
+  return nullptr;
+}
+
+int terminate_lock_holders(const std::string& url, const std::string& table, const std::string& name) {
+  auto s = server_session(url);
+#ifdef DBLOCK_TEST_MYSQL
+  if (is_mysql(url)) return kill_mysql_lock_holders(*s, url, table, name);
+#endif
+  // pg_locks shows a bigint advisory key as classid (high 32 bits) and objid (low 32 bits).
   auto key = static_cast<std::uint64_t>(detail::sql::advisory_key(table, name));
-  auto r = s.run(
-      "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE pid <> "
-      "pg_backend_pid() AND ("
-      "(locktype = 'relation' AND relation = $1::regclass AND mode "
-      "= 'RowShareLock') OR "
-      "(locktype = 'advisory' AND objsubid = 1 AND classid::bigint "
-      "= $2::bigint AND objid::bigint = $3::bigint))",
+  auto r = s->run(
+      "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE pid <> pg_backend_pid() AND ("
+      "(locktype = 'relation' AND relation = $1::regclass AND mode = 'RowShareLock') OR "
+      "(locktype = 'advisory' AND objsubid = 1 AND classid::bigint = $2::bigint AND objid::bigint = $3::bigint))",
       {table, static_cast<std::int64_t>(key >> 32), static_cast<std::int64_t>(key & 0xffffffffu)});
   return static_cast<int>(r.rows.size());
-#else
-  (void)url, (void)table, (void)name;
-  return 0;
-#endif
 }
 
 ScratchTable::~ScratchTable() {
   try {
-#ifdef DBLOCK_TEST_POSTGRESQL
-    if (server_ == Server::postgresql) {
-      detail::sql::PgSession s(url_, "test server", std::chrono::seconds(10));
-      s.run_script("DROP TABLE IF EXISTS " + table_ + ", " + table_ + "_schema_history; DROP SEQUENCE IF EXISTS " +
-                   table_ + "_fence");
-    }
-#endif
-#ifdef DBLOCK_TEST_MYSQL
+    auto s = server_session(url_);
     if (server_ == Server::mysql)
-      mysql_session(url_)->run_script("DROP TABLE IF EXISTS " + table_ + ", " + table_ + "_schema_history, " + table_ +
-                                      "_fence");
-#endif
+      s->run_script("DROP TABLE IF EXISTS " + table_ + ", " + table_ + "_schema_history, " + table_ + "_fence");
+    else
+      s->run_script("DROP TABLE IF EXISTS " + table_ + ", " + table_ + "_schema_history; DROP SEQUENCE IF EXISTS " +
+                    table_ + "_fence");
   } catch (...) {  // a leftover table in a throwaway server is harmless
   }
 }

@@ -35,10 +35,10 @@ inline std::string server_url(const char* variable) {
 // at a time).
 int terminate_lock_holders(const std::string& url, const std::string& table, const std::string& name);
 
-#ifdef DBLOCK_TEST_MYSQL
-// A raw session on the MySQL test server, for tests that inspect or disturb it.
-std::unique_ptr<dblock::detail::sql::Session> mysql_session(const std::string& url);
-#endif
+// A raw session on the test server at `url` (PostgreSQL or MySQL, by its scheme), for
+// tests that inspect or disturb the server behind the library's back.
+using Session = dblock::detail::sql::Session;
+std::unique_ptr<Session> server_session(const std::string& url);
 
 // A fresh lock table with a random name, migrated at construction and dropped at
 // destruction, so tests never see each other's locks.

@@ -258,8 +258,12 @@ Result MySqlSession::send(const std::string& text, std::size_t statements) {
 }
 
 Result MySqlSession::run(const std::string& sql, const std::vector<Value>& params) {
+  // Counted on the text before splicing (literals hold no ';'), once per distinct text:
+  // the dialect's texts are a small fixed set, sent over and over.
+  auto& statements_in_sql = statement_counts_[sql];
+  if (statements_in_sql == 0) statements_in_sql = split_statements(sql).size();
+  auto statements = statements_in_sql;
   std::string text = splice_params(sql, params);
-  auto statements = split_statements(text).size();
   if (begin_pending_) {
     text = "START TRANSACTION; " + text;
     ++statements;

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <unordered_map>
 
 #include "sql/session.hpp"
 
@@ -66,6 +67,7 @@ class MySqlSession final : public Session {
   bool in_transaction_ = false;
   bool usable_ = true;
   std::chrono::steady_clock::time_point last_used_;
+  std::unordered_map<std::string, std::size_t> statement_counts_;  // sql text -> statements in it
 };
 
 // A script's statements, without comments (quotes respected). Also how run() counts the
