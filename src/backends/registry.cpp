@@ -7,6 +7,12 @@
 #ifdef DBLOCK_WITH_MYSQL
 #include "backends/mysql/mysql_backend.hpp"
 #endif
+#ifdef DBLOCK_WITH_REDIS
+#include "backends/redis/redis_backend.hpp"
+#endif
+#ifdef DBLOCK_WITH_ZOOKEEPER
+#include "backends/zookeeper/zk_backend.hpp"
+#endif
 #include "core/driver.hpp"
 #include "core/url.hpp"
 #include "dblock/errors.hpp"
@@ -22,6 +28,12 @@ std::string built_backends() {
 #ifdef DBLOCK_WITH_MYSQL
   s += ", mysql";
 #endif
+#ifdef DBLOCK_WITH_REDIS
+  s += ", redis, redlock";
+#endif
+#ifdef DBLOCK_WITH_ZOOKEEPER
+  s += ", zookeeper";
+#endif
   return s;
 }
 }  // namespace
@@ -33,6 +45,13 @@ std::unique_ptr<Backend> open_backend(const Url& url, const ClientOptions& optio
 #endif
 #ifdef DBLOCK_WITH_MYSQL
   if (url.scheme == "mysql" || url.scheme == "mariadb") return open_mysql(url, options);
+#endif
+#ifdef DBLOCK_WITH_REDIS
+  if (url.scheme == "redis") return open_redis(url, options);
+  if (url.scheme == "redlock") return open_redlock(url, options);
+#endif
+#ifdef DBLOCK_WITH_ZOOKEEPER
+  if (url.scheme == "zookeeper") return open_zookeeper(url, options);
 #endif
   for (const char* known : {"postgresql", "postgres", "mysql", "mariadb", "redis", "redlock", "zookeeper"})
     if (url.scheme == known)
