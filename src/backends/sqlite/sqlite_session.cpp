@@ -3,7 +3,30 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <sqlite3.h>
 
+#include <thread>
+
 namespace dblock::detail::sql {
+
+// SQLite waits in its busy handler for up to the busy timeout, but a few paths return
+// SQLITE_BUSY at once without calling it (opening a WAL database while another connection's
+// last close checkpoints and removes the WAL; the WAL-index header being rebuilt). Outside an
+// explicit transaction nothing was done yet, so such an early BUSY is retried here until the
+// same timeout; one that comes after the timeout is real.
+template <class F>
+auto SqliteSession::busy_retried(F&& f) {
+  const auto start = std::chrono::steady_clock::now();
+  for (auto pause = std::chrono::milliseconds{1};; pause = std::min(pause * 2, std::chrono::milliseconds{20})) {
+    try {
+      return f();
+    } catch (const SQLite::Exception& e) {
+      int code = e.getErrorCode();
+      bool early = std::chrono::steady_clock::now() - start + pause < busy_timeout_;
+      bool in_transaction = db_ && !sqlite3_get_autocommit(db_->getHandle());
+      if ((code != SQLITE_BUSY && code != SQLITE_LOCKED) || in_transaction || !early) throw;
+      std::this_thread::sleep_for(pause);
+    }
+  }
+}
 
 // Every SQLite error becomes a dblock error here, and nowhere else.
 void SqliteSession::fail(const std::exception& e) {
@@ -13,7 +36,9 @@ void SqliteSession::fail(const std::exception& e) {
   switch (code) {
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
-      throw TimeoutError("sqlite: database '" + path_ + "' stayed locked past the statement timeout");
+      throw TimeoutError("sqlite: database '" + path_ + "' stayed locked past the statement timeout (" +
+                         sqlite3_errstr(se->getExtendedErrorCode()) + ", code " +
+                         std::to_string(se->getExtendedErrorCode()) + ")");
     case SQLITE_CANTOPEN:
     case SQLITE_PERM:
     case SQLITE_READONLY:
@@ -34,13 +59,14 @@ void SqliteSession::fail(const std::exception& e) {
   throw InternalError("sqlite: " + msg);
 }
 
-SqliteSession::SqliteSession(const std::string& path, std::chrono::milliseconds busy_timeout) : path_(path) {
+SqliteSession::SqliteSession(const std::string& path, std::chrono::milliseconds busy_timeout)
+    : path_(path), busy_timeout_(busy_timeout) {
   try {
     db_ = std::make_unique<SQLite::Database>(path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE,
                                              static_cast<int>(busy_timeout.count()));
     // WAL lets readers run beside the one writer; synchronous=FULL makes every commit
     // durable, so a fence handed out is never handed out again after a power loss.
-    db_->exec("PRAGMA journal_mode=WAL");
+    busy_retried([&] { return db_->exec("PRAGMA journal_mode=WAL"); });
     db_->exec("PRAGMA synchronous=FULL");
   } catch (const std::exception& e) {
     fail(e);
@@ -59,6 +85,17 @@ Result SqliteSession::run(const std::string& sql, const std::vector<Value>& para
   SQLite::Statement* st = nullptr;
   try {
     st = &prepared(sql);
+    return busy_retried([&] { return step(*st, params); });
+  } catch (const std::exception& e) {
+    fail(e);
+  }
+}
+
+// Binds, runs to the end and resets (a statement left open would pin a read snapshot), also
+// when it fails, so that it can be run again.
+Result SqliteSession::step(SQLite::Statement& statement, const std::vector<Value>& params) {
+  auto* st = &statement;
+  try {
     for (std::size_t i = 0; i < params.size(); ++i) {
       int index = static_cast<int>(i + 1);
       std::visit(
@@ -82,14 +119,14 @@ Result SqliteSession::run(const std::string& sql, const std::vector<Value>& para
       r.rows.push_back(std::move(row));
     }
     r.affected = db_->getChanges();
-    st->reset();  // a statement left open would pin a read snapshot
+    st->reset();
     return r;
-  } catch (const std::exception& e) {
-    if (st) try {
-        st->reset();
-      } catch (...) {
-      }
-    fail(e);
+  } catch (...) {
+    try {
+      st->reset();
+    } catch (...) {
+    }
+    throw;
   }
 }
 
@@ -101,7 +138,13 @@ void SqliteSession::run_script(const std::string& sql) {
   }
 }
 
-void SqliteSession::begin() { run_script("BEGIN IMMEDIATE"); }
+void SqliteSession::begin() {
+  try {
+    busy_retried([&] { return db_->exec("BEGIN IMMEDIATE"); });
+  } catch (const std::exception& e) {
+    fail(e);
+  }
+}
 void SqliteSession::commit() { run_script("COMMIT"); }
 void SqliteSession::rollback() noexcept {
   try {

@@ -29,8 +29,12 @@ class SqliteSession final : public Session {
 
  private:
   SQLite::Statement& prepared(const std::string& sql);
+  Result step(SQLite::Statement& st, const std::vector<Value>& params);
+  template <class F>
+  auto busy_retried(F&& f);
   [[noreturn]] void fail(const std::exception& e);
   std::string path_;
+  std::chrono::milliseconds busy_timeout_;
   std::unique_ptr<SQLite::Database> db_;
   std::unordered_map<std::string, std::unique_ptr<SQLite::Statement>> cache_;
   bool usable_ = true;
