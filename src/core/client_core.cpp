@@ -104,10 +104,33 @@ void ClientCore::release(const std::shared_ptr<Grant>& g) {
     const std::shared_ptr<Grant>& g;
     ~LeaveGate() { core->gates_.leave(g->name, g->gate); }
   } leave{this, g};
-  if (!g->driver->release(g->name, g->owner, g->fence)) {
+  if (!release_on_server(*g, last)) {
     g->mark_lost();
     throw LockLostError("lock '" + g->name + "' (fence " + std::to_string(g->fence) +
                         ") was lost before release: it expired or another owner took it");
+  }
+}
+
+// A last release that fails on a transient error (the server restarting, a dropped connection)
+// is retried for up to the statement timeout, but never past the lease's own expiry: left
+// alone, the lock would stay taken until its TTL. Only the last hold is retried, because only
+// it is idempotent: a lost reply to a count-down would count down twice. A retry that finds
+// the lock no longer ours cannot tell "our first try went through" from "it expired", and
+// either way we do not hold it: that is a release, not a loss.
+bool ClientCore::release_on_server(const Grant& g, bool last) {
+  if (!last) return g.driver->release(g.name, g.owner, g.fence);
+  const auto until = std::min(Clock::now() + options.statement_timeout, g.deadline());
+  Backoff backoff(milliseconds{50}, milliseconds{1000});
+  for (bool retried = false;; retried = true) {
+    auto pause = backoff.next(milliseconds{0});
+    try {
+      return g.driver->release(g.name, g.owner, g.fence) || retried;
+    } catch (const UnavailableError&) {
+      if (Clock::now() + pause >= until) throw;
+    } catch (const TimeoutError&) {
+      if (Clock::now() + pause >= until) throw;
+    }
+    std::this_thread::sleep_for(pause);
   }
 }
 

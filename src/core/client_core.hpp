@@ -50,6 +50,7 @@ class ClientCore {
   std::shared_ptr<Grant> adopt(const std::shared_ptr<ClientCore>& self, const LockSpec& spec,
                                const std::string& owner, const std::shared_ptr<Gate>& gate,
                                const Attempt& attempt, Clock::time_point sent);
+  bool release_on_server(const Grant& grant, bool last);
 
   std::mutex drivers_mutex_;
   std::map<Strategy, std::unique_ptr<LockDriver>> drivers_;

@@ -288,8 +288,9 @@ expect_exit 64 "no command" "$DBLOCK"
 expect_exit 64 "SQLite path in a missing directory" "$DBLOCK" run --url "sqlite:$WORK/no/such/dir/x.db" --name n -- true
 [ ! -e "$WORK/no" ] && ok "nothing created for the missing directory" || fail "the missing directory was created"
 expect_exit 64 "zero batch" "$DBLOCK" sweep --batch 0
-rows=$("$DBLOCK" list --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
-[ "$rows" = 0 ] && ok "bad input wrote no lock" || fail "bad input left $rows locks"
+left=$("$DBLOCK" list --json)
+rows=$(printf '%s' "$left" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
+[ "$rows" = 0 ] && ok "bad input wrote no lock" || fail "bad input left $rows locks: $(printf '%s' "$left" | tr -d '\n' | head -c 400)"
 expect_exit 0 "--help" "$DBLOCK" --help
 expect_exit 0 "--version" "$DBLOCK" --version
 

@@ -31,6 +31,18 @@ void restart_server(const ServerUnderTest& s) {
   REQUIRE(std::system(cmd) == 0);
 }
 
+// The server's restart command with `restart` replaced by `stop` or `start` (scripts/services
+// takes all three).
+void server_command(const ServerUnderTest& s, const std::string& action) {
+  const char* cmd = std::getenv(s.restart_var);
+  if (!cmd || !*cmd) FAIL(s.restart_var << " is not set: scripts/test sets it to restart the test server");
+  std::string text = cmd;
+  auto at = text.rfind(" restart ");
+  REQUIRE(at != std::string::npos);
+  text.replace(at, 9, " " + action + " ");
+  REQUIRE(std::system(text.c_str()) == 0);
+}
+
 dblock::LockOptions options(dblock::Strategy s, std::chrono::milliseconds ttl, std::atomic<int>* lost) {
   dblock::LockOptions o;
   o.strategy = s;
@@ -93,16 +105,46 @@ void leases_survive_session_locks_are_lost(const ServerUnderTest& server) {
   taken_advisory->release();
 }
 
+// A lease released while its server is down: the release is retried until the server is back,
+// instead of leaving the lock taken until its TTL (what `dblock run` did after a restart).
+void release_waits_out_a_restart(const ServerUnderTest& server) {
+  dblock::test::ScratchTable table(server.server);
+  auto ns = table.ns();
+  ns.options.statement_timeout = 15s;  // the release's retry budget: the restart must fit
+  auto c = ns.open();
+  std::atomic<int> lost{0};
+  auto lease = c->lock("job", options(dblock::Strategy::insert, 60s, &lost)).acquire();
+  server_command(server, "stop");
+  std::thread starter([&] {
+    std::this_thread::sleep_for(1s);
+    server_command(server, "start");
+  });
+  auto t0 = std::chrono::steady_clock::now();
+  CHECK_NOTHROW(lease.release());
+  auto took = std::chrono::steady_clock::now() - t0;
+  starter.join();
+  CHECK(took >= 900ms);  // it did wait for the server
+  CHECK(lost == 0);
+  auto other = table.ns().open();
+  CHECK(other->lock("job").try_acquire());  // freed now, not at the TTL
+}
+
 }  // namespace
 
 #ifdef DBLOCK_TEST_POSTGRESQL
 TEST_CASE("postgresql restart: leases survive and renew, session locks are reported lost", "[postgresql][restart]") {
   leases_survive_session_locks_are_lost(postgresql);
 }
+TEST_CASE("postgresql restart: a release while the server is down waits for it", "[postgresql][restart]") {
+  release_waits_out_a_restart(postgresql);
+}
 #endif
 
 #ifdef DBLOCK_TEST_MYSQL
 TEST_CASE("mysql restart: leases survive and renew, session locks are reported lost", "[mysql][restart]") {
   leases_survive_session_locks_are_lost(mysql);
+}
+TEST_CASE("mysql restart: a release while the server is down waits for it", "[mysql][restart]") {
+  release_waits_out_a_restart(mysql);
 }
 #endif
