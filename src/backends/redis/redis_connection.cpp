@@ -1,5 +1,7 @@
 #include "backends/redis/redis_connection.hpp"
 
+#include <poll.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -116,6 +118,13 @@ void Connection::open(const Target& t, milliseconds connect_timeout) {
     if (is_error(*r)) throw UnavailableError("redis: " + where_ + " refused the credentials");
   }
   if (t.db != 0) command({"SELECT", std::to_string(t.db)});
+}
+
+bool Connection::still_open() const noexcept {
+  if (!usable()) return false;
+  // An idle connection has nothing to read; readable means EOF (or garbage): either way unusable.
+  pollfd p{ctx_->fd, POLLIN, 0};
+  return poll(&p, 1, 0) == 0;
 }
 
 void Connection::set_timeout(milliseconds t) {

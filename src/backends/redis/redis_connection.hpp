@@ -65,6 +65,9 @@ class Connection {
 
   // False once an I/O error or timeout left the connection in an unknown state.
   bool usable() const noexcept { return ctx_ && ctx_->err == 0; }
+  // For a connection that sat idle: false if the server closed it meanwhile (a restart), so
+  // that a pool hands out a fresh one instead of failing the next command.
+  bool still_open() const noexcept;
   redisContext* context() noexcept { return ctx_; }
   const std::string& where() const noexcept { return where_; }
 

@@ -10,10 +10,11 @@ Pool::Handle Pool::get() {
   if (!freed_.wait_for(lk, target_.command_timeout + target_.connect_timeout,
                        [&] { return !idle_.empty() || open_ < size_; }))
     throw TimeoutError("redis: no free connection to " + target_.where + " (pool of " + std::to_string(size_) + ")");
-  if (!idle_.empty()) {
+  while (!idle_.empty()) {
     auto c = std::move(idle_.back());
     idle_.pop_back();
-    return Handle(*this, std::move(c));
+    if (c->still_open()) return Handle(*this, std::move(c));
+    --open_;  // closed by the server while idle (a restart): open a fresh one below
   }
   ++open_;
   lk.unlock();

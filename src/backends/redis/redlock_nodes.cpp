@@ -50,7 +50,7 @@ void Nodes::give_back(Set s) {
 void Nodes::failed(std::size_t i) { retry_at_[i] = (Clock::now() + retry_down_node_every).time_since_epoch().count(); }
 
 void Nodes::ensure(Set& s, std::size_t i, milliseconds connect_timeout) {
-  if (s[i] && s[i]->usable()) return;
+  if (s[i] && s[i]->still_open()) return;
   s[i].reset();
   if (Clock::now().time_since_epoch().count() < retry_at_[i]) return;  // known down: not yet
   try {
