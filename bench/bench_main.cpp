@@ -25,6 +25,7 @@
 #include <fmt/format.h>
 
 #include "bench_mysql.hpp"
+#include "bench_redis.hpp"
 #include "bench_pg.hpp"
 #include "bench_run.hpp"
 #include "bench_util.hpp"
@@ -160,6 +161,14 @@ int run(const Options& opt) {
   if (opt.wants_backend("mysql")) {
     if (auto why = mysql_skip_reason()) fmt::print(stderr, "skipped mysql: {}\n", *why);
     else add(run_mysql(opt));
+  }
+  if (opt.wants_backend("redis")) {
+    if (auto why = redis_skip_reason()) fmt::print(stderr, "skipped redis: {}\n", *why);
+    else add(run_redis(opt));
+  }
+  if (opt.wants_backend("redlock")) {
+    if (auto why = redlock_skip_reason()) fmt::print(stderr, "skipped redlock: {}\n", *why);
+    else add(run_redlock(opt));
   }
 
   notes.push_back(fmt::format(

@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # End-to-end checks of the dblock command, as a user runs it.
-# Usage: cli_test.sh PATH/TO/dblock [sqlite|postgresql|mysql]
+# Usage: cli_test.sh PATH/TO/dblock [sqlite|postgresql|mysql|redis|redlock]
 # postgresql and mysql use the server in DBLOCK_TEST_PG_URL or DBLOCK_TEST_MYSQL_URL, in a
 # fresh table, and restart it with DBLOCK_TEST_PG_RESTART or DBLOCK_TEST_MYSQL_RESTART.
+# redis and redlock use DBLOCK_TEST_REDIS_URL (restarted with DBLOCK_TEST_REDIS_RESTART) or
+# DBLOCK_TEST_REDLOCK_URL, in a fresh key namespace (--table).
 set -u
-DBLOCK=${1:?usage: cli_test.sh PATH/TO/dblock [sqlite|postgresql|mysql]}
+DBLOCK=${1:?usage: cli_test.sh PATH/TO/dblock [sqlite|postgresql|mysql|redis|redlock]}
 BACKEND=${2:-sqlite}
 WORK=$(mktemp -d /tmp/dblock-cli-XXXXXX)
 SERVER_URL="" RESTART=""
@@ -25,6 +27,13 @@ drop_tables() {
     case "$BACKEND" in
       postgresql) sql "DROP TABLE IF EXISTS $t, ${t}_schema_history; DROP SEQUENCE IF EXISTS ${t}_fence" ;;
       mysql) sql "DROP TABLE IF EXISTS $t, ${t}_schema_history, ${t}_fence" ;;
+      redis|redlock) /usr/bin/python3 -c '
+import sys, urllib.parse as p, redis
+u = p.urlsplit(sys.argv[1])
+for node in u.netloc.split("@")[-1].split(","):
+    host, port = node.rsplit(":", 1)
+    r = redis.Redis(host=host, port=int(port), password=p.unquote(u.password) if u.password else None)
+    for k in r.scan_iter(match=sys.argv[2] + ":*"): r.delete(k)' "$SERVER_URL" "$t" ;;
     esac
   done
 }
@@ -43,6 +52,9 @@ use_server() {
   export DBLOCK_URL="$SERVER_URL" DBLOCK_TABLE="cli_$(date +%s%N | tail -c 10)"
   STRATEGIES="insert optimistic for-update advisory"
 }
+# The strategies whose locks `dblock list` shows (leases).
+LISTED="insert optimistic redis redlock"
+UNREACHABLE_PATH=/dblock OTHER_STRATEGY=redis
 case "$BACKEND" in
   sqlite)
     export DBLOCK_URL="sqlite:$WORK/locks.db" DBLOCK_TABLE=dblock_locks
@@ -56,6 +68,13 @@ import sys, urllib.parse as p
 u = p.urlsplit(sys.argv[1])
 print("|".join([p.unquote(u.username or ""), p.unquote(u.password or ""), u.hostname or "127.0.0.1",
                 str(u.port or 3306), p.unquote(u.path.lstrip("/"))]))' "$SERVER_URL") ;;
+  redis)
+    use_server DBLOCK_TEST_REDIS_URL DBLOCK_TEST_REDIS_RESTART
+    STRATEGIES=redis UNREACHABLE_PATH=/0 OTHER_STRATEGY=insert ;;
+  redlock)
+    use_server DBLOCK_TEST_REDLOCK_URL DBLOCK_TEST_REDLOCK_START
+    RESTART=""  # the nodes' restarts are tested in redis_tests.cpp
+    STRATEGIES=redlock UNREACHABLE_PATH="" OTHER_STRATEGY=insert ;;
   *) echo "unknown backend $BACKEND"; exit 64 ;;
 esac
 if [ -n "$SERVER_URL" ]; then
@@ -118,7 +137,7 @@ t0=$(now_ms); expect_exit 75 "$strategy: --no-wait on a held lock" "$DBLOCK" run
 [ $((t1 - t0)) -lt 2000 ] && ok "$strategy: --no-wait returned at once ($((t1 - t0)) ms)" || fail "$strategy: --no-wait took $((t1 - t0)) ms"
 t0=$(now_ms); expect_exit 75 "$strategy: --wait 500ms on a held lock" "$DBLOCK" run --name busy $S --wait 500ms -- true; t1=$(now_ms)
 [ $((t1 - t0)) -ge 450 ] && [ $((t1 - t0)) -lt 3000 ] && ok "$strategy: --wait 500ms gave up after $((t1 - t0)) ms" || fail "$strategy: --wait 500ms took $((t1 - t0)) ms"
-if [ "$strategy" = insert ] || [ "$strategy" = optimistic ]; then
+if [[ " $LISTED " == *" $strategy "* ]]; then
   "$DBLOCK" list | grep -q busy && ok "list shows the held lock" || fail "list does not show the held lock"
   "$DBLOCK" list --json | python3 -c 'import json,sys; l=json.load(sys.stdin); assert any(x["name"]=="busy" and x["fence"]>0 and x["expires_at"].endswith("Z") for x in l)' \
     && ok "list --json" || fail "list --json"
@@ -158,6 +177,14 @@ alive "$(cat grandchild)" && fail "a process the command started outlived the lo
 wait "$thief"
 
 # --- migrate, sweep, missing schema ---------------------------------------------------------
+case "$BACKEND" in redis|redlock) KEYED=1 ;; *) KEYED=0 ;; esac
+if [ "$KEYED" = 1 ]; then  # Redis has no schema, and expires keys itself
+  expect_exit 0 "migrate is a harmless no-op" "$DBLOCK" migrate
+  grep -q "up to date" "$WORK/out" && ok "migrate says up to date" || fail "migrate said: $(cat "$WORK/out")"
+  "$DBLOCK" run --name sweepme --ttl 100ms -- true
+  expect_exit 0 "sweep once (nothing to sweep: the server expires keys)" "$DBLOCK" sweep --batch 10
+  grep -q "swept" "$WORK/out" && ok "sweep reports a count" || fail "sweep said: $(cat "$WORK/out")"
+else
 expect_exit 0 "migrate is idempotent" "$DBLOCK" migrate
 grep -q "up to date" "$WORK/out" && ok "migrate says up to date" || fail "migrate said: $(cat "$WORK/out")"
 expect_exit 0 "migrate a second table" "$DBLOCK" migrate --table "other_$DBLOCK_TABLE"
@@ -177,14 +204,16 @@ grep -q "dblock migrate" "$WORK/err" && ok "the error names dblock migrate" || f
 sql "UPDATE ${DBLOCK_TABLE}_schema_history SET checksum = 12345" || fail "cannot tamper with the history"
 expect_exit 78 "a changed migration is refused" "$DBLOCK" migrate
 grep -q "changed" "$WORK/err" && ok "the error says the migration changed" || fail "changed-migration error: $(cat "$WORK/err")"
+fi
 
 # --- server-specific faults -------------------------------------------------------------------
 if [ -n "$SERVER_URL" ]; then
   bad_pw=$(echo "$SERVER_URL" | sed -E 's#//([^:/@]+):[^@]*@#//\1:Wr0ngSecret@#')
+  [ "$KEYED" = 1 ] && bad_pw="${SERVER_URL%%://*}://someone:Wr0ngSecret@${SERVER_URL#*://}"
   expect_exit 69 "wrong password" "$DBLOCK" list --url "$bad_pw"
   grep -q Wr0ngSecret "$WORK/err" && fail "the password appears in the error" || ok "the password is not in the error"
   t0=$(now_ms)
-  expect_exit 69 "unreachable server" "$DBLOCK" list --url "${SERVER_URL%%://*}://dblock:Wr0ngSecret@127.0.0.1:1/dblock" --timeout 2s
+  expect_exit 69 "unreachable server" "$DBLOCK" list --url "${SERVER_URL%%://*}://dblock:Wr0ngSecret@127.0.0.1:1$UNREACHABLE_PATH" --timeout 2s
   t1=$(now_ms)
   [ $((t1 - t0)) -lt 3000 ] && ok "unreachable server: gave up within the 2s timeout ($((t1 - t0)) ms)" || fail "unreachable server: took $((t1 - t0)) ms (timeout 2s)"
   grep -q Wr0ngSecret "$WORK/err" && fail "the password appears in the error" || ok "the password is not in the error"
@@ -194,9 +223,18 @@ if [ -n "$SERVER_URL" ]; then
       expect_exit 78 "a database that does not exist, in the URL" "$DBLOCK" migrate --url "${SERVER_URL%/*}/no_such_db"
       expect_exit 78 "a database that does not exist, in --table" "$DBLOCK" migrate --table no_such_db.locks ;;
   esac
-  expect_exit 64 "a strategy $BACKEND does not offer" "$DBLOCK" run --strategy redis --name n -- true
+  expect_exit 64 "a strategy $BACKEND does not offer" "$DBLOCK" run --strategy $OTHER_STRATEGY --name n -- true
   # A restart frees session locks: the holder learns it and stops its command; a lease survives.
-  if [ -n "$RESTART" ]; then
+  if [ "$BACKEND" = redis ]; then
+    rm -f held2
+    "$DBLOCK" run --name lease --ttl 6s -- sh -c 'touch held2; sleep 4' & lease=$!
+    wait_for_file held2 || fail "holder did not start"
+    sh -c "$RESTART" >/dev/null 2>&1 || fail "restart failed"
+    wait "$lease"; code=$?
+    [ "$code" = 0 ] && ok "server restart: the lease survived (append-only file) and its command finished (exit 0)" || fail "lease holder exited $code after a restart"
+  elif [ "$BACKEND" = redlock ]; then
+    :
+  elif [ -n "$RESTART" ]; then
     rm -f held held2
     "$DBLOCK" run --name sess --strategy for-update --ttl 900ms --grace 1s -- sh -c 'touch held; sleep 30' & sess=$!
     "$DBLOCK" run --name lease --strategy insert --ttl 6s -- sh -c 'touch held2; sleep 4' & lease=$!

@@ -178,7 +178,8 @@ TEMPLATE_TEST_CASE("fences increase across release, expiry, sweep, loss and reop
     if constexpr (TestType::lease_based) {
       auto expiring = next(c, opts<TestType>(100ms, false));  // expires, then is swept away
       std::this_thread::sleep_for(250ms);
-      CHECK(c->sweep() >= 1);
+      if constexpr (dblock::test::server_expires_v<TestType>) CHECK(c->sweep() == 0);  // the server expired it
+      else CHECK(c->sweep() >= 1);
       CHECK(c->list().empty());
       next(c, opts<TestType>()).release();
     }

@@ -6,7 +6,9 @@
 #pragma once
 
 #include <memory>
+#include <random>
 #include <string>
+#include <type_traits>
 
 #include "dblock/dblock.hpp"
 #include "support/servers.hpp"
@@ -20,6 +22,9 @@ namespace dblock::test {
 //   make()        the namespace (URL and table) of this test
 //   steal(c, n)   takes lock n away from its holder behind its back: an operator's force
 //                 release for leases, the holder's connection terminated for session locks
+// and may have:
+//   server_expires  true: the server deletes an expired lease itself (Redis key TTLs), so
+//                   there is nothing for sweep() to do and it returns 0
 struct SqliteFixture {
   static constexpr bool lease_based = true;
   TempDir dir;
@@ -84,10 +89,47 @@ DBLOCK_SERVER_FIXTURE(MySqlAdvisory, ServerSessionFixture, mysql, advisory);
 #define DBLOCK_MYSQL_SESSION_FIXTURES
 #endif
 
+#ifdef DBLOCK_TEST_REDIS
+// A fresh namespace (ClientOptions::table, the key prefix) per test on the test server(s).
+struct RedisFixture {
+  static constexpr bool lease_based = true;
+  static constexpr bool server_expires = true;
+  TempDir dir;
+  std::string url;
+  std::string table = "dblock_t_" + std::to_string(std::random_device{}());
+  explicit RedisFixture(const char* variable) : url(server_url(variable)) {}
+  Namespace make() const {
+    ClientOptions o;
+    o.table = table;
+    return Namespace{url, o};
+  }
+  void steal(Client& c, const std::string& name) const { REQUIRE(c.force_release(name)); }
+};
+struct RedisLock : RedisFixture {
+  static constexpr Strategy strategy = Strategy::redis;
+  RedisLock() : RedisFixture("DBLOCK_TEST_REDIS_URL") {}
+};
+struct Redlock : RedisFixture {
+  static constexpr Strategy strategy = Strategy::redlock;
+  Redlock() : RedisFixture("DBLOCK_TEST_REDLOCK_URL") {}
+};
+#define DBLOCK_REDIS_FIXTURES , dblock::test::RedisLock, dblock::test::Redlock
+#else
+#define DBLOCK_REDIS_FIXTURES
+#endif
+
+template <class F, class = void>
+struct server_expires : std::false_type {};
+template <class F>
+struct server_expires<F, std::void_t<decltype(F::server_expires)>> : std::bool_constant<F::server_expires> {};
+template <class F>
+inline constexpr bool server_expires_v = server_expires<F>::value;
+
 }  // namespace dblock::test
 
 // The fixtures the contract suite runs against (macros so that test names say which):
-// the lease strategies, and all of them.
+// the lease strategies swept by sweep() (SQL), and all of them.
 #define DBLOCK_LEASE_FIXTURES \
   dblock::test::SqliteInsert, dblock::test::SqliteOptimistic DBLOCK_PG_LEASE_FIXTURES DBLOCK_MYSQL_LEASE_FIXTURES
-#define DBLOCK_CONTRACT_FIXTURES DBLOCK_LEASE_FIXTURES DBLOCK_PG_SESSION_FIXTURES DBLOCK_MYSQL_SESSION_FIXTURES
+#define DBLOCK_CONTRACT_FIXTURES \
+  DBLOCK_LEASE_FIXTURES DBLOCK_PG_SESSION_FIXTURES DBLOCK_MYSQL_SESSION_FIXTURES DBLOCK_REDIS_FIXTURES

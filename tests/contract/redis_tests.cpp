@@ -1,2 +1,285 @@
-// What only the Redis and Redlock bridges promise (and their interop with redis-py).
+// What only the redis and redlock backends promise: interop with redis-py's lock on the same
+// name, scripts surviving SCRIPT FLUSH and restarts, and Redlock's majority rules.
+#include <hiredis/hiredis.h>
+
 #include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <thread>
+
+#include "contract/fixtures.hpp"
+#include "core/url.hpp"
+#include "support/process.hpp"
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+using dblock::LockOptions;
+using dblock::Strategy;
+using dblock::test::Namespace;
+
+namespace {
+
+LockOptions opts(Strategy s, std::chrono::milliseconds ttl = 30s) {
+  LockOptions o;
+  o.strategy = s;
+  o.ttl = ttl;
+  return o;
+}
+
+std::vector<dblock::detail::HostPort> hosts_of(const std::string& url) { return dblock::detail::parse_url(url).hosts; }
+
+// One raw command to one server, behind the library's back. Returns the reply as text
+// (integers in decimal), or "" when the server is unreachable or the connection drops.
+std::string raw(const dblock::detail::HostPort& hp, const std::vector<std::string>& argv) {
+  timeval tv{2, 0};
+  redisContext* c = redisConnectWithTimeout(hp.host.c_str(), hp.port, tv);
+  if (!c || c->err) {
+    if (c) redisFree(c);
+    return "";
+  }
+  std::vector<const char*> p;
+  std::vector<size_t> len;
+  for (const auto& a : argv) p.push_back(a.c_str()), len.push_back(a.size());
+  auto* r = static_cast<redisReply*>(redisCommandArgv(c, static_cast<int>(argv.size()), p.data(), len.data()));
+  std::string out;
+  if (r) {
+    if (r->type == REDIS_REPLY_INTEGER)
+      out = std::to_string(r->integer);
+    else if (r->str)
+      out.assign(r->str, r->len);
+    freeReplyObject(r);
+  }
+  redisFree(c);
+  return out;
+}
+
+template <class Cond>
+bool eventually(Cond cond, std::chrono::milliseconds limit = 10s) {
+  auto end = Clock::now() + limit;
+  while (Clock::now() < end) {
+    if (cond()) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return cond();
+}
+
+// Stops redlock nodes (SHUTDOWN NOSAVE over hiredis) and starts them again when it goes out
+// of scope (DBLOCK_TEST_REDLOCK_START), so a failing test leaves the nodes running.
+class StoppedNodes {
+ public:
+  StoppedNodes(const std::string& url, std::vector<int> which) {
+    auto hosts = hosts_of(url);
+    for (int i : which) {
+      raw(hosts[i], {"SHUTDOWN", "NOSAVE"});
+      REQUIRE(eventually([&] { return raw(hosts[i], {"PING"}).empty(); }, 5s));
+    }
+  }
+  ~StoppedNodes() {
+    const char* start = std::getenv("DBLOCK_TEST_REDLOCK_START");
+    if (start && *start && std::system(start) != 0) WARN("DBLOCK_TEST_REDLOCK_START failed");
+  }
+};
+
+// A redis-py process holding `name` (timeout ttl_s) until killed; ready once `ready` exists.
+pid_t python_holder(const std::string& url, const std::string& name, const std::string& ready) {
+  const char* code = R"py(
+import sys, time, redis
+r = redis.Redis.from_url(sys.argv[1])
+lock = r.lock(sys.argv[2], timeout=30)
+assert lock.acquire(blocking=True, blocking_timeout=10)
+open(sys.argv[3], "w").write("held")
+time.sleep(60)
+)py";
+  return dblock::test::spawn({"/usr/bin/python3", "-c", code, url, name, ready});
+}
+
+// redis-py's non-blocking acquire and release on `name`: "True"/"False" for the acquire.
+std::string python_try(const std::string& url, const std::string& name, const std::string& out) {
+  const char* code = R"py(
+import sys, redis
+r = redis.Redis.from_url(sys.argv[1])
+lock = r.lock(sys.argv[2], timeout=30)
+got = lock.acquire(blocking=False)
+if got: lock.release()
+open(sys.argv[3], "w").write(str(got))
+)py";
+  std::filesystem::remove(out);
+  auto pid = dblock::test::spawn({"/usr/bin/python3", "-c", code, url, name, out});
+  REQUIRE(dblock::test::wait_exit(pid) == 0);
+  std::string s;
+  std::ifstream(out) >> s;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("redis: dblock and redis-py locks on the same name exclude each other", "[redis]") {
+  dblock::test::RedisLock f;
+  auto ns = f.make();
+  auto c = ns.open();
+  auto ready = f.dir.path() + "/ready";
+  // redis-py holds: dblock cannot take it, and waits no longer than redis-py's TTL says.
+  auto pid = python_holder(ns.url, "shared", ready);
+  REQUIRE(eventually([&] { return std::filesystem::exists(ready); }));
+  CHECK_FALSE(c->lock("shared", opts(Strategy::redis)).try_acquire());
+  CHECK_FALSE(c->lock("shared", opts(Strategy::redis)).try_acquire(200ms));
+  CHECK(c->list().empty());                 // a foreign lock is not a dblock lease
+  CHECK_FALSE(c->force_release("shared"));  // nor does an operator's force release touch it
+  kill(pid, SIGKILL);
+  dblock::test::wait_exit(pid);
+  // The dead redis-py holder's key stays until its timeout; delete it as its owner would.
+  raw(hosts_of(ns.url)[0], {"DEL", "shared"});
+  // dblock holds: redis-py's non-blocking acquire fails; after the release it succeeds.
+  auto lease = c->lock("shared", opts(Strategy::redis)).try_acquire();
+  REQUIRE(lease);
+  CHECK(python_try(ns.url, "shared", f.dir.path() + "/py") == "False");
+  CHECK_FALSE(lease->lost());
+  lease->release();
+  CHECK(python_try(ns.url, "shared", f.dir.path() + "/py") == "True");
+  CHECK(c->lock("shared", opts(Strategy::redis)).try_acquire());
+}
+
+TEST_CASE("redis: after SCRIPT FLUSH acquire, renew and release still work", "[redis]") {
+  dblock::test::RedisLock f;
+  auto ns = f.make();
+  auto c = ns.open();
+  auto server = hosts_of(ns.url)[0];
+  auto first = c->lock("job", opts(Strategy::redis)).acquire();
+  first.release();
+  REQUIRE(raw(server, {"SCRIPT", "FLUSH"}) == "OK");
+  auto o = opts(Strategy::redis, 300ms);
+  auto lease = c->lock("job", o).acquire();  // EVALSHA: NOSCRIPT, then EVAL
+  CHECK(lease.fence() > first.fence());
+  REQUIRE(raw(server, {"SCRIPT", "FLUSH"}) == "OK");
+  std::this_thread::sleep_for(700ms);  // renewals through a flushed cache
+  CHECK_FALSE(lease.lost());
+  REQUIRE(raw(server, {"SCRIPT", "FLUSH"}) == "OK");
+  CHECK_NOTHROW(lease.release());
+  CHECK(c->list().empty());
+}
+
+TEST_CASE("redis: a lease survives a server restart; renewal resumes and fences keep increasing", "[redis]") {
+  dblock::test::RedisLock f;
+  auto ns = f.make();
+  const char* restart = std::getenv("DBLOCK_TEST_REDIS_RESTART");
+  if (!restart || !*restart) FAIL("DBLOCK_TEST_REDIS_RESTART is not set (scripts/services env redis)");
+  auto c = ns.open(), other = ns.open();
+  auto lease = c->lock("job", opts(Strategy::redis, 5s)).acquire();
+  auto before = lease.fence();
+  REQUIRE(std::system(restart) == 0);  // the append-only file keeps the keys
+  CHECK_FALSE(other->lock("job", opts(Strategy::redis)).try_acquire(300ms));
+  std::this_thread::sleep_for(2500ms);  // past a renewal period: it reconnects and renews
+  CHECK_FALSE(lease.lost());
+  CHECK(lease.remaining() > 2s);
+  lease.release();
+  auto next = other->lock("job", opts(Strategy::redis)).try_acquire(2s);
+  REQUIRE(next);
+  CHECK(next->fence() > before);
+}
+
+TEST_CASE("redis: an unreachable server is an UnavailableError that never shows the password", "[redis]") {
+  // A port nobody listens on: a free port just bound and closed.
+  std::string url = "redis://:s3cr3t-pw@127.0.0.1:1/0";
+  try {
+    dblock::Client::open(url);
+    FAIL("opened an unreachable server");
+  } catch (const dblock::UnavailableError& e) {
+    CHECK(std::string(e.what()).find("s3cr3t-pw") == std::string::npos);
+    CHECK(std::string(e.what()).find("127.0.0.1:1") != std::string::npos);
+  }
+  try {
+    dblock::Client::open("redlock://:s3cr3t-pw@127.0.0.1:1,127.0.0.1:2,127.0.0.1:3");
+    FAIL("opened unreachable nodes");
+  } catch (const dblock::UnavailableError& e) {
+    CHECK(std::string(e.what()).find("s3cr3t-pw") == std::string::npos);
+  }
+  // A wrong password on a server without one configured: refused, and not echoed either.
+  auto real = dblock::test::server_url("DBLOCK_TEST_REDIS_URL");
+  auto hp = hosts_of(real)[0];
+  try {
+    dblock::Client::open("redis://someone:s3cr3t-pw@" + hp.host + ":" + std::to_string(hp.port));
+    FAIL("opened with bad credentials");
+  } catch (const dblock::UnavailableError& e) {
+    CHECK(std::string(e.what()).find("s3cr3t-pw") == std::string::npos);
+  }
+  CHECK_THROWS_AS(dblock::Client::open("redis://127.0.0.1:6379/notanumber"), dblock::UsageError);
+  CHECK_THROWS_AS(dblock::Client::open("redis://127.0.0.1:1,127.0.0.1:2"), dblock::UsageError);
+}
+
+TEST_CASE("redlock: the node count must be odd", "[redis]") {
+  auto check = [](const std::string& url) {
+    try {
+      dblock::Client::open(url);
+      FAIL("accepted " << url);
+    } catch (const dblock::UsageError& e) {
+      CHECK(std::string(e.what()).find("odd number") != std::string::npos);
+    }
+  };
+  check("redlock://127.0.0.1:1,127.0.0.1:2");
+  check("redlock://127.0.0.1:1,127.0.0.1:2,127.0.0.1:3,127.0.0.1:4");
+  CHECK_THROWS_AS(dblock::Client::open("redlock://"), dblock::UsageError);
+}
+
+TEST_CASE("redlock: with one node down, locks still work on the majority and fences increase", "[redis]") {
+  dblock::test::Redlock f;
+  auto ns = f.make();
+  auto c = ns.open(), other = ns.open();
+  auto first = c->lock("job", opts(Strategy::redlock)).acquire();
+  auto f1 = first.fence();
+  first.release();
+  StoppedNodes down(ns.url, {2});
+  auto t0 = Clock::now();
+  auto second = c->lock("job", opts(Strategy::redlock, 600ms)).acquire();
+  CHECK(Clock::now() - t0 < 1s);
+  CHECK(second.fence() > f1);
+  CHECK_FALSE(other->lock("job", opts(Strategy::redlock)).try_acquire());
+  std::this_thread::sleep_for(1200ms);  // renewals on the four live nodes
+  CHECK_FALSE(second.lost());
+  second.release();
+  auto third = other->lock("job", opts(Strategy::redlock)).try_acquire(2s);
+  REQUIRE(third);
+  CHECK(third->fence() > second.fence());
+  CHECK(other->list().size() == 1);
+}
+
+TEST_CASE("redlock: with a majority down an attempt fails fast with UnavailableError", "[redis]") {
+  dblock::test::Redlock f;
+  auto ns = f.make();
+  auto c = ns.open();
+  StoppedNodes down(ns.url, {0, 1, 2});
+  for (int i = 0; i < 3; ++i) {
+    auto t0 = Clock::now();
+    CHECK_THROWS_AS(c->lock("job", opts(Strategy::redlock)).try_acquire(), dblock::UnavailableError);
+    CHECK(Clock::now() - t0 < 500ms);
+  }
+  // A new client cannot open either: fewer than a majority reachable.
+  CHECK_THROWS_AS(ns.open(), dblock::UnavailableError);
+}
+
+TEST_CASE("redlock: fences strictly increase when successive grants win different majorities", "[redis]") {
+  dblock::test::Redlock f;
+  auto ns = f.make();
+  auto c = ns.open();
+  std::uint64_t last = 0;
+  auto grant = [&] {
+    auto lease = c->lock("job", opts(Strategy::redlock)).try_acquire(2s);
+    REQUIRE(lease);
+    CHECK(lease->fence() > last);
+    last = lease->fence();
+    lease->release();
+  };
+  grant();
+  for (std::vector<int> nodes : {std::vector<int>{0, 1}, {3, 4}, {1, 2}, {0, 4}}) {
+    {
+      StoppedNodes down(ns.url, nodes);
+      grant();
+      grant();
+    }
+    // A client retries a node it saw fail once a second: let it see the restarted ones.
+    std::this_thread::sleep_for(1200ms);
+  }
+  grant();
+}

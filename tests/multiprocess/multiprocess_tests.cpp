@@ -5,6 +5,7 @@
 #include <fstream>
 #include <vector>
 
+#include "contract/fixtures.hpp"  // the redis fixtures: a fresh key namespace
 #include "dblock/dblock.hpp"
 #include "support/process.hpp"
 #include "support/servers.hpp"
@@ -66,5 +67,17 @@ TEST_CASE("4 processes x 3 threads keep an exact counter with increasing fences:
           "[multiprocess][postgresql]") {
   dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::postgresql);
   hammer(table.ns(), "optimistic");
+}
+#endif
+
+#ifdef DBLOCK_TEST_REDIS
+TEST_CASE("4 processes x 3 threads keep an exact counter with increasing fences: redis", "[multiprocess][redis]") {
+  dblock::test::RedisLock f;
+  hammer(f.make(), "redis");
+}
+
+TEST_CASE("4 processes x 3 threads keep an exact counter with increasing fences: redlock", "[multiprocess][redis]") {
+  dblock::test::Redlock f;
+  hammer(f.make(), "redlock");
 }
 #endif

@@ -1,12 +1,192 @@
+// The redis and redlock backends: URL parsing, and what is not a lock attempt (list, force
+// release). Redis expires keys itself, so there is nothing to sweep and no schema to migrate.
 #include "backends/redis/redis_backend.hpp"
 
+#include <algorithm>
+#include <map>
+
+#include "backends/redis/redis_driver.hpp"
+#include "backends/redis/redis_pool.hpp"
+#include "backends/redis/redlock_driver.hpp"
 #include "dblock/errors.hpp"
 
 namespace dblock::detail {
-std::unique_ptr<Backend> open_redis(const Url&, const ClientOptions&) {
-  throw UsageError("the redis backend is not written yet");
+
+namespace redis {
+namespace {
+
+Target base_target(const Url& url, const ClientOptions& o) {
+  for (const auto& [key, value] : url.query)
+    if (!key.empty()) throw UsageError("unknown " + url.scheme + " URL parameter '" + key + "' (none are known)");
+  Target t;
+  t.user = url.user;
+  t.password = url.password;
+  t.connect_timeout = o.connect_timeout;
+  t.command_timeout = o.statement_timeout;
+  if (!url.path.empty()) {
+    bool digits = url.path.size() <= 4 &&
+                  std::all_of(url.path.begin(), url.path.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (!digits)
+      throw UsageError(url.scheme + " URL: the path is a database number (redis://host:port/0), not '" + url.path +
+                       "'");
+    t.db = std::stoi(url.path);
+  }
+  return t;
 }
-std::unique_ptr<Backend> open_redlock(const Url&, const ClientOptions&) {
-  throw UsageError("the redlock backend is not written yet");
+
+Target node_target(Target t, const HostPort& hp, const std::string& scheme) {
+  t.host = hp.host.empty() ? "127.0.0.1" : hp.host;
+  t.port = hp.port ? hp.port : 6379;
+  t.where = scheme + "://" + t.host + ":" + std::to_string(t.port);  // never the password
+  return t;
 }
+
+Keys keys_for(const ClientOptions& o) { return Keys{o.table + ":"}; }
+
+// SCANs one server for this namespace's meta hashes and describes each lease.
+std::vector<LeaseInfo> list_on(Connection& c, const Keys& keys) {
+  std::vector<LeaseInfo> out;
+  std::string cursor = "0";
+  const auto meta_prefix = keys.meta("");
+  do {
+    auto r = c.command({"SCAN", cursor, "MATCH", keys.meta_pattern(), "COUNT", "1000"});
+    if (r->type != REDIS_REPLY_ARRAY || r->elements != 2) throw InternalError("redis: unexpected SCAN answer");
+    cursor.assign(r->element[0]->str, r->element[0]->len);
+    const auto& found = *r->element[1];
+    for (std::size_t i = 0; i < found.elements; ++i) {
+      std::string meta(found.element[i]->str, found.element[i]->len);
+      auto name = meta.substr(meta_prefix.size());
+      auto d = c.eval(describe_script(), {name, meta}, {});
+      if (d->type != REDIS_REPLY_ARRAY || d->elements != 6) continue;  // gone meanwhile
+      auto ms = [](std::int64_t v) { return std::chrono::system_clock::time_point(milliseconds{v}); };
+      LeaseInfo li;
+      li.name = name;
+      li.owner.assign(d->element[0]->str, d->element[0]->len);
+      li.fence = static_cast<std::uint64_t>(as_int(*d->element[1]));
+      li.holds = static_cast<std::uint32_t>(as_int(*d->element[2]));
+      li.acquired_at = ms(as_int(*d->element[3]));
+      auto now = as_int(*d->element[5]);
+      li.expires_at = ms(now + std::max<std::int64_t>(0, as_int(*d->element[4])));
+      out.push_back(std::move(li));
+    }
+  } while (cursor != "0");
+  std::sort(out.begin(), out.end(), [](const LeaseInfo& a, const LeaseInfo& b) { return a.name < b.name; });
+  return out;
+}
+
+class RedisBackend final : public Backend {
+ public:
+  RedisBackend(Target t, const ClientOptions& o)
+      : pool_(t, o.pool_size),
+        keys_(keys_for(o)),
+        sub_(o.notifications ? std::make_unique<Subscriber>(std::vector<Target>{t}, keys_.channel()) : nullptr) {
+    pool_.get();  // connect now: an unreachable server or refused credentials fail here
+  }
+  std::string_view name() const noexcept override { return "redis"; }
+  std::vector<Strategy> strategies() const override { return {Strategy::redis}; }
+  std::unique_ptr<LockDriver> make_driver(Strategy s) override {
+    if (s != Strategy::redis)
+      throw UsageError("the redis backend offers strategy redis only, not " + std::string(to_string(s)));
+    return std::make_unique<RedisDriver>(pool_, keys_, sub_.get());
+  }
+  std::vector<std::string> migrate() override { return {}; }  // no schema: keys are made as needed
+  std::size_t sweep(std::size_t) override { return 0; }       // the server expires keys itself
+  std::vector<LeaseInfo> list() override {
+    auto c = pool_.get();
+    return list_on(*c, keys_);
+  }
+  bool force_release(const std::string& name) override {
+    auto c = pool_.get();
+    return as_int(*c->eval(force_release_script(), {name, keys_.meta(name)}, {keys_.channel()})) == 1;
+  }
+
+ private:
+  Pool pool_;
+  Keys keys_;
+  std::unique_ptr<Subscriber> sub_;  // destroyed first: its thread stops before the pool goes
+};
+
+class RedlockBackend final : public Backend {
+ public:
+  RedlockBackend(std::vector<Target> nodes, const ClientOptions& o)
+      : nodes_(nodes, o.pool_size),
+        keys_(keys_for(o)),
+        statement_timeout_(o.statement_timeout),
+        sub_(o.notifications ? std::make_unique<Subscriber>(nodes, keys_.channel()) : nullptr) {
+    nodes_.connect_all();
+  }
+  std::string_view name() const noexcept override { return "redlock"; }
+  std::vector<Strategy> strategies() const override { return {Strategy::redlock}; }
+  std::unique_ptr<LockDriver> make_driver(Strategy s) override {
+    if (s != Strategy::redlock)
+      throw UsageError("the redlock backend offers strategy redlock only, not " + std::string(to_string(s)));
+    return std::make_unique<RedlockDriver>(nodes_, keys_, sub_.get(), statement_timeout_);
+  }
+  std::vector<std::string> migrate() override { return {}; }
+  std::size_t sweep(std::size_t) override { return 0; }
+  // A lease is listed when a majority of the nodes that answer agree on its owner.
+  std::vector<LeaseInfo> list() override {
+    std::map<std::pair<std::string, std::string>, std::vector<LeaseInfo>> seen;
+    std::size_t answered = 0;
+    for (const auto& t : nodes_.targets()) {
+      try {
+        Connection c(t);
+        for (auto& li : list_on(c, keys_)) seen[{li.name, li.owner}].push_back(std::move(li));
+        ++answered;
+      } catch (const Error&) {
+      }
+    }
+    if (answered < nodes_.majority()) throw UnavailableError("redlock: fewer than a majority of the nodes answered");
+    std::vector<LeaseInfo> out;
+    for (auto& [key, v] : seen) {
+      if (v.size() < nodes_.majority()) continue;
+      LeaseInfo li = v.front();
+      for (const auto& x : v) {
+        li.fence = std::max(li.fence, x.fence);
+        li.holds = std::max(li.holds, x.holds);
+        li.acquired_at = std::min(li.acquired_at, x.acquired_at);
+        li.expires_at = std::min(li.expires_at, x.expires_at);
+      }
+      out.push_back(std::move(li));
+    }
+    return out;
+  }
+  bool force_release(const std::string& name) override {
+    auto answers =
+        nodes_.eval_all(force_release_script(), {name, keys_.meta(name)}, {keys_.channel()}, statement_timeout_);
+    return std::any_of(answers.begin(), answers.end(),
+                       [](const NodeAnswer& a) { return a.ok() && as_int(*a.reply) == 1; });
+  }
+
+ private:
+  Nodes nodes_;
+  Keys keys_;
+  milliseconds statement_timeout_;
+  std::unique_ptr<Subscriber> sub_;
+};
+
+}  // namespace
+}  // namespace redis
+
+std::unique_ptr<Backend> open_redis(const Url& url, const ClientOptions& options) {
+  if (url.hosts.size() > 1)
+    throw UsageError("a redis URL names one server, not " + std::to_string(url.hosts.size()) +
+                     " (for several independent nodes use redlock://host:port,host:port,...)");
+  auto t = redis::base_target(url, options);
+  t = redis::node_target(t, url.hosts.empty() ? HostPort{} : url.hosts[0], "redis");
+  t.where = url.redacted();
+  return std::make_unique<redis::RedisBackend>(t, options);
+}
+
+std::unique_ptr<Backend> open_redlock(const Url& url, const ClientOptions& options) {
+  if (url.hosts.empty() || url.hosts.size() % 2 == 0 || (url.hosts.size() == 1 && url.hosts[0].host.empty()))
+    throw UsageError(
+        "a redlock URL names an odd number of independent nodes (redlock://host:port,host:port,host:port), not " +
+        std::to_string(url.hosts.size() == 1 && url.hosts[0].host.empty() ? 0 : url.hosts.size()));
+  auto base = redis::base_target(url, options);
+  std::vector<redis::Target> nodes;
+  for (const auto& hp : url.hosts) nodes.push_back(redis::node_target(base, hp, "redlock"));
+  return std::make_unique<redis::RedlockBackend>(std::move(nodes), options);
+}
+
 }  // namespace dblock::detail

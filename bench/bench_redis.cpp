@@ -1,0 +1,181 @@
+// dblock-bench on Redis and Redlock: the redis and redlock strategies next to bare hiredis
+// round trips to the same servers: `select1` = PING (the one-round-trip floor; named like the
+// SQL backends' SELECT 1 so that the report's `x select1` column compares alike), and
+// `set-nx-px+del` = SET k v NX PX 30000 then DEL k, the two commands a plain Redis lock cannot
+// avoid. For redlock each baseline goes to every node at once (pipelined on one connection
+// per node, replies read after all were sent), as the strategy does.
+#include "bench_redis.hpp"
+
+#include <stdexcept>
+
+#include <fmt/format.h>
+
+#include "bench_util.hpp"
+
+#ifdef DBLOCK_WITH_REDIS
+#include <hiredis/hiredis.h>
+
+#include <memory>
+#include <vector>
+
+#include "core/url.hpp"  // the library's own URL parser: the baselines reach the same servers
+#endif
+
+namespace dblock_bench {
+
+std::optional<std::string> redis_skip_reason() {
+#ifdef DBLOCK_WITH_REDIS
+  if (!env_url("DBLOCK_TEST_REDIS_URL"))
+    return std::string("DBLOCK_TEST_REDIS_URL is not set (eval \"$(scripts/services env redis)\")");
+  return std::nullopt;
+#else
+  return std::string("built without hiredis (DBLOCK_WITH_REDIS is off)");
+#endif
+}
+
+std::optional<std::string> redlock_skip_reason() {
+#ifdef DBLOCK_WITH_REDIS
+  if (!env_url("DBLOCK_TEST_REDLOCK_URL"))
+    return std::string("DBLOCK_TEST_REDLOCK_URL is not set (eval \"$(scripts/services env redlock)\")");
+  return std::nullopt;
+#else
+  return std::string("built without hiredis (DBLOCK_WITH_REDIS is off)");
+#endif
+}
+
+#ifndef DBLOCK_WITH_REDIS
+
+BackendReport run_redis(const Options&) { throw std::runtime_error("built without Redis support"); }
+BackendReport run_redlock(const Options&) { throw std::runtime_error("built without Redis support"); }
+
+#else
+
+namespace {
+
+struct Free {
+  void operator()(redisContext* c) const { redisFree(c); }
+  void operator()(redisReply* r) const { freeReplyObject(r); }
+};
+
+// Bare hiredis connections to the URL's servers (one for redis, one per node for redlock).
+class Nodes {
+ public:
+  explicit Nodes(const std::string& url) {
+    auto u = dblock::detail::parse_url(url);
+    for (const auto& hp : u.hosts) {
+      std::unique_ptr<redisContext, Free> c(redisConnect(hp.host.empty() ? "127.0.0.1" : hp.host.c_str(), hp.port ? hp.port : 6379));
+      if (!c || c->err) throw std::runtime_error("redis baseline: cannot connect: " + std::string(c ? c->errstr : "?"));
+      if (!u.password.empty()) send_all({u.user.empty() ? std::vector<std::string>{"AUTH", u.password}
+                                                        : std::vector<std::string>{"AUTH", u.user, u.password}}, c.get());
+      nodes_.push_back(std::move(c));
+    }
+  }
+  // Sends the commands to every node (all of them before reading), then reads every reply;
+  // returns the replies' integers (or 1 for OK / PONG, 0 for nil) of the last node.
+  std::vector<long long> all(const std::vector<std::vector<std::string>>& cmds) {
+    for (auto& c : nodes_)
+      for (const auto& cmd : cmds) append(c.get(), cmd);
+    for (auto& c : nodes_) {
+      int done = 0;
+      while (!done)
+        if (redisBufferWrite(c.get(), &done) != REDIS_OK) throw std::runtime_error("redis baseline: write failed");
+    }
+    std::vector<long long> out;
+    for (auto& c : nodes_) {
+      out.clear();
+      for (std::size_t i = 0; i < cmds.size(); ++i) out.push_back(read(c.get()));
+    }
+    return out;
+  }
+  std::vector<std::string> keys(const std::string& pattern) {  // every node's keys matching
+    std::vector<std::string> out;
+    for (auto& c : nodes_) {
+      std::unique_ptr<redisReply, Free> r(static_cast<redisReply*>(redisCommand(c.get(), "KEYS %s", pattern.c_str())));
+      if (r && r->type == REDIS_REPLY_ARRAY)
+        for (std::size_t i = 0; i < r->elements; ++i) out.emplace_back(r->element[i]->str, r->element[i]->len);
+    }
+    return out;
+  }
+  void del_everywhere(const std::vector<std::string>& keys) {
+    for (const auto& k : keys) all({{"DEL", k}});
+  }
+
+ private:
+  static void append(redisContext* c, const std::vector<std::string>& cmd) {
+    std::vector<const char*> p;
+    std::vector<size_t> len;
+    for (const auto& a : cmd) p.push_back(a.c_str()), len.push_back(a.size());
+    redisAppendCommandArgv(c, static_cast<int>(cmd.size()), p.data(), len.data());
+  }
+  static long long read(redisContext* c) {
+    void* out = nullptr;
+    if (redisGetReply(c, &out) != REDIS_OK || !out) throw std::runtime_error("redis baseline: read failed");
+    std::unique_ptr<redisReply, Free> r(static_cast<redisReply*>(out));
+    if (r->type == REDIS_REPLY_ERROR) throw std::runtime_error("redis baseline: " + std::string(r->str, r->len));
+    if (r->type == REDIS_REPLY_INTEGER) return r->integer;
+    return r->type == REDIS_REPLY_NIL ? 0 : 1;
+  }
+  void send_all(const std::vector<std::vector<std::string>>& cmds, redisContext* c) {
+    for (const auto& cmd : cmds) append(c, cmd);
+    for (std::size_t i = 0; i < cmds.size(); ++i) read(c);
+  }
+  std::vector<std::unique_ptr<redisContext, Free>> nodes_;
+};
+
+BackendReport run_keyed(const std::string& backend, const char* var, dblock::Strategy strategy, const Options& opt) {
+  const std::string url = env_url(var);
+  dblock::ClientOptions client_options;
+  ScratchTable table(backend, [&](const std::string& name) {  // the run's keys, deleted at the end
+    Nodes n(url);
+    n.del_everywhere(n.keys(name + ":*"));
+    n.del_everywhere({"bench-bare-set-nx"});
+  });
+  client_options.table = table.name();
+  auto first = dblock::Client::open(url, client_options);
+  fmt::print(stderr, "dblock-bench: {}: key namespace {}: at {}\n", backend, table.name(), first->url());
+
+  Nodes nodes(url);
+  auto check = [&](bool ok, const char* what) {
+    if (!ok) throw std::runtime_error(fmt::format("{} baseline {}", backend, what));
+  };
+  auto ping = [&] { check(nodes.all({{"PING"}}).at(0) == 1, "select1: PING did not answer PONG"); };
+  auto set_del = [&] {
+    auto r = nodes.all({{"SET", "bench-bare-set-nx", "x", "NX", "PX", "30000"}});
+    check(r.at(0) == 1, "set-nx-px+del: SET NX on a free key did not answer OK");
+    check(nodes.all({{"DEL", "bench-bare-set-nx"}}).at(0) == 1, "set-nx-px+del: DEL found no key");
+  };
+
+  BackendReport rep;
+  rep.notes.push_back(fmt::format(
+      "{0}: {1} at {2}, hiredis {3}.{4}.{5}; key namespace {6} (deleted at the end). Baselines (bare hiredis{7}): "
+      "`select1` = PING (1 round trip), `set-nx-px+del` = `SET k v NX PX 30000` + `DEL k` (2 round trips); the "
+      "{0} strategy is one EVALSHA to acquire and one to release (plus the fence write-back{8})",
+      backend, backend == "redis" ? "server" : "nodes", first->url(), HIREDIS_MAJOR, HIREDIS_MINOR, HIREDIS_PATCH,
+      table.name(), backend == "redis" ? "" : ", each command to every node at once",
+      backend == "redis" ? ": none on one server" : " to every node: 3 parallel round trips in all"));
+  ServerRun run;
+  run.backend = backend;
+  run.url = url;
+  run.client_options = client_options;
+  run.first = first;
+  run.strategies = {strategy};
+  run.baselines = {{"select1", ping, {}}, {"set-nx-px+del", set_del, {}}};
+  run.compared_with = {{std::string(dblock::to_string(strategy)), {"set-nx-px+del"}}};
+  auto report = run_server(std::move(run), opt);
+  rep.rows = std::move(report.rows);
+  rep.notes.insert(rep.notes.end(), report.notes.begin(), report.notes.end());
+  return rep;
+}
+
+}  // namespace
+
+BackendReport run_redis(const Options& opt) {
+  return run_keyed("redis", "DBLOCK_TEST_REDIS_URL", dblock::Strategy::redis, opt);
+}
+BackendReport run_redlock(const Options& opt) {
+  return run_keyed("redlock", "DBLOCK_TEST_REDLOCK_URL", dblock::Strategy::redlock, opt);
+}
+
+#endif
+
+}  // namespace dblock_bench

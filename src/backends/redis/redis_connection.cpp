@@ -1,0 +1,192 @@
+#include "backends/redis/redis_connection.hpp"
+
+#include <poll.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+
+#include "dblock/errors.hpp"
+
+namespace dblock::detail::redis {
+
+namespace {
+
+timeval to_timeval(milliseconds t) {
+  if (t.count() < 1) t = milliseconds{1};
+  timeval tv;
+  tv.tv_sec = static_cast<time_t>(t.count() / 1000);
+  tv.tv_usec = static_cast<suseconds_t>((t.count() % 1000) * 1000);
+  return tv;
+}
+
+// SHA1 (FIPS 180-1) of a script text: EVALSHA names scripts by it, and computing it here
+// lets every connection (and every redlock node) use EVALSHA without a SCRIPT LOAD first.
+std::string sha1_hex(const std::string& text) {
+  std::uint32_t h[5] = {0x67452301, 0xEFCDAB89, 0x98BADCFE, 0x10325476, 0xC3D2E1F0};
+  std::string m = text;
+  std::uint64_t bits = static_cast<std::uint64_t>(text.size()) * 8;
+  m.push_back(static_cast<char>(0x80));
+  while (m.size() % 64 != 56) m.push_back('\0');
+  for (int i = 7; i >= 0; --i) m.push_back(static_cast<char>((bits >> (i * 8)) & 0xff));
+  auto rol = [](std::uint32_t x, int n) { return (x << n) | (x >> (32 - n)); };
+  for (std::size_t off = 0; off < m.size(); off += 64) {
+    std::uint32_t w[80];
+    for (int i = 0; i < 16; ++i)
+      w[i] = (std::uint32_t(std::uint8_t(m[off + 4 * i])) << 24) |
+             (std::uint32_t(std::uint8_t(m[off + 4 * i + 1])) << 16) |
+             (std::uint32_t(std::uint8_t(m[off + 4 * i + 2])) << 8) | std::uint32_t(std::uint8_t(m[off + 4 * i + 3]));
+    for (int i = 16; i < 80; ++i) w[i] = rol(w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16], 1);
+    std::uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4];
+    for (int i = 0; i < 80; ++i) {
+      std::uint32_t f, k;
+      if (i < 20)
+        f = (b & c) | (~b & d), k = 0x5A827999;
+      else if (i < 40)
+        f = b ^ c ^ d, k = 0x6ED9EBA1;
+      else if (i < 60)
+        f = (b & c) | (b & d) | (c & d), k = 0x8F1BBCDC;
+      else
+        f = b ^ c ^ d, k = 0xCA62C1D6;
+      std::uint32_t t = rol(a, 5) + f + e + k + w[i];
+      e = d, d = c, c = rol(b, 30), b = a, a = t;
+    }
+    h[0] += a, h[1] += b, h[2] += c, h[3] += d, h[4] += e;
+  }
+  char out[41];
+  for (int i = 0; i < 5; ++i) std::snprintf(out + 8 * i, 9, "%08x", h[i]);
+  return std::string(out, 40);
+}
+
+}  // namespace
+
+Script::Script(std::string t) : text(std::move(t)), sha(sha1_hex(text)) {}
+
+bool is_error(const redisReply& r, const char* prefix) {
+  if (r.type != REDIS_REPLY_ERROR) return false;
+  if (!prefix) return true;
+  return std::strncmp(r.str, prefix, std::strlen(prefix)) == 0;
+}
+
+std::int64_t as_int(const redisReply& r) {
+  if (r.type == REDIS_REPLY_INTEGER) return r.integer;
+  if (r.type == REDIS_REPLY_STRING) {
+    try {
+      return std::stoll(std::string(r.str, r.len));
+    } catch (const std::exception&) {
+    }
+  }
+  throw InternalError("redis: unexpected reply (type " + std::to_string(r.type) + ") where a number was expected");
+}
+
+std::vector<std::string> eval_args(const Script& s, bool by_sha, const std::vector<std::string>& keys,
+                                   const std::vector<std::string>& args) {
+  std::vector<std::string> argv{by_sha ? "EVALSHA" : "EVAL", by_sha ? s.sha : s.text, std::to_string(keys.size())};
+  argv.insert(argv.end(), keys.begin(), keys.end());
+  argv.insert(argv.end(), args.begin(), args.end());
+  return argv;
+}
+
+Connection::Connection(const Target& target) : Connection(target, target.connect_timeout) {}
+
+Connection::Connection(const Target& target, milliseconds connect_timeout)
+    : where_(target.where), command_timeout_(target.command_timeout) {
+  open(target, connect_timeout);
+}
+
+Connection::~Connection() {
+  if (ctx_) redisFree(ctx_);
+}
+
+void Connection::open(const Target& t, milliseconds connect_timeout) {
+  ctx_ = redisConnectWithTimeout(t.host.c_str(), t.port, to_timeval(connect_timeout));
+  if (!ctx_) throw UnavailableError("redis: cannot allocate a connection to " + where_);
+  if (ctx_->err) {
+    // hiredis reports a connect timeout as an I/O error with errno ETIMEDOUT/EINPROGRESS.
+    if (errno == ETIMEDOUT || errno == EINPROGRESS || std::strstr(ctx_->errstr, "timed out"))
+      throw TimeoutError("redis: connecting to " + where_ + " timed out after " +
+                         std::to_string(connect_timeout.count()) + " ms");
+    throw UnavailableError("redis: cannot connect to " + where_ + ": " + ctx_->errstr);
+  }
+  set_timeout(command_timeout_);
+  if (!t.password.empty()) {
+    std::vector<std::string> auth{"AUTH"};
+    if (!t.user.empty()) auth.push_back(t.user);
+    auth.push_back(t.password);
+    auto r = raw(auth);
+    // The reply text never contains the password; say only that it was refused.
+    if (is_error(*r)) throw UnavailableError("redis: " + where_ + " refused the credentials");
+  }
+  if (t.db != 0) command({"SELECT", std::to_string(t.db)});
+}
+
+bool Connection::still_open() const noexcept {
+  if (!usable()) return false;
+  // An idle connection has nothing to read; readable means EOF (or garbage): either way unusable.
+  pollfd p{ctx_->fd, POLLIN, 0};
+  return poll(&p, 1, 0) == 0;
+}
+
+void Connection::set_timeout(milliseconds t) {
+  if (ctx_ && redisSetTimeout(ctx_, to_timeval(t)) != REDIS_OK) fail_io();
+}
+
+void Connection::fail_io() {
+  std::string what = ctx_ ? ctx_->errstr : "no connection";
+  int err = ctx_ ? ctx_->err : REDIS_ERR_OTHER;
+  if (err == REDIS_ERR_IO && (errno == EAGAIN || errno == EWOULDBLOCK || errno == ETIMEDOUT))
+    throw TimeoutError("redis: a command to " + where_ + " timed out");
+  if (err == REDIS_ERR_EOF || err == REDIS_ERR_IO)
+    throw UnavailableError("redis: connection to " + where_ + " lost: " + what);
+  throw InternalError("redis: protocol error from " + where_ + ": " + what);
+}
+
+void Connection::fail_reply(const redisReply& r) {
+  std::string text(r.str, r.len);
+  for (const char* down : {"LOADING", "READONLY", "MASTERDOWN", "BUSY", "TRYAGAIN", "CLUSTERDOWN"})
+    if (is_error(r, down)) throw UnavailableError("redis: " + where_ + " cannot serve now: " + text);
+  for (const char* denied : {"NOAUTH", "WRONGPASS", "NOPERM"})
+    if (is_error(r, denied)) throw UnavailableError("redis: " + where_ + " refused access: " + text);
+  throw InternalError("redis: " + where_ + " answered with an error: " + text);
+}
+
+Reply Connection::raw(const std::vector<std::string>& argv) {
+  append(argv);
+  return read();
+}
+
+Reply Connection::command(const std::vector<std::string>& argv) {
+  auto r = raw(argv);
+  if (is_error(*r)) fail_reply(*r);
+  return r;
+}
+
+Reply Connection::eval(const Script& s, const std::vector<std::string>& keys, const std::vector<std::string>& args) {
+  auto r = raw(eval_args(s, true, keys, args));
+  if (is_error(*r, "NOSCRIPT")) r = raw(eval_args(s, false, keys, args));  // also caches it again
+  if (is_error(*r)) fail_reply(*r);
+  return r;
+}
+
+void Connection::append(const std::vector<std::string>& argv) {
+  if (!usable()) fail_io();
+  std::vector<const char*> p;
+  std::vector<size_t> len;
+  for (const auto& a : argv) {
+    p.push_back(a.data());
+    len.push_back(a.size());
+  }
+  if (redisAppendCommandArgv(ctx_, static_cast<int>(argv.size()), p.data(), len.data()) != REDIS_OK) fail_io();
+}
+
+Reply Connection::read() {
+  if (!usable()) fail_io();
+  void* out = nullptr;
+  if (redisGetReply(ctx_, &out) != REDIS_OK || !out) {
+    if (out) freeReplyObject(out);
+    fail_io();
+  }
+  return Reply(static_cast<redisReply*>(out));
+}
+
+}  // namespace dblock::detail::redis

@@ -1,0 +1,92 @@
+// One hiredis connection (RAII), and the one place where hiredis and Redis errors become
+// dblock errors. Used by the redis backend (through a small pool), by the redlock backend
+// (one per node, driven in parallel) and by the release subscriber.
+#pragma once
+
+#include <hiredis/hiredis.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace dblock::detail::redis {
+
+using std::chrono::milliseconds;
+
+// Where and how to connect. `where` names the server in messages: never the password.
+struct Target {
+  std::string host = "127.0.0.1";
+  int port = 6379;
+  std::string user;      // ACL user (Redis 6+); empty: the default user
+  std::string password;  // empty: no AUTH
+  int db = 0;
+  milliseconds connect_timeout{5000};
+  milliseconds command_timeout{5000};
+  std::string where;
+};
+
+struct ReplyDeleter {
+  void operator()(redisReply* r) const noexcept { freeReplyObject(r); }
+};
+using Reply = std::unique_ptr<redisReply, ReplyDeleter>;
+
+// A Lua script: its text and SHA1, which is how EVALSHA names it on every server.
+struct Script {
+  std::string text;
+  std::string sha;
+  explicit Script(std::string t);
+};
+
+class Connection {
+ public:
+  // Connects, authenticates and selects the database. Throws UnavailableError (refused,
+  // unreachable, credentials refused) or TimeoutError, naming target.where.
+  explicit Connection(const Target& target);
+  // As above with another connect timeout (a redlock node retried in the background of an
+  // attempt must not block it longer than the per-node timeout).
+  Connection(const Target& target, milliseconds connect_timeout);
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+  ~Connection();
+
+  // A command; a Redis error reply throws (see check()). Error replies a caller handles
+  // itself are left to it with `raw`.
+  Reply command(const std::vector<std::string>& argv);
+  Reply raw(const std::vector<std::string>& argv);
+  // EVALSHA, falling back once to EVAL on NOSCRIPT (a restarted or SCRIPT FLUSHed server).
+  Reply eval(const Script& s, const std::vector<std::string>& keys, const std::vector<std::string>& args);
+
+  // Pipelining, for talking to several servers at once: queue a command, then read its reply.
+  void append(const std::vector<std::string>& argv);
+  Reply read();  // throws like command(), except that error replies are returned
+  void set_timeout(milliseconds t);
+
+  // False once an I/O error or timeout left the connection in an unknown state.
+  bool usable() const noexcept { return ctx_ && ctx_->err == 0; }
+  // For a connection that sat idle: false if the server closed it meanwhile (a restart), so
+  // that a pool hands out a fresh one instead of failing the next command.
+  bool still_open() const noexcept;
+  redisContext* context() noexcept { return ctx_; }
+  const std::string& where() const noexcept { return where_; }
+
+  // Throws the dblock error for this connection's I/O failure.
+  [[noreturn]] void fail_io();
+  // Throws the dblock error for an error reply (NOSCRIPT included: callers check it first).
+  [[noreturn]] void fail_reply(const redisReply& r);
+
+ private:
+  void open(const Target& t, milliseconds connect_timeout);
+  redisContext* ctx_ = nullptr;
+  std::string where_;
+  milliseconds command_timeout_;
+};
+
+// Helpers to read replies.
+bool is_error(const redisReply& r, const char* prefix = nullptr);
+std::int64_t as_int(const redisReply& r);  // an integer reply (or a numeric string)
+std::vector<std::string> eval_args(const Script& s, bool by_sha, const std::vector<std::string>& keys,
+                                   const std::vector<std::string>& args);
+
+}  // namespace dblock::detail::redis

@@ -1,0 +1,38 @@
+#include "backends/redis/redis_driver.hpp"
+
+#include "dblock/errors.hpp"
+
+namespace dblock::detail::redis {
+
+Attempt parse_attempt(const redisReply& r) {
+  if (r.type != REDIS_REPLY_ARRAY || r.elements != 3)
+    throw InternalError("redis: unexpected answer to the acquire script");
+  Attempt a;
+  a.acquired = as_int(*r.element[0]) == 1;
+  a.fence = static_cast<std::uint64_t>(as_int(*r.element[1]));
+  a.remaining = milliseconds{std::max<std::int64_t>(0, as_int(*r.element[2]))};
+  return a;
+}
+
+Attempt RedisDriver::try_acquire(const AcquireRequest& r) {
+  auto c = pool_.get();
+  auto reply = c->eval(acquire_script(), {r.name, keys_.meta(r.name), keys_.fence(r.name)},
+                       {r.owner, std::to_string(r.ttl.count())});
+  return parse_attempt(*reply);
+}
+
+Renewal RedisDriver::renew(const std::string& name, const std::string& owner, std::uint64_t fence, milliseconds ttl) {
+  auto c = pool_.get();
+  auto reply =
+      c->eval(renew_script(), {name, keys_.meta(name)}, {owner, std::to_string(fence), std::to_string(ttl.count())});
+  if (reply->type == REDIS_REPLY_NIL) return Renewal{false, milliseconds{0}};
+  return Renewal{true, milliseconds{as_int(*reply)}};
+}
+
+bool RedisDriver::release(const std::string& name, const std::string& owner, std::uint64_t fence) {
+  auto c = pool_.get();
+  auto reply = c->eval(release_script(), {name, keys_.meta(name)}, {owner, std::to_string(fence), keys_.channel()});
+  return as_int(*reply) != 0;
+}
+
+}  // namespace dblock::detail::redis

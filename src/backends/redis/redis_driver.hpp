@@ -1,0 +1,32 @@
+// The redis strategy on one Redis server: each attempt, renewal and release is one script
+// (redis_scripts.hpp) on a pooled connection.
+#pragma once
+
+#include <memory>
+
+#include "backends/redis/redis_pool.hpp"
+#include "backends/redis/redis_scripts.hpp"
+#include "backends/redis/redis_subscriber.hpp"
+#include "core/driver.hpp"
+
+namespace dblock::detail::redis {
+
+class RedisDriver final : public LockDriver {
+ public:
+  // subscriber: null when notifications are off (waiters poll).
+  RedisDriver(Pool& pool, Keys keys, Subscriber* subscriber) : pool_(pool), keys_(std::move(keys)), sub_(subscriber) {}
+  Attempt try_acquire(const AcquireRequest& r) override;
+  Renewal renew(const std::string& name, const std::string& owner, std::uint64_t fence, milliseconds ttl) override;
+  bool release(const std::string& name, const std::string& owner, std::uint64_t fence) override;
+  std::unique_ptr<ReleaseWatch> watch(const std::string& name) override { return sub_ ? sub_->watch(name) : nullptr; }
+
+ private:
+  Pool& pool_;
+  Keys keys_;
+  Subscriber* sub_;
+};
+
+// Reads the acquire script's {acquired, fence, remaining} answer.
+Attempt parse_attempt(const redisReply& r);
+
+}  // namespace dblock::detail::redis

@@ -1,0 +1,189 @@
+#include "backends/redis/redis_subscriber.hpp"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <condition_variable>
+#include <map>
+
+namespace dblock::detail::redis {
+
+// What waiters and the subscriber thread share. A generation per watched name counts the
+// releases seen; the epoch moves whenever a subscription comes or goes, which wakes every
+// waiter, since a release may have been missed meanwhile.
+struct Subscriber::State {
+  struct Name {
+    std::uint64_t generation = 0;
+    int watchers = 0;
+  };
+  std::mutex mutex;
+  std::condition_variable changed;
+  std::map<std::string, Name> names;  // only names someone waits for
+  std::uint64_t epoch = 0;
+  int subscribed = 0;  // servers with a confirmed SUBSCRIBE
+  bool stop = false;
+
+  void bump(const std::string& name) {
+    std::lock_guard lk(mutex);
+    auto it = names.find(name);
+    if (it == names.end()) return;
+    ++it->second.generation;
+    changed.notify_all();
+  }
+  void subscriptions(int delta) {
+    std::lock_guard lk(mutex);
+    subscribed += delta;
+    ++epoch;
+    changed.notify_all();
+  }
+};
+
+namespace {
+
+class Watch final : public ReleaseWatch {
+ public:
+  using State = Subscriber::State;
+  Watch(std::shared_ptr<State> st, std::string name) : st_(std::move(st)), name_(std::move(name)) {
+    auto& n = st_->names[name_];  // the caller holds the mutex
+    ++n.watchers;
+    seen_generation_ = n.generation;
+    seen_epoch_ = st_->epoch;
+  }
+  ~Watch() override {
+    std::lock_guard lk(st_->mutex);
+    auto it = st_->names.find(name_);
+    if (--it->second.watchers == 0) st_->names.erase(it);
+  }
+  void wait_until(Clock::time_point until) override {
+    std::unique_lock lk(st_->mutex);
+    auto& n = st_->names[name_];
+    st_->changed.wait_until(lk, until,
+                            [&] { return st_->stop || n.generation != seen_generation_ || st_->epoch != seen_epoch_; });
+    seen_generation_ = n.generation;
+    seen_epoch_ = st_->epoch;
+  }
+
+ private:
+  std::shared_ptr<State> st_;
+  std::string name_;
+  std::uint64_t seen_generation_ = 0, seen_epoch_ = 0;
+};
+
+// One server's subscription in the thread's hands.
+struct Link {
+  Target target;
+  std::unique_ptr<Connection> conn;
+  Clock::time_point next_try{};
+  milliseconds backoff{200};
+};
+
+}  // namespace
+
+Subscriber::Subscriber(std::vector<Target> servers, std::string channel)
+    : servers_(std::move(servers)), channel_(std::move(channel)), state_(std::make_shared<State>()) {
+  if (pipe(wake_pipe_) == 0) {
+    fcntl(wake_pipe_[0], F_SETFD, FD_CLOEXEC);
+    fcntl(wake_pipe_[1], F_SETFD, FD_CLOEXEC);
+  }
+}
+
+Subscriber::~Subscriber() {
+  {
+    std::lock_guard lk(state_->mutex);
+    state_->stop = true;
+    state_->changed.notify_all();
+  }
+  if (wake_pipe_[1] >= 0) {
+    char c = 1;
+    (void)!write(wake_pipe_[1], &c, 1);
+  }
+  if (thread_.joinable()) thread_.join();
+  for (int fd : wake_pipe_)
+    if (fd >= 0) close(fd);
+}
+
+void Subscriber::run() {
+  auto st = state_;
+  std::vector<Link> links;
+  for (const auto& t : servers_) links.push_back(Link{t, nullptr, {}, milliseconds{200}});
+  auto drop = [&](Link& l) {
+    l.conn.reset();
+    l.next_try = Clock::now() + l.backoff;
+    l.backoff = std::min(l.backoff * 2, milliseconds{5000});
+    st->subscriptions(-1);
+  };
+  for (;;) {
+    {
+      std::lock_guard lk(st->mutex);
+      if (st->stop) return;
+    }
+    auto now = Clock::now();
+    auto next_wake = now + milliseconds{1000};
+    for (auto& l : links) {
+      if (l.conn) continue;
+      if (now < l.next_try) {
+        next_wake = std::min(next_wake, l.next_try);
+        continue;
+      }
+      try {
+        // A subscriber may take its time to connect (it only speeds waiters up), but one
+        // unreachable redlock node must not hold up the others for long.
+        auto c = std::make_unique<Connection>(l.target, std::min(l.target.connect_timeout, milliseconds{1000}));
+        auto r = c->command({"SUBSCRIBE", channel_});  // returns once the server confirmed
+        l.conn = std::move(c);
+        l.backoff = milliseconds{200};
+        st->subscriptions(+1);
+      } catch (const std::exception&) {
+        l.next_try = Clock::now() + l.backoff;
+        l.backoff = std::min(l.backoff * 2, milliseconds{5000});
+        next_wake = std::min(next_wake, l.next_try);
+      }
+    }
+    std::vector<pollfd> fds{{wake_pipe_[0], POLLIN, 0}};
+    std::vector<Link*> polled;
+    for (auto& l : links)
+      if (l.conn) {
+        fds.push_back({l.conn->context()->fd, POLLIN, 0});
+        polled.push_back(&l);
+      }
+    auto wait = std::chrono::ceil<milliseconds>(next_wake - Clock::now()).count();
+    if (poll(fds.data(), fds.size(), static_cast<int>(std::max<long long>(wait, 0))) < 0) continue;
+    if (fds[0].revents) return;  // the destructor wrote: stop
+    for (std::size_t i = 1; i < fds.size(); ++i) {
+      if (!fds[i].revents) continue;
+      Link& l = *polled[i - 1];
+      redisContext* ctx = l.conn->context();
+      if (redisBufferRead(ctx) != REDIS_OK) {
+        drop(l);
+        continue;
+      }
+      void* out = nullptr;
+      bool broken = false;
+      while (true) {
+        if (redisGetReplyFromReader(ctx, &out) != REDIS_OK) {
+          broken = true;
+          break;
+        }
+        if (!out) break;
+        Reply r(static_cast<redisReply*>(out));
+        // ["message", channel, name]
+        if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 && r->element[2]->type == REDIS_REPLY_STRING)
+          st->bump(std::string(r->element[2]->str, r->element[2]->len));
+      }
+      if (broken) drop(l);
+    }
+  }
+}
+
+std::unique_ptr<ReleaseWatch> Subscriber::watch(const std::string& name) {
+  std::call_once(started_, [this] { thread_ = std::thread([this] { run(); }); });
+  std::unique_lock lk(state_->mutex);
+  // The first waiter waits (briefly) for a confirmed SUBSCRIBE; without one, it polls.
+  state_->changed.wait_for(lk, std::chrono::seconds(2), [&] { return state_->subscribed > 0 || state_->stop; });
+  if (state_->subscribed == 0) return nullptr;
+  return std::make_unique<Watch>(state_, name);
+}
+
+}  // namespace dblock::detail::redis

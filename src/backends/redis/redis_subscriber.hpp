@@ -1,0 +1,43 @@
+// Release wake-ups over Redis pub/sub: one thread per Backend, started by the first watch(),
+// SUBSCRIBEs `<table>:released` on every server it is given (one for redis, each node for
+// redlock: any node's publish wakes) and bumps the generation of the names waited for.
+// A broken subscription wakes every waiter (a release may have been missed) and reconnects
+// with backoff.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "backends/redis/redis_connection.hpp"
+#include "core/driver.hpp"
+
+namespace dblock::detail::redis {
+
+class Subscriber {
+ public:
+  Subscriber(std::vector<Target> servers, std::string channel);
+  ~Subscriber();
+  Subscriber(const Subscriber&) = delete;
+  Subscriber& operator=(const Subscriber&) = delete;
+
+  // Null when no subscription could be confirmed soon (the waiter then polls). Otherwise
+  // the SUBSCRIBE is confirmed on at least one server before this returns, so that a
+  // release after it is seen.
+  std::unique_ptr<ReleaseWatch> watch(const std::string& name);
+
+  struct State;  // shared with the watches
+
+ private:
+  void run();
+  std::vector<Target> servers_;
+  std::string channel_;
+  std::shared_ptr<State> state_;
+  int wake_pipe_[2] = {-1, -1};  // written by the destructor so the thread stops at once
+  std::thread thread_;
+  std::once_flag started_;
+};
+
+}  // namespace dblock::detail::redis

@@ -1,0 +1,130 @@
+// Redlock (antirez's algorithm) with fences.
+//
+// Acquire: the acquire script runs on every node at once; the lock is won when a majority
+// granted it and time is left: validity = (least TTL the majority granted) - elapsed - drift,
+// drift = ttl/100 + 2 ms for clock-rate differences between us and the nodes.
+//
+// Fences. No node sees every grant, so a node's own counter does not order grants. Each
+// node's acquire INCRs its counter; the grant takes F = the greatest value among the majority
+// it won, then writes F back (counter = max(counter, F), meta fence = F) on the nodes, and
+// only counts as won when a majority W confirmed the write-back while still holding the
+// name. The next grant needs a majority too, which overlaps W in some node n; it can only
+// take n after our key left n, which is after our write-back raised n's counter to >= F, so
+// its INCR there gives more than F, and its own maximum is more than F. Fences therefore
+// strictly increase across grants. (The counters must survive restarts: AOF persistence.)
+#include "backends/redis/redlock_driver.hpp"
+
+#include <algorithm>
+
+#include "backends/redis/redis_driver.hpp"
+#include "dblock/errors.hpp"
+
+namespace dblock::detail::redis {
+
+namespace {
+using Kind = NodeAnswer::Kind;
+
+milliseconds drift_for(milliseconds ttl) { return ttl / 100 + milliseconds{2}; }
+
+milliseconds since(Clock::time_point t0) { return std::chrono::ceil<milliseconds>(Clock::now() - t0); }
+}  // namespace
+
+milliseconds RedlockDriver::per_node_timeout(milliseconds ttl) const {
+  return std::min(statement_timeout_, std::clamp(ttl / 10, milliseconds{20}, milliseconds{100}));
+}
+
+void RedlockDriver::abort(const std::string& name, const std::string& owner, const std::vector<NodeAnswer>& answers,
+                          milliseconds timeout) {
+  // Undo where we may have been granted: nodes that granted, and nodes whose answer we did
+  // not get (the script may have run). Best effort: what is left expires with its TTL.
+  std::vector<bool> which(answers.size());
+  bool any = false;
+  for (std::size_t i = 0; i < answers.size(); ++i) {
+    bool granted = answers[i].ok() && answers[i].reply->type == REDIS_REPLY_ARRAY && answers[i].reply->elements == 3 &&
+                   as_int(*answers[i].reply->element[0]) == 1;
+    which[i] = granted || answers[i].kind == Kind::timed_out;
+    any = any || which[i];
+  }
+  if (any) nodes_.eval_all(abort_script(), {name, keys_.meta(name)}, {owner, keys_.channel()}, timeout, which);
+}
+
+Attempt RedlockDriver::try_acquire(const AcquireRequest& r) {
+  const auto t0 = Clock::now();
+  const auto timeout = per_node_timeout(r.ttl);
+  const std::vector<std::string> keys{r.name, keys_.meta(r.name), keys_.fence(r.name)};
+  auto answers = nodes_.eval_all(acquire_script(), keys, {r.owner, std::to_string(r.ttl.count())}, timeout);
+
+  std::size_t granted = 0, down = 0;
+  std::uint64_t fence = 0;
+  auto least_granted = milliseconds::max(), least_busy = milliseconds::max();
+  for (const auto& a : answers) {
+    if (a.kind == Kind::down) ++down;
+    if (!a.ok() || a.reply->type != REDIS_REPLY_ARRAY) continue;
+    auto at = parse_attempt(*a.reply);
+    if (at.acquired) {
+      ++granted;
+      fence = std::max(fence, at.fence);
+      least_granted = std::min(least_granted, at.remaining);
+    } else if (at.remaining.count() > 0) {
+      least_busy = std::min(least_busy, at.remaining);
+    }
+  }
+  const auto n = nodes_.size(), majority = nodes_.majority();
+  if (granted >= majority && least_granted - since(t0) - drift_for(r.ttl) > milliseconds{0}) {
+    // Write the fence back (see the top of this file) before calling it won.
+    auto back = nodes_.eval_all(fence_script(), keys, {r.owner, std::to_string(fence)}, timeout);
+    std::size_t confirmed = 0;
+    for (const auto& a : back)
+      if (a.ok() && as_int(*a.reply) == 1) ++confirmed;
+    auto validity = least_granted - since(t0) - drift_for(r.ttl);
+    if (confirmed >= majority && validity > milliseconds{0}) return Attempt{true, fence, validity};
+  }
+  abort(r.name, r.owner, answers, timeout);
+  if (down > n - majority)
+    throw UnavailableError("redlock: " + std::to_string(down) + " of " + std::to_string(n) +
+                           " nodes are unreachable, a majority (" + std::to_string(majority) + ") is needed");
+  // Not won (busy, a split vote, or answers too slow): the core waits and tries again.
+  return Attempt{false, 0, least_busy == milliseconds::max() ? milliseconds{0} : least_busy};
+}
+
+Renewal RedlockDriver::renew(const std::string& name, const std::string& owner, std::uint64_t fence, milliseconds ttl) {
+  const auto t0 = Clock::now();
+  auto answers = nodes_.eval_all(renew_script(), {name, keys_.meta(name)},
+                                 {owner, std::to_string(fence), std::to_string(ttl.count())}, per_node_timeout(ttl));
+  std::size_t held = 0, not_ours = 0;
+  for (const auto& a : answers) {
+    if (a.ok() && a.reply->type == REDIS_REPLY_NIL)
+      ++not_ours;
+    else if (a.ok())
+      ++held;
+  }
+  const auto n = nodes_.size(), majority = nodes_.majority();
+  auto validity = ttl - since(t0) - drift_for(ttl);
+  if (held >= majority && validity > milliseconds{0}) return Renewal{true, validity};
+  // A majority can no longer be ours: lost. Otherwise we cannot tell yet; the watchdog
+  // retries until the lease's deadline.
+  if (not_ours > n - majority) return Renewal{false, milliseconds{0}};
+  throw UnavailableError("redlock: renewal of '" + name + "' reached " + std::to_string(held) + " of " +
+                         std::to_string(n) + " nodes, a majority is " + std::to_string(majority));
+}
+
+bool RedlockDriver::release(const std::string& name, const std::string& owner, std::uint64_t fence) {
+  auto answers =
+      nodes_.eval_all(release_script(), {name, keys_.meta(name)}, {owner, std::to_string(fence), keys_.channel()},
+                      std::min(statement_timeout_, milliseconds{500}));
+  std::size_t ours = 0, not_ours = 0;
+  for (const auto& a : answers) {
+    if (!a.ok()) continue;
+    if (as_int(*a.reply) != 0)
+      ++ours;
+    else
+      ++not_ours;
+  }
+  const auto n = nodes_.size(), majority = nodes_.majority();
+  if (ours >= majority) return true;
+  if (not_ours > n - majority) return false;
+  throw UnavailableError("redlock: release of '" + name + "' reached " + std::to_string(ours + not_ours) + " of " +
+                         std::to_string(n) + " nodes; what it held there expires with its TTL");
+}
+
+}  // namespace dblock::detail::redis

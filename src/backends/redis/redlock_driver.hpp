@@ -1,0 +1,34 @@
+// The redlock strategy: the redis scripts on N independent nodes, won on a majority within
+// the validity time (see redlock_driver.cpp and docs/ARCHITECTURE.md, "Redis and Redlock").
+#pragma once
+
+#include "backends/redis/redis_scripts.hpp"
+#include "backends/redis/redis_subscriber.hpp"
+#include "backends/redis/redlock_nodes.hpp"
+#include "core/driver.hpp"
+
+namespace dblock::detail::redis {
+
+class RedlockDriver final : public LockDriver {
+ public:
+  RedlockDriver(Nodes& nodes, Keys keys, Subscriber* subscriber, milliseconds statement_timeout)
+      : nodes_(nodes), keys_(std::move(keys)), sub_(subscriber), statement_timeout_(statement_timeout) {}
+  Attempt try_acquire(const AcquireRequest& r) override;
+  Renewal renew(const std::string& name, const std::string& owner, std::uint64_t fence, milliseconds ttl) override;
+  bool release(const std::string& name, const std::string& owner, std::uint64_t fence) override;
+  std::unique_ptr<ReleaseWatch> watch(const std::string& name) override { return sub_ ? sub_->watch(name) : nullptr; }
+
+  // How long one attempt waits for the nodes: short, so a slow or dead node costs little
+  // of the lease's validity.
+  milliseconds per_node_timeout(milliseconds ttl) const;
+
+ private:
+  void abort(const std::string& name, const std::string& owner, const std::vector<NodeAnswer>& answers,
+             milliseconds timeout);
+  Nodes& nodes_;
+  Keys keys_;
+  Subscriber* sub_;
+  milliseconds statement_timeout_;
+};
+
+}  // namespace dblock::detail::redis

@@ -1,0 +1,123 @@
+#include "backends/redis/redlock_nodes.hpp"
+
+#include "dblock/errors.hpp"
+
+namespace dblock::detail::redis {
+
+namespace {
+constexpr milliseconds retry_down_node_every{1000};
+}
+
+Nodes::Nodes(std::vector<Target> nodes, std::size_t pool_size)
+    : targets_(std::move(nodes)), pool_size_(pool_size), retry_at_(new std::atomic<Clock::rep>[targets_.size()]) {
+  for (std::size_t i = 0; i < targets_.size(); ++i) retry_at_[i] = 0;
+}
+
+void Nodes::connect_all() {
+  Set s(targets_.size());
+  std::size_t up = 0;
+  std::string last_error;
+  for (std::size_t i = 0; i < targets_.size(); ++i) {
+    try {
+      s[i] = std::make_unique<Connection>(targets_[i]);
+      ++up;
+    } catch (const Error& e) {
+      // Credentials refused are the same on every node: say so at once.
+      if (std::string(e.what()).find("refused the credentials") != std::string::npos) throw;
+      last_error = e.what();
+      failed(i);
+    }
+  }
+  if (up < majority())
+    throw UnavailableError("redlock: only " + std::to_string(up) + " of " + std::to_string(targets_.size()) +
+                           " nodes reachable, a majority is " + std::to_string(majority()) + " (" + last_error + ")");
+  give_back(std::move(s));
+}
+
+Nodes::Set Nodes::borrow() {
+  std::lock_guard lk(mutex_);
+  if (idle_.empty()) return Set(targets_.size());
+  auto s = std::move(idle_.back());
+  idle_.pop_back();
+  return s;
+}
+
+void Nodes::give_back(Set s) {
+  std::lock_guard lk(mutex_);
+  if (idle_.size() < pool_size_) idle_.push_back(std::move(s));
+}
+
+void Nodes::failed(std::size_t i) { retry_at_[i] = (Clock::now() + retry_down_node_every).time_since_epoch().count(); }
+
+void Nodes::ensure(Set& s, std::size_t i, milliseconds connect_timeout) {
+  if (s[i] && s[i]->still_open()) return;
+  s[i].reset();
+  if (Clock::now().time_since_epoch().count() < retry_at_[i]) return;  // known down: not yet
+  try {
+    s[i] = std::make_unique<Connection>(targets_[i], connect_timeout);
+  } catch (const Error&) {
+    failed(i);
+  }
+}
+
+std::vector<NodeAnswer> Nodes::eval_all(const Script& script, const std::vector<std::string>& keys,
+                                        const std::vector<std::string>& args, milliseconds timeout,
+                                        const std::vector<bool>& which) {
+  const auto n = targets_.size();
+  const auto deadline = Clock::now() + timeout;
+  std::vector<NodeAnswer> out(n);
+  Set s = borrow();
+  auto left = [&] { return std::max(milliseconds{1}, std::chrono::ceil<milliseconds>(deadline - Clock::now())); };
+  auto lose = [&](std::size_t i, NodeAnswer::Kind kind) {
+    out[i].kind = kind;
+    s[i].reset();  // a late answer would be read as the next command's: drop the connection
+    if (kind == NodeAnswer::Kind::down) failed(i);
+  };
+  auto kind_of = [](const Error& e) {
+    return e.kind() == ErrorKind::timeout ? NodeAnswer::Kind::timed_out : NodeAnswer::Kind::down;
+  };
+  // Send everywhere first (hiredis only buffers an appended command; flush it), then read.
+  auto send = [&](std::size_t i, bool by_sha) {
+    try {
+      s[i]->append(eval_args(script, by_sha, keys, args));
+      int done = 0;
+      while (!done)
+        if (redisBufferWrite(s[i]->context(), &done) != REDIS_OK) s[i]->fail_io();
+      return true;
+    } catch (const Error& e) {
+      lose(i, kind_of(e));
+      return false;
+    }
+  };
+  std::vector<bool> sent(n, false);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!which.empty() && !which[i]) continue;
+    ensure(s, i, timeout);
+    if (s[i])
+      sent[i] = send(i, true);
+    else
+      out[i].kind = NodeAnswer::Kind::down;
+  }
+  auto receive = [&](std::size_t i) {
+    try {
+      s[i]->set_timeout(left());
+      out[i].reply = s[i]->read();
+      out[i].kind = NodeAnswer::Kind::answered;
+    } catch (const Error& e) {
+      lose(i, kind_of(e));
+    }
+  };
+  std::vector<bool> again(n, false);
+  for (std::size_t i = 0; i < n; ++i) {
+    if (!sent[i]) continue;
+    receive(i);
+    // A node that restarted or flushed its scripts: send the text (which caches it again).
+    if (out[i].kind == NodeAnswer::Kind::answered && is_error(*out[i].reply, "NOSCRIPT")) again[i] = send(i, false);
+  }
+  for (std::size_t i = 0; i < n; ++i)
+    if (again[i]) receive(i);
+  give_back(std::move(s));
+  return out;
+}
+
+}  // namespace dblock::detail::redis

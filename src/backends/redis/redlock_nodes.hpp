@@ -1,0 +1,57 @@
+// Redlock's N independent Redis nodes, talked to in parallel: a script is queued on every
+// node's connection, all are flushed, then the answers are read against one deadline, so an
+// attempt costs about one round trip to the slowest node that answers in time, not the sum.
+// A node that fails is not retried for a second, and then with a connect timeout no longer
+// than the attempt's per-node timeout: a dead node does not slow every attempt.
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "backends/redis/redis_connection.hpp"
+#include "core/driver.hpp"
+
+namespace dblock::detail::redis {
+
+// One node's answer to a parallel call.
+struct NodeAnswer {
+  enum class Kind { answered, down, timed_out } kind = Kind::down;
+  Reply reply;  // answered: the reply (may be a Redis error reply other than NOSCRIPT)
+  bool ok() const { return kind == Kind::answered && reply && reply->type != REDIS_REPLY_ERROR; }
+};
+
+class Nodes {
+ public:
+  Nodes(std::vector<Target> nodes, std::size_t pool_size);
+  std::size_t size() const noexcept { return targets_.size(); }
+  std::size_t majority() const noexcept { return targets_.size() / 2 + 1; }
+  const std::vector<Target>& targets() const noexcept { return targets_; }
+
+  // Connects to every node now (with the full connect timeout); throws UnavailableError
+  // when fewer than a majority are reachable.
+  void connect_all();
+
+  // Runs a script on the nodes flagged in `which` (all when empty) at once and waits for
+  // their answers until `timeout` has passed.
+  std::vector<NodeAnswer> eval_all(const Script& s, const std::vector<std::string>& keys,
+                                   const std::vector<std::string>& args, milliseconds timeout,
+                                   const std::vector<bool>& which = {});
+
+ private:
+  using Set = std::vector<std::unique_ptr<Connection>>;  // one slot per node, null: not connected
+  Set borrow();
+  void give_back(Set s);
+  void ensure(Set& s, std::size_t i, milliseconds connect_timeout);
+  void failed(std::size_t i);
+
+  std::vector<Target> targets_;
+  std::size_t pool_size_;
+  std::mutex mutex_;
+  std::vector<Set> idle_;
+  // Per node: when a connection may next be tried (steady clock ticks); 0: any time.
+  std::unique_ptr<std::atomic<Clock::rep>[]> retry_at_;
+};
+
+}  // namespace dblock::detail::redis
