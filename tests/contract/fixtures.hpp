@@ -84,10 +84,27 @@ DBLOCK_SERVER_FIXTURE(MySqlAdvisory, ServerSessionFixture, mysql, advisory);
 #define DBLOCK_MYSQL_SESSION_FIXTURES
 #endif
 
+#ifdef DBLOCK_TEST_ZOOKEEPER
+// A fresh root under the test server's (DBLOCK_TEST_ZK_URL) per test. A session lock: the
+// holder's ephemeral node is not a lease row, and steal() deletes it as an operator would.
+struct ZooKeeperLock {
+  static constexpr bool lease_based = false;
+  static constexpr Strategy strategy = Strategy::zookeeper;
+  TempDir dir;
+  std::string url = server_url("DBLOCK_TEST_ZK_URL") + "/t" + std::to_string(std::random_device{}());
+  Namespace make() const { return Namespace{url, ClientOptions{}}; }
+  void steal(Client& c, const std::string& name) const { REQUIRE(c.force_release(name)); }
+};
+#define DBLOCK_ZOOKEEPER_FIXTURES , dblock::test::ZooKeeperLock
+#else
+#define DBLOCK_ZOOKEEPER_FIXTURES
+#endif
+
 }  // namespace dblock::test
 
 // The fixtures the contract suite runs against (macros so that test names say which):
 // the lease strategies, and all of them.
 #define DBLOCK_LEASE_FIXTURES \
   dblock::test::SqliteInsert, dblock::test::SqliteOptimistic DBLOCK_PG_LEASE_FIXTURES DBLOCK_MYSQL_LEASE_FIXTURES
-#define DBLOCK_CONTRACT_FIXTURES DBLOCK_LEASE_FIXTURES DBLOCK_PG_SESSION_FIXTURES DBLOCK_MYSQL_SESSION_FIXTURES
+#define DBLOCK_CONTRACT_FIXTURES \
+  DBLOCK_LEASE_FIXTURES DBLOCK_PG_SESSION_FIXTURES DBLOCK_MYSQL_SESSION_FIXTURES DBLOCK_ZOOKEEPER_FIXTURES
