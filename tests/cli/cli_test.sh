@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # End-to-end checks of the dblock command, as a user runs it.
-# Usage: cli_test.sh PATH/TO/dblock [sqlite|postgresql|mysql]
+# Usage: cli_test.sh PATH/TO/dblock [sqlite|postgresql|mysql|zookeeper]
 # postgresql and mysql use the server in DBLOCK_TEST_PG_URL or DBLOCK_TEST_MYSQL_URL, in a
-# fresh table, and restart it with DBLOCK_TEST_PG_RESTART or DBLOCK_TEST_MYSQL_RESTART.
+# fresh table, and restart it with DBLOCK_TEST_PG_RESTART or DBLOCK_TEST_MYSQL_RESTART;
+# zookeeper uses DBLOCK_TEST_ZK_URL, under a fresh root, and DBLOCK_TEST_ZK_RESTART.
 set -u
-DBLOCK=${1:?usage: cli_test.sh PATH/TO/dblock [sqlite|postgresql|mysql]}
+DBLOCK=${1:?usage: cli_test.sh PATH/TO/dblock [sqlite|postgresql|mysql|zookeeper]}
 BACKEND=${2:-sqlite}
 WORK=$(mktemp -d /tmp/dblock-cli-XXXXXX)
 SERVER_URL="" RESTART=""
@@ -56,8 +57,20 @@ import sys, urllib.parse as p
 u = p.urlsplit(sys.argv[1])
 print("|".join([p.unquote(u.username or ""), p.unquote(u.password or ""), u.hostname or "127.0.0.1",
                 str(u.port or 3306), p.unquote(u.path.lstrip("/"))]))' "$SERVER_URL") ;;
+  zookeeper)
+    # One strategy, no tables: a fresh root node per run instead (the table is ignored).
+    use_server DBLOCK_TEST_ZK_URL DBLOCK_TEST_ZK_RESTART
+    export DBLOCK_URL="$SERVER_URL/$DBLOCK_TABLE"
+    STRATEGIES="zookeeper" ;;
   *) echo "unknown backend $BACKEND"; exit 64 ;;
 esac
+# SQL backends have tables, migrations and a lock table that can be missing; ZooKeeper not.
+SQL=yes
+[ "$BACKEND" = zookeeper ] && SQL=""
+# The restart check's session and lease strategies (ZooKeeper: the same one, with a TTL
+# shorter and one longer than the restart).
+SESSION_STRATEGY=for-update LEASE_STRATEGY=insert
+[ "$BACKEND" = zookeeper ] && SESSION_STRATEGY=zookeeper LEASE_STRATEGY=zookeeper
 if [ -n "$SERVER_URL" ]; then
   "$DBLOCK" migrate >/dev/null || { echo "cli: cannot migrate $DBLOCK_TABLE"; exit 1; }
 fi
@@ -118,7 +131,7 @@ t0=$(now_ms); expect_exit 75 "$strategy: --no-wait on a held lock" "$DBLOCK" run
 [ $((t1 - t0)) -lt 2000 ] && ok "$strategy: --no-wait returned at once ($((t1 - t0)) ms)" || fail "$strategy: --no-wait took $((t1 - t0)) ms"
 t0=$(now_ms); expect_exit 75 "$strategy: --wait 500ms on a held lock" "$DBLOCK" run --name busy $S --wait 500ms -- true; t1=$(now_ms)
 [ $((t1 - t0)) -ge 450 ] && [ $((t1 - t0)) -lt 3000 ] && ok "$strategy: --wait 500ms gave up after $((t1 - t0)) ms" || fail "$strategy: --wait 500ms took $((t1 - t0)) ms"
-if [ "$strategy" = insert ] || [ "$strategy" = optimistic ]; then
+if [ "$strategy" = insert ] || [ "$strategy" = optimistic ] || [ "$strategy" = zookeeper ]; then
   "$DBLOCK" list | grep -q busy && ok "list shows the held lock" || fail "list does not show the held lock"
   "$DBLOCK" list --json | python3 -c 'import json,sys; l=json.load(sys.stdin); assert any(x["name"]=="busy" and x["fence"]>0 and x["expires_at"].endswith("Z") for x in l)' \
     && ok "list --json" || fail "list --json"
@@ -160,14 +173,17 @@ wait "$thief"
 # --- migrate, sweep, missing schema ---------------------------------------------------------
 expect_exit 0 "migrate is idempotent" "$DBLOCK" migrate
 grep -q "up to date" "$WORK/out" && ok "migrate says up to date" || fail "migrate said: $(cat "$WORK/out")"
+if [ -n "$SQL" ]; then
 expect_exit 0 "migrate a second table" "$DBLOCK" migrate --table "other_$DBLOCK_TABLE"
 grep -q "applied V1__create_dblock_locks.sql" "$WORK/out" && ok "migrate reports the script" || fail "migrate said: $(cat "$WORK/out")"
+fi
 "$DBLOCK" run --name sweepme --ttl 100ms -- true
 expect_exit 0 "sweep once" "$DBLOCK" sweep --batch 10
 grep -q "swept" "$WORK/out" && ok "sweep reports a count" || fail "sweep said: $(cat "$WORK/out")"
 "$DBLOCK" sweep --every 100ms & sweeper=$!
 sleep 0.5; kill -TERM "$sweeper"; wait "$sweeper"
 [ $? = 0 ] && ok "sweep --every stops cleanly on SIGTERM" || fail "sweep --every did not stop cleanly"
+if [ -n "$SQL" ]; then  # ZooKeeper has no lock table to miss and no migration to tamper with
 if [ "$BACKEND" = sqlite ]; then
   expect_exit 78 "missing lock table names dblock migrate" "$DBLOCK" list --url "sqlite:$WORK/empty.db?auto_migrate=false"
 else
@@ -177,12 +193,15 @@ grep -q "dblock migrate" "$WORK/err" && ok "the error names dblock migrate" || f
 sql "UPDATE ${DBLOCK_TABLE}_schema_history SET checksum = 12345" || fail "cannot tamper with the history"
 expect_exit 78 "a changed migration is refused" "$DBLOCK" migrate
 grep -q "changed" "$WORK/err" && ok "the error says the migration changed" || fail "changed-migration error: $(cat "$WORK/err")"
+fi
 
 # --- server-specific faults -------------------------------------------------------------------
 if [ -n "$SERVER_URL" ]; then
+  if [ -n "$SQL" ]; then  # the ZooKeeper URL has no password
   bad_pw=$(echo "$SERVER_URL" | sed -E 's#//([^:/@]+):[^@]*@#//\1:Wr0ngSecret@#')
   expect_exit 69 "wrong password" "$DBLOCK" list --url "$bad_pw"
   grep -q Wr0ngSecret "$WORK/err" && fail "the password appears in the error" || ok "the password is not in the error"
+  fi
   t0=$(now_ms)
   expect_exit 69 "unreachable server" "$DBLOCK" list --url "${SERVER_URL%%://*}://dblock:Wr0ngSecret@127.0.0.1:1/dblock" --timeout 2s
   t1=$(now_ms)
@@ -198,18 +217,18 @@ if [ -n "$SERVER_URL" ]; then
   # A restart frees session locks: the holder learns it and stops its command; a lease survives.
   if [ -n "$RESTART" ]; then
     rm -f held held2
-    "$DBLOCK" run --name sess --strategy for-update --ttl 900ms --grace 1s -- sh -c 'touch held; sleep 30' & sess=$!
-    "$DBLOCK" run --name lease --strategy insert --ttl 6s -- sh -c 'touch held2; sleep 4' & lease=$!
+    "$DBLOCK" run --name sess --strategy $SESSION_STRATEGY --ttl 900ms --grace 1s -- sh -c 'touch held; sleep 30' & sess=$!
+    "$DBLOCK" run --name lease --strategy $LEASE_STRATEGY --ttl 6s -- sh -c 'touch held2; sleep 4' & lease=$!
     wait_for_file held && wait_for_file held2 || fail "holders did not start"
     t0=$(now_ms)
     sh -c "$RESTART" >/dev/null 2>&1 || fail "restart failed"
     t1=$(now_ms)
     wait "$sess"; code=$?
     t2=$(now_ms)
-    [ "$code" = 76 ] && ok "server restart ($((t1 - t0)) ms): the for-update holder stopped its command (exit 76) $((t2 - t1)) ms after" || fail "for-update holder exited $code after a restart"
+    [ "$code" = 76 ] && ok "server restart ($((t1 - t0)) ms): the $SESSION_STRATEGY holder (ttl 900ms) stopped its command (exit 76) $((t2 - t1)) ms after" || fail "$SESSION_STRATEGY holder (ttl 900ms) exited $code after a restart"
     wait "$lease"; code=$?
-    [ "$code" = 0 ] && ok "server restart: the insert lease survived and its command finished (exit 0)" || fail "insert holder exited $code after a restart"
-  else fail "the restart command is not set (DBLOCK_TEST_PG_RESTART, DBLOCK_TEST_MYSQL_RESTART: scripts/test sets them)"; fi
+    [ "$code" = 0 ] && ok "server restart: the $LEASE_STRATEGY lock (ttl 6s) survived and its command finished (exit 0)" || fail "$LEASE_STRATEGY holder (ttl 6s) exited $code after a restart"
+  else fail "the restart command is not set (DBLOCK_TEST_PG_RESTART, DBLOCK_TEST_MYSQL_RESTART, DBLOCK_TEST_ZK_RESTART: scripts/test sets them)"; fi
 fi
 
 # --- mysql: names that are special in MySQL are just data -------------------------------------
@@ -288,6 +307,7 @@ expect_exit 64 "no command" "$DBLOCK"
 expect_exit 64 "SQLite path in a missing directory" "$DBLOCK" run --url "sqlite:$WORK/no/such/dir/x.db" --name n -- true
 [ ! -e "$WORK/no" ] && ok "nothing created for the missing directory" || fail "the missing directory was created"
 expect_exit 64 "zero batch" "$DBLOCK" sweep --batch 0
+[ "$BACKEND" = zookeeper ] && expect_exit 64 "a name with '/' (one node per name)" "$DBLOCK" run --name 'a/b' -- true
 rows=$("$DBLOCK" list --json | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
 [ "$rows" = 0 ] && ok "bad input wrote no lock" || fail "bad input left $rows locks"
 expect_exit 0 "--help" "$DBLOCK" --help
