@@ -26,6 +26,7 @@
 
 #include "bench_mysql.hpp"
 #include "bench_pg.hpp"
+#include "bench_zk.hpp"
 #include "bench_run.hpp"
 #include "bench_util.hpp"
 #include "dblock/dblock.hpp"
@@ -160,6 +161,10 @@ int run(const Options& opt) {
   if (opt.wants_backend("mysql")) {
     if (auto why = mysql_skip_reason()) fmt::print(stderr, "skipped mysql: {}\n", *why);
     else add(run_mysql(opt));
+  }
+  if (opt.wants_backend("zookeeper")) {
+    if (auto why = zookeeper_skip_reason()) fmt::print(stderr, "skipped zookeeper: {}\n", *why);
+    else add(run_zookeeper(opt));
   }
 
   notes.push_back(fmt::format(
