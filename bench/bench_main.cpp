@@ -27,6 +27,7 @@
 #include "bench_mysql.hpp"
 #include "bench_redis.hpp"
 #include "bench_pg.hpp"
+#include "bench_zk.hpp"
 #include "bench_run.hpp"
 #include "bench_util.hpp"
 #include "dblock/dblock.hpp"
@@ -169,6 +170,10 @@ int run(const Options& opt) {
   if (opt.wants_backend("redlock")) {
     if (auto why = redlock_skip_reason()) fmt::print(stderr, "skipped redlock: {}\n", *why);
     else add(run_redlock(opt));
+  }
+  if (opt.wants_backend("zookeeper")) {
+    if (auto why = zookeeper_skip_reason()) fmt::print(stderr, "skipped zookeeper: {}\n", *why);
+    else add(run_zookeeper(opt));
   }
 
   notes.push_back(fmt::format(

@@ -31,7 +31,7 @@ struct Options {
   bool wants_scenario(const std::string& name) const;
 };
 
-inline const std::vector<std::string> kBackends{"sqlite", "postgresql", "mysql", "redis", "redlock"};
+inline const std::vector<std::string> kBackends{"sqlite", "postgresql", "mysql", "redis", "redlock", "zookeeper"};
 inline const std::vector<std::string> kScenarios{"uncontended", "handoff", "handoff-polling"};
 
 // Throws UsageProblem.

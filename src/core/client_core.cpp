@@ -22,8 +22,8 @@ std::optional<Lease> ClientCore::acquire(const std::shared_ptr<ClientCore>& self
                                          std::optional<Clock::time_point> deadline) {
   auto gate = gates_.enter(spec.name, deadline);
   if (!gate) return std::nullopt;  // another thread of this process had it until the deadline
+  const std::string owner = identity + thread_suffix();
   try {
-    const std::string owner = identity + thread_suffix();
     Backoff backoff;
     std::unique_ptr<ReleaseWatch> watch;  // armed at the first busy answer, then kept
     for (;;) {
@@ -49,9 +49,11 @@ std::optional<Lease> ClientCore::acquire(const std::shared_ptr<ClientCore>& self
       else std::this_thread::sleep_until(until);
     }
   } catch (...) {
+    spec.driver->abandon(spec.name, owner);  // e.g. ZooKeeper deletes the node it queued
     gates_.leave(spec.name, gate);
     throw;
   }
+  spec.driver->abandon(spec.name, owner);  // the deadline passed: drop any place kept in a queue
   gates_.leave(spec.name, gate);
   return std::nullopt;
 }

@@ -69,6 +69,20 @@ class LockDriver {
     (void)name;
     return nullptr;
   }
+  // The caller gave up on `name` (a timed acquire ended without the lock, or threw): a
+  // driver that keeps a place in a queue across try_acquire calls (ZooKeeper's queued node)
+  // drops it here. Never called while `owner` holds the lock.
+  virtual void abandon(const std::string& name, const std::string& owner) noexcept {
+    (void)name;
+    (void)owner;
+  }
+  // The core declared this grant lost (its local deadline passed, or renew said so): a
+  // session driver frees what the server still holds for it, so it blocks nobody.
+  virtual void lost(const std::string& name, const std::string& owner, std::uint64_t fence) noexcept {
+    (void)name;
+    (void)owner;
+    (void)fence;
+  }
 };
 
 class Backend {

@@ -81,7 +81,10 @@ void Watchdog::run(std::shared_ptr<State> st) {
     }
     lk.unlock();
     seen.clear();
-    for (auto& g : to_lose) g->mark_lost();
+    for (auto& g : to_lose) {
+      g->mark_lost();
+      g->driver->lost(g->name, g->owner, g->fence);  // e.g. ZooKeeper deletes the node
+    }
     for (auto& g : to_renew) {
       auto sent = Clock::now();
       std::optional<Renewal> r;

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # End-to-end checks of the dblock command, as a user runs it.
-# Usage: cli_test.sh PATH/TO/dblock [sqlite|postgresql|mysql|redis|redlock]
+# Usage: cli_test.sh PATH/TO/dblock [sqlite|postgresql|mysql|redis|redlock|zookeeper]
 # postgresql and mysql use the server in DBLOCK_TEST_PG_URL or DBLOCK_TEST_MYSQL_URL, in a
 # fresh table, and restart it with DBLOCK_TEST_PG_RESTART or DBLOCK_TEST_MYSQL_RESTART.
 # redis and redlock use DBLOCK_TEST_REDIS_URL (restarted with DBLOCK_TEST_REDIS_RESTART) or
-# DBLOCK_TEST_REDLOCK_URL, in a fresh key namespace (--table).
+# DBLOCK_TEST_REDLOCK_URL, in a fresh key namespace (--table); zookeeper uses
+# DBLOCK_TEST_ZK_URL, under a fresh root, and DBLOCK_TEST_ZK_RESTART.
 set -u
-DBLOCK=${1:?usage: cli_test.sh PATH/TO/dblock [sqlite|postgresql|mysql|redis|redlock]}
+DBLOCK=${1:?usage: cli_test.sh PATH/TO/dblock [sqlite|postgresql|mysql|redis|redlock|zookeeper]}
 BACKEND=${2:-sqlite}
 WORK=$(mktemp -d /tmp/dblock-cli-XXXXXX)
 SERVER_URL="" RESTART=""
@@ -53,7 +54,7 @@ use_server() {
   STRATEGIES="insert optimistic for-update advisory"
 }
 # The strategies whose locks `dblock list` shows (leases).
-LISTED="insert optimistic redis redlock"
+LISTED="insert optimistic redis redlock zookeeper"
 UNREACHABLE_PATH=/dblock OTHER_STRATEGY=redis
 case "$BACKEND" in
   sqlite)
@@ -75,8 +76,20 @@ print("|".join([p.unquote(u.username or ""), p.unquote(u.password or ""), u.host
     use_server DBLOCK_TEST_REDLOCK_URL DBLOCK_TEST_REDLOCK_START
     RESTART=""  # the nodes' restarts are tested in redis_tests.cpp
     STRATEGIES=redlock UNREACHABLE_PATH="" OTHER_STRATEGY=insert ;;
+  zookeeper)
+    # One strategy, no tables: a fresh root node per run instead (the table is ignored).
+    use_server DBLOCK_TEST_ZK_URL DBLOCK_TEST_ZK_RESTART
+    export DBLOCK_URL="$SERVER_URL/$DBLOCK_TABLE"
+    STRATEGIES=zookeeper UNREACHABLE_PATH=/dblock OTHER_STRATEGY=insert ;;
   *) echo "unknown backend $BACKEND"; exit 64 ;;
 esac
+# SQL backends have tables, migrations and a lock table that can be missing; ZooKeeper not.
+SQL=yes
+[ "$BACKEND" = zookeeper ] && SQL=""
+# The restart check's session and lease strategies (ZooKeeper: the same one, with a TTL
+# shorter and one longer than the restart).
+SESSION_STRATEGY=for-update LEASE_STRATEGY=insert
+[ "$BACKEND" = zookeeper ] && SESSION_STRATEGY=zookeeper LEASE_STRATEGY=zookeeper
 if [ -n "$SERVER_URL" ]; then
   "$DBLOCK" migrate >/dev/null || { echo "cli: cannot migrate $DBLOCK_TABLE"; exit 1; }
 fi
@@ -187,14 +200,17 @@ if [ "$KEYED" = 1 ]; then  # Redis has no schema, and expires keys itself
 else
 expect_exit 0 "migrate is idempotent" "$DBLOCK" migrate
 grep -q "up to date" "$WORK/out" && ok "migrate says up to date" || fail "migrate said: $(cat "$WORK/out")"
+if [ -n "$SQL" ]; then
 expect_exit 0 "migrate a second table" "$DBLOCK" migrate --table "other_$DBLOCK_TABLE"
 grep -q "applied V1__create_dblock_locks.sql" "$WORK/out" && ok "migrate reports the script" || fail "migrate said: $(cat "$WORK/out")"
+fi
 "$DBLOCK" run --name sweepme --ttl 100ms -- true
 expect_exit 0 "sweep once" "$DBLOCK" sweep --batch 10
 grep -q "swept" "$WORK/out" && ok "sweep reports a count" || fail "sweep said: $(cat "$WORK/out")"
 "$DBLOCK" sweep --every 100ms & sweeper=$!
 sleep 0.5; kill -TERM "$sweeper"; wait "$sweeper"
 [ $? = 0 ] && ok "sweep --every stops cleanly on SIGTERM" || fail "sweep --every did not stop cleanly"
+if [ -n "$SQL" ]; then  # ZooKeeper has no lock table to miss and no migration to tamper with
 if [ "$BACKEND" = sqlite ]; then
   expect_exit 78 "missing lock table names dblock migrate" "$DBLOCK" list --url "sqlite:$WORK/empty.db?auto_migrate=false"
 else
@@ -205,13 +221,16 @@ sql "UPDATE ${DBLOCK_TABLE}_schema_history SET checksum = 12345" || fail "cannot
 expect_exit 78 "a changed migration is refused" "$DBLOCK" migrate
 grep -q "changed" "$WORK/err" && ok "the error says the migration changed" || fail "changed-migration error: $(cat "$WORK/err")"
 fi
+fi  # KEYED
 
 # --- server-specific faults -------------------------------------------------------------------
 if [ -n "$SERVER_URL" ]; then
+  if [ -n "$SQL" ]; then  # the ZooKeeper URL has no password
   bad_pw=$(echo "$SERVER_URL" | sed -E 's#//([^:/@]+):[^@]*@#//\1:Wr0ngSecret@#')
   [ "$KEYED" = 1 ] && bad_pw="${SERVER_URL%%://*}://someone:Wr0ngSecret@${SERVER_URL#*://}"
   expect_exit 69 "wrong password" "$DBLOCK" list --url "$bad_pw"
   grep -q Wr0ngSecret "$WORK/err" && fail "the password appears in the error" || ok "the password is not in the error"
+  fi
   t0=$(now_ms)
   expect_exit 69 "unreachable server" "$DBLOCK" list --url "${SERVER_URL%%://*}://dblock:Wr0ngSecret@127.0.0.1:1$UNREACHABLE_PATH" --timeout 2s
   t1=$(now_ms)
@@ -236,18 +255,18 @@ if [ -n "$SERVER_URL" ]; then
     :
   elif [ -n "$RESTART" ]; then
     rm -f held held2
-    "$DBLOCK" run --name sess --strategy for-update --ttl 900ms --grace 1s -- sh -c 'touch held; sleep 30' & sess=$!
-    "$DBLOCK" run --name lease --strategy insert --ttl 6s -- sh -c 'touch held2; sleep 4' & lease=$!
+    "$DBLOCK" run --name sess --strategy $SESSION_STRATEGY --ttl 900ms --grace 1s -- sh -c 'touch held; sleep 30' & sess=$!
+    "$DBLOCK" run --name lease --strategy $LEASE_STRATEGY --ttl 6s -- sh -c 'touch held2; sleep 4' & lease=$!
     wait_for_file held && wait_for_file held2 || fail "holders did not start"
     t0=$(now_ms)
     sh -c "$RESTART" >/dev/null 2>&1 || fail "restart failed"
     t1=$(now_ms)
     wait "$sess"; code=$?
     t2=$(now_ms)
-    [ "$code" = 76 ] && ok "server restart ($((t1 - t0)) ms): the for-update holder stopped its command (exit 76) $((t2 - t1)) ms after" || fail "for-update holder exited $code after a restart"
+    [ "$code" = 76 ] && ok "server restart ($((t1 - t0)) ms): the $SESSION_STRATEGY holder (ttl 900ms) stopped its command (exit 76) $((t2 - t1)) ms after" || fail "$SESSION_STRATEGY holder (ttl 900ms) exited $code after a restart"
     wait "$lease"; code=$?
-    [ "$code" = 0 ] && ok "server restart: the insert lease survived and its command finished (exit 0)" || fail "insert holder exited $code after a restart"
-  else fail "the restart command is not set (DBLOCK_TEST_PG_RESTART, DBLOCK_TEST_MYSQL_RESTART: scripts/test sets them)"; fi
+    [ "$code" = 0 ] && ok "server restart: the $LEASE_STRATEGY lock (ttl 6s) survived and its command finished (exit 0)" || fail "$LEASE_STRATEGY holder (ttl 6s) exited $code after a restart"
+  else fail "the restart command is not set (DBLOCK_TEST_PG_RESTART, DBLOCK_TEST_MYSQL_RESTART, DBLOCK_TEST_ZK_RESTART: scripts/test sets them)"; fi
 fi
 
 # --- mysql: names that are special in MySQL are just data -------------------------------------
@@ -326,6 +345,7 @@ expect_exit 64 "no command" "$DBLOCK"
 expect_exit 64 "SQLite path in a missing directory" "$DBLOCK" run --url "sqlite:$WORK/no/such/dir/x.db" --name n -- true
 [ ! -e "$WORK/no" ] && ok "nothing created for the missing directory" || fail "the missing directory was created"
 expect_exit 64 "zero batch" "$DBLOCK" sweep --batch 0
+[ "$BACKEND" = zookeeper ] && expect_exit 64 "a name with '/' (one node per name)" "$DBLOCK" run --name 'a/b' -- true
 left=$("$DBLOCK" list --json)
 rows=$(printf '%s' "$left" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
 [ "$rows" = 0 ] && ok "bad input wrote no lock" || fail "bad input left $rows locks: $(printf '%s' "$left" | tr -d '\n' | head -c 400)"

@@ -125,6 +125,22 @@ struct server_expires<F, std::void_t<decltype(F::server_expires)>> : std::bool_c
 template <class F>
 inline constexpr bool server_expires_v = server_expires<F>::value;
 
+#ifdef DBLOCK_TEST_ZOOKEEPER
+// A fresh root under the test server's (DBLOCK_TEST_ZK_URL) per test. A session lock: the
+// holder's ephemeral node is not a lease row, and steal() deletes it as an operator would.
+struct ZooKeeperLock {
+  static constexpr bool lease_based = false;
+  static constexpr Strategy strategy = Strategy::zookeeper;
+  TempDir dir;
+  std::string url = server_url("DBLOCK_TEST_ZK_URL") + "/t" + std::to_string(std::random_device{}());
+  Namespace make() const { return Namespace{url, ClientOptions{}}; }
+  void steal(Client& c, const std::string& name) const { REQUIRE(c.force_release(name)); }
+};
+#define DBLOCK_ZOOKEEPER_FIXTURES , dblock::test::ZooKeeperLock
+#else
+#define DBLOCK_ZOOKEEPER_FIXTURES
+#endif
+
 }  // namespace dblock::test
 
 // The fixtures the contract suite runs against (macros so that test names say which):
@@ -132,4 +148,5 @@ inline constexpr bool server_expires_v = server_expires<F>::value;
 #define DBLOCK_LEASE_FIXTURES \
   dblock::test::SqliteInsert, dblock::test::SqliteOptimistic DBLOCK_PG_LEASE_FIXTURES DBLOCK_MYSQL_LEASE_FIXTURES
 #define DBLOCK_CONTRACT_FIXTURES \
-  DBLOCK_LEASE_FIXTURES DBLOCK_PG_SESSION_FIXTURES DBLOCK_MYSQL_SESSION_FIXTURES DBLOCK_REDIS_FIXTURES
+  DBLOCK_LEASE_FIXTURES DBLOCK_PG_SESSION_FIXTURES DBLOCK_MYSQL_SESSION_FIXTURES DBLOCK_REDIS_FIXTURES \
+      DBLOCK_ZOOKEEPER_FIXTURES

@@ -1,2 +1,278 @@
 // What only the ZooKeeper bridge promises (and its interop with Kazoo).
+#include <zookeeper/zookeeper.h>
+
+#include <atomic>
 #include <catch2/catch.hpp>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "backends/zookeeper/zk_paths.hpp"
+#include "backends/zookeeper/zk_session.hpp"
+#include "contract/fixtures.hpp"
+#include "core/url.hpp"
+#include "support/process.hpp"
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+using dblock::test::ZooKeeperLock;
+namespace zk = dblock::detail::zk;
+
+namespace {
+
+dblock::LockOptions zk_opts(std::chrono::milliseconds ttl = 30s) {
+  dblock::LockOptions o;
+  o.strategy = dblock::Strategy::zookeeper;
+  o.ttl = ttl;
+  return o;
+}
+
+// The fixture's server and root, and a raw session on it to look behind the library's back.
+struct Tree {
+  ZooKeeperLock f;
+  std::string hosts, root;
+  std::unique_ptr<zk::Session> raw;
+  Tree() {
+    auto url = dblock::detail::parse_url(f.url);
+    for (const auto& h : url.hosts) hosts += (hosts.empty() ? "" : ",") + h.host + ":" + std::to_string(h.port);
+    root = "/" + url.path;
+    raw = std::make_unique<zk::Session>(hosts, 10s, 5s);
+  }
+  std::vector<std::string> nodes(const std::string& name) {
+    std::vector<std::string> v;
+    raw->children(root + "/" + name, &v);
+    return v;
+  }
+};
+
+template <class Cond>
+bool eventually(Cond cond, std::chrono::milliseconds limit = 10s) {
+  auto end = Clock::now() + limit;
+  while (Clock::now() < end) {
+    if (cond()) return true;
+    std::this_thread::sleep_for(10ms);
+  }
+  return cond();
+}
+
+// A Kazoo Lock in a process of its own: `hold` takes it, writes `file` and keeps it until
+// `file`.stop exists; `try` writes 1 or 0 to `file`: whether acquire(blocking=False) got it.
+const char* kazoo_script = R"(
+import os, sys, time
+from kazoo.client import KazooClient
+hosts, path, mode, out = sys.argv[1:5]
+zk = KazooClient(hosts=hosts)
+zk.start(timeout=10)
+lock = zk.Lock(path, "kazoo-" + mode)
+if mode == "hold":
+    lock.acquire(timeout=20)
+    open(out + ".tmp", "w").write("held")
+    os.rename(out + ".tmp", out)
+    while not os.path.exists(out + ".stop"):
+        time.sleep(0.02)
+    lock.release()
+else:
+    got = lock.acquire(blocking=False)
+    open(out + ".tmp", "w").write("1" if got else "0")
+    os.rename(out + ".tmp", out)
+    if got:
+        lock.release()
+zk.stop()
+)";
+
+pid_t kazoo(const Tree& t, const std::string& name, const std::string& mode, const std::string& out) {
+  return dblock::test::spawn({"/usr/bin/python3", "-c", kazoo_script, t.hosts, t.root + "/" + name, mode, out});
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::string s;
+  in >> s;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("a Kazoo Lock and a dblock lock on the same node exclude each other", "[zookeeper]") {
+  Tree t;
+  auto c = t.f.make().open();
+  auto out = t.f.dir.path() + "/kazoo";
+  // Kazoo holds: dblock cannot have it, and gets it once Kazoo lets go.
+  auto pid = kazoo(t, "shared", "hold", out);
+  REQUIRE(eventually([&] { return std::filesystem::exists(out); }, 20s));
+  auto lock = c->lock("shared", zk_opts());
+  CHECK_FALSE(lock.try_acquire());
+  CHECK_FALSE(lock.try_acquire(300ms));
+  std::ofstream(out + ".stop").put('x');
+  auto lease = lock.try_acquire(10s);
+  REQUIRE(lease);
+  CHECK(dblock::test::wait_exit(pid) == 0);
+  // dblock holds: Kazoo's non-blocking acquire fails; after release it succeeds.
+  auto try_out = t.f.dir.path() + "/try1";
+  CHECK(dblock::test::wait_exit(kazoo(t, "shared", "try", try_out)) == 0);
+  CHECK(slurp(try_out) == "0");
+  lease->release();
+  try_out = t.f.dir.path() + "/try2";
+  CHECK(dblock::test::wait_exit(kazoo(t, "shared", "try", try_out)) == 0);
+  CHECK(slurp(try_out) == "1");
+  CHECK(t.nodes("shared").empty());  // Kazoo's failed try and both releases left nothing
+}
+
+TEST_CASE("nodes are named like Kazoo's and fences are their creation zxids", "[zookeeper]") {
+  Tree t;
+  auto c = t.f.make().open();
+  std::uint64_t last = 0;
+  for (int i = 0; i < 3; ++i) {
+    auto lease = c->lock("job", zk_opts()).acquire();
+    auto nodes = t.nodes("job");
+    REQUIRE(nodes.size() == 1);
+    auto k = zk::parse_contender(nodes[0]);
+    REQUIRE(k);
+    CHECK(nodes[0].size() == 32 + 8 + 10);  // <uuid hex>__lock__<10-digit sequence>
+    CHECK(nodes[0].substr(32, 8) == "__lock__");
+    struct Stat st {};
+    std::string data;
+    REQUIRE(t.raw->get(t.root + "/job/" + nodes[0], &data, &st) == ZOK);
+    CHECK(data == lease.owner());
+    CHECK(lease.fence() == static_cast<std::uint64_t>(st.czxid));
+    CHECK(lease.fence() > last);
+    last = lease.fence();
+    auto held = c->list();
+    REQUIRE(held.size() == 1);
+    CHECK(held[0].name == "job");
+    CHECK(held[0].fence == lease.fence());
+    CHECK(held[0].owner == lease.owner());
+  }
+}
+
+TEST_CASE("waiters queue in creation order and each wakes after its predecessor", "[zookeeper]") {
+  Tree t;
+  auto ns = t.f.make();
+  auto holder = ns.open();
+  auto first = holder->lock("q", zk_opts()).acquire();
+  std::vector<std::shared_ptr<dblock::Client>> clients;
+  std::vector<std::thread> waiters;
+  std::mutex m;
+  std::vector<int> order;
+  for (int i = 0; i < 3; ++i) {
+    clients.push_back(ns.open());
+    waiters.emplace_back([&, i, c = clients.back()] {
+      auto lease = c->lock("q", zk_opts()).acquire();
+      {
+        std::lock_guard lk(m);
+        order.push_back(i);
+      }
+      std::this_thread::sleep_for(50ms);
+    });
+    // The next waiter starts once this one's node is queued, so creation order is i's order.
+    REQUIRE(eventually([&] { return t.nodes("q").size() == static_cast<std::size_t>(i + 2); }));
+  }
+  std::this_thread::sleep_for(200ms);
+  {
+    std::lock_guard lk(m);
+    CHECK(order.empty());  // nobody jumps the holder
+  }
+  first.release();
+  for (auto& w : waiters) w.join();
+  CHECK(order == std::vector<int>{0, 1, 2});
+  CHECK(t.nodes("q").empty());
+}
+
+TEST_CASE("a failed try-lock and a timed wait that ends leave no node behind", "[zookeeper]") {
+  Tree t;
+  auto ns = t.f.make();
+  auto a = ns.open(), b = ns.open();
+  auto held = a->lock("job", zk_opts()).acquire();
+  auto lock = b->lock("job", zk_opts());
+  CHECK_FALSE(lock.try_acquire());
+  CHECK(t.nodes("job").size() == 1);
+  auto t0 = Clock::now();
+  CHECK_FALSE(lock.try_acquire(400ms));
+  CHECK(Clock::now() - t0 >= 400ms);
+  CHECK(t.nodes("job").size() == 1);
+  CHECK_FALSE(lock.try_lock_for(150ms));
+  CHECK(t.nodes("job").size() == 1);
+  held.release();
+  CHECK(lock.try_acquire());
+}
+
+TEST_CASE("session expiry while holding loses the lease once; a fresh session serves later acquires",
+          "[zookeeper]") {
+  Tree t;
+  auto c = t.f.make().open();
+  std::atomic<int> calls{0};
+  auto o = zk_opts(3s);
+  o.renew_every = 100ms;
+  o.on_lost = [&](const std::string&, std::uint64_t) { calls++; };
+  auto lease = c->lock("job", o).acquire();
+  auto nodes = t.nodes("job");
+  REQUIRE(nodes.size() == 1);
+  struct Stat st {};
+  REQUIRE(t.raw->exists(t.root + "/job/" + nodes[0], &st) == ZOK);
+  // The standard trick: a second handle on the same session (id and password), closed,
+  // ends that session on the server.
+  clientid_t id{};
+  id.client_id = st.ephemeralOwner;
+  std::string password;
+  REQUIRE(zk::Session::credentials(st.ephemeralOwner, &password));
+  std::copy(password.begin(), password.end(), id.passwd);
+  zhandle_t* dup = zookeeper_init(t.hosts.c_str(), nullptr, 3000, &id, nullptr, 0);
+  REQUIRE(dup);
+  CHECK(eventually([&] { return zoo_state(dup) == ZOO_CONNECTED_STATE; }, 5s));
+  zookeeper_close(dup);
+  REQUIRE(eventually([&] { return calls.load() > 0; }, 10s));
+  CHECK(lease.lost());
+  std::this_thread::sleep_for(500ms);
+  CHECK(calls == 1);
+  CHECK_THROWS_AS(lease.release(), dblock::LockLostError);
+  auto again = c->lock("job", o).try_acquire(5s);  // the pool opens a new session
+  REQUIRE(again);
+  CHECK(again->fence() > lease.fence());
+  CHECK_FALSE(again->lost());
+}
+
+TEST_CASE("without renewal a ZooKeeper lease is lost locally and its node deleted", "[zookeeper]") {
+  Tree t;
+  auto c = t.f.make().open();
+  auto o = zk_opts(200ms);
+  o.auto_renew = false;
+  auto lease = c->lock("job", o).acquire();
+  CHECK(t.nodes("job").size() == 1);
+  REQUIRE(eventually([&] { return lease.lost(); }, 5s));
+  CHECK(eventually([&] { return t.nodes("job").empty(); }, 2s));  // it blocks nobody
+  CHECK(t.f.make().open()->lock("job", zk_opts()).try_acquire());
+}
+
+TEST_CASE("zookeeper roots and names are checked; odd names are escaped", "[zookeeper]") {
+  Tree t;
+  auto base = dblock::test::server_url("DBLOCK_TEST_ZK_URL");
+  auto server = base.substr(0, base.find('/', std::string("zookeeper://").size()));
+  for (const char* root : {"", "/", "/a/", "/a//b", "/a/./b", "/a/../b", "/.", "/a\x01"})
+    CHECK_THROWS_AS(dblock::Client::open(server + root), dblock::UsageError);
+  auto c = t.f.make().open();
+  for (std::string bad : {"a/b", "/", ".", "..", "ctl\x01", "del\x7f", "\xef\xbf\xb5" /* U+FFF5 */})
+    CHECK_THROWS_AS(c->lock(bad, zk_opts()).try_acquire(), dblock::UsageError);
+  CHECK_THROWS_AS(c->force_release("a/b"), dblock::UsageError);
+  CHECK(c->list().empty());
+  // Outside the BMP ZooKeeper refuses paths, so emoji (and '%', the escape) are %XX-encoded;
+  // every other name is its node name, as a Kazoo user would write it.
+  CHECK(zk::node_name("plain name") == "plain name");
+  CHECK(zk::node_name("100%") == "100%25");
+  CHECK(zk::node_name("\xf0\x9f\x94\x92") == "%F0%9F%94%92");
+  auto lease = c->lock("🔒 100%", zk_opts()).acquire();
+  auto held = c->list();
+  REQUIRE(held.size() == 1);
+  CHECK(held[0].name == "🔒 100%");
+  CHECK(t.nodes("%F0%9F%94%92 100%25").size() == 1);
+}
+
+TEST_CASE("an unreachable ZooKeeper is UnavailableError within the connect timeout", "[zookeeper]") {
+  dblock::ClientOptions o;
+  o.connect_timeout = 700ms;
+  auto t0 = Clock::now();
+  CHECK_THROWS_AS(dblock::Client::open("zookeeper://127.0.0.1:1/dblock", o), dblock::UnavailableError);
+  CHECK(Clock::now() - t0 < 700ms + 1s);
+}

@@ -1,9 +1,101 @@
+// zookeeper://host:port[,host:port...]/root: the Backend around the zookeeper strategy.
 #include "backends/zookeeper/zk_backend.hpp"
 
+#include <zookeeper/zookeeper.h>
+
+#include "backends/zookeeper/zk_driver.hpp"
+#include "backends/zookeeper/zk_paths.hpp"
 #include "dblock/errors.hpp"
 
 namespace dblock::detail {
-std::unique_ptr<Backend> open_zookeeper(const Url&, const ClientOptions&) {
-  throw UsageError("the zookeeper backend is not written yet");
+
+namespace {
+
+using zk::Pool;
+
+// The session for list, force_release and migrate: the one locks with the default TTL use.
+const milliseconds default_ttl = LockOptions{}.ttl;
+
+class ZkBackend : public Backend {
+ public:
+  explicit ZkBackend(std::shared_ptr<Pool> pool) : pool_(std::move(pool)) {}
+
+  std::string_view name() const noexcept override { return "zookeeper"; }
+  std::vector<Strategy> strategies() const override { return {Strategy::zookeeper}; }
+
+  std::unique_ptr<LockDriver> make_driver(Strategy strategy) override {
+    if (strategy != Strategy::zookeeper)
+      throw UsageError("the zookeeper backend offers the zookeeper strategy only, not " +
+                       std::string(to_string(strategy)));
+    auto d = std::make_unique<zk::Driver>(pool_);
+    driver_ = d.get();  // owned by the core, which outlives every call made here
+    return d;
+  }
+
+  // Nothing to apply: the tree needs only its root, created here (and on first use anyway).
+  std::vector<std::string> migrate() override {
+    pool_->session(default_ttl)->ensure_path(pool_->root);
+    return {};
+  }
+
+  // ZooKeeper removes a dead holder's ephemeral node itself, when its session expires.
+  std::size_t sweep(std::size_t) override { return 0; }
+
+  std::vector<LeaseInfo> list() override {
+    auto s = pool_->session(default_ttl);
+    std::vector<LeaseInfo> out;
+    std::vector<std::string> names;
+    if (s->children(pool_->root, &names) == ZNONODE) return out;
+    for (const auto& name : names) {
+      std::vector<std::string> children;
+      if (s->children(pool_->root + "/" + name, &children) == ZNONODE) continue;
+      for (const auto& c : zk::contenders(children)) {  // the first still there holds it
+        LeaseInfo info;
+        struct Stat st {};
+        if (s->get(pool_->root + "/" + name + "/" + c.node, &info.owner, &st) == ZNONODE) continue;
+        info.name = zk::lock_name(name);
+        info.fence = static_cast<std::uint64_t>(st.czxid);
+        int ours = driver_ ? driver_->holds(info.name, info.fence) : 0;
+        info.holds = static_cast<std::uint32_t>(ours > 0 ? ours : 1);
+        // A session lock has no expiry of its own: both times are the node's creation time
+        // on the server's clock (it lasts as long as its holder's session).
+        info.acquired_at = info.expires_at = std::chrono::system_clock::time_point(milliseconds{st.ctime});
+        out.push_back(std::move(info));
+        break;
+      }
+    }
+    return out;
+  }
+
+  // Deletes the holder's node; its session learns at its next renewal that it lost the lock.
+  bool force_release(const std::string& name) override {
+    auto dir = pool_->root + "/" + zk::node_name(name);
+    auto s = pool_->session(default_ttl);
+    std::vector<std::string> children;
+    if (s->children(dir, &children) == ZNONODE) return false;
+    for (const auto& c : zk::contenders(children))
+      if (s->remove(dir + "/" + c.node) == ZOK) return true;  // else it just went: try the next
+    return false;
+  }
+
+ private:
+  std::shared_ptr<Pool> pool_;
+  zk::Driver* driver_ = nullptr;
+};
+
+}  // namespace
+
+std::unique_ptr<Backend> open_zookeeper(const Url& url, const ClientOptions& options) {
+  auto root = zk::root_path(url.path);
+  if (url.hosts.empty()) throw UsageError("bad zookeeper URL: no host (zookeeper://host:port/root)");
+  std::string hosts;
+  for (const auto& h : url.hosts) {
+    if (!hosts.empty()) hosts += ',';
+    hosts += h.host + ":" + std::to_string(h.port ? h.port : 2181);
+  }
+  auto pool = std::make_shared<Pool>(hosts, root, options.connect_timeout);
+  pool->session(default_ttl);  // an unreachable server fails here, within connect_timeout
+  return std::make_unique<ZkBackend>(std::move(pool));
 }
+
 }  // namespace dblock::detail

@@ -1,0 +1,48 @@
+// Where dblock's locks live in the ZooKeeper tree, and which names are allowed there.
+//
+//   /root/N/<32 hex>__lock__<10-digit sequence>   one ephemeral sequential node per contender
+//
+// The layout is Kazoo's Lock recipe's, so that a Kazoo `Lock("/root/N")` and a dblock lock
+// on name N exclude each other.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace dblock::detail::zk {
+
+// The URL's path (without its leading '/') as an absolute ZooKeeper path; throws UsageError
+// when it is empty, has empty, "." or ".." components, a trailing '/', or characters
+// ZooKeeper refuses in paths.
+std::string root_path(std::string_view url_path);
+// The node (one path component) that lock `name` uses: the name itself, as a Kazoo user
+// would write the path, except for two escapes. ZooKeeper refuses every character outside
+// the BMP (Java sees surrogates), so those (emoji) are written as %XX per UTF-8 byte, and
+// '%' itself becomes %25 so that the mapping stays one-to-one. Throws UsageError for what is
+// refused, not escaped: a '/' (a name is one node), "." and "..", and the BMP characters
+// ZooKeeper refuses (U+0001-U+001F, U+007F-U+009F, U+E000-U+F8FF, U+FFF0-U+FFFF).
+std::string node_name(std::string_view name);
+// The inverse, for list(): the lock name of a child of the root.
+std::string lock_name(std::string_view node);
+
+inline constexpr std::string_view lock_marker = "__lock__";
+
+// One contender for a lock: a child named <anything><marker><10-digit sequence>, where the
+// marker is Kazoo's "__lock__" (Lock, WriteLock) or "__rlock__" (ReadLock). Every contender
+// blocks a dblock lock, which is exclusive.
+struct Contender {
+  std::string node;  // the child's name
+  std::int64_t sequence = 0;
+};
+std::optional<Contender> parse_contender(const std::string& child);
+// The contenders among `children`, in sequence order (the first holds the lock).
+std::vector<Contender> contenders(const std::vector<std::string>& children);
+
+// A random 32-hex-digit prefix (a uuid4's hex, as Kazoo uses) that finds our node again
+// after a create whose answer was lost.
+std::string random_prefix();
+
+}  // namespace dblock::detail::zk

@@ -1,0 +1,88 @@
+// One ZooKeeper session: an RAII zhandle_t, its connection state, the watches set through
+// it, and the one place where ZooKeeper's return codes become dblock errors.
+//
+// Thread-safety: the C client (zookeeper_mt) serialises requests itself, so any thread may
+// call the synchronous operations. Watcher callbacks run on the client's event thread; they
+// only record what happened and signal a condition variable.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/driver.hpp"
+
+typedef struct _zhandle zhandle_t;  // NOLINT: the C client's own spelling
+struct Stat;
+
+namespace dblock::detail::zk {
+
+// Throws the dblock error for a ZooKeeper return code (never for ZOK); `what` says which
+// operation on which path, for the one-line message.
+[[noreturn]] void throw_error(int rc, const std::string& what);
+
+class Session {
+ public:
+  // Connects to `hosts` ("h:p,h:p") asking for `session_timeout` (the server clamps it to its
+  // bounds); throws UnavailableError unless the session is established within `connect_timeout`.
+  Session(const std::string& hosts, milliseconds session_timeout, milliseconds connect_timeout);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  // The negotiated session timeout.
+  milliseconds timeout() const;
+  std::int64_t id() const;
+  bool connected() const;
+  // Expired or refused for good: this handle can never be used again.
+  bool dead() const;
+  // Waits up to `limit` for the connection to come back; true when connected.
+  bool wait_connected(milliseconds limit);
+
+  // The operations, returning the raw code for the codes a caller handles itself and
+  // throwing (throw_error) for every other failure.
+  int create(const std::string& path, const std::string& data, int flags, std::string* created, Stat* stat);
+  int remove(const std::string& path);
+  int exists(const std::string& path, Stat* stat);
+  int children(const std::string& path, std::vector<std::string>* names);
+  int get(const std::string& path, std::string* data, Stat* stat);
+  // Creates `path` and its missing parents as persistent nodes.
+  void ensure_path(const std::string& path);
+
+  // Watches `path` for deletion or change: a token to wait on, or nullopt when the node is
+  // already gone (no watch is left behind then).
+  std::optional<std::uint64_t> watch(const std::string& path);
+  // Waits until the watch on `path` set with `token` fired, the connection state changed, or
+  // `until`. Spurious returns are allowed; callers re-check.
+  void wait(const std::string& path, std::uint64_t token, Clock::time_point until);
+
+  // For tests: the client id (session id and password) of a live session of this process,
+  // by session id, so that a test can expire it by closing a second handle on it.
+  static bool credentials(std::int64_t session_id, std::string* password);
+
+ private:
+  static void on_event(zhandle_t* zh, int type, int state, const char* path, void* context);
+  void check_usable(const std::string& what) const;
+
+  zhandle_t* zh_ = nullptr;
+  mutable std::mutex mutex_;
+  std::condition_variable changed_;
+  int state_ = 0;
+  std::uint64_t state_changes_ = 0;
+  // Per path someone waits on: how many times its watch fired (a waiter compares with its
+  // token) and how many wait, so the entry goes with the last of them.
+  struct Watched {
+    std::uint64_t fired = 0;
+    int waiters = 0;
+  };
+  std::map<std::string, Watched> watched_;
+  void unwatch_locked(const std::string& path);
+};
+
+}  // namespace dblock::detail::zk
