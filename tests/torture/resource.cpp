@@ -1,0 +1,104 @@
+#include "torture/resource.hpp"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <stdexcept>
+
+namespace dblock::torture {
+
+Resource::Resource(std::string path) : path_(std::move(path)) {
+  fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (fd_ < 0) throw std::runtime_error("cannot open the resource " + path_);
+}
+
+Resource::~Resource() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+template <class F>
+auto Resource::locked(F&& f) {
+  while (::flock(fd_, LOCK_EX) != 0) {
+  }
+  struct Unlock {
+    int fd;
+    ~Unlock() { ::flock(fd, LOCK_UN); }
+  } unlock{fd_};
+  return f();
+}
+
+ResourceState Resource::load() {
+  char buf[256] = {};
+  ssize_t n = ::pread(fd_, buf, sizeof buf - 1, 0);
+  ResourceState s;
+  if (n <= 0) return s;
+  unsigned long long fence = 0;
+  long long counter = 0, accepted = 0, stale = 0, violations = 0, holder = 0;
+  if (std::sscanf(buf, "%llu %lld %lld %lld %lld %lld", &fence, &counter, &accepted, &stale, &violations, &holder) ==
+      6) {
+    s.holder_pid = holder;
+    s.fence = fence;
+    s.counter = counter;
+    s.accepted = accepted;
+    s.stale = stale;
+    s.violations = violations;
+  }
+  return s;
+}
+
+// One pwrite of a fixed-width record: a reader never sees a torn or shorter one.
+void Resource::store(const ResourceState& s) {
+  char buf[160];
+  int n = std::snprintf(buf, sizeof buf, "%20llu %20lld %20lld %20lld %20lld %20lld\n",
+                        static_cast<unsigned long long>(s.fence), static_cast<long long>(s.counter),
+                        static_cast<long long>(s.accepted), static_cast<long long>(s.stale),
+                        static_cast<long long>(s.violations), static_cast<long long>(s.holder_pid));
+  if (::pwrite(fd_, buf, n, 0) != n) throw std::runtime_error("cannot write the resource " + path_);
+}
+
+ResourceState Resource::read() {
+  return locked([&] { return load(); });
+}
+
+ResourceState Resource::peek() { return load(); }
+
+bool Resource::enter(std::uint64_t fence, const std::function<bool()>& lease_lost, bool slow) {
+  return locked([&] {
+    auto s = load();
+    if (fence > s.fence) {
+      s.holder_pid = slow ? ::getpid() : 0;
+      store(s);
+      return true;
+    }
+    if (lease_lost()) ++s.stale;
+    else ++s.violations;
+    store(s);
+    return false;
+  });
+}
+
+std::int64_t Resource::read_counter() {
+  return locked([&] { return load().counter; });
+}
+
+bool Resource::write_counter(std::uint64_t fence, std::int64_t counter, const std::function<bool()>& lease_lost) {
+  return locked([&] {
+    auto s = load();
+    if (fence < s.fence) {
+      if (lease_lost()) ++s.stale;
+      else ++s.violations;
+      store(s);
+      return false;
+    }
+    s.fence = fence;
+    s.counter = counter;
+    ++s.accepted;
+    s.holder_pid = 0;
+    store(s);
+    return true;
+  });
+}
+
+}  // namespace dblock::torture

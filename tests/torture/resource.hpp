@@ -1,0 +1,65 @@
+// The protected resource of the torture run: a small file that every worker process updates
+// under the lock, the way a real service writes to storage behind a fenced lock.
+//
+// It holds five numbers. `counter` is updated non-atomically (read, pause, write back): two
+// holders at once lose an increment. Everything else is updated atomically under flock(2), as
+// a storage server would check a fence:
+//   fence      the highest fence that wrote; a write with a lower fence is rejected (stale)
+//   accepted   fenced writes accepted, so lost increments = accepted - counter
+//   stale      writes rejected because their fence was lower (a holder that lost its lease)
+//   violations entries or writes by a holder whose lease was still valid while an equal or
+//              higher fence had already written: two live holders at once, or a fence that
+//              did not increase (the client declares a loss no later than the server expires
+//              it, so a valid lease means nobody else may have been granted the lock)
+// A worker killed mid-update leaves the file consistent: each step is one locked rewrite.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+
+namespace dblock::torture {
+
+struct ResourceState {
+  std::uint64_t fence = 0;
+  std::int64_t counter = 0;
+  std::int64_t accepted = 0;
+  std::int64_t stale = 0;
+  std::int64_t violations = 0;
+  std::int64_t holder_pid = 0;  // a process in a slow critical section, else 0 (the chaos picks it)
+};
+
+class Resource {
+ public:
+  explicit Resource(std::string path);
+  ~Resource();
+  Resource(const Resource&) = delete;
+  Resource& operator=(const Resource&) = delete;
+
+  ResourceState read();
+  // Without the lock, for the chaos parent: a worker SIGSTOPped inside `locked` keeps the
+  // flock, and the parent must not wait for it. Records are one pwrite of fixed width, which a
+  // read sees whole.
+  ResourceState peek();
+  // The start of a critical section with fence `fence`: true to go on; false when a higher
+  // fence already wrote (counted as stale when `lease_lost`, else as a violation).
+  // `slow`: this section will take a while; it is published as the holder for the chaos.
+  // `lease_lost` is asked under the resource's lock: a holder may wait for that lock (behind a
+  // SIGSTOPped one) long enough to lose its lease meanwhile.
+  bool enter(std::uint64_t fence, const std::function<bool()>& lease_lost, bool slow);
+  // The counter as this holder sees it (the first half of the racy read-modify-write).
+  std::int64_t read_counter();
+  // The second half: writes `counter` if no higher fence wrote meanwhile. A rejected write is
+  // stale when `lease_lost`, else a violation. Returns whether it was accepted.
+  bool write_counter(std::uint64_t fence, std::int64_t counter, const std::function<bool()>& lease_lost);
+
+ private:
+  template <class F>
+  auto locked(F&& f);
+  ResourceState load();
+  void store(const ResourceState& s);
+  std::string path_;
+  int fd_ = -1;
+};
+
+}  // namespace dblock::torture

@@ -1,0 +1,314 @@
+// The torture run: N worker processes x M threads take one lock name over and over and do a
+// racy read-modify-write on a fenced resource (resource.hpp), while the parent injects chaos:
+// SIGKILL of the current holder, SIGSTOP of the holder past its TTL, and server restarts.
+// It reports grants, violations (must be 0), lost increments (must be 0), stale writes the
+// fence rejected, grants per second and recovery times after each fault, as one JSON line.
+//
+//   dblock_torture --url URL --strategy S [--table T] [--processes 3] [--threads 2]
+//                  [--seconds 10] [--grants N] [--ttl 1000ms] [--kill-every 0ms]
+//                  [--stop-every 0ms] [--restart-every 0ms --restart-cmd CMD] [--dir DIR]
+//   dblock_torture worker URL TABLE STRATEGY NAME THREADS TTL_MS RESOURCE STOP_FILE
+//
+// Exit 0 when the run had grants and no violation or lost increment, 1 otherwise, 64 on bad
+// arguments. Only the public API is used, as a service would.
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "core/duration.hpp"  // the CLI's duration syntax (1000ms, 2s)
+#include "dblock/dblock.hpp"
+#include "support/process.hpp"
+#include "torture/resource.hpp"
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+namespace {
+
+bool exists(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0;
+}
+
+// One worker process: THREADS threads loop until STOP_FILE appears.
+int worker(const std::vector<std::string>& a) {
+  const std::string &url = a[1], &table = a[2], &name = a[4], &resource_path = a[7], &stop = a[8];
+  const auto strategy = dblock::parse_strategy(a[3]);
+  const int threads = std::stoi(a[5]);
+  const milliseconds ttl{std::stol(a[6])};
+  dblock::ClientOptions co;
+  co.table = table;
+  co.statement_timeout = 2s;
+  co.connect_timeout = 2s;
+  std::shared_ptr<dblock::Client> client;
+  while (!client) {  // the server may be restarting when a replacement worker starts
+    try {
+      client = dblock::Client::open(url, co);
+    } catch (const dblock::Error&) {
+      if (exists(stop)) return 0;
+      std::this_thread::sleep_for(100ms);
+    }
+  }
+  dblock::LockOptions lo;
+  lo.strategy = strategy;
+  lo.ttl = ttl;
+  auto lock = client->lock(name, lo);
+  std::vector<std::thread> pool;
+  for (int t = 0; t < threads; ++t)
+    pool.emplace_back([&, t] {
+      dblock::torture::Resource resource(resource_path);
+      std::mt19937 rng(std::random_device{}() + t);
+      while (!exists(stop)) {
+        try {
+          auto lease = lock.try_acquire(500ms);
+          if (!lease) continue;
+          // Every section is slow enough to widen the race; one in 16 takes 20 ms and is
+          // published, so that the chaos catches a process while it holds the lock.
+          const bool slow = rng() % 16 == 0;
+          auto lost = [&] { return lease->lost(); };
+          if (resource.enter(lease->fence(), lost, slow)) {
+            auto v = resource.read_counter();
+            std::this_thread::sleep_for(std::chrono::microseconds(slow ? 20'000 : rng() % 500));
+            // Written even when the lease was lost meanwhile: the fence must reject it then.
+            resource.write_counter(lease->fence(), v + 1, lost);
+          }
+          try {
+            lease->release();
+          } catch (const dblock::LockLostError&) {  // paused past its TTL: expected under chaos
+          }
+        } catch (const dblock::Error&) {  // the server restarting or unreachable: try again
+          std::this_thread::sleep_for(50ms);
+        }
+      }
+    });
+  for (auto& t : pool) t.join();
+  return 0;
+}
+
+struct Args {
+  std::string url, table = "dblock_torture", strategy, dir, restart_cmd;
+  int processes = 3, threads = 2;
+  milliseconds seconds{10'000}, ttl{1000}, kill_every{0}, stop_every{0}, restart_every{0};
+  long grants = 0;  // > 0: run until this many grants (or 10x --seconds)
+};
+
+milliseconds duration_arg(const std::string& v) {
+  return dblock::detail::parse_duration(v);
+}
+
+Args parse(int argc, char** argv) {
+  Args a;
+  for (int i = 1; i < argc; ++i) {
+    std::string k = argv[i];
+    if (i + 1 >= argc) throw dblock::UsageError("missing value after " + k);
+    std::string v = argv[++i];
+    if (k == "--url") a.url = v;
+    else if (k == "--table") a.table = v;
+    else if (k == "--strategy") a.strategy = v;
+    else if (k == "--dir") a.dir = v;
+    else if (k == "--processes") a.processes = std::stoi(v);
+    else if (k == "--threads") a.threads = std::stoi(v);
+    else if (k == "--grants") a.grants = std::stol(v);
+    else if (k == "--seconds") a.seconds = milliseconds{std::stol(v) * 1000};
+    else if (k == "--ttl") a.ttl = duration_arg(v);
+    else if (k == "--kill-every") a.kill_every = duration_arg(v);
+    else if (k == "--stop-every") a.stop_every = duration_arg(v);
+    else if (k == "--restart-every") a.restart_every = duration_arg(v);
+    else if (k == "--restart-cmd") a.restart_cmd = v;
+    else throw dblock::UsageError("unknown option " + k);
+  }
+  if (a.url.empty() || a.strategy.empty()) throw dblock::UsageError("--url and --strategy are required");
+  dblock::parse_strategy(a.strategy);
+  if (a.processes < 1 || a.threads < 1) throw dblock::UsageError("--processes and --threads must be at least 1");
+  if (a.restart_every.count() > 0 && a.restart_cmd.empty())
+    throw dblock::UsageError("--restart-every needs --restart-cmd");
+  return a;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 ? v[v.size() / 2] : (v[v.size() / 2 - 1] + v[v.size() / 2]) / 2;
+}
+
+std::string json_list(const std::vector<double>& v) {
+  std::string s = "[";
+  for (std::size_t i = 0; i < v.size(); ++i) s += (i ? "," : "") + std::to_string(static_cast<long>(v[i]));
+  return s + "]";
+}
+
+class Run {
+ public:
+  Run(Args a, std::string self) : a_(std::move(a)), self_(std::move(self)) {
+    dir_ = a_.dir.empty() ? std::filesystem::temp_directory_path() /
+                                ("dblock-torture-" + std::to_string(::getpid()))
+                          : std::filesystem::path(a_.dir);
+    std::filesystem::create_directories(dir_);
+    resource_path_ = (dir_ / "resource").string();
+    stop_path_ = (dir_ / "stop").string();
+    std::filesystem::remove(resource_path_);
+    std::filesystem::remove(stop_path_);
+    name_ = "torture-" + std::to_string(::getpid());
+  }
+
+  int go() {
+    {
+      dblock::ClientOptions co;  // the lock table must exist before the workers start
+      co.table = a_.table;
+      co.auto_migrate = true;
+      dblock::Client::open(a_.url, co);
+    }
+    dblock::torture::Resource resource(resource_path_);
+    for (int p = 0; p < a_.processes; ++p) workers_.push_back(spawn_worker());
+    const auto start = Clock::now();
+    const auto end = start + (a_.grants > 0 ? a_.seconds * 10 : a_.seconds);
+    auto next_kill = start + a_.kill_every, next_stop = start + a_.stop_every, next_restart = start + a_.restart_every;
+    std::mt19937 rng(std::random_device{}());
+    while (Clock::now() < end && (a_.grants == 0 || resource.peek().accepted < a_.grants)) {
+      std::this_thread::sleep_for(20ms);
+      auto now = Clock::now();
+      if (a_.kill_every.count() > 0 && now >= next_kill) {
+        chaos_kill(resource);
+        next_kill = Clock::now() + a_.kill_every;
+      } else if (a_.stop_every.count() > 0 && now >= next_stop) {
+        chaos_stop(resource);
+        next_stop = Clock::now() + a_.stop_every;
+      } else if (a_.restart_every.count() > 0 && now >= next_restart) {
+        chaos_restart(resource);
+        next_restart = Clock::now() + a_.restart_every;
+      }
+    }
+    const double elapsed = std::chrono::duration<double>(Clock::now() - start).count();
+    { std::FILE* f = std::fopen(stop_path_.c_str(), "w"); if (f) std::fclose(f); }
+    int hung = 0;
+    for (pid_t pid : workers_) hung += finish(pid) ? 0 : 1;
+    auto s = resource.read();
+    long lost_increments = s.accepted - s.counter;
+    std::printf(
+        "{\"url_scheme\":\"%s\",\"strategy\":\"%s\",\"processes\":%d,\"threads\":%d,\"seconds\":%.1f,"
+        "\"grants\":%lld,\"grants_per_second\":%.1f,\"violations\":%lld,\"lost_increments\":%ld,"
+        "\"stale_rejected\":%lld,\"hung_workers\":%d,\"kills\":%zu,\"stops\":%zu,\"restarts\":%zu,"
+        "\"recovery_ms\":{\"kill\":%s,\"stop_takeover\":%s,\"restart\":%s},"
+        "\"recovery_median_ms\":{\"kill\":%.0f,\"stop_takeover\":%.0f,\"restart\":%.0f}}\n",
+        a_.url.substr(0, a_.url.find(':')).c_str(), a_.strategy.c_str(), a_.processes, a_.threads, elapsed,
+        static_cast<long long>(s.accepted), s.accepted / elapsed, static_cast<long long>(s.violations),
+        lost_increments, static_cast<long long>(s.stale), hung, kill_ms_.size(), stops_, restart_ms_.size(),
+        json_list(kill_ms_).c_str(), json_list(stop_ms_).c_str(), json_list(restart_ms_).c_str(), median(kill_ms_),
+        median(stop_ms_), median(restart_ms_));
+    std::filesystem::remove_all(dir_);
+    bool ok = s.accepted > 0 && s.violations == 0 && lost_increments == 0 && hung == 0;
+    return ok ? 0 : 1;
+  }
+
+ private:
+  pid_t spawn_worker() {
+    return dblock::test::spawn({self_, "worker", a_.url, a_.table, a_.strategy, name_, std::to_string(a_.threads),
+                                std::to_string(a_.ttl.count()), resource_path_, stop_path_});
+  }
+
+  // Milliseconds from `since` until a grant after `before` was accepted (10 s at most).
+  static double until_progress(dblock::torture::Resource& r, std::int64_t before, Clock::time_point since,
+                               milliseconds limit = 30s) {
+    while (r.peek().accepted <= before && Clock::now() - since < limit) std::this_thread::sleep_for(2ms);
+    return std::chrono::duration<double, std::milli>(Clock::now() - since).count();
+  }
+
+  // A worker process inside the critical section (so holding the lock), waited for up to 2 s.
+  std::vector<pid_t>::iterator holder(dblock::torture::Resource& r) {
+    for (auto until = Clock::now() + 2s; Clock::now() < until; std::this_thread::sleep_for(200us)) {
+      auto pid = static_cast<pid_t>(r.peek().holder_pid);
+      auto it = std::find(workers_.begin(), workers_.end(), pid);
+      if (pid != 0 && it != workers_.end()) return it;
+    }
+    return workers_.end();
+  }
+
+  void chaos_kill(dblock::torture::Resource& r) {
+    auto it = holder(r);
+    if (it == workers_.end()) return;
+    auto before = r.peek().accepted;
+    ::kill(*it, SIGKILL);
+    auto t0 = Clock::now();
+    dblock::test::wait_exit(*it);
+    *it = spawn_worker();
+    kill_ms_.push_back(until_progress(r, before, t0));
+  }
+
+  // Pauses the holder for twice its TTL: the others must take over (leases after the TTL;
+  // session locks stay with the paused process' connection, so none may), and the resumed
+  // holder must find its lease lost and its write rejected.
+  void chaos_stop(dblock::torture::Resource& r) {
+    auto it = holder(r);
+    if (it == workers_.end()) return;
+    auto before = r.peek().accepted;
+    ::kill(*it, SIGSTOP);
+    auto t0 = Clock::now();
+    double took = until_progress(r, before, t0, a_.ttl * 2);
+    std::this_thread::sleep_until(t0 + a_.ttl * 2);
+    ::kill(*it, SIGCONT);
+    ++stops_;
+    if (took < std::chrono::duration<double, std::milli>(a_.ttl * 2).count()) stop_ms_.push_back(took);
+  }
+
+  void chaos_restart(dblock::torture::Resource& r) {
+    auto before = r.peek().accepted;
+    auto t0 = Clock::now();
+    if (std::system((a_.restart_cmd + " >/dev/null 2>&1").c_str()) != 0) std::fprintf(stderr, "torture: restart failed\n");
+    restart_ms_.push_back(until_progress(r, before, t0));
+  }
+
+  // Waits up to 15 s for a worker to stop after the stop file appeared; kills it if it hangs.
+  static bool finish(pid_t pid) {
+    ::kill(pid, SIGCONT);
+    for (auto until = Clock::now() + 15s; Clock::now() < until; std::this_thread::sleep_for(20ms)) {
+      int status;
+      if (::waitpid(pid, &status, WNOHANG) == pid) return true;
+    }
+    ::kill(pid, SIGKILL);
+    dblock::test::wait_exit(pid);
+    return false;
+  }
+
+  Args a_;
+  std::string self_;
+  std::filesystem::path dir_;
+  std::string resource_path_, stop_path_, name_;
+  std::vector<pid_t> workers_;
+  std::vector<double> kill_ms_, stop_ms_, restart_ms_;  // stop_ms_: takeovers while paused
+  std::size_t stops_ = 0;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    std::vector<std::string> a(argv + 1, argv + argc);
+    if (!a.empty() && a[0] == "worker") {
+      if (a.size() != 9) throw dblock::UsageError("worker takes 8 arguments");
+      return worker(a);
+    }
+    signal(SIGPIPE, SIG_IGN);
+    std::string self = std::filesystem::canonical("/proc/self/exe").string();
+    return Run(parse(argc, argv), self).go();
+  } catch (const dblock::UsageError& e) {
+    std::cerr << "dblock_torture: " << e.what() << "\n";
+    return 64;
+  } catch (const std::exception& e) {
+    std::cerr << "dblock_torture: " << e.what() << "\n";
+    return 1;
+  }
+}
