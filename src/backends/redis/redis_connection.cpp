@@ -91,7 +91,13 @@ Connection::Connection(const Target& target) : Connection(target, target.connect
 
 Connection::Connection(const Target& target, milliseconds connect_timeout)
     : where_(target.where), command_timeout_(target.command_timeout) {
-  open(target, connect_timeout);
+  try {
+    open(target, connect_timeout);
+  } catch (...) {  // a constructor that throws runs no destructor: free the context here
+    if (ctx_) redisFree(ctx_);
+    ctx_ = nullptr;
+    throw;
+  }
 }
 
 Connection::~Connection() {
