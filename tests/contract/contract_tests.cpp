@@ -9,10 +9,12 @@
 #include <thread>
 #include <vector>
 
+#include "support/eventually.hpp"
 #include "contract/fixtures.hpp"
 #include "support/process.hpp"
 
 using namespace std::chrono_literals;
+using dblock::test::eventually;
 using dblock::Lease;
 using dblock::LockOptions;
 using Clock = std::chrono::steady_clock;
@@ -28,16 +30,6 @@ LockOptions opts(std::chrono::milliseconds ttl = 30s, bool auto_renew = true) {
   return o;
 }
 
-// Polls cond every 10 ms for up to `limit`; for waiting on background effects in tests.
-template <class Cond>
-bool eventually(Cond cond, std::chrono::milliseconds limit = 10s) {
-  auto end = Clock::now() + limit;
-  while (Clock::now() < end) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return cond();
-}
 
 }  // namespace
 

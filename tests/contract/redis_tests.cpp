@@ -10,11 +10,13 @@
 #include <random>
 #include <thread>
 
+#include "support/eventually.hpp"
 #include "contract/fixtures.hpp"
 #include "core/url.hpp"
 #include "support/process.hpp"
 
 using namespace std::chrono_literals;
+using dblock::test::eventually;
 using Clock = std::chrono::steady_clock;
 using dblock::LockOptions;
 using dblock::Strategy;
@@ -56,15 +58,6 @@ std::string raw(const dblock::detail::HostPort& hp, const std::vector<std::strin
   return out;
 }
 
-template <class Cond>
-bool eventually(Cond cond, std::chrono::milliseconds limit = 10s) {
-  auto end = Clock::now() + limit;
-  while (Clock::now() < end) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return cond();
-}
 
 // Stops redlock nodes (SHUTDOWN NOSAVE over hiredis) and starts them again when it goes out
 // of scope (DBLOCK_TEST_REDLOCK_START), so a failing test leaves the nodes running.

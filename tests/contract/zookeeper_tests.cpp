@@ -10,6 +10,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/eventually.hpp"
 #include "backends/zookeeper/zk_paths.hpp"
 #include "backends/zookeeper/zk_session.hpp"
 #include "contract/fixtures.hpp"
@@ -17,6 +18,7 @@
 #include "support/process.hpp"
 
 using namespace std::chrono_literals;
+using dblock::test::eventually;
 using Clock = std::chrono::steady_clock;
 using dblock::test::ZooKeeperLock;
 namespace zk = dblock::detail::zk;
@@ -48,15 +50,6 @@ struct Tree {
   }
 };
 
-template <class Cond>
-bool eventually(Cond cond, std::chrono::milliseconds limit = 10s) {
-  auto end = Clock::now() + limit;
-  while (Clock::now() < end) {
-    if (cond()) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return cond();
-}
 
 // A Kazoo Lock in a process of its own: `hold` takes it, writes `file` and keeps it until
 // `file`.stop exists; `try` writes 1 or 0 to `file`: whether acquire(blocking=False) got it.
