@@ -22,7 +22,8 @@ std::optional<Lease> ClientCore::acquire(const std::shared_ptr<ClientCore>& self
                                          std::optional<Clock::time_point> deadline) {
   auto gate = gates_.enter(spec.name, deadline);
   if (!gate) return std::nullopt;  // another thread of this process had it until the deadline
-  const std::string owner = identity + thread_suffix();
+  const std::string base = identity + thread_suffix();
+  const std::string owner = owner_for(spec.name, base);
   try {
     Backoff backoff;
     std::unique_ptr<ReleaseWatch> watch;  // armed at the first busy answer, then kept
@@ -50,12 +51,34 @@ std::optional<Lease> ClientCore::acquire(const std::shared_ptr<ClientCore>& self
     }
   } catch (...) {
     spec.driver->abandon(spec.name, owner);  // e.g. ZooKeeper deletes the node it queued
+    forget_unless_held(spec.name, base, owner);
     gates_.leave(spec.name, gate);
     throw;
   }
   spec.driver->abandon(spec.name, owner);  // the deadline passed: drop any place kept in a queue
   gates_.leave(spec.name, gate);
   return std::nullopt;
+}
+
+// Owners and leftovers. A grant the server may still hold although we no longer track it (an
+// acquire whose answer was lost, a last release that failed) would otherwise be *re-entered*
+// by the next acquire of the same thread: same owner, so the backend counts a second hold and
+// hands out the old fence again, and the leftover hold keeps the lock until its TTL (the
+// torture run caught this around a PostgreSQL restart). So after such a failure the thread's
+// owner string for that name changes (":e<N>"): the leftover is then someone else's lease,
+// waited for like any other, and the next grant gets a new fence.
+std::string ClientCore::owner_for(const std::string& name, const std::string& base) {
+  std::lock_guard lk(grants_mutex_);
+  auto it = epochs_.find({name, base});
+  return it == epochs_.end() ? base : base + ":e" + std::to_string(it->second);
+}
+
+void ClientCore::forget_unless_held(const std::string& name, const std::string& base, const std::string& owner) {
+  std::lock_guard lk(grants_mutex_);
+  for (auto it = grants_.lower_bound(std::make_tuple(name, owner, std::uint64_t{0}));
+       it != grants_.end() && std::get<0>(it->first) == name && std::get<1>(it->first) == owner; ++it)
+    if (auto g = it->second.lock(); g && !g->lost()) return;  // a failed re-entry: the owner must stay
+  ++epochs_[{name, base}];
 }
 
 std::shared_ptr<Grant> ClientCore::adopt(const std::shared_ptr<ClientCore>& self, const LockSpec& spec,
@@ -75,6 +98,7 @@ std::shared_ptr<Grant> ClientCore::adopt(const std::shared_ptr<ClientCore>& self
   g->gate = gate;
   g->name = spec.name;
   g->owner = owner;
+  g->owner_base = identity + thread_suffix();  // adopt runs on the acquiring thread
   g->fence = a.fence;
   g->ttl = spec.options.ttl;
   g->renew_every = spec.options.renew_every.value_or(spec.options.ttl / 3);
@@ -106,7 +130,14 @@ void ClientCore::release(const std::shared_ptr<Grant>& g) {
     const std::shared_ptr<Grant>& g;
     ~LeaveGate() { core->gates_.leave(g->name, g->gate); }
   } leave{this, g};
-  if (!release_on_server(*g, last)) {
+  bool released;
+  try {
+    released = release_on_server(*g, last);
+  } catch (...) {
+    if (last) forget_unless_held(g->name, g->owner_base, g->owner);
+    throw;
+  }
+  if (!released) {
     g->mark_lost();
     throw LockLostError("lock '" + g->name + "' (fence " + std::to_string(g->fence) +
                         ") was lost before release: it expired or another owner took it");

@@ -51,11 +51,14 @@ class ClientCore {
                                const std::string& owner, const std::shared_ptr<Gate>& gate,
                                const Attempt& attempt, Clock::time_point sent);
   bool release_on_server(const Grant& grant, bool last);
+  std::string owner_for(const std::string& name, const std::string& base);
+  void forget_unless_held(const std::string& name, const std::string& base, const std::string& owner);
 
   std::mutex drivers_mutex_;
   std::map<Strategy, std::unique_ptr<LockDriver>> drivers_;
   std::mutex grants_mutex_;
   std::map<std::tuple<std::string, std::string, std::uint64_t>, std::weak_ptr<Grant>> grants_;
+  std::map<std::pair<std::string, std::string>, std::uint64_t> epochs_;  // (name, owner base): see owner_for
   GateTable gates_;
   Watchdog watchdog_;  // last: destroyed first, before the drivers it calls
 };

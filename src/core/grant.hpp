@@ -18,6 +18,7 @@ struct Grant {
   LockDriver* driver = nullptr;      // owned by core
   std::shared_ptr<Gate> gate;
   std::string name, owner;
+  std::string owner_base;  // owner without its ":e<N>" epoch (ClientCore::owner_for)
   std::uint64_t fence = 0;
   milliseconds ttl{0}, renew_every{0};
   bool auto_renew = true;
