@@ -12,8 +12,11 @@ namespace dblock::detail::zk {
 namespace {
 
 // Sessions alive in this process, for Session::credentials (tests expire sessions with it).
-std::mutex registry_mutex;
-std::set<Session*> registry;
+// Never destroyed: a Session may be freed by the Watchdog thread while the process runs its
+// static destructors on exit (the CLI exits with the renewal thread alive), and must still
+// find the registry then (TSan caught the use after free).
+std::mutex& registry_mutex = *new std::mutex;
+std::set<Session*>& registry = *new std::set<Session*>;
 
 // The C client logs to stderr by default, several lines per failed connection attempt. The
 // CLI promises one line of stderr, and errors reach the caller as exceptions anyway, so its
