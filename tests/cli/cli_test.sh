@@ -298,7 +298,7 @@ if [ "$BACKEND" = mysql ]; then
     done
     bad=""
     for i in "${!held_names[@]}"; do
-      for _ in $(seq 1 200); do [ -e "held.$i" ] || ! alive "${pids[i]}" || { sleep 0.05; continue; }; break; done
+      for _ in $(seq 1 600); do [ -e "held.$i" ] || ! alive "${pids[i]}" || { sleep 0.05; continue; }; break; done
       if [ ! -e "held.$i" ]; then bad+=" [${held_names[i]}]: not held: $(head -c 200 "holder.$i.err")"
       elif [ "$(cat "held.$i")" != "${held_names[i]}" ]; then bad+=" [${held_names[i]}]: DBLOCK_NAME is [$(cat "held.$i")]"; fi
     done
