@@ -271,10 +271,11 @@ class Run {
     restart_ms_.push_back(until_progress(r, before, t0));
   }
 
-  // Waits up to 15 s for a worker to stop after the stop file appeared; kills it if it hangs.
+  // Waits up to 60 s for a worker to stop after the stop file appeared (a thread may be in a
+  // slow acquire or release under the sanitizers); kills it if it hangs.
   static bool finish(pid_t pid) {
     ::kill(pid, SIGCONT);
-    for (auto until = Clock::now() + 15s; Clock::now() < until; std::this_thread::sleep_for(20ms)) {
+    for (auto until = Clock::now() + 60s; Clock::now() < until; std::this_thread::sleep_for(20ms)) {
       int status;
       if (::waitpid(pid, &status, WNOHANG) == pid) return true;
     }
