@@ -3,30 +3,13 @@
 #include <pqxx/pqxx>
 
 #include "backends/postgresql/pg_session.hpp"
+#include "core/wake_table.hpp"
 
 namespace dblock::detail::sql {
 
-// What waiters and the listener thread share. A generation per watched name counts the
-// releases seen; a waiter sleeps until its name's generation moves. A reconnect bumps the
-// epoch, which wakes everyone, since releases may have been missed meanwhile.
-struct PgListener::State {
-  struct Name {
-    std::uint64_t generation = 0;
-    int watchers = 0;
-  };
-  std::mutex mutex;
-  std::condition_variable changed;
-  std::map<std::string, Name> names;  // only names someone waits for
-  std::uint64_t epoch = 0;  // bumped on every (re)connect
+// What waiters and the listener thread share: the wake table, and whether LISTEN is in place.
+struct PgListener::State : WakeTable {
   bool listening = false;
-  bool stop = false;
-  void bump(const std::string& name) {
-    std::lock_guard lk(mutex);
-    auto it = names.find(name);
-    if (it == names.end()) return;  // nobody here waits for it
-    ++it->second.generation;
-    changed.notify_all();
-  }
 };
 
 namespace {
@@ -42,37 +25,6 @@ class Receiver final : public pqxx::notification_receiver {
 };
 
 }  // namespace
-
-class PgWatch final : public ReleaseWatch {
- public:
-  using State = PgListener::State;
-  PgWatch(std::shared_ptr<State> st, std::string name) : st_(std::move(st)), name_(std::move(name)) {
-    auto& n = st_->names[name_];  // the caller holds the mutex
-    ++n.watchers;
-    seen_generation_ = n.generation;
-    seen_epoch_ = st_->epoch;
-  }
-  ~PgWatch() override {
-    std::lock_guard lk(st_->mutex);
-    auto it = st_->names.find(name_);
-    if (--it->second.watchers == 0) st_->names.erase(it);
-  }
-  void wait_until(Clock::time_point until) override {
-    std::unique_lock lk(st_->mutex);
-    auto& n = st_->names[name_];
-    // A lost listener connection does not wake us early (that would spin); its reconnect does.
-    st_->changed.wait_until(lk, until, [&] {
-      return st_->stop || n.generation != seen_generation_ || st_->epoch != seen_epoch_;
-    });
-    seen_generation_ = n.generation;
-    seen_epoch_ = st_->epoch;
-  }
-
- private:
-  std::shared_ptr<State> st_;
-  std::string name_;
-  std::uint64_t seen_generation_ = 0, seen_epoch_ = 0;
-};
 
 PgListener::PgListener(std::function<std::unique_ptr<Session>()> connect, std::string channel)
     : connect_(std::move(connect)), channel_(std::move(channel)), state_(std::make_shared<State>()) {}
@@ -100,8 +52,7 @@ void PgListener::run() {
       {
         std::lock_guard lk(st->mutex);
         st->listening = true;
-        ++st->epoch;  // anything released while we were not listening: everyone retries
-        st->changed.notify_all();
+        st->bump_epoch_locked();  // anything released while we were not listening: everyone retries
       }
       for (;;) {
         {
@@ -129,7 +80,7 @@ std::unique_ptr<ReleaseWatch> PgListener::watch(const std::string& name) {
   // The first waiter waits (briefly) for LISTEN to be in place; without it, poll.
   state_->changed.wait_for(lk, std::chrono::seconds(2), [&] { return state_->listening || state_->stop; });
   if (!state_->listening) return nullptr;
-  return std::make_unique<PgWatch>(state_, name);
+  return WakeTable::watch_locked(state_, name);
 }
 
 }  // namespace dblock::detail::sql

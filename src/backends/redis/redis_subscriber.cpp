@@ -5,71 +5,24 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <condition_variable>
-#include <map>
+
+#include "core/wake_table.hpp"
 
 namespace dblock::detail::redis {
 
-// What waiters and the subscriber thread share. A generation per watched name counts the
-// releases seen; the epoch moves whenever a subscription comes or goes, which wakes every
-// waiter, since a release may have been missed meanwhile.
-struct Subscriber::State {
-  struct Name {
-    std::uint64_t generation = 0;
-    int watchers = 0;
-  };
-  std::mutex mutex;
-  std::condition_variable changed;
-  std::map<std::string, Name> names;  // only names someone waits for
-  std::uint64_t epoch = 0;
-  int subscribed = 0;  // servers with a confirmed SUBSCRIBE
-  bool stop = false;
-
-  void bump(const std::string& name) {
-    std::lock_guard lk(mutex);
-    auto it = names.find(name);
-    if (it == names.end()) return;
-    ++it->second.generation;
-    changed.notify_all();
-  }
+// What waiters and the subscriber thread share: the wake table, and how many servers have a
+// confirmed SUBSCRIBE. A subscription that comes or goes moves the epoch (a release may have
+// been missed meanwhile).
+struct Subscriber::State : WakeTable {
+  int subscribed = 0;
   void subscriptions(int delta) {
     std::lock_guard lk(mutex);
     subscribed += delta;
-    ++epoch;
-    changed.notify_all();
+    bump_epoch_locked();
   }
 };
 
 namespace {
-
-class Watch final : public ReleaseWatch {
- public:
-  using State = Subscriber::State;
-  Watch(std::shared_ptr<State> st, std::string name) : st_(std::move(st)), name_(std::move(name)) {
-    auto& n = st_->names[name_];  // the caller holds the mutex
-    ++n.watchers;
-    seen_generation_ = n.generation;
-    seen_epoch_ = st_->epoch;
-  }
-  ~Watch() override {
-    std::lock_guard lk(st_->mutex);
-    auto it = st_->names.find(name_);
-    if (--it->second.watchers == 0) st_->names.erase(it);
-  }
-  void wait_until(Clock::time_point until) override {
-    std::unique_lock lk(st_->mutex);
-    auto& n = st_->names[name_];
-    st_->changed.wait_until(lk, until,
-                            [&] { return st_->stop || n.generation != seen_generation_ || st_->epoch != seen_epoch_; });
-    seen_generation_ = n.generation;
-    seen_epoch_ = st_->epoch;
-  }
-
- private:
-  std::shared_ptr<State> st_;
-  std::string name_;
-  std::uint64_t seen_generation_ = 0, seen_epoch_ = 0;
-};
 
 // One server's subscription in the thread's hands.
 struct Link {
@@ -183,7 +136,7 @@ std::unique_ptr<ReleaseWatch> Subscriber::watch(const std::string& name) {
   // The first waiter waits (briefly) for a confirmed SUBSCRIBE; without one, it polls.
   state_->changed.wait_for(lk, std::chrono::seconds(2), [&] { return state_->subscribed > 0 || state_->stop; });
   if (state_->subscribed == 0) return nullptr;
-  return std::make_unique<Watch>(state_, name);
+  return WakeTable::watch_locked(state_, name);
 }
 
 }  // namespace dblock::detail::redis
