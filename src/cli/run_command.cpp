@@ -46,20 +46,20 @@ int pending_stop_signal(const sigset_t& set) {
   }
 }
 
-[[noreturn]] void exec_child(const std::vector<std::string>& command, pid_t parent, const sigset_t& old_mask,
-                             bool foreground) {
+// Runs in the forked child of a multithreaded process: only async-signal-safe calls from
+// here to exec (another thread may have held the allocator's lock at the fork, so even a
+// malloc can hang forever), hence argv is built before the fork.
+[[noreturn]] void exec_child(char* const* argv, pid_t parent, const sigset_t& old_mask, bool foreground) {
   prctl(PR_SET_PDEATHSIG, SIGKILL);
   if (getppid() != parent) _exit(software);  // the parent died before prctl took effect
   setpgid(0, 0);
   if (foreground) tcsetpgrp(STDIN_FILENO, getpid());  // SIGTTOU is blocked here, so this works
   pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
-  std::vector<char*> argv;
-  for (const auto& a : command) argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  execvp(argv[0], argv.data());
+  execvp(argv[0], argv);
   int err = errno;
-  std::string msg = "dblock: cannot run '" + command[0] + "': " + std::strerror(err) + "\n";
-  (void)!write(STDERR_FILENO, msg.data(), msg.size());
+  const char* parts[] = {"dblock: cannot run '", argv[0], "': ", strerrordesc_np(err), "\n"};
+  for (const char* p : parts)
+    if (p) (void)!write(STDERR_FILENO, p, std::strlen(p));
   _exit(err == ENOENT ? 127 : 126);  // as shells do
 }
 
@@ -105,10 +105,13 @@ int run_command(const RunArgs& a) {
   setenv("DBLOCK_FENCE", std::to_string(lease->fence()).c_str(), 1);
   setenv("DBLOCK_OWNER", lease->owner().c_str(), 1);
   bool foreground = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
+  std::vector<char*> argv;
+  for (const auto& arg : a.command) argv.push_back(const_cast<char*>(arg.c_str()));
+  argv.push_back(nullptr);
   pid_t parent = getpid();
   pid_t child = fork();
   if (child < 0) throw InternalError(std::string("fork failed: ") + std::strerror(errno));
-  if (child == 0) exec_child(a.command, parent, old_mask, foreground);
+  if (child == 0) exec_child(argv.data(), parent, old_mask, foreground);
   setpgid(child, child);  // also here, so the group exists whichever process runs first
   if (foreground) tcsetpgrp(STDIN_FILENO, child);
 

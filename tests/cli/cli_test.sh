@@ -115,6 +115,21 @@ now_ms() { date +%s%3N; }
 wait_for_file() { for _ in $(seq 1 200); do [ -e "$1" ] && return 0; sleep 0.05; done; return 1; }
 # A process is alive unless gone or a zombie (PID 1 may not reap orphans in containers).
 alive() { [ -r "/proc/$1/stat" ] && [ "$(awk '{print $3}' "/proc/$1/stat")" != Z ]; }
+# stuck_report PID...: what hung processes (and their children) are doing, and what the
+# server sees, so that a hang seen once in CI can be diagnosed from the log.
+stuck_report() {
+  local p c
+  for p in "$@"; do
+    for c in $p $(pgrep -P "$p"); do
+      echo "# --- stack of $c: $(tr '\0' ' ' <"/proc/$c/cmdline" 2>/dev/null)"
+      timeout 60 gdb -p "$c" -batch -nx -ex 'thread apply all bt' 2>/dev/null | grep -E '^(Thread|#)' | sed 's/^/#   /'
+    done
+  done
+  case "$BACKEND" in
+    mysql) sql "SHOW FULL PROCESSLIST; SELECT * FROM information_schema.INNODB_TRX\\G" 2>&1 | sed 's/^/# /' ;;
+    postgresql) sql "SELECT pid, state, wait_event_type, wait_event, left(query, 120) FROM pg_stat_activity" 2>&1 | sed 's/^/# /' ;;
+  esac
+}
 
 # --- the main job: four processes x 25 runs keep a counter exact, fences increase ----------
 for strategy in $STRATEGIES; do
@@ -283,7 +298,7 @@ if [ "$BACKEND" = mysql ]; then
   no_wait_exits() {
     local want=$1 n code; shift
     for n in "$@"; do
-      "$DBLOCK" run --no-wait --name "$n" $S -- true 2>"$WORK/err"; code=$?
+      timeout -s KILL 60 "$DBLOCK" run --no-wait --name "$n" $S -- true 2>"$WORK/err"; code=$?
       [ "$code" = "$want" ] || printf ' [%s]: exit %s %s' "$n" "$code" "$(head -c 200 "$WORK/err")"
     done
   }
@@ -299,7 +314,9 @@ if [ "$BACKEND" = mysql ]; then
     bad=""
     for i in "${!held_names[@]}"; do
       for _ in $(seq 1 600); do [ -e "held.$i" ] || ! alive "${pids[i]}" || { sleep 0.05; continue; }; break; done
-      if [ ! -e "held.$i" ]; then bad+=" [${held_names[i]}]: not held: $(head -c 200 "holder.$i.err")"
+      if [ ! -e "held.$i" ]; then
+        bad+=" [${held_names[i]}]: not held: $(head -c 200 "holder.$i.err")"
+        alive "${pids[i]}" && stuck_report "${pids[i]}"
       elif [ "$(cat "held.$i")" != "${held_names[i]}" ]; then bad+=" [${held_names[i]}]: DBLOCK_NAME is [$(cat "held.$i")]"; fi
     done
     [ -z "$bad" ] && ok "$strategy: ${#held_names[@]} special names (one of 200 characters) held at once, each by its own process" || fail "$strategy: special names:$bad"
@@ -316,7 +333,10 @@ sys.exit(got != want)' && ok "$strategy: list --json shows the special names byt
     fi
     bad=""
     for i in "${!held_names[@]}"; do
-      kill -TERM "${pids[i]}" 2>/dev/null; wait "${pids[i]}"; code=$?
+      kill -TERM "${pids[i]}" 2>/dev/null
+      for _ in $(seq 1 600); do alive "${pids[i]}" || break; sleep 0.05; done
+      alive "${pids[i]}" && { stuck_report "${pids[i]}"; kill -KILL "${pids[i]}"; }
+      wait "${pids[i]}"; code=$?
       [ "$code" = 143 ] || bad+=" [${held_names[i]}]: exit $code"
     done
     [ -z "$bad" ] && ok "$strategy: the special-name holders stopped on SIGTERM (exit 143)" || fail "$strategy: holders:$bad"

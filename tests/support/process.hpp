@@ -6,6 +6,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -29,6 +31,14 @@ inline int wait_exit(pid_t pid) {
   int status = 0;
   if (waitpid(pid, &status, 0) != pid) throw std::runtime_error("waitpid failed");
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// Prints every thread's stack of a process that hangs (to stderr, with gdb, if installed),
+// so that a hang seen once in CI can be diagnosed from the log.
+inline void print_stacks(pid_t pid) {
+  std::string cmd = "timeout 60 gdb -p " + std::to_string(pid) +
+                    " -batch -nx -ex 'thread apply all bt' 2>/dev/null | grep -E '^(Thread|#)' >&2";
+  if (std::system(cmd.c_str()) != 0) std::fprintf(stderr, "(no stacks of %d: is gdb installed?)\n", static_cast<int>(pid));
 }
 
 }  // namespace dblock::test

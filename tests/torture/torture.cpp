@@ -281,6 +281,8 @@ class Run {
       int status;
       if (::waitpid(pid, &status, WNOHANG) == pid) return true;
     }
+    std::fprintf(stderr, "torture: worker %d did not stop within 60 s; its threads:\n", static_cast<int>(pid));
+    dblock::test::print_stacks(pid);
     ::kill(pid, SIGKILL);
     dblock::test::wait_exit(pid);
     return false;
