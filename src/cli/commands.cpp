@@ -39,16 +39,19 @@ int sweep_command(const Common& c, const std::string& every, std::size_t batch) 
     period = detail::parse_duration(every);
     if (period->count() == 0) throw UsageError("bad --every: must be positive");
   }
-  auto client = Client::open(c.url, c.client_options());
   if (!period) {
+    auto client = Client::open(c.url, c.client_options());
     std::cout << "dblock: swept " << client->sweep(batch) << " expired leases\n";
     return ok;
   }
-  // A long-running job: SIGINT/SIGTERM end it between passes.
+  // A long-running job: SIGINT/SIGTERM/SIGHUP end it between passes. Blocked before
+  // connecting, so that a stop signal during a slow start is taken as a stop, not a kill.
   sigset_t stop;
   sigemptyset(&stop);
   for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stop, s);
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
+  auto client = Client::open(c.url, c.client_options());
+  std::cout << "dblock: sweeping table " << c.table << " every " << every << std::endl;
   for (;;) {
     try {
       if (auto n = client->sweep(batch)) std::cout << "dblock: swept " << n << " expired leases" << std::endl;

@@ -115,11 +115,26 @@ now_ms() { date +%s%3N; }
 wait_for_file() { for _ in $(seq 1 200); do [ -e "$1" ] && return 0; sleep 0.05; done; return 1; }
 # A process is alive unless gone or a zombie (PID 1 may not reap orphans in containers).
 alive() { [ -r "/proc/$1/stat" ] && [ "$(awk '{print $3}' "/proc/$1/stat")" != Z ]; }
+# bounded SECONDS CMD...: runs CMD; one still running after SECONDS is reported (stacks,
+# server view) and killed, exit 124. Stdin is not passed on (CMD runs in the background).
+bounded() {
+  local limit=$1 pid; shift
+  "$@" & pid=$!
+  for _ in $(seq 1 $((limit * 20))); do alive "$pid" || break; sleep 0.05; done
+  if alive "$pid"; then
+    echo "# hung for ${limit}s: $*" >&2
+    stuck_report "$pid" >&2
+    kill -KILL "$pid" $(pgrep -P "$pid") 2>/dev/null
+  fi
+  wait "$pid"
+}
 # stuck_report PID...: what hung processes (and their children) are doing, and what the
 # server sees, so that a hang seen once in CI can be diagnosed from the log.
 stuck_report() {
   local p c
   for p in "$@"; do
+    # Process states first: a `t` (traced) one with a child is LeakSanitizer's exit check.
+    ps -o pid,ppid,stat,wchan:24,etime,args --pid "$p" --ppid "$p" 2>&1 | sed 's/^/# /'
     for c in $p $(pgrep -P "$p"); do
       echo "# --- stack of $c: $(tr '\0' ' ' <"/proc/$c/cmdline" 2>/dev/null)"
       timeout 60 gdb -p "$c" -batch -nx -ex 'thread apply all bt' 2>/dev/null | grep -E '^(Thread|#)' | sed 's/^/#   /'
@@ -222,9 +237,10 @@ fi
 "$DBLOCK" run --name sweepme --ttl 100ms -- true
 expect_exit 0 "sweep once" "$DBLOCK" sweep --batch 10
 grep -q "swept" "$WORK/out" && ok "sweep reports a count" || fail "sweep said: $(cat "$WORK/out")"
-"$DBLOCK" sweep --every 100ms & sweeper=$!
-sleep 0.5; kill -TERM "$sweeper"; wait "$sweeper"
-[ $? = 0 ] && ok "sweep --every stops cleanly on SIGTERM" || fail "sweep --every did not stop cleanly"
+"$DBLOCK" sweep --every 100ms >"$WORK/sweeper.out" & sweeper=$!
+for _ in $(seq 1 600); do grep -q "sweeping table" "$WORK/sweeper.out" && break; sleep 0.05; done
+sleep 0.3; kill -TERM "$sweeper"; wait "$sweeper"; code=$?
+[ "$code" = 0 ] && ok "sweep --every stops cleanly on SIGTERM" || fail "sweep --every did not stop cleanly (exit $code): $(head -c 300 "$WORK/sweeper.out")"
 if [ -n "$SQL" ]; then  # ZooKeeper has no lock table to miss and no migration to tamper with
 if [ "$BACKEND" = sqlite ]; then
   expect_exit 78 "missing lock table names dblock migrate" "$DBLOCK" list --url "sqlite:$WORK/empty.db?auto_migrate=false"
@@ -298,7 +314,7 @@ if [ "$BACKEND" = mysql ]; then
   no_wait_exits() {
     local want=$1 n code; shift
     for n in "$@"; do
-      timeout -s KILL 60 "$DBLOCK" run --no-wait --name "$n" $S -- true 2>"$WORK/err"; code=$?
+      bounded 60 "$DBLOCK" run --no-wait --name "$n" $S -- true 2>"$WORK/err"; code=$?
       [ "$code" = "$want" ] || printf ' [%s]: exit %s %s' "$n" "$code" "$(head -c 200 "$WORK/err")"
     done
   }
