@@ -221,7 +221,9 @@ void print_resources_table(const std::vector<Row>& rows) {
       "lock: the growth of connections (postgresql: pg_stat_activity rows of the user and database; mysql: "
       "Threads_connected; redis/redlock: CLIENT LIST lines, summed over the nodes; zookeeper: the process's "
       "socket fds; sqlite: the process's open fds) and of the process's RSS (/proc/self/statm, page-granular), "
-      "from after one warm-up acquire + release to when all are held. Notes above say where a run stopped short\n\n");
+      "from after one warm-up acquire + release to when all are held (so a session strategy, which pins a "
+      "connection per held lock, shows (N - 1) / N: the first lock reuses the connection the warm-up left "
+      "idle). Notes above give what was counted and where a run stopped short\n\n");
   fmt::print("| backend | strategy | locks held | connections/lock | bytes/lock |\n");
   fmt::print("|---|---|---:|---:|---:|\n");
   for (const auto& r : rows) {
