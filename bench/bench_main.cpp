@@ -24,8 +24,10 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <fmt/format.h>
 
+#include "bench_contended.hpp"
 #include "bench_mysql.hpp"
 #include "bench_redis.hpp"
+#include "bench_resources.hpp"
 #include "bench_pg.hpp"
 #include "bench_zk.hpp"
 #include "bench_run.hpp"
@@ -140,6 +142,8 @@ BackendReport run_sqlite(const Options& opt) {
                                         {std::begin(kSqliteStrategies), std::end(kSqliteStrategies)}, opt, {bare_row});
   rep.rows.insert(rep.rows.end(), handoffs.rows.begin(), handoffs.rows.end());
   rep.notes.insert(rep.notes.end(), handoffs.notes.begin(), handoffs.notes.end());
+  add_own_table_scenarios(rep, "sqlite", url, client_options,
+                          {std::begin(kSqliteStrategies), std::end(kSqliteStrategies)}, opt);
   return rep;
 }
 
@@ -207,6 +211,8 @@ int run(const Options& opt) {
       "or mysql `select1`; handoff-polling vs the same strategy's `handoff` row (`<strategy> handoff`: polling "
       "p50 / notified p50). x select1 = p50 / p50 of the same backend's `select1`");
   print_markdown(notes, rows, polling_summary(rows));
+  print_contended_table(rows);
+  print_resources_table(rows);
   if (!opt.csv.empty()) {
     try {
       write_csv(opt.csv, rows);
@@ -220,6 +226,8 @@ int run(const Options& opt) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // A contended-scenario worker: this binary started again by run_contended_scenario.
+  if (argc > 1 && std::string(argv[1]) == kContendedWorkerFlag) return contended_worker_main(argc, argv);
   Options opt;
   try {
     opt = parse_options(argc, argv);
@@ -235,6 +243,9 @@ int main(int argc, char** argv) {
     return run(opt);
   } catch (const dblock::Error& e) {
     fmt::print(stderr, "dblock-bench: dblock error: {}\n", e.what());
+  } catch (const CorrectnessViolation& e) {
+    fmt::print(stderr, "dblock-bench: {}\n", e.what());
+    return 1;
   } catch (const CantCreate& e) {
     fmt::print(stderr, "dblock-bench: {}\n", e.what());
     return 73;

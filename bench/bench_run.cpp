@@ -16,6 +16,9 @@
 
 #include <fmt/format.h>
 
+#include "bench_contended.hpp"
+#include "bench_resources.hpp"
+
 namespace dblock_bench {
 
 namespace {
@@ -363,7 +366,19 @@ BackendReport run_server(ServerRun run, const Options& opt) {
                                         run.counters);
   rep.rows.insert(rep.rows.end(), handoffs.rows.begin(), handoffs.rows.end());
   rep.notes.insert(rep.notes.end(), handoffs.notes.begin(), handoffs.notes.end());
+  add_own_table_scenarios(rep, backend, run.url, run.client_options, run.strategies, opt);
   return rep;
+}
+
+void add_own_table_scenarios(BackendReport& rep, const std::string& backend, const std::string& url,
+                             const dblock::ClientOptions& options, const std::vector<dblock::Strategy>& strategies,
+                             const Options& opt) {
+  auto add = [&](BackendReport more) {
+    rep.rows.insert(rep.rows.end(), more.rows.begin(), more.rows.end());
+    rep.notes.insert(rep.notes.end(), more.notes.begin(), more.notes.end());
+  };
+  add(run_contended_scenario(backend, url, options, strategies, opt, rep.rows));
+  add(run_resources_scenario(backend, url, options, strategies, opt));
 }
 
 }  // namespace dblock_bench

@@ -120,6 +120,13 @@ struct ServerRun {
   ServerCounters counters;  // read around each hand-off series
 };
 
+// Appends the rows and notes of the scenarios with a table of their own, `contended`
+// (bench_contended.hpp; its baselines are the uncontended rows already in rep) and
+// `resources` (bench_resources.hpp), each when selected.
+void add_own_table_scenarios(BackendReport& rep, const std::string& backend, const std::string& url,
+                             const dblock::ClientOptions& options, const std::vector<dblock::Strategy>& strategies,
+                             const Options& opt);
+
 // The rows: the baselines, the uncontended strategies (each compared with its baselines,
 // then `select1`), then run_handoff_scenarios' rows (compared with `select1`).
 BackendReport run_server(ServerRun run, const Options& opt);

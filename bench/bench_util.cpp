@@ -58,6 +58,21 @@ const char* usage_text() {
          "               inotify or mysql's GET_LOCK wake locks); compared with the same\n"
          "               strategy's handoff p50 (when that ran), and a line per strategy under\n"
          "               the table gives polling / notified.\n"
+         "  contended    1, 4, 16 and 64 workers (--quick: 1 and 4) on ONE name per strategy:\n"
+         "               threads spread over worker processes (this binary started again), each\n"
+         "               with its own Client, loop for 3 s (--quick: 0.3 s) on try_acquire (up to\n"
+         "               60 s) + release at once. Reports grants/s, the wait (asking -> holding)\n"
+         "               p50 and p99, grants per worker min..max and Jain's fairness index, in a\n"
+         "               table of its own; ratio = wait p50 / the same strategy's uncontended p50.\n"
+         "               Each holder bumps a shared counter in a file (read, +1, write) and\n"
+         "               checks its fence is above the last one: a lost increment or a fence\n"
+         "               that does not increase stops the run with exit status 1.\n"
+         "  resources    one Client holds 200 locks (--quick: 20) on different names at once\n"
+         "               per strategy: connections per held lock (postgresql: pg_stat_activity\n"
+         "               rows of the user and database; mysql: Threads_connected; redis and\n"
+         "               redlock: CLIENT LIST lines; zookeeper: the process's socket fds; sqlite:\n"
+         "               the process's open fds) and RSS bytes per held lock, each the growth\n"
+         "               from before the first acquire; a table of its own.\n"
          "\n"
          "  --quick           a smoke test: 300 cycles per series, 40 hand-offs (unless given)\n"
          "  --iterations N    timed cycles per uncontended series (default 5000)\n"
@@ -72,11 +87,15 @@ const char* usage_text() {
          "  --csv FILE        also write rows: backend,strategy,scenario,workers,ops_per_s,\n"
          "                    p50_us,p99_us,baseline,ratio, one per row per baseline it is\n"
          "                    compared with (baseline: the strategy column of the baseline row;\n"
-         "                    ratio: p50 / baseline p50)\n"
+         "                    ratio: p50 / baseline p50; a row without a baseline: one line, both\n"
+         "                    empty), then fairness (contended: Jain's index), connections_per_lock\n"
+         "                    and bytes_per_lock (resources; their workers = locks held, ops_per_s,\n"
+         "                    p50_us and p99_us 0), empty in the other scenarios' rows\n"
          "  --help            this text\n"
          "\n"
-         "Prints a Markdown table on stdout and progress on stderr. Exit status: 0 success,\n"
-         "64 bad options, 70 a dblock or database error, 73 the CSV or DIR cannot be created.\n";
+         "Prints a Markdown table on stdout (contended and resources: a table each) and progress\n"
+         "on stderr. Exit status: 0 success, 1 a correctness violation under contention, 64 bad\n"
+         "options, 70 a dblock or database error, 73 the CSV or DIR cannot be created.\n";
 }
 
 namespace {
@@ -218,6 +237,7 @@ void print_markdown(const std::vector<std::string>& notes, const std::vector<Row
   fmt::print("\n| backend | strategy | scenario (handoff-polling = notifications off) | workers | ops/s | p50 us | p99 us | baseline | ratio | x select1 |\n");
   fmt::print("|---|---|---|---:|---:|---:|---:|---|---:|---:|\n");
   for (const auto& r : rows) {
+    if (r.own_table) continue;  // printed by its scenario (print_contended_table, ...)
     std::string baseline, ratio, select1 = "-";
     for (std::size_t i = 0; i < r.vs.size() && i < std::max<std::size_t>(r.shown, 1); ++i) {
       baseline += (i ? " / " : "") + r.vs[i].baseline;
@@ -239,11 +259,19 @@ void print_markdown(const std::vector<std::string>& notes, const std::vector<Row
 void write_csv(const std::string& path, const std::vector<Row>& rows) {
   std::ofstream out(path, std::ios::trunc);
   if (!out) throw std::runtime_error(fmt::format("cannot write CSV file '{}'", path));
-  out << "backend,strategy,scenario,workers,ops_per_s,p50_us,p99_us,baseline,ratio\n";
-  for (const auto& r : rows)
-    for (const auto& c : r.vs)
-      out << fmt::format("{},{},{},{},{:.1f},{:.2f},{:.2f},{},{:.3f}\n", r.backend, r.strategy, r.scenario,
-                         r.workers, r.s.ops_per_s, r.s.p50_us, r.s.p99_us, c.baseline, c.ratio);
+  out << "backend,strategy,scenario,workers,ops_per_s,p50_us,p99_us,baseline,ratio,fairness,connections_per_lock,"
+         "bytes_per_lock\n";
+  auto opt = [](const std::optional<double>& v, const char* f) {
+    return v ? fmt::format(fmt::runtime(f), *v) : std::string();
+  };
+  for (const auto& r : rows) {
+    const std::string tail = fmt::format(",{},{},{}", opt(r.fairness, "{:.4f}"), opt(r.connections_per_lock, "{:.3f}"),
+                                         opt(r.bytes_per_lock, "{:.0f}"));
+    const std::string head = fmt::format("{},{},{},{},{:.1f},{:.2f},{:.2f}", r.backend, r.strategy, r.scenario,
+                                         r.workers, r.s.ops_per_s, r.s.p50_us, r.s.p99_us);
+    if (r.vs.empty()) out << head << ",," << tail << "\n";
+    for (const auto& c : r.vs) out << head << fmt::format(",{},{:.3f}", c.baseline, c.ratio) << tail << "\n";
+  }
   out.flush();
   if (!out) throw std::runtime_error(fmt::format("cannot write CSV file '{}'", path));
 }

@@ -4,8 +4,10 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace dblock_bench {
@@ -32,7 +34,8 @@ struct Options {
 };
 
 inline const std::vector<std::string> kBackends{"sqlite", "postgresql", "mysql", "redis", "redlock", "zookeeper"};
-inline const std::vector<std::string> kScenarios{"uncontended", "handoff", "handoff-polling"};
+inline const std::vector<std::string> kScenarios{"uncontended", "handoff", "handoff-polling", "contended",
+                                                 "resources"};
 
 // Throws UsageProblem.
 Options parse_options(int argc, char** argv);
@@ -51,11 +54,26 @@ struct Compared {
 };
 
 struct Row {
+  // A constructor, not aggregate initialisation, so that the scenario-specific figures below
+  // need no initializer at every Row{...} (-Wmissing-field-initializers).
+  Row() = default;
+  Row(std::string backend_, std::string strategy_, std::string scenario_, int workers_, Summary s_,
+      std::vector<Compared> vs_ = {})
+      : backend(std::move(backend_)), strategy(std::move(strategy_)), scenario(std::move(scenario_)),
+        workers(workers_), s(s_), vs(std::move(vs_)) {}
   std::string backend, strategy, scenario;
   int workers = 1;
   Summary s;
   std::vector<Compared> vs;  // the first is the row's main baseline (the Markdown `ratio`)
   std::size_t shown = 1;     // how many of vs, from the front, the Markdown baseline and ratio cells list
+  // The scenarios with a Markdown table of their own (contended, resources: bench_contended.hpp,
+  // bench_resources.hpp) set own_table and their figures below; the main table skips them. The
+  // figures are the CSV's trailing columns, empty in other rows.
+  bool own_table = false;
+  std::optional<double> fairness;              // contended: Jain's index of grants per worker
+  std::uint64_t min_grants = 0, max_grants = 0;  // contended: grants per worker
+  std::optional<double> connections_per_lock;  // resources: server connections (or fds) per held lock
+  std::optional<double> bytes_per_lock;        // resources: RSS growth per held lock
 };
 
 // p50 / baseline p50 (0 when the baseline has no samples).
@@ -73,7 +91,9 @@ std::vector<std::string> polling_summary(const std::vector<Row>& rows);
 // `x select1` cell its ratio to the `select1` row, if it has one.
 void print_markdown(const std::vector<std::string>& notes, const std::vector<Row>& rows,
                     const std::vector<std::string>& after = {});
-// One line per row per baseline it is compared with. Throws std::runtime_error when the
+// One line per row per baseline it is compared with (a row with none: one line, baseline and
+// ratio empty), then the own-table scenarios' columns fairness, connections_per_lock,
+// bytes_per_lock (empty where they do not apply). Throws std::runtime_error when the
 // file cannot be written.
 void write_csv(const std::string& path, const std::vector<Row>& rows);
 
