@@ -1,5 +1,5 @@
 // dblock-bench scenario `resources`: what holding many locks at once costs. Per backend and
-// strategy, one Client holds N locks (different names) at once (N = 200, --quick 20), and
+// strategy, one Client holds N locks (different names) at once (N = 100, --quick 20), and
 // the report gives the server connections per held lock and the process memory (RSS) per
 // held lock, each as the growth from before the first acquire to when all N are held.
 #pragma once

@@ -67,7 +67,7 @@ const char* usage_text() {
          "               Each holder bumps a shared counter in a file (read, +1, write) and\n"
          "               checks its fence is above the last one: a lost increment or a fence\n"
          "               that does not increase stops the run with exit status 1.\n"
-         "  resources    one Client holds 200 locks (--quick: 20) on different names at once\n"
+         "  resources    one Client holds 100 locks (--quick: 20) on different names at once\n"
          "               per strategy: connections per held lock (postgresql: pg_stat_activity\n"
          "               rows of the user and database; mysql: Threads_connected; redis and\n"
          "               redlock: CLIENT LIST lines; zookeeper: the process's socket fds; sqlite:\n"
