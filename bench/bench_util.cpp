@@ -58,6 +58,20 @@ const char* usage_text() {
          "               inotify or mysql's GET_LOCK wake locks); compared with the same\n"
          "               strategy's handoff p50 (when that ran), and a line per strategy under\n"
          "               the table gives polling / notified.\n"
+         "  table-size   the uncontended cycle of every backend and strategy with 1, 10 000 and\n"
+         "               1 000 000 other live leases (valid 1 h) already in the table or key space\n"
+         "               (zookeeper: 1, 1 000, 10 000 children of the root; --quick: the first two\n"
+         "               counts), filled in bulk before each timed part (INSERT ... SELECT from\n"
+         "               generate_series / a recursive CTE / MariaDB's seq_1_to_N; pipelined SET +\n"
+         "               HSET; asynchronous creates) in a table, key namespace or root of its own\n"
+         "               (bench_tablesize), removed at the end. Compared with the same strategy at 1\n"
+         "               other row; shown in a Markdown table of its own.\n"
+         "  sweep        SQL backends, lease strategies (insert, optimistic): 200 000 (--quick:\n"
+         "               20 000) expired rows put in a table of its own (bench_sweep), then one\n"
+         "               Client::sweep() (batches of 1000): rows removed per second, and the p50 / p99\n"
+         "               of 4 threads cycling names of their own during the sweep against the same\n"
+         "               threads without one (ratio on p99). redis, redlock, zookeeper: n/a (the\n"
+         "               server expires keys / ephemeral nodes go with their session).\n"
          "\n"
          "  --quick           a smoke test: 300 cycles per series, 40 hand-offs (unless given)\n"
          "  --iterations N    timed cycles per uncontended series (default 5000)\n"
@@ -67,12 +81,15 @@ const char* usage_text() {
          "                    (default: it releases at once)\n"
          "  --backend NAME    only these backends (repeatable or comma-separated)\n"
          "  --scenario NAME   only these scenarios (repeatable or comma-separated)\n"
-         "  --dir DIR         where to put bench.db (created if missing, kept); default: a fresh\n"
+         "  --dir DIR         where to put bench.db and the table-size/ and sweep/ SQLite files\n"
+         "                    (created if missing, kept); default: a fresh\n"
          "                    mkdtemp dir under /tmp, removed at the end\n"
          "  --csv FILE        also write rows: backend,strategy,scenario,workers,ops_per_s,\n"
-         "                    p50_us,p99_us,baseline,ratio, one per row per baseline it is\n"
-         "                    compared with (baseline: the strategy column of the baseline row;\n"
-         "                    ratio: p50 / baseline p50)\n"
+         "                    p50_us,p99_us,baseline,ratio,table_rows, one per row per baseline\n"
+         "                    it is compared with (baseline: the strategy column of the baseline\n"
+         "                    row; ratio: p50 / baseline p50, on sweep rows p99 / baseline p99;\n"
+         "                    table_rows: on table-size and sweep rows only)\n"
+
          "  --help            this text\n"
          "\n"
          "Prints a Markdown table on stdout and progress on stderr. Exit status: 0 success,\n"
@@ -239,11 +256,12 @@ void print_markdown(const std::vector<std::string>& notes, const std::vector<Row
 void write_csv(const std::string& path, const std::vector<Row>& rows) {
   std::ofstream out(path, std::ios::trunc);
   if (!out) throw std::runtime_error(fmt::format("cannot write CSV file '{}'", path));
-  out << "backend,strategy,scenario,workers,ops_per_s,p50_us,p99_us,baseline,ratio\n";
+  out << "backend,strategy,scenario,workers,ops_per_s,p50_us,p99_us,baseline,ratio,table_rows\n";
   for (const auto& r : rows)
     for (const auto& c : r.vs)
-      out << fmt::format("{},{},{},{},{:.1f},{:.2f},{:.2f},{},{:.3f}\n", r.backend, r.strategy, r.scenario,
-                         r.workers, r.s.ops_per_s, r.s.p50_us, r.s.p99_us, c.baseline, c.ratio);
+      out << fmt::format("{},{},{},{},{:.1f},{:.2f},{:.2f},{},{:.3f},{}\n", r.backend, r.strategy, r.scenario,
+                         r.workers, r.s.ops_per_s, r.s.p50_us, r.s.p99_us, c.baseline, c.ratio,
+                         r.table_rows ? std::to_string(r.table_rows) : "");
   out.flush();
   if (!out) throw std::runtime_error(fmt::format("cannot write CSV file '{}'", path));
 }

@@ -32,7 +32,7 @@ struct Options {
 };
 
 inline const std::vector<std::string> kBackends{"sqlite", "postgresql", "mysql", "redis", "redlock", "zookeeper"};
-inline const std::vector<std::string> kScenarios{"uncontended", "handoff", "handoff-polling"};
+inline const std::vector<std::string> kScenarios{"uncontended", "handoff", "handoff-polling", "table-size", "sweep"};
 
 // Throws UsageProblem.
 Options parse_options(int argc, char** argv);
@@ -56,6 +56,7 @@ struct Row {
   Summary s;
   std::vector<Compared> vs;  // the first is the row's main baseline (the Markdown `ratio`)
   std::size_t shown = 1;     // how many of vs, from the front, the Markdown baseline and ratio cells list
+  std::size_t table_rows = 0;  // table-size: other leases present; sweep: expired rows swept (0: n/a)
 };
 
 // p50 / baseline p50 (0 when the baseline has no samples).
