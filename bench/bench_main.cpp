@@ -27,6 +27,7 @@
 #include "bench_mysql.hpp"
 #include "bench_redis.hpp"
 #include "bench_pg.hpp"
+#include "bench_plots.hpp"
 #include "bench_sweep.hpp"
 #include "bench_table_size.hpp"
 #include "bench_zk.hpp"
@@ -223,6 +224,7 @@ int run(const Options& opt) {
     } catch (const std::runtime_error& e) {
       throw CantCreate(e.what());
     }
+    write_plots(opt.csv, rows);
   }
   return 0;
 }

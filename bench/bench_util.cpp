@@ -88,7 +88,12 @@ const char* usage_text() {
          "                    p50_us,p99_us,baseline,ratio,table_rows, one per row per baseline\n"
          "                    it is compared with (baseline: the strategy column of the baseline\n"
          "                    row; ratio: p50 / baseline p50, on sweep rows p99 / baseline p99;\n"
-         "                    table_rows: on table-size and sweep rows only)\n"
+         "                    table_rows: on table-size and sweep rows only). Next to FILE (less\n"
+         "                    its .csv) also the plots FILE-uncontended.png (p50 and p99 per\n"
+         "                    backend/strategy, baselines included), FILE-contended.png (grants/s\n"
+         "                    by workers, from `contended` rows) and FILE-table-size.png (p50 by\n"
+         "                    other rows present), drawn by gnuplot (Debian: gnuplot-nox); without\n"
+         "                    gnuplot a line on stderr says they were skipped\n"
 
          "  --help            this text\n"
          "\n"
