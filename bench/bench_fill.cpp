@@ -132,7 +132,7 @@ class SqlFiller final : public Filler {
     return static_cast<std::size_t>(session_->run(render(text), {}).affected);
   }
 
-  void clear(std::size_t) override { session_->run_script(render(sql_->drop)); }
+  void clear() override { session_->run_script(render(sql_->drop)); }
 
   std::string method() const override {
     return fmt::format("one `{}`", replace_all(replace_all(sql_->fill, "${now_ms}", "now"), "${table}", "t"));
@@ -191,17 +191,25 @@ class RedisFiller final : public Filler {
     return to >= from ? to - from + 1 : 0;
   }
 
-  void clear(std::size_t up_to) override {
-    std::vector<std::vector<std::string>> batch;
-    std::vector<std::string> unlink{"UNLINK"};
-    for (std::size_t i = 1; i <= up_to; ++i) {
-      unlink.push_back(lock_name(i));
-      unlink.push_back(ns_ + ":meta:" + lock_name(i));
-      if (unlink.size() >= 1000 || i == up_to) {
-        batch.push_back(std::move(unlink));
-        unlink = {"UNLINK"};
-      }
-      if (batch.size() >= 100 || i == up_to) run_batch(batch), batch.clear();
+  // Every key of the namespace (SCAN, not the fill's names: a killed run may have filled
+  // more than this one), so also a killed run's meta hashes, which have no expiry.
+  void clear() override {
+    for (auto* c : nodes_) {
+      std::string cursor = "0";
+      do {
+        auto* r = static_cast<redisReply*>(
+            redisCommand(c, "SCAN %s MATCH %b COUNT 10000", cursor.c_str(), (ns_ + ":*").data(), ns_.size() + 2));
+        if (!r || r->type != REDIS_REPLY_ARRAY || r->elements != 2) {
+          if (r) freeReplyObject(r);
+          throw std::runtime_error("redis fill: SCAN failed");
+        }
+        cursor.assign(r->element[0]->str, r->element[0]->len);
+        std::vector<std::string> unlink{"UNLINK"};
+        for (std::size_t i = 0; i < r->element[1]->elements; ++i)
+          unlink.emplace_back(r->element[1]->element[i]->str, r->element[1]->element[i]->len);
+        freeReplyObject(r);
+        if (unlink.size() > 1) run_on(c, unlink);
+      } while (cursor != "0");
     }
   }
 
@@ -214,6 +222,17 @@ class RedisFiller final : public Filler {
  private:
   static constexpr std::size_t kBatch = 10000;
   std::string lock_name(std::size_t i) const { return ns_ + ":" + prefix_ + std::to_string(i); }
+
+  void run_on(redisContext* c, const std::vector<std::string>& cmd) {
+    std::vector<const char*> argv;
+    std::vector<size_t> len;
+    for (const auto& a : cmd) argv.push_back(a.c_str()), len.push_back(a.size());
+    auto* r = static_cast<redisReply*>(redisCommandArgv(c, static_cast<int>(cmd.size()), argv.data(), len.data()));
+    if (!r) throw std::runtime_error(std::string("redis fill: ") + (c->err ? c->errstr : "no reply"));
+    std::string error = r->type == REDIS_REPLY_ERROR ? std::string(r->str, r->len) : "";
+    freeReplyObject(r);
+    if (!error.empty()) throw std::runtime_error("redis fill: " + error);
+  }
 
   void run_batch(const std::vector<std::vector<std::string>>& cmds) {
     for (auto* c : nodes_)
@@ -279,7 +298,7 @@ class ZkFiller final : public Filler {
   }
 
   // Every child of the root (recursively: the measured locks' nodes too), then the root.
-  void clear(std::size_t) override {
+  void clear() override {
     for (const auto& child : children(root_)) {
       wait_below(kWindow);
       std::string path = root_ + "/" + child;

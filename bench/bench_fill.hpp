@@ -30,9 +30,10 @@ class Filler {
   // Adds leases i = from..to, valid for valid_for_ms more (negative: expired that long ago).
   // Returns how many the server reports added.
   virtual std::size_t add(std::size_t from, std::size_t to, std::int64_t valid_for_ms) = 0;
-  // Removes everything the scenario left: the SQL backends drop the lock table and its
-  // companions (so open no Client on it meanwhile), the others delete keys 1..up_to / nodes.
-  virtual void clear(std::size_t up_to) = 0;
+  // Removes everything the scenario's table holds, a killed run's leftovers too: the SQL
+  // backends drop the lock table and its companions (so open no Client on it meanwhile),
+  // Redis deletes every key of the namespace, ZooKeeper the root and all under it.
+  virtual void clear() = 0;
   virtual std::string method() const = 0;  // how add() fills, for the notes
 };
 

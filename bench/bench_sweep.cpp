@@ -193,19 +193,19 @@ BackendReport run_sweep(const Options& opt) {
   ScratchDir dir(opt.dir, "sweep");  // the SQLite file
   for (const auto& t : fill_targets(opt, kTable, dir.path(), true)) {
     auto filler = make_filler(t, "expired-");
-    filler->clear(n_expired);  // what a killed run may have left
+    filler->clear();  // what a killed run may have left
     fmt::print(stderr, "dblock-bench: {} sweep: {} at {}\n", t.backend, kTable, t.url);
     try {
       auto rows = sweep_backend(t, *filler, opt, n_expired, misses);
       rep.rows.insert(rep.rows.end(), rows.begin(), rows.end());
     } catch (...) {
       try {
-        filler->clear(n_expired);  // best effort: the error that brought us here is the one to report
+        filler->clear();  // best effort: the error that brought us here is the one to report
       } catch (...) {
       }
       throw;
     }
-    filler->clear(n_expired);
+    filler->clear();
   }
   if (rep.rows.empty()) return rep;
   rep.notes.push_back(fmt::format(

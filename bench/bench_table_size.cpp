@@ -74,20 +74,20 @@ BackendReport run_table_size(const Options& opt) {
   for (const auto& t : fill_targets(opt, kTable, dir.path(), false)) {
     const auto levels = levels_for(t.backend, opt.quick);
     auto filler = make_filler(t, "fill-");
-    filler->clear(levels.back());  // what a killed run may have left
+    filler->clear();  // what a killed run may have left
     fmt::print(stderr, "dblock-bench: {} table-size: {} at {}\n", t.backend, kTable, t.url);
     std::vector<Row> rows;
     try {
       rows = measure(t, *filler, o, levels);
     } catch (...) {
       try {
-        filler->clear(levels.back());  // best effort: the error that brought us here is the one to report
+        filler->clear();  // best effort: the error that brought us here is the one to report
       } catch (...) {
       }
       throw;
     }
     auto t0 = std::chrono::steady_clock::now();
-    filler->clear(levels.back());
+    filler->clear();
     fmt::print(stderr, "dblock-bench: {} table-size: removed the fill in {:.1f} s\n", t.backend, seconds_since(t0));
     for (auto& row : rows)
       for (const auto& base : rows)
