@@ -29,6 +29,9 @@
 #include "bench_redis.hpp"
 #include "bench_resources.hpp"
 #include "bench_pg.hpp"
+#include "bench_plots.hpp"
+#include "bench_sweep.hpp"
+#include "bench_table_size.hpp"
 #include "bench_zk.hpp"
 #include "bench_run.hpp"
 #include "bench_util.hpp"
@@ -179,6 +182,9 @@ int run(const Options& opt) {
     if (auto why = zookeeper_skip_reason()) fmt::print(stderr, "skipped zookeeper: {}\n", *why);
     else add(run_zookeeper(opt));
   }
+  // Across the backends, each on a table of its own (bench_table_size.cpp, bench_sweep.cpp).
+  if (opt.wants_scenario("table-size")) add(run_table_size(opt));
+  if (opt.wants_scenario("sweep")) add(run_sweep(opt));
 
   notes.push_back(fmt::format(
       "uncontended: one thread, try_acquire() then release() of one name per strategy; {} timed cycles per "
@@ -210,7 +216,12 @@ int run(const Options& opt) {
       "costs); the other postgresql and mysql baseline rows vs `select1`; handoff vs sqlite `bare` / postgresql "
       "or mysql `select1`; handoff-polling vs the same strategy's `handoff` row (`<strategy> handoff`: polling "
       "p50 / notified p50). x select1 = p50 / p50 of the same backend's `select1`");
-  print_markdown(notes, rows, polling_summary(rows));
+  std::vector<Row> main_rows;  // table-size and sweep get tables of their own below it
+  std::copy_if(rows.begin(), rows.end(), std::back_inserter(main_rows),
+               [](const Row& r) { return r.scenario != "table-size" && r.scenario != "sweep"; });
+  print_markdown(notes, main_rows, polling_summary(rows));
+  print_table_size_markdown(rows);
+  print_sweep_markdown(rows);
   print_contended_table(rows);
   print_resources_table(rows);
   if (!opt.csv.empty()) {
@@ -219,6 +230,7 @@ int run(const Options& opt) {
     } catch (const std::runtime_error& e) {
       throw CantCreate(e.what());
     }
+    write_plots(opt.csv, rows);
   }
   return 0;
 }

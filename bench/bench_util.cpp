@@ -73,6 +73,20 @@ const char* usage_text() {
          "               redlock: CLIENT LIST lines; zookeeper: the process's socket fds; sqlite:\n"
          "               the process's open fds) and RSS bytes per held lock, each the growth\n"
          "               from before the first acquire; a table of its own.\n"
+         "  table-size   the uncontended cycle of every backend and strategy with 1, 10 000 and\n"
+         "               1 000 000 other live leases (valid 1 h) already in the table or key space\n"
+         "               (zookeeper: 1, 1 000, 10 000 children of the root; --quick: the first two\n"
+         "               counts), filled in bulk before each timed part (INSERT ... SELECT from\n"
+         "               generate_series / a recursive CTE / MariaDB's seq_1_to_N; pipelined SET +\n"
+         "               HSET; asynchronous creates) in a table, key namespace or root of its own\n"
+         "               (bench_tablesize), removed at the end. Compared with the same strategy at 1\n"
+         "               other row; shown in a Markdown table of its own.\n"
+         "  sweep        SQL backends, lease strategies (insert, optimistic): 200 000 (--quick:\n"
+         "               20 000) expired rows put in a table of its own (bench_sweep), then one\n"
+         "               Client::sweep() (batches of 1000): rows removed per second, and the p50 / p99\n"
+         "               of 4 threads cycling names of their own during the sweep against the same\n"
+         "               threads without one (ratio on p99). redis, redlock, zookeeper: n/a (the\n"
+         "               server expires keys / ephemeral nodes go with their session).\n"
          "\n"
          "  --quick           a smoke test: 300 cycles per series, 40 hand-offs (unless given)\n"
          "  --iterations N    timed cycles per uncontended series (default 5000)\n"
@@ -82,15 +96,22 @@ const char* usage_text() {
          "                    (default: it releases at once)\n"
          "  --backend NAME    only these backends (repeatable or comma-separated)\n"
          "  --scenario NAME   only these scenarios (repeatable or comma-separated)\n"
-         "  --dir DIR         where to put bench.db (created if missing, kept); default: a fresh\n"
+         "  --dir DIR         where to put bench.db and the table-size/ and sweep/ SQLite files\n"
+         "                    (created if missing, kept); default: a fresh\n"
          "                    mkdtemp dir under /tmp, removed at the end\n"
          "  --csv FILE        also write rows: backend,strategy,scenario,workers,ops_per_s,\n"
          "                    p50_us,p99_us,baseline,ratio, one per row per baseline it is\n"
          "                    compared with (baseline: the strategy column of the baseline row;\n"
-         "                    ratio: p50 / baseline p50; a row without a baseline: one line, both\n"
-         "                    empty), then fairness (contended: Jain's index), connections_per_lock\n"
-         "                    and bytes_per_lock (resources; their workers = locks held, ops_per_s,\n"
-         "                    p50_us and p99_us 0), empty in the other scenarios' rows\n"
+         "                    ratio: p50 / baseline p50, on sweep rows p99 / baseline p99; a row\n"
+         "                    without a baseline: one line, both empty), then fairness (contended:\n"
+         "                    Jain's index), connections_per_lock and bytes_per_lock (resources;\n"
+         "                    their workers = locks held, ops_per_s, p50_us and p99_us 0) and\n"
+         "                    table_rows (table-size and sweep), empty in other scenarios' rows.\n"
+         "                    Next to FILE (less its .csv) also the plots FILE-uncontended.png (p50\n"
+         "                    and p99 per backend/strategy, baselines included), FILE-contended.png\n"
+         "                    (grants/s by workers, from `contended` rows) and FILE-table-size.png\n"
+         "                    (p50 by other rows present), drawn by gnuplot (Debian: gnuplot-nox);\n"
+         "                    without gnuplot a line on stderr says they were skipped\n"
          "  --help            this text\n"
          "\n"
          "Prints a Markdown table on stdout (contended and resources: a table each) and progress\n"
@@ -260,13 +281,13 @@ void write_csv(const std::string& path, const std::vector<Row>& rows) {
   std::ofstream out(path, std::ios::trunc);
   if (!out) throw std::runtime_error(fmt::format("cannot write CSV file '{}'", path));
   out << "backend,strategy,scenario,workers,ops_per_s,p50_us,p99_us,baseline,ratio,fairness,connections_per_lock,"
-         "bytes_per_lock\n";
+         "bytes_per_lock,table_rows\n";
   auto opt = [](const std::optional<double>& v, const char* f) {
     return v ? fmt::format(fmt::runtime(f), *v) : std::string();
   };
   for (const auto& r : rows) {
-    const std::string tail = fmt::format(",{},{},{}", opt(r.fairness, "{:.4f}"), opt(r.connections_per_lock, "{:.3f}"),
-                                         opt(r.bytes_per_lock, "{:.0f}"));
+    const std::string tail = fmt::format(",{},{},{},{}", opt(r.fairness, "{:.4f}"), opt(r.connections_per_lock, "{:.3f}"),
+                                         opt(r.bytes_per_lock, "{:.0f}"), r.table_rows ? std::to_string(r.table_rows) : "");
     const std::string head = fmt::format("{},{},{},{},{:.1f},{:.2f},{:.2f}", r.backend, r.strategy, r.scenario,
                                          r.workers, r.s.ops_per_s, r.s.p50_us, r.s.p99_us);
     if (r.vs.empty()) out << head << ",," << tail << "\n";

@@ -35,7 +35,7 @@ struct Options {
 
 inline const std::vector<std::string> kBackends{"sqlite", "postgresql", "mysql", "redis", "redlock", "zookeeper"};
 inline const std::vector<std::string> kScenarios{"uncontended", "handoff", "handoff-polling", "contended",
-                                                 "resources"};
+                                                 "resources", "table-size", "sweep"};
 
 // Throws UsageProblem.
 Options parse_options(int argc, char** argv);
@@ -74,6 +74,7 @@ struct Row {
   std::uint64_t min_grants = 0, max_grants = 0;  // contended: grants per worker
   std::optional<double> connections_per_lock;  // resources: server connections (or fds) per held lock
   std::optional<double> bytes_per_lock;        // resources: RSS growth per held lock
+  std::size_t table_rows = 0;  // table-size: other leases present; sweep: expired rows swept (0: n/a)
 };
 
 // p50 / baseline p50 (0 when the baseline has no samples).

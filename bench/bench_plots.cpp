@@ -1,0 +1,224 @@
+#include "bench_plots.hpp"
+
+#include <spawn.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <set>
+#include <utility>
+
+#include <fmt/format.h>
+
+#include "bench_fill.hpp"  // short_count
+#include "dblock/dblock.hpp"
+
+extern char** environ;
+
+namespace fs = std::filesystem;
+
+namespace dblock_bench {
+
+namespace {
+
+bool gnuplot_installed() {
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/bin:/bin";
+  for (std::size_t begin = 0; begin <= dirs.size();) {
+    auto end = dirs.find(':', begin);
+    if (end == std::string::npos) end = dirs.size();
+    std::string dir = dirs.substr(begin, end - begin);
+    if (access(((dir.empty() ? "." : dir) + "/gnuplot").c_str(), X_OK) == 0) return true;
+    begin = end + 1;
+  }
+  return false;
+}
+
+// A gnuplot single-quoted string ('' is a quote inside).
+std::string quoted(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("''") : std::string(1, c);
+  return out + "'";
+}
+
+bool is_lock_strategy(const std::string& strategy) {  // else a bare baseline (select1, bare-insert, ...)
+  try {
+    dblock::parse_strategy(strategy);
+    return true;
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+// Runs `gnuplot script` and waits; false (with a line on stderr) when it cannot run or fails.
+bool run_gnuplot(const std::string& script) {
+  std::string prog = "gnuplot";
+  std::vector<char*> argv{prog.data(), const_cast<char*>(script.c_str()), nullptr};
+  pid_t pid;
+  if (int rc = posix_spawnp(&pid, "gnuplot", nullptr, nullptr, argv.data(), environ); rc != 0) {
+    fmt::print(stderr, "dblock-bench: plots skipped: cannot start gnuplot: {}\n", std::strerror(rc));
+    return false;
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 0) return true;
+  fmt::print(stderr, "dblock-bench: warning: gnuplot {} failed (status {})\n", script, status);
+  return false;
+}
+
+// The rows of one scenario grouped into series (backend/strategy), in the order they came.
+using SeriesRows = std::vector<std::pair<std::string, std::vector<const Row*>>>;
+SeriesRows by_series(const std::vector<Row>& rows, const std::string& scenario) {
+  SeriesRows out;
+  for (const auto& r : rows) {
+    if (r.scenario != scenario) continue;
+    std::string label = r.backend + "/" + r.strategy;
+    auto it = std::find_if(out.begin(), out.end(), [&](const auto& s) { return s.first == label; });
+    if (it == out.end()) it = out.insert(out.end(), {label, {}});
+    it->second.push_back(&r);
+  }
+  return out;
+}
+
+// One line chart: x and y from each row of each series, both axes log scale.
+std::string line_chart(const fs::path& dir, const std::string& name, const SeriesRows& series,
+                       const std::function<double(const Row&)>& x, const std::function<double(const Row&)>& y,
+                       const std::string& settings) {
+  static const char* const kColours[] = {"#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b",
+                                         "#e377c2", "#7f7f7f", "#bcbd22", "#17becf", "#000000", "#f0c000",
+                                         "#005f5f", "#a00060", "#60a0ff", "#806000"};
+  static const int kPoints[] = {7, 5, 9, 13, 11, 15};  // filled circle, square, triangles, diamond, pentagon
+  std::vector<std::string> backends;
+  std::string plot;
+  for (std::size_t i = 0; i < series.size(); ++i) {
+    auto file = dir / fmt::format("{}-{}.dat", name, i);
+    std::ofstream out(file);
+    auto points = series[i].second;
+    std::sort(points.begin(), points.end(), [&](const Row* a, const Row* b) { return x(*a) < x(*b); });
+    for (const Row* r : points) out << fmt::format("{} {}\n", x(*r), y(*r));
+    // gnuplot's default colours repeat after 8: a colour of its own per series, and the
+    // point shape and dash type of its backend, so that a dozen lines stay apart.
+    const std::string backend = series[i].first.substr(0, series[i].first.find('/'));
+    auto it = std::find(backends.begin(), backends.end(), backend);
+    if (it == backends.end()) it = backends.insert(backends.end(), backend);
+    const auto b = static_cast<std::size_t>(it - backends.begin());
+    plot += fmt::format("{}{} using 1:2 with linespoints lw 2 lc rgb '{}' pt {} ps 1.3 dt {} title {}",
+                        plot.empty() ? "plot " : ", \\\n  ", quoted(file.string()),
+                        kColours[i % std::size(kColours)], kPoints[b % std::size(kPoints)], b % 4 + 1,
+                        quoted(series[i].first));
+  }
+  // Ticks at the measured x values (1 4 16 64 workers; 1 10k 1M rows), not at powers of 10.
+  std::set<double> xs;
+  for (const auto& s : series)
+    for (const Row* r : s.second) xs.insert(x(*r));
+  std::string tics;
+  for (double v : xs)
+    tics += fmt::format("{}\"{}\" {}", tics.empty() ? "" : ", ", short_count(static_cast<std::size_t>(v)), v);
+  return settings + "set logscale xy\nset key outside right top\nset grid\nset xtics (" + tics + ")\n" + plot +
+         "\n";
+}
+
+std::string uncontended_chart(const fs::path& dir, const std::vector<Row>& rows, std::size_t& count) {
+  auto file = dir / "uncontended.dat";
+  std::ofstream out(file);
+  double floor = 1e9;
+  count = 0;
+  for (const auto& r : rows)
+    if (r.scenario == "uncontended" && r.s.p50_us > 0) floor = std::min(floor, r.s.p50_us);
+  floor /= 2;  // the bars start below the fastest p50 (a log axis has no 0)
+  for (const auto& r : rows) {
+    if (r.scenario != "uncontended" || r.s.p50_us <= 0) continue;
+    out << fmt::format("{} \"{}/{}\" {} {} {} {}\n", count++, r.backend, r.strategy, r.s.p50_us, r.s.p99_us, floor,
+                       is_lock_strategy(r.strategy) ? 1 : 2);
+  }
+  const std::string f = quoted(file.string());
+  return fmt::format(
+      "set title 'dblock-bench uncontended: try_acquire()+release(), p50 (bars) and p99 (dots), us, log scale'\n"
+      "set logscale y\nset grid ytics\nset xtics rotate by 60 right\nset xrange [-1:{}]\n"
+      "set style fill solid 0.8 border -1\nset key outside right top\nset ylabel 'us'\n"
+      "plot {} using 1:3:($1-0.35):($1+0.35):5:3:6:xtic(2) with boxxyerrorbars lc variable notitle, \\\n"
+      "  NaN with boxes lc 1 title 'p50, dblock strategy', NaN with boxes lc 2 title 'p50, bare baseline', \\\n"
+      "  {} using 1:4 with points pt 7 ps 0.8 lc rgb 'black' title 'p99'\n",
+      count, f, f);
+}
+
+}  // namespace
+
+void write_plots(const std::string& csv_path, const std::vector<Row>& rows) {
+  if (!gnuplot_installed()) {
+    fmt::print(stderr, "dblock-bench: plots skipped: gnuplot not installed\n");
+    return;
+  }
+  fs::path csv(csv_path);
+  fs::path stem = csv.parent_path() / (csv.extension() == ".csv" ? csv.stem() : csv.filename());
+  std::string tmpl = (fs::temp_directory_path() / "dblock-bench-plots.XXXXXX").string();
+  if (!mkdtemp(tmpl.data())) {
+    fmt::print(stderr, "dblock-bench: plots skipped: mkdtemp {} failed\n", tmpl);
+    return;
+  }
+  const fs::path dir = tmpl;
+  try {
+    auto png = [&](const char* what) { return stem.string() + "-" + what + ".png"; };
+    auto header = [&](const std::string& out, int width, int height) {
+      return fmt::format("set terminal pngcairo size {},{} noenhanced font 'sans,9'\nset output {}\n", width, height,
+                         quoted(out));
+    };
+    std::vector<std::pair<std::string, std::string>> charts;  // png, script
+
+    std::size_t bars = 0;
+    std::string uncontended = uncontended_chart(dir, rows, bars);
+    if (bars > 0)
+      charts.emplace_back(png("uncontended"),
+                          header(png("uncontended"), static_cast<int>(std::max<std::size_t>(900, 28 * bars + 300)), 700) +
+                              uncontended);
+    else
+      fmt::print(stderr, "dblock-bench: uncontended plot skipped: no `uncontended` rows\n");
+
+    auto contended = by_series(rows, "contended");
+    if (!contended.empty())
+      charts.emplace_back(
+          png("contended"),
+          header(png("contended"), 1100, 650) +
+              line_chart(dir, "contended", contended, [](const Row& r) { return static_cast<double>(r.workers); },
+                         [](const Row& r) { return r.s.ops_per_s; },
+                         "set title 'dblock-bench contended: grants/s by worker count'\nset xlabel 'workers'\n"
+                         "set ylabel 'grants/s'\nset logscale x 2\n"));
+    else
+      fmt::print(stderr, "dblock-bench: contended plot skipped: no `contended` rows\n");
+
+    auto table_size = by_series(rows, "table-size");
+    if (!table_size.empty())
+      charts.emplace_back(
+          png("table-size"),
+          header(png("table-size"), 1100, 650) +
+              line_chart(dir, "table-size", table_size,
+                         [](const Row& r) { return static_cast<double>(r.table_rows); },
+                         [](const Row& r) { return r.s.p50_us; },
+                         "set title 'dblock-bench table-size: acquire+release p50 by other leases present'\n"
+                         "set xlabel 'other leases (rows, keys; zookeeper: children of the root)'\n"
+                         "set ylabel 'p50 us'\n"));
+    else
+      fmt::print(stderr, "dblock-bench: table-size plot skipped: no `table-size` rows\n");
+
+    for (const auto& [out, script] : charts) {
+      auto file = dir / (fs::path(out).stem().string() + ".gp");
+      std::ofstream(file) << script;
+      if (run_gnuplot(file.string())) fmt::print(stderr, "dblock-bench: wrote {}\n", out);
+    }
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "dblock-bench: warning: plots: {}\n", e.what());
+  }
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}
+
+}  // namespace dblock_bench
