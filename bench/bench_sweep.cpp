@@ -188,7 +188,7 @@ std::vector<Row> sweep_backend(const FillTarget& t, Filler& filler, const Option
 
 BackendReport run_sweep(const Options& opt) {
   BackendReport rep;
-  const std::size_t n_expired = opt.quick ? 20'000 : 200'000;
+  const std::size_t n_expired = opt.quick ? 5'000 : 200'000;
   std::vector<std::string> misses;
   ScratchDir dir(opt.dir, "sweep");  // the SQLite file
   for (const auto& t : fill_targets(opt, kTable, dir.path(), true)) {

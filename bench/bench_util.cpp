@@ -82,7 +82,7 @@ const char* usage_text() {
          "               (bench_tablesize), removed at the end. Compared with the same strategy at 1\n"
          "               other row; shown in a Markdown table of its own.\n"
          "  sweep        SQL backends, lease strategies (insert, optimistic): 200 000 (--quick:\n"
-         "               20 000) expired rows put in a table of its own (bench_sweep), then one\n"
+         "               5 000) expired rows put in a table of its own (bench_sweep), then one\n"
          "               Client::sweep() (batches of 1000): rows removed per second, and the p50 / p99\n"
          "               of 4 threads cycling names of their own during the sweep against the same\n"
          "               threads without one (ratio on p99). redis, redlock, zookeeper: n/a (the\n"
