@@ -23,7 +23,7 @@ std::string render(std::string_view text, const TableName& table, std::string_vi
 Dialect Dialect::rendered(const TableName& t) const {
   Dialect d = *this;
   for (auto* s : {&d.holder, &d.renew, &d.release_hold, &d.insert_acquire, &d.insert_release,
-                  &d.optimistic_read, &d.optimistic_create, &d.optimistic_take, &d.optimistic_reenter,
+                  &d.optimistic_read, &d.optimistic_take, &d.optimistic_reenter,
                   &d.optimistic_release, &d.list, &d.sweep, &d.force_release, &d.migration_lock, &d.history_create,
                   &d.session_wait, &d.ping, &d.for_update_create, &d.for_update_try,
                   &d.for_update_wait, &d.advisory_try, &d.advisory_wait, &d.advisory_unlock, &d.fence_next, &d.sweep_pick, &d.migration_unlock,

@@ -48,9 +48,11 @@ struct Dialect {
   std::string insert_acquire;
   std::string insert_release;  // (name, owner, fence): delete our row if holds = 1; affected 1 or 0
 
-  // optimistic: a persistent row per name, taken by compare-and-set on version.
+  // optimistic: a persistent row per name, taken by compare-and-set on version (a missing
+  // row is created granted by insert_acquire). A take matches a free row only: the version
+  // read may belong to a row the sweeper removed since, and a re-created row can reach the
+  // same version while held (ABA).
   std::string optimistic_read;     // (name) -> owner, version, remaining_ms
-  std::string optimistic_create;   // (name): insert a free row unless one exists
   std::string optimistic_take;     // (name, owner, ttl_ms, version) -> fence, remaining_ms
   std::string optimistic_reenter;  // (name, owner, ttl_ms, version) -> fence, remaining_ms
   std::string optimistic_release;  // (name, owner, fence): free our row if holds = 1; affected 1 or 0

@@ -6,11 +6,7 @@ namespace dblock::detail::sql {
 
 Attempt InsertDriver::try_acquire(const AcquireRequest& r) {
   auto s = pool_.get();
-  auto won = s->run(d_.insert_acquire, {r.name, r.owner, std::int64_t{r.ttl.count()}});
-  if (won.rows.empty()) return busy(*s, r.name);
-  const auto& row = won.rows.front();
-  if (as_int(row[0]) == 0) return Attempt{false, 0, milliseconds{as_int(row[1])}};  // busy, holder's time
-  return granted(row);
+  return upsert(*s, r);
 }
 
 bool InsertDriver::release(const std::string& name, const std::string& owner, std::uint64_t fence) {

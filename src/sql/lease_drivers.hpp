@@ -27,6 +27,15 @@ class LeaseDriver : public LockDriver {
   }
 
  protected:
+  // The insert strategy's upsert (the dialect's insert_acquire): creates the row granted to
+  // us, takes over an expired one, counts a re-entry, or answers busy, in one atomic statement.
+  Attempt upsert(Session& s, const AcquireRequest& r) {
+    auto won = s.run(d_.insert_acquire, {r.name, r.owner, std::int64_t{r.ttl.count()}});
+    if (won.rows.empty()) return busy(s, r.name);
+    const auto& row = won.rows.front();
+    if (as_int(row[0]) == 0) return Attempt{false, 0, milliseconds{as_int(row[1])}};  // busy, holder's time
+    return granted(row);
+  }
   static Attempt granted(const Row& row) {
     return Attempt{true, static_cast<std::uint64_t>(as_int(row[0])), milliseconds{as_int(row[1])}};
   }

@@ -11,10 +11,11 @@ Attempt OptimisticDriver::try_acquire(const AcquireRequest& r) {
   // settle it, and the caller's backoff covers the rest.
   for (int round = 0; round < 4; ++round) {
     auto read = s->run(d_.optimistic_read, {r.name});
-    if (read.rows.empty()) {
-      s->run(d_.optimistic_create, {r.name});
-      continue;
-    }
+    // No row yet (or the sweeper removed a free one): there is no version to compare, so the
+    // row is created already granted to us, atomically, by the insert strategy's upsert. A
+    // separate "create a free row, then compare-and-set it" gave a sweep running meanwhile
+    // (which removes free rows) a window to win every round, and cost a round trip more.
+    if (read.rows.empty()) return upsert(*s, r);
     const auto& row = read.rows.front();
     auto owner = as_text(row[0]);
     auto version = as_int(row[1]);

@@ -57,13 +57,10 @@ const Dialect& mysql_dialect() {
     d.insert_release = "DELETE FROM ${table} WHERE name = ?1 AND owner = ?2 AND fence = ?3 AND holds <= 1";
 
     d.optimistic_read = "SELECT owner, version, valid_until - ${now_ms} FROM ${table} WHERE name = ?1";
-    d.optimistic_create =
-        "INSERT INTO ${table} (name, owner, fence, holds, acquired_at, valid_until, version) "
-        "VALUES (?1, '', 0, 0, ${now_ms}, 0, 0) ON DUPLICATE KEY UPDATE name = name";
     d.optimistic_take =
         "START TRANSACTION; "
         "UPDATE ${table} SET owner = ?2, holds = 1, acquired_at = ${now_ms}, valid_until = ${now_ms} + ?3, "
-        "version = version + 1 WHERE name = ?1 AND version = ?4; "
+        "version = version + 1 WHERE name = ?1 AND version = ?4 AND valid_until <= ${now_ms}; "
         "SET @dblock_won = ROW_COUNT(); " +
         draw_fence +
         " AND @dblock_won = 1; "

@@ -62,13 +62,10 @@ const Dialect& postgresql_dialect() {
         "RETURNING name) " + notify + "gone";
 
     d.optimistic_read = "SELECT owner, version, valid_until - ${now_ms} FROM ${table} WHERE name = $1";
-    d.optimistic_create =
-        "INSERT INTO ${table} (name, owner, fence, holds, acquired_at, valid_until, version) "
-        "VALUES ($1, '', 0, 0, ${now_ms}, 0, 0) ON CONFLICT (name) DO NOTHING";
     d.optimistic_take =
         "UPDATE ${table} SET owner = $2, fence = nextval('${table}_fence'), holds = 1, acquired_at = ${now_ms}, "
         "valid_until = ${now_ms} + $3::bigint, version = version + 1 "
-        "WHERE name = $1 AND version = $4::bigint RETURNING fence, valid_until - ${now_ms}";
+        "WHERE name = $1 AND version = $4::bigint AND valid_until <= ${now_ms} RETURNING fence, valid_until - ${now_ms}";
     d.optimistic_reenter =
         "UPDATE ${table} SET holds = holds + 1, valid_until = GREATEST(valid_until, ${now_ms} + $3::bigint), "
         "version = version + 1 WHERE name = $1 AND version = $4::bigint AND owner = $2 AND valid_until > ${now_ms} "

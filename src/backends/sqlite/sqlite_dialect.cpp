@@ -39,13 +39,10 @@ const Dialect& sqlite_dialect() {
     d.insert_release = "DELETE FROM ${table} WHERE name = ?1 AND owner = ?2 AND fence = ?3 AND holds <= 1";
 
     d.optimistic_read = "SELECT owner, version, valid_until - ${now_ms} FROM ${table} WHERE name = ?1";
-    d.optimistic_create =
-        "INSERT INTO ${table} (name, owner, fence, holds, acquired_at, valid_until, version) "
-        "VALUES (?1, '', 0, 0, ${now_ms}, 0, 0) ON CONFLICT (name) DO NOTHING";
     d.optimistic_take =
         "UPDATE ${table} SET owner = ?2, fence = (SELECT value + 1 FROM ${table}_fence), holds = 1, "
         "acquired_at = ${now_ms}, valid_until = ${now_ms} + ?3, version = version + 1 "
-        "WHERE name = ?1 AND version = ?4 RETURNING fence, valid_until - ${now_ms}";
+        "WHERE name = ?1 AND version = ?4 AND valid_until <= ${now_ms} RETURNING fence, valid_until - ${now_ms}";
     d.optimistic_reenter =
         "UPDATE ${table} SET holds = holds + 1, valid_until = MAX(valid_until, ${now_ms} + ?3), "
         "version = version + 1 "
