@@ -112,7 +112,8 @@ BackendReport run_zookeeper(const Options& opt) {
       "(the bare C client on one session): `select1` = one `zoo_exists` of the root (1 round trip); "
       "`bare-create-delete` = `zoo_create2` of an ephemeral sequential `<uuid>__lock__` node + `zoo_delete` of it "
       "(2 round trips, 2 writes through the transaction log), what an uncontended lock cannot avoid; dblock's "
-      "zookeeper acquire adds `zoo_get_children` (am I first?), 3 round trips. The `handoff-polling` scenario is "
+      "zookeeper acquire also lists the children (am I first?), sent right behind the create so that it rides on "
+      "the create's round trip. The `handoff-polling` scenario is "
       "the same as `handoff` here: waiters always watch their predecessor",
       first->url(), ZOO_VERSION, root));
 

@@ -26,12 +26,16 @@ void Watchdog::watch(const std::shared_ptr<Grant>& grant) {
   bool sooner;
   {
     std::lock_guard lk(state_->mutex);
-    auto due = std::min(Clock::now() + grant->renew_every, grant->deadline());
-    state_->entries.push_back({grant, grant.get(), Clock::now() + grant->renew_every});
+    const auto now = Clock::now();
+    auto due = std::min(now + grant->renew_every, grant->deadline());
+    state_->entries.push_back({grant, grant.get(), now + grant->renew_every});
+    state_->idle_nap = std::min<Clock::duration>(state_->idle_nap, grant->renew_every);
     sooner = due < state_->sleeping_until;
   }
-  // Waking the thread costs a context switch per acquire; only do it when it would sleep
-  // past this grant's first renewal.
+  // Waking the thread costs two context switches per acquire (on a busy 2-core machine that
+  // was a fifth of an uncontended Redis cycle); only do it when it would sleep past this
+  // grant's first renewal. Because an idle thread naps for the shortest renew_every seen
+  // instead of sleeping until woken, a short acquire+release loop wakes it at most once.
   if (sooner) state_->wake.notify_all();
 }
 
@@ -72,6 +76,12 @@ void Watchdog::run(std::shared_ptr<State> st) {
         seen.clear();
         lk.lock();
         if (st->stop) break;
+      }
+      if (wake_at == Clock::time_point::max() && st->idle_nap != Clock::duration::max()) {
+        // Nothing to watch: nap rather than wait for a wake-up, so that the next grant
+        // (whose first renewal is at least idle_nap away) need not notify us. Capped, so the
+        // sum cannot overflow; waking early only means one more empty pass.
+        wake_at = now + std::min<Clock::duration>(st->idle_nap, std::chrono::hours(1));
       }
       st->sleeping_until = wake_at;
       if (wake_at == Clock::time_point::max()) st->wake.wait(lk);

@@ -37,6 +37,9 @@ class Watchdog {
     std::condition_variable wake;
     std::vector<Entry> entries;
     Clock::time_point sleeping_until = Clock::time_point::min();  // when the thread wakes next
+    // How long the thread sleeps with nothing to watch: the shortest renew_every seen (see
+    // run()), so that the next acquire, due no sooner, need not wake it.
+    Clock::duration idle_nap = Clock::duration::max();
     bool stop = false;
   };
   static void run(std::shared_ptr<State> state);

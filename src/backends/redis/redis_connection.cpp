@@ -79,14 +79,6 @@ std::int64_t as_int(const redisReply& r) {
   throw InternalError("redis: unexpected reply (type " + std::to_string(r.type) + ") where a number was expected");
 }
 
-std::vector<std::string> eval_args(const Script& s, bool by_sha, const std::vector<std::string>& keys,
-                                   const std::vector<std::string>& args) {
-  std::vector<std::string> argv{by_sha ? "EVALSHA" : "EVAL", by_sha ? s.sha : s.text, std::to_string(keys.size())};
-  argv.insert(argv.end(), keys.begin(), keys.end());
-  argv.insert(argv.end(), args.begin(), args.end());
-  return argv;
-}
-
 Connection::Connection(const Target& target) : Connection(target, target.connect_timeout) {}
 
 Connection::Connection(const Target& target, milliseconds connect_timeout)
@@ -168,10 +160,58 @@ Reply Connection::command(const std::vector<std::string>& argv) {
 }
 
 Reply Connection::eval(const Script& s, const std::vector<std::string>& keys, const std::vector<std::string>& args) {
-  auto r = raw(eval_args(s, true, keys, args));
-  if (is_error(*r, "NOSCRIPT")) r = raw(eval_args(s, false, keys, args));  // also caches it again
+  append_eval(s, true, keys, args);
+  auto r = read();
+  if (is_error(*r, "NOSCRIPT")) {  // sending the text also caches it again
+    append_eval(s, false, keys, args);
+    r = read();
+  }
   if (is_error(*r)) fail_reply(*r);
   return r;
+}
+
+void Connection::append_eval(const Script& s, bool by_sha, const std::vector<std::string>& keys,
+                             const std::vector<std::string>& args) {
+  if (!usable()) fail_io();
+  // Pointers into the callers' strings: hiredis formats the command into its own buffer
+  // before this returns. Small fixed arrays: our scripts take at most 3 keys and 3 args.
+  constexpr std::size_t inline_max = 12;
+  const std::size_t n = 3 + keys.size() + args.size();
+  const char* p_small[inline_max];
+  std::size_t len_small[inline_max];
+  std::vector<const char*> p_big;
+  std::vector<std::size_t> len_big;
+  if (n > inline_max) p_big.resize(n), len_big.resize(n);
+  const char** p = n > inline_max ? p_big.data() : p_small;
+  std::size_t* len = n > inline_max ? len_big.data() : len_small;
+  char numkeys[24];
+  int numkeys_len = std::snprintf(numkeys, sizeof numkeys, "%zu", keys.size());
+  const std::string& body = by_sha ? s.sha : s.text;
+  p[0] = by_sha ? "EVALSHA" : "EVAL";
+  len[0] = by_sha ? 7 : 4;
+  p[1] = body.data();
+  len[1] = body.size();
+  p[2] = numkeys;
+  len[2] = static_cast<std::size_t>(numkeys_len);
+  std::size_t i = 3;
+  for (const auto& k : keys) p[i] = k.data(), len[i++] = k.size();
+  for (const auto& a : args) p[i] = a.data(), len[i++] = a.size();
+  if (redisAppendCommandArgv(ctx_, static_cast<int>(n), p, len) != REDIS_OK) fail_io();
+}
+
+Reply Connection::take_buffered() {
+  if (!usable()) fail_io();
+  void* out = nullptr;
+  if (redisGetReplyFromReader(ctx_, &out) != REDIS_OK) {
+    if (out) freeReplyObject(out);
+    fail_io();
+  }
+  return Reply(static_cast<redisReply*>(out));
+}
+
+void Connection::read_available() {
+  if (!usable()) fail_io();
+  if (redisBufferRead(ctx_) != REDIS_OK) fail_io();
 }
 
 void Connection::append(const std::vector<std::string>& argv) {

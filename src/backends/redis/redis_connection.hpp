@@ -60,7 +60,15 @@ class Connection {
 
   // Pipelining, for talking to several servers at once: queue a command, then read its reply.
   void append(const std::vector<std::string>& argv);
+  // Queues EVALSHA (by_sha) or EVAL of the script, without copying the arguments.
+  void append_eval(const Script& s, bool by_sha, const std::vector<std::string>& keys,
+                   const std::vector<std::string>& args);
   Reply read();  // throws like command(), except that error replies are returned
+  // Without blocking, for a caller that polls the socket itself (redlock reads the nodes in
+  // the order they answer): a reply already received, or null; and one read() of what the
+  // socket has (call it when poll() says readable). Both throw like read().
+  Reply take_buffered();
+  void read_available();
   void set_timeout(milliseconds t);
 
   // False once an I/O error or timeout left the connection in an unknown state.
@@ -86,7 +94,5 @@ class Connection {
 // Helpers to read replies.
 bool is_error(const redisReply& r, const char* prefix = nullptr);
 std::int64_t as_int(const redisReply& r);  // an integer reply (or a numeric string)
-std::vector<std::string> eval_args(const Script& s, bool by_sha, const std::vector<std::string>& keys,
-                                   const std::vector<std::string>& args);
 
 }  // namespace dblock::detail::redis

@@ -17,7 +17,7 @@ Attempt parse_attempt(const redisReply& r) {
 Attempt RedisDriver::try_acquire(const AcquireRequest& r) {
   auto c = pool_.get();
   auto reply = c->eval(acquire_script(), {r.name, keys_.meta(r.name), keys_.fence(r.name)},
-                       {r.owner, std::to_string(r.ttl.count())});
+                       {r.owner, std::to_string(r.ttl.count()), sub_ ? "1" : "0"});
   return parse_attempt(*reply);
 }
 

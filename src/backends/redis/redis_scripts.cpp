@@ -2,36 +2,42 @@
 
 namespace dblock::detail::redis {
 
-// Acquire or re-enter. Re-entry (the value is our owner string) adds a hold and extends
-// both keys to the longer of what is left and the new TTL, keeping the fence. A free name
-// is taken with SET NX PX (what redis-py does too), then gets the next fence. A busy name
-// answers the holder's PTTL so that waiters sleep no longer than it; 0 when the key has no
-// TTL (a redis-py lock taken without timeout).
+// Acquire or re-enter. Every redis.call from Lua costs about as much server time as a bare
+// command's whole execution, so the common case (a free name) comes first and does only
+// what a fenced, listable lock needs: SET NX PX (what redis-py does too), INCR the fence,
+// TIME, and the meta hash (HSET + PEXPIRE). HSET writes every field a grant has, so a meta
+// hash left behind (its key deleted by hand) needs no DEL first; at most its `waiting` flag
+// survives, which costs one needless PUBLISH.
+// Re-entry (the value is our owner string) adds a hold and extends both keys to the longer
+// of what is left and the new TTL, keeping the fence. A busy name answers the holder's PTTL
+// so that waiters sleep no longer than it; 0 when the key has no TTL (a redis-py lock taken
+// without timeout). With ARGV[3] = 1 (the caller is subscribed to releases, or will be
+// before it tries again) a busy attempt flags the holder's meta hash `waiting`, and only a
+// release of a flagged grant PUBLISHes: a waiter flags before it subscribes and tries once
+// more after, so it cannot miss the release, and an uncontended release publishes nothing.
+// A foreign holder (no meta hash) is not flagged: its release does not publish anyway.
 const Script& acquire_script() {
   static const Script s(R"lua(
 local ttl = tonumber(ARGV[2])
-local cur = redis.call('GET', KEYS[1])
-if cur == ARGV[1] then
-  local left = redis.call('PTTL', KEYS[1])
+if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ttl) then
+  local fence = redis.call('INCR', KEYS[3])
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  redis.call('HSET', KEYS[2], 'owner', ARGV[1], 'fence', fence, 'holds', 1, 'acquired_at', now)
+  redis.call('PEXPIRE', KEYS[2], ttl)
+  return {1, fence, ttl}
+end
+local left = redis.call('PTTL', KEYS[1])
+if redis.call('GET', KEYS[1]) == ARGV[1] then
   if left < ttl then left = ttl end
   redis.call('PEXPIRE', KEYS[1], left)
   redis.call('HINCRBY', KEYS[2], 'holds', 1)
   redis.call('PEXPIRE', KEYS[2], left)
   return {1, tonumber(redis.call('HGET', KEYS[2], 'fence') or '0'), left}
 end
-if cur then
-  local left = redis.call('PTTL', KEYS[1])
-  if left < 0 then left = 0 end
-  return {0, 0, left}
-end
-redis.call('SET', KEYS[1], ARGV[1], 'PX', ttl)
-local fence = redis.call('INCR', KEYS[3])
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-redis.call('DEL', KEYS[2])
-redis.call('HSET', KEYS[2], 'owner', ARGV[1], 'fence', fence, 'holds', 1, 'acquired_at', now)
-redis.call('PEXPIRE', KEYS[2], ttl)
-return {1, fence, ttl}
+if ARGV[3] == '1' and redis.call('EXISTS', KEYS[2]) == 1 then redis.call('HSET', KEYS[2], 'waiting', 1) end
+if left < 0 then left = 0 end
+return {0, 0, left}
 )lua");
   return s;
 }
@@ -49,15 +55,20 @@ return tonumber(ARGV[3])
   return s;
 }
 
-// Release: the same check as renew; an earlier hold counts down, the last frees the name
-// and tells the waiters (PUBLISH), all in one step.
+// Release: the same check as renew (one HMGET reads the fence, the holds and the waiting
+// flag); an earlier hold counts down, the last frees the name and, if a waiter flagged the
+// grant (see acquire), tells the waiters (PUBLISH), all in one step.
 const Script& release_script() {
   static const Script s(R"lua(
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-if tonumber(redis.call('HGET', KEYS[2], 'fence') or '-1') ~= tonumber(ARGV[2]) then return 0 end
-if redis.call('HINCRBY', KEYS[2], 'holds', -1) > 0 then return 1 end
+local m = redis.call('HMGET', KEYS[2], 'fence', 'holds', 'waiting')
+if tonumber(m[1] or '-1') ~= tonumber(ARGV[2]) then return 0 end
+if tonumber(m[2] or '1') > 1 then
+  redis.call('HINCRBY', KEYS[2], 'holds', -1)
+  return 1
+end
 redis.call('DEL', KEYS[1], KEYS[2])
-redis.call('PUBLISH', ARGV[3], KEYS[1])
+if m[3] then redis.call('PUBLISH', ARGV[3], KEYS[1]) end
 return 2
 )lua");
   return s;

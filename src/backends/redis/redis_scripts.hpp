@@ -3,10 +3,12 @@
 //   NAME                  the lock itself: its value is the owner string, its PTTL the lease.
 //                         The bare name, so that redis-py's Redis().lock(NAME) (SET NX on the
 //                         same key) and dblock exclude each other.
-//   <table>:meta:NAME     hash {owner, fence, holds, acquired_at (ms, server clock)}, with the
+//   <table>:meta:NAME     hash {owner, fence, holds, acquired_at (ms, server clock), and
+//                         waiting = 1 once a subscribed waiter found NAME busy}, with the
 //                         same expiry as NAME; present only while dblock holds NAME.
 //   <table>:fence:NAME    the fence counter (INCR), never expires.
-//   <table>:released      pub/sub channel; a release that frees NAME publishes NAME.
+//   <table>:released      pub/sub channel; a release that frees NAME publishes NAME if
+//                         someone waits (the meta hash's `waiting` flag).
 //
 // Each script checks and writes in one atomic step (Redis runs a script alone).
 #pragma once
@@ -25,7 +27,7 @@ struct Keys {
   std::string meta_pattern() const { return prefix + "meta:*"; }
 };
 
-// KEYS name, meta, fence; ARGV owner, ttl_ms -> {acquired 0|1, fence, remaining_ms}
+// KEYS name, meta, fence; ARGV owner, ttl_ms, flag_waiting 0|1 -> {acquired 0|1, fence, remaining_ms}
 const Script& acquire_script();
 // KEYS name, meta; ARGV owner, fence, ttl_ms -> remaining_ms, or nil when not ours
 const Script& renew_script();

@@ -52,7 +52,7 @@ Attempt RedlockDriver::try_acquire(const AcquireRequest& r) {
   const auto t0 = Clock::now();
   const auto timeout = per_node_timeout(r.ttl);
   const std::vector<std::string> keys{r.name, keys_.meta(r.name), keys_.fence(r.name)};
-  auto answers = nodes_.eval_all(acquire_script(), keys, {r.owner, std::to_string(r.ttl.count())}, timeout);
+  auto answers = nodes_.eval_all(acquire_script(), keys, {r.owner, std::to_string(r.ttl.count()), sub_ ? "1" : "0"}, timeout);
 
   std::size_t granted = 0, down = 0;
   std::uint64_t fence = 0;

@@ -1,5 +1,9 @@
 #include "backends/redis/redlock_nodes.hpp"
 
+#include <poll.h>
+
+#include <cerrno>
+
 #include "dblock/errors.hpp"
 
 namespace dblock::detail::redis {
@@ -67,7 +71,6 @@ std::vector<NodeAnswer> Nodes::eval_all(const Script& script, const std::vector<
   const auto deadline = Clock::now() + timeout;
   std::vector<NodeAnswer> out(n);
   Set s = borrow();
-  auto left = [&] { return std::max(milliseconds{1}, std::chrono::ceil<milliseconds>(deadline - Clock::now())); };
   auto lose = [&](std::size_t i, NodeAnswer::Kind kind) {
     out[i].kind = kind;
     s[i].reset();  // a late answer would be read as the next command's: drop the connection
@@ -79,7 +82,7 @@ std::vector<NodeAnswer> Nodes::eval_all(const Script& script, const std::vector<
   // Send everywhere first (hiredis only buffers an appended command; flush it), then read.
   auto send = [&](std::size_t i, bool by_sha) {
     try {
-      s[i]->append(eval_args(script, by_sha, keys, args));
+      s[i]->append_eval(script, by_sha, keys, args);
       int done = 0;
       while (!done)
         if (redisBufferWrite(s[i]->context(), &done) != REDIS_OK) s[i]->fail_io();
@@ -98,24 +101,61 @@ std::vector<NodeAnswer> Nodes::eval_all(const Script& script, const std::vector<
     else
       out[i].kind = NodeAnswer::Kind::down;
   }
-  auto receive = [&](std::size_t i) {
-    try {
-      s[i]->set_timeout(left());
-      out[i].reply = s[i]->read();
-      out[i].kind = NodeAnswer::Kind::answered;
-    } catch (const Error& e) {
-      lose(i, kind_of(e));
+  // Read the answers in the order they arrive, with one poll() over the nodes still owed
+  // one: no per-node socket timeout to set (two setsockopt calls per node and call before)
+  // and no waiting on a slow node while the others' answers sit unread.
+  auto receive = [&](std::vector<bool> pending) {
+    std::vector<pollfd> fds;
+    std::vector<std::size_t> node_of;
+    for (;;) {
+      fds.clear();
+      node_of.clear();
+      for (std::size_t i = 0; i < n; ++i) {
+        if (!pending[i]) continue;
+        try {
+          if (auto r = s[i]->take_buffered()) {
+            out[i].reply = std::move(r);
+            out[i].kind = NodeAnswer::Kind::answered;
+            pending[i] = false;
+            continue;
+          }
+        } catch (const Error& e) {
+          lose(i, kind_of(e));
+          pending[i] = false;
+          continue;
+        }
+        fds.push_back(pollfd{s[i]->context()->fd, POLLIN, 0});
+        node_of.push_back(i);
+      }
+      if (fds.empty()) return;
+      const auto wait = std::chrono::ceil<milliseconds>(deadline - Clock::now()).count();
+      int ready = wait > 0 ? ::poll(fds.data(), fds.size(), static_cast<int>(wait)) : 0;
+      if (ready < 0 && errno == EINTR) continue;
+      if (ready <= 0) {  // the deadline passed (or poll failed): whoever has not answered is late
+        for (auto i : node_of) lose(i, NodeAnswer::Kind::timed_out);
+        return;
+      }
+      for (std::size_t k = 0; k < fds.size(); ++k) {
+        if (!fds[k].revents) continue;
+        try {
+          s[node_of[k]]->read_available();
+        } catch (const Error& e) {
+          lose(node_of[k], kind_of(e));
+          pending[node_of[k]] = false;
+        }
+      }
     }
   };
+  receive(sent);
+  // A node that restarted or flushed its scripts: send the text (which caches it again).
   std::vector<bool> again(n, false);
-  for (std::size_t i = 0; i < n; ++i) {
-    if (!sent[i]) continue;
-    receive(i);
-    // A node that restarted or flushed its scripts: send the text (which caches it again).
-    if (out[i].kind == NodeAnswer::Kind::answered && is_error(*out[i].reply, "NOSCRIPT")) again[i] = send(i, false);
-  }
+  bool any_again = false;
   for (std::size_t i = 0; i < n; ++i)
-    if (again[i]) receive(i);
+    if (sent[i] && out[i].kind == NodeAnswer::Kind::answered && is_error(*out[i].reply, "NOSCRIPT")) {
+      again[i] = send(i, false);
+      any_again = any_again || again[i];
+    }
+  if (any_again) receive(again);
   give_back(std::move(s));
   return out;
 }

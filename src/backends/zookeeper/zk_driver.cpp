@@ -39,13 +39,18 @@ void Driver::remove(const Node& node) noexcept {
 }
 
 std::shared_ptr<Driver::Node> Driver::create(const std::shared_ptr<Session>& s, const std::string& dir,
-                                             const std::string& owner) {
+                                             const std::string& owner, std::vector<std::string>* children,
+                                             bool* listed) {
   const std::string prefix = random_prefix() + std::string(lock_marker);
+  *listed = false;
   for (int attempt = 0; attempt < 5; ++attempt) {
     auto node = std::make_shared<Node>();
     node->session = s;
     struct Stat st {};
-    int rc = s->create(dir + "/" + prefix, owner, ZOO_EPHEMERAL_SEQUENTIAL, &node->path, &st);
+    // The listing that tells whether we are first rides along (one round trip, not two);
+    // an uncontended acquire thus costs what a bare create does.
+    int rc = s->create_and_list(dir + "/" + prefix, owner, ZOO_EPHEMERAL_SEQUENTIAL, &node->path, &st, dir,
+                                children, listed);
     if (rc == ZOK) {
       node->czxid = static_cast<std::uint64_t>(st.czxid);
       return node;
@@ -61,9 +66,9 @@ std::shared_ptr<Driver::Node> Driver::create(const std::shared_ptr<Session>& s, 
       pool_->retire(s);  // a node of ours may exist in it: let it go with the session
       throw UnavailableError("zookeeper: " + pool_->hosts + ": connection lost while creating a lock node");
     }
-    std::vector<std::string> children;
-    s->children(dir, &children);
-    for (const auto& c : children)
+    std::vector<std::string> found;
+    s->children(dir, &found);
+    for (const auto& c : found)
       if (c.compare(0, prefix.size(), prefix) == 0 && s->exists(dir + "/" + c, &st) == ZOK) {
         node->path = dir + "/" + c;
         node->czxid = static_cast<std::uint64_t>(st.czxid);
@@ -103,17 +108,21 @@ Attempt Driver::try_acquire(const AcquireRequest& r) {
   }
 
   for (int recreated = 0;; ) {
+    std::vector<std::string> children;
+    bool listed = false;  // children already read with the create
+    auto sent = Clock::now();
     if (!node) {
-      node = create(pool_->session(r.ttl), dir, r.owner);
+      node = create(pool_->session(r.ttl), dir, r.owner, &children, &listed);
       std::lock_guard lk(mutex_);
       nodes_[key] = node;
     }
     const auto& s = node->session;
-    if (!s->connected() && !s->wait_connected(pool_->connect_timeout) && !s->dead())
-      throw UnavailableError("zookeeper: " + pool_->hosts + ": disconnected, and not back within the connect timeout");
-    auto sent = Clock::now();
-    std::vector<std::string> children;
-    if (!s->dead()) s->children(dir, &children);
+    if (!listed) {
+      if (!s->connected() && !s->wait_connected(pool_->connect_timeout) && !s->dead())
+        throw UnavailableError("zookeeper: " + pool_->hosts + ": disconnected, and not back within the connect timeout");
+      sent = Clock::now();
+      if (!s->dead()) s->children(dir, &children);
+    }
     auto list = contenders(children);
     auto self = basename(node->path);
     auto me = std::find_if(list.begin(), list.end(), [&](const Contender& c) { return c.node == self; });

@@ -13,6 +13,7 @@
 #include <mutex>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "backends/zookeeper/zk_pool.hpp"
 #include "core/driver.hpp"
@@ -46,7 +47,10 @@ class Driver : public LockDriver {
 
   std::shared_ptr<Node> find(const Key& key);
   void forget(const Key& key, const std::shared_ptr<Node>& node);
-  std::shared_ptr<Node> create(const std::shared_ptr<Session>& s, const std::string& dir, const std::string& owner);
+  // Creates our node under `dir`; when the listing of `dir` could ride on the create's
+  // round trip, it is in *children and *listed is true.
+  std::shared_ptr<Node> create(const std::shared_ptr<Session>& s, const std::string& dir, const std::string& owner,
+                               std::vector<std::string>* children, bool* listed);
   // Deletes the node, best effort; when its session cannot be reached the session is retired
   // so that the node goes with it.
   void remove(const Node& node) noexcept;

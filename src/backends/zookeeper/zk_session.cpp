@@ -147,6 +147,76 @@ int Session::create(const std::string& path, const std::string& data, int flags,
   throw_error(rc, "create " + path);
 }
 
+namespace {
+
+// What the two completions of create_and_list report, on the C client's completion thread.
+struct Pipelined {
+  std::mutex mutex;
+  std::condition_variable done;
+  int pending = 2;
+  int create_rc = ZSYSTEMERROR, list_rc = ZSYSTEMERROR;
+  std::string created;
+  struct Stat stat {};
+  std::vector<std::string> names;
+
+  void finish() {
+    std::lock_guard lk(mutex);
+    if (--pending == 0) done.notify_all();
+  }
+  static void on_create(int rc, const char* path, const struct Stat* st, const void* data) {
+    auto* p = static_cast<Pipelined*>(const_cast<void*>(data));
+    {
+      std::lock_guard lk(p->mutex);
+      p->create_rc = rc;
+      if (rc == ZOK && path) p->created = path;
+      if (rc == ZOK && st) p->stat = *st;
+    }
+    p->finish();
+  }
+  static void on_list(int rc, const struct String_vector* v, const void* data) {
+    auto* p = static_cast<Pipelined*>(const_cast<void*>(data));
+    {
+      std::lock_guard lk(p->mutex);
+      p->list_rc = rc;
+      if (rc == ZOK && v) p->names.assign(v->data, v->data + v->count);
+    }
+    p->finish();
+  }
+};
+
+}  // namespace
+
+int Session::create_and_list(const std::string& path, const std::string& data, int flags, std::string* created,
+                             Stat* stat, const std::string& dir, std::vector<std::string>* names, bool* listed) {
+  check_usable("create " + path);
+  *listed = false;
+  Pipelined p;
+  int rc = zoo_acreate2(zh_, path.c_str(), data.data(), static_cast<int>(data.size()), &ZOO_OPEN_ACL_UNSAFE, flags,
+                        &Pipelined::on_create, &p);
+  if (rc != ZOK) {  // not sent (closing, bad state): nothing will call back
+    if (rc == ZCONNECTIONLOSS) return rc;
+    throw_error(rc, "create " + path);
+  }
+  if (zoo_aget_children(zh_, dir.c_str(), 0, &Pipelined::on_list, &p) != ZOK) p.finish();  // only the create then
+  {
+    // Like the C client's own synchronous calls, no time limit: every request sent gets its
+    // completion (ZCONNECTIONLOSS, ZOPERATIONTIMEOUT or ZCLOSING at worst).
+    std::unique_lock lk(p.mutex);
+    p.done.wait(lk, [&] { return p.pending == 0; });
+  }
+  if (p.create_rc == ZOK) {
+    if (created) *created = p.created;
+    if (stat) *stat = p.stat;
+    if (p.list_rc == ZOK) {
+      *names = std::move(p.names);
+      *listed = true;
+    }
+  }
+  rc = p.create_rc;
+  if (rc == ZOK || rc == ZNONODE || rc == ZNODEEXISTS || rc == ZCONNECTIONLOSS) return rc;
+  throw_error(rc, "create " + path);
+}
+
 int Session::remove(const std::string& path) {
   check_usable("delete " + path);
   int rc = zoo_delete(zh_, path.c_str(), -1);

@@ -48,6 +48,12 @@ class Session {
   // The operations, returning the raw code for the codes a caller handles itself and
   // throwing (throw_error) for every other failure.
   int create(const std::string& path, const std::string& data, int flags, std::string* created, Stat* stat);
+  // create() and then children(dir) sent back to back, so both cost one round trip: the
+  // server runs a session's requests in order (the read waits for the create to commit), so
+  // the listing includes the new node. Returns create()'s code; *listed tells whether
+  // `names` holds the listing (false when it failed, e.g. ZNONODE with the create).
+  int create_and_list(const std::string& path, const std::string& data, int flags, std::string* created, Stat* stat,
+                      const std::string& dir, std::vector<std::string>* names, bool* listed);
   int remove(const std::string& path);
   int exists(const std::string& path, Stat* stat);
   int children(const std::string& path, std::vector<std::string>* names);
