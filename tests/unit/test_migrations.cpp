@@ -160,7 +160,7 @@ TEST_CASE("Dialect::rendered fills every placeholder of the SQLite dialect", "[m
   auto d = raw.rendered(t);
   CHECK(raw.insert_acquire.find("${table}") != std::string::npos);
   for (const std::string* s : {&d.holder, &d.renew, &d.release_hold, &d.insert_acquire, &d.insert_release,
-                               &d.optimistic_read, &d.optimistic_create, &d.optimistic_take,
+                               &d.optimistic_read, &d.optimistic_take,
                                &d.optimistic_reenter, &d.optimistic_release, &d.list, &d.sweep,
                                &d.force_release, &d.history_create, &d.history_select, &d.history_insert}) {
     INFO(*s);
