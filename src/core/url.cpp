@@ -91,8 +91,10 @@ Url parse_url(std::string_view text) {
   url.original = std::string(text);
   if (text.empty()) throw UsageError("malformed URL: empty");
   auto colon = text.find(':');
-  if (colon == std::string_view::npos || colon == 0)
+  if (colon == std::string_view::npos)  // no ':', so no password to hide
     throw UsageError("malformed URL '" + std::string(text) + "': expected scheme:..., e.g. sqlite:dblock.db");
+  // Not echoed: "://user:password@host" (the scheme left out) would show the password.
+  if (colon == 0) throw UsageError("malformed URL: no scheme before ':', expected scheme:..., e.g. sqlite:dblock.db");
   url.scheme = lower(text.substr(0, colon));
   for (char c : url.scheme)
     if (!std::isalnum(static_cast<unsigned char>(c)) && c != '+' && c != '-' && c != '.')

@@ -223,3 +223,21 @@ TEST_CASE("parse_url: error messages never contain the password", "[url][regress
     CHECK_FALSE(contains(message, "s3cr3tpw"));
   }
 }
+
+// Found by tests/fuzz/fuzz_url: with the scheme left out, the "expected scheme:" message
+// quoted the whole text, password included.
+TEST_CASE("parse_url: a URL without a scheme is not echoed in the error", "[url][regression][fuzz]") {
+  for (const char* text : {"://admin:hunter2@db.example.com/app", ":admin:hunter2@db"}) {
+    INFO(text);
+    std::string message;
+    try {
+      parse_url(text);
+    } catch (const UsageError& e) {
+      message = e.what();
+    }
+    CHECK(contains(message, "no scheme"));
+    CHECK_FALSE(contains(message, "hunter2"));
+  }
+  // Without any ':' there is no password, and the text still helps the user.
+  CHECK_THROWS_WITH(parse_url("dblock.db"), Catch::Contains("'dblock.db'"));
+}

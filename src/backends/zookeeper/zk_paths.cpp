@@ -9,8 +9,11 @@ namespace dblock::detail::zk {
 
 namespace {
 
-// Decodes the next code point of valid UTF-8 (the core validated names already; a root
-// with bad UTF-8 is refused here).
+// Decodes the next code point of well-formed UTF-8 (the core validated names already; a root
+// with bad UTF-8 is refused here). Overlong forms, surrogates and code points past U+10FFFF
+// are refused too: they are not UTF-8, yet an overlong "\xE0\x80\xAF" (a '/') decodes to a
+// character allowed in paths, and a root path would go to ZooKeeper as bytes that are not
+// UTF-8 (found by tests/fuzz/fuzz_name).
 bool next_code_point(std::string_view s, std::size_t& i, char32_t& cp) {
   auto b = static_cast<unsigned char>(s[i]);
   int extra = b < 0x80 ? 0 : (b >> 5) == 0x6 ? 1 : (b >> 4) == 0xE ? 2 : (b >> 3) == 0x1E ? 3 : -1;
@@ -21,6 +24,8 @@ bool next_code_point(std::string_view s, std::size_t& i, char32_t& cp) {
     if ((c >> 6) != 0x2) return false;
     cp = (cp << 6) | (c & 0x3F);
   }
+  static constexpr char32_t smallest[] = {0, 0x80, 0x800, 0x10000};  // by number of extra bytes
+  if (cp < smallest[extra] || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return false;
   i += extra + 1;
   return true;
 }

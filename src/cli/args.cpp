@@ -1,0 +1,119 @@
+// The CLI11 setup of the dblock command (src/cli/args.hpp).
+#include "cli/args.hpp"
+
+#include <CLI/CLI.hpp>
+#include <cstring>
+
+#include "core/duration.hpp"
+
+namespace dblock::cli {
+
+ClientOptions Common::client_options(std::optional<bool> auto_migrate) const {
+  ClientOptions o;
+  o.table = table;
+  o.connect_timeout = o.statement_timeout = detail::parse_duration(timeout);
+  if (o.statement_timeout.count() == 0) throw UsageError("bad --timeout: must be positive");
+  o.auto_migrate = auto_migrate;
+  return o;
+}
+
+namespace {
+
+void add_common(CLI::App* cmd, Common& c) {
+  cmd->add_option("--url", c.url, "Backend URL (sqlite:PATH, sqlite:///abs/path)")
+      ->envname("DBLOCK_URL")
+      ->default_val("sqlite:dblock.db");
+  cmd->add_option("--table", c.table, "Lock table: identifier or schema.identifier")
+      ->envname("DBLOCK_TABLE")
+      ->default_val("dblock_locks");
+  cmd->add_option("--timeout", c.timeout, "Connect and statement timeout (e.g. 5s)")->default_val("5s");
+}
+
+}  // namespace
+
+Invocation parse_command_line(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+  Invocation inv;
+  // Everything after the first "--" is the command for `dblock run`, untouched by parsing.
+  int split = argc;
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--") == 0) {
+      split = i;
+      break;
+    }
+
+  CLI::App app{"dblock: distributed locks kept in the SQL database you already own"};
+  app.set_version_flag("--version", std::string("dblock 0.1.0"));
+  app.require_subcommand(1);
+  app.fallthrough(false);
+
+  RunArgs& run = inv.run;
+  auto* run_cmd = app.add_subcommand("run", "Run a command while holding a lock (like flock(1), distributed)");
+  add_common(run_cmd, run.common);
+  run_cmd->add_option("--name", run.name, "Lock name")->required();
+  run_cmd->add_option("--strategy", run.strategy, "insert, optimistic, for-update, advisory, ...");
+  run_cmd->add_option("--ttl", run.ttl, "Lease time to live; renewed while the command runs")->default_val("30s");
+  auto* wait_opt = run_cmd->add_option("--wait", run.wait, "Give up after this long (default: wait forever)");
+  run_cmd->add_flag("--no-wait", run.no_wait, "Give up at once if the lock is busy (--wait 0s)")->excludes(wait_opt);
+  run_cmd->add_option("--grace", run.grace, "After a lost lock: SIGTERM, then SIGKILL after this long")
+      ->default_val("10s");
+  run_cmd->footer("Usage: dblock run --name NAME [options] -- CMD [ARGS...]");
+
+  // One Common per subcommand: CLI11 writes the defaults of every subcommand's options into
+  // their variables, so a shared one would lose the values given to the parsed subcommand.
+  Common migrate, sweep, list, release;
+  auto* migrate_cmd = app.add_subcommand("migrate", "Create or upgrade the lock table");
+  add_common(migrate_cmd, migrate);
+
+  auto* sweep_cmd = app.add_subcommand("sweep", "Delete expired leases, once or every DUR");
+  add_common(sweep_cmd, sweep);
+  sweep_cmd->add_option("--every", inv.every, "Run until stopped, one pass every DUR");
+  sweep_cmd->add_option("--batch", inv.batch, "Rows per DELETE")->default_val(1000)->check(CLI::Range(1, 1000000));
+
+  auto* list_cmd = app.add_subcommand("list", "Show held locks");
+  add_common(list_cmd, list);
+  list_cmd->add_flag("--json", inv.json, "Print JSON");
+
+  auto* release_cmd = app.add_subcommand("release", "Free a lock whoever holds it (operators only)");
+  add_common(release_cmd, release);
+  release_cmd->add_option("--name", inv.release_name, "Lock name")->required();
+  release_cmd->add_flag("--force", inv.force, "Required: this frees the lock under its holder");
+
+  try {
+    app.parse(split, argv);
+    if (split < argc && !run_cmd->parsed())
+      throw CLI::ExtrasError(std::vector<std::string>{argv + split, argv + argc});
+  } catch (const CLI::ParseError& e) {
+    if (e.get_exit_code() == 0) {  // --help, --version
+      inv.exit_now = app.exit(e, out, err);
+      return inv;
+    }
+    err << "dblock: " << e.what() << " (see dblock --help)\n";
+    inv.exit_now = usage;
+    return inv;
+  }
+
+  if (run_cmd->parsed()) {
+    if (split + 1 >= argc) {
+      err << "dblock: run: missing command: put it after --, e.g. dblock run --name job -- ./job.sh\n";
+      inv.exit_now = usage;
+      return inv;
+    }
+    run.command.assign(argv + split + 1, argv + argc);
+    inv.command = Invocation::Command::run;
+  } else if (migrate_cmd->parsed()) {
+    inv.command = Invocation::Command::migrate;
+    inv.common = migrate;
+  } else if (sweep_cmd->parsed()) {
+    inv.command = Invocation::Command::sweep;
+    inv.common = sweep;
+  } else if (list_cmd->parsed()) {
+    inv.command = Invocation::Command::list;
+    inv.common = list;
+  } else if (release_cmd->parsed()) {
+    inv.command = Invocation::Command::release;
+    inv.common = release;
+  }
+  return inv;
+}
+
+}  // namespace dblock::cli
