@@ -33,12 +33,17 @@ inline int wait_exit(pid_t pid) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-// Prints every thread's stack of a process that hangs (to stderr, with gdb, if installed),
-// so that a hang seen once in CI can be diagnosed from the log.
+// Prints what a process that hangs is doing, and its children (to stderr): state and tracer
+// (a traced `t` state with a child of its own is LeakSanitizer's exit check, which gdb then
+// cannot attach to: its tracer child's stack is the one that tells), and every thread's
+// stack (gdb). So that a hang seen once in CI can be diagnosed from the log.
 inline void print_stacks(pid_t pid) {
-  std::string cmd = "timeout 60 gdb -p " + std::to_string(pid) +
-                    " -batch -nx -ex 'thread apply all bt' 2>/dev/null | grep -E '^(Thread|#)' >&2";
-  if (std::system(cmd.c_str()) != 0) std::fprintf(stderr, "(no stacks of %d: is gdb installed?)\n", static_cast<int>(pid));
+  const std::string p = std::to_string(pid);
+  std::string cmd = "for p in " + p + " $(pgrep -P " + p + "); do echo \"process $p: $(tr '\\0' ' ' </proc/$p/cmdline)\"; "
+                    "grep -E '^(State|TracerPid)' /proc/$p/status; "
+                    "timeout 60 gdb -p $p -batch -nx -ex 'thread apply all bt' 2>&1 | grep -E '^(Thread|#|ptrace|Could)'; "
+                    "done >&2";
+  if (std::system(cmd.c_str()) == -1) std::fprintf(stderr, "(no report on %d: cannot run a shell)\n", pid);
 }
 
 }  // namespace dblock::test
