@@ -1,11 +1,12 @@
 // A database server restarted while locks are held, for every server dblock supports:
 // lease strategies keep the lock (the row is durable) and renew after reconnecting; session
 // strategies report the loss. Each server's restart command comes from the environment
-// (DBLOCK_TEST_PG_RESTART, DBLOCK_TEST_MYSQL_RESTART: scripts/test sets them through
-// scripts/services).
+// (DBLOCK_TEST_PG_RESTART, DBLOCK_TEST_MYSQL_RESTART, DBLOCK_TEST_ZK_RESTART: scripts/test
+// sets them through scripts/services).
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <cstdlib>
+#include <random>
 #include <thread>
 
 #include "support/servers.hpp"
@@ -24,6 +25,8 @@ struct ServerUnderTest {
 };
 [[maybe_unused]] constexpr ServerUnderTest postgresql{Server::postgresql, "DBLOCK_TEST_PG_RESTART"};
 [[maybe_unused]] constexpr ServerUnderTest mysql{Server::mysql, "DBLOCK_TEST_MYSQL_RESTART"};
+// ZooKeeper has no table: its ScratchTable server is not used, only its restart command.
+[[maybe_unused]] constexpr ServerUnderTest zookeeper{Server::postgresql, "DBLOCK_TEST_ZK_RESTART"};
 
 void restart_server(const ServerUnderTest& s) {
   const char* cmd = std::getenv(s.restart_var);
@@ -129,7 +132,44 @@ void release_waits_out_a_restart(const ServerUnderTest& server) {
   CHECK(other->lock("job").try_acquire());  // freed now, not at the TTL
 }
 
+// The same for a ZooKeeper lock: its node lives as long as its session, which outlives a
+// server restart shorter than the session timeout; a release during the restart waits for
+// the session to reconnect and deletes the node, instead of leaving it to the session timeout.
+void zookeeper_release_waits_out_a_restart() {
+  std::random_device rd;
+  auto url = dblock::test::server_url("DBLOCK_TEST_ZK_URL") + "/dblock-fault-" + std::to_string(rd());
+  auto c = dblock::Client::open(url);
+  dblock::LockOptions o;
+  o.strategy = dblock::Strategy::zookeeper;
+  o.ttl = 20s;  // the session timeout: the restart fits in it
+  std::atomic<int> lost{0};
+  o.on_lost = [&lost](const std::string&, std::uint64_t) { ++lost; };
+  auto held = c->lock("job", o).acquire();
+  server_command(zookeeper, "stop");
+  std::thread starter([&] {
+    std::this_thread::sleep_for(1s);
+    server_command(zookeeper, "start");
+  });
+  auto t0 = std::chrono::steady_clock::now();
+  CHECK_NOTHROW(held.release());
+  auto took = std::chrono::steady_clock::now() - t0;
+  starter.join();
+  INFO("release took " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms");
+  CHECK(took >= 900ms);  // it did wait for the server
+  CHECK(took < 20s);     // not for the session timeout
+  CHECK(lost == 0);
+  o.on_lost = nullptr;
+  auto other = dblock::Client::open(url);
+  CHECK(other->lock("job", o).try_acquire());  // freed now, not when the session expires
+}
+
 }  // namespace
+
+#ifdef DBLOCK_TEST_ZOOKEEPER
+TEST_CASE("zookeeper restart: a release while the server is down waits for it", "[zookeeper][restart]") {
+  zookeeper_release_waits_out_a_restart();
+}
+#endif
 
 #ifdef DBLOCK_TEST_POSTGRESQL
 TEST_CASE("postgresql restart: leases survive and renew, session locks are reported lost", "[postgresql][restart]") {

@@ -73,8 +73,12 @@ class ZkBackend : public Backend {
     auto s = pool_->session(default_ttl);
     std::vector<std::string> children;
     if (s->children(dir, &children) == ZNONODE) return false;
-    for (const auto& c : zk::contenders(children))
-      if (s->remove(dir + "/" + c.node) == ZOK) return true;  // else it just went: try the next
+    for (const auto& c : zk::contenders(children)) {
+      int rc = s->remove(dir + "/" + c.node);
+      if (rc == ZOK) return true;
+      if (rc == ZCONNECTIONLOSS) zk::throw_error(rc, "delete " + dir + "/" + c.node);
+      // else it just went: try the next
+    }
     return false;
   }
 

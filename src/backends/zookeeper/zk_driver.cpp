@@ -30,12 +30,25 @@ void Driver::forget(const Key& key, const std::shared_ptr<Node>& node) {
   if (auto it = nodes_.find(key); it != nodes_.end() && it->second == node) nodes_.erase(it);
 }
 
-void Driver::remove(const Node& node) noexcept {
+int Driver::remove(const Node& node) noexcept {
+  auto& s = *node.session;
+  // A release that ends a job right after a server restart must not leave its node to the
+  // session timeout: every other contender would wait that long for nothing.
+  const auto until = Clock::now() + s.timeout();
   try {
-    if (!node.session->dead()) node.session->remove(node.path);
+    for (bool retried = false;; retried = true) {
+      if (s.dead()) return ZNONODE;  // the server dropped the session, and the node with it
+      int rc = s.remove(node.path);
+      // A repeated delete that finds no node: the first one went through before the loss.
+      if (rc == ZOK || (rc == ZNONODE && retried)) return ZOK;
+      if (rc != ZCONNECTIONLOSS) return rc;
+      auto left = std::chrono::duration_cast<milliseconds>(until - Clock::now());
+      if (left <= milliseconds{0} || !s.wait_connected(left)) break;
+    }
   } catch (...) {
-    pool_->retire(node.session);
   }
+  pool_->retire(node.session);
+  return ZCONNECTIONLOSS;
 }
 
 std::shared_ptr<Driver::Node> Driver::create(const std::shared_ptr<Session>& s, const std::string& dir,
@@ -191,13 +204,9 @@ bool Driver::release(const std::string& name, const std::string& owner, std::uin
     nodes_.erase(it);
   }
   if (node->session->dead()) return false;
-  try {
-    return node->session->remove(node->path) == ZOK;  // ZNONODE: deleted behind our back, lost
-  } catch (const Error&) {
-    // Unknown whether it went: the session goes instead, and the node with it.
-    pool_->retire(node->session);
-    return true;
-  }
+  // ZNONODE: deleted behind our back, lost. ZCONNECTIONLOSS: the session was retired and the
+  // node goes with it.
+  return remove(*node) != ZNONODE;
 }
 
 void Driver::abandon(const std::string& name, const std::string& owner) noexcept {

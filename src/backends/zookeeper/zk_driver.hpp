@@ -51,9 +51,11 @@ class Driver : public LockDriver {
   // round trip, it is in *children and *listed is true.
   std::shared_ptr<Node> create(const std::shared_ptr<Session>& s, const std::string& dir, const std::string& owner,
                                std::vector<std::string>* children, bool* listed);
-  // Deletes the node, best effort; when its session cannot be reached the session is retired
-  // so that the node goes with it.
-  void remove(const Node& node) noexcept;
+  // Deletes the node: ZOK, or ZNONODE when someone else did. A connection lost on the way is
+  // waited out (the session and its node outlive a blip, up to the session timeout) and the
+  // delete repeated; when the session cannot be reached in that time it is retired so that
+  // the node goes with it (ZCONNECTIONLOSS: the node lingers until the server expires it).
+  int remove(const Node& node) noexcept;
 
   std::shared_ptr<Pool> pool_;
   std::mutex mutex_;

@@ -220,7 +220,7 @@ int Session::create_and_list(const std::string& path, const std::string& data, i
 int Session::remove(const std::string& path) {
   check_usable("delete " + path);
   int rc = zoo_delete(zh_, path.c_str(), -1);
-  if (rc == ZOK || rc == ZNONODE || rc == ZNOTEMPTY) return rc;
+  if (rc == ZOK || rc == ZNONODE || rc == ZNOTEMPTY || rc == ZCONNECTIONLOSS) return rc;
   throw_error(rc, "delete " + path);
 }
 
