@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
-#include <regex>
 
 namespace dblock::detail::sql {
 namespace {
@@ -21,20 +20,42 @@ std::vector<long long> version_key(const std::string& v) {
   return key;
 }
 
+// The version of a script named as Flyway names them, V<version>__<description>.sql with
+// <version> groups of 1 to 9 digits separated by '.' or '_'; "" for any other name.
+// (Written out: std::regex made this the slowest file of the library to compile.)
+std::string script_version(const std::string& script) {
+  const std::string ext = ".sql";
+  auto sep = script.find("__");
+  if (script.empty() || script[0] != 'V' || sep == std::string::npos) return "";
+  if (script.size() < sep + 2 + 1 + ext.size() || script.compare(script.size() - ext.size(), ext.size(), ext) != 0)
+    return "";  // no description, or not .sql
+  std::size_t digits = 0;  // in the current group
+  for (std::size_t i = 1; i < sep; ++i) {
+    char c = script[i];
+    if (c >= '0' && c <= '9') {
+      if (++digits > 9) return "";
+    } else if ((c == '.' || c == '_') && digits > 0) {
+      digits = 0;
+    } else {
+      return "";
+    }
+  }
+  if (digits == 0) return "";  // no version, or it ends with a separator
+  return script.substr(1, sep - 1);
+}
+
 }  // namespace
 
 std::vector<Migration> migrations_for(const std::string& dialect, const std::vector<MigrationFile>& files) {
   std::vector<Migration> out;
   for (const auto& f : files) {
     if (f.dialect != dialect) continue;
-    static const std::regex name(R"(V(\d{1,9}([._]\d{1,9})*)__(.+)\.sql)");
-    std::smatch parts;
-    if (!std::regex_match(f.script, parts, name))
+    Migration m;
+    m.version = script_version(f.script);
+    if (m.version.empty())
       throw InternalError("migration '" + f.script + "' is not named V<version>__<description>.sql");
     auto sep = f.script.find("__");
     auto ext = f.script.size() - 4;
-    Migration m;
-    m.version = parts[1].str();
     std::replace(m.version.begin(), m.version.end(), '_', '.');
     m.description = f.script.substr(sep + 2, ext - sep - 2);
     std::replace(m.description.begin(), m.description.end(), '_', ' ');

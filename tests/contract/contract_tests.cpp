@@ -1,5 +1,6 @@
 // The contract every strategy must hold (DESIGN.md section 3), written once and run for
-// every backend x strategy in DBLOCK_CONTRACT_FIXTURES.
+// every backend x strategy in DBLOCK_CONTRACT_FIXTURES. Each body is an ordinary function of
+// the fixture's run-time description (CONTRACT_TEST): compiled once, not once per fixture.
 #include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
@@ -21,10 +22,9 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-template <class F>
-LockOptions opts(std::chrono::milliseconds ttl = 30s, bool auto_renew = true) {
+LockOptions opts(const dblock::test::Contract& f, std::chrono::milliseconds ttl = 30s, bool auto_renew = true) {
   LockOptions o;
-  o.strategy = F::strategy;
+  o.strategy = f.strategy;
   o.ttl = ttl;
   o.auto_renew = auto_renew;
   return o;
@@ -33,26 +33,25 @@ LockOptions opts(std::chrono::milliseconds ttl = 30s, bool auto_renew = true) {
 
 }  // namespace
 
-TEMPLATE_TEST_CASE("a lease carries a fence and its release frees the lock", "[contract]",
+CONTRACT_TEST("a lease carries a fence and its release frees the lock", "[contract]",
                         DBLOCK_CONTRACT_FIXTURES) {
-  TestType f;
   auto ns = f.make();
   auto a = ns.open(), b = ns.open();
-  auto first = a->lock("job", opts<TestType>()).try_acquire();
+  auto first = a->lock("job", opts(f)).try_acquire();
   REQUIRE(first);
   CHECK(first->held());
   CHECK_FALSE(first->lost());
   CHECK(first->fence() > 0);
-  CHECK_FALSE(b->lock("job", opts<TestType>()).try_acquire());
+  CHECK_FALSE(b->lock("job", opts(f)).try_acquire());
   auto f1 = first->fence();
   first->release();
   CHECK_FALSE(first->held());
   first->release();  // idempotent
-  auto second = b->lock("job", opts<TestType>()).try_acquire();
+  auto second = b->lock("job", opts(f)).try_acquire();
   REQUIRE(second);
   CHECK(second->fence() > f1);
-  CHECK_FALSE(a->lock("job", opts<TestType>()).try_acquire());
-  if constexpr (TestType::lease_based) {  // a lease is a row the operator can see
+  CHECK_FALSE(a->lock("job", opts(f)).try_acquire());
+  if (f.lease_based) {  // a lease is a row the operator can see
     auto held = a->list();
     REQUIRE(held.size() == 1);
     CHECK(held[0].name == "job");
@@ -61,9 +60,8 @@ TEMPLATE_TEST_CASE("a lease carries a fence and its release frees the lock", "[c
   }
 }
 
-TEMPLATE_TEST_CASE("mutual exclusion across clients and threads, fences in grant order", "[contract]",
+CONTRACT_TEST("mutual exclusion across clients and threads, fences in grant order", "[contract]",
                         DBLOCK_CONTRACT_FIXTURES) {
-  TestType f;
   auto ns = f.make();
   constexpr int clients = 2, threads = 3, rounds = 40;
   std::vector<std::shared_ptr<dblock::Client>> cs;
@@ -77,7 +75,7 @@ TEMPLATE_TEST_CASE("mutual exclusion across clients and threads, fences in grant
   std::vector<std::uint64_t> fences;
   std::vector<std::thread> workers;
   for (int c = 0; c < clients; ++c) {
-    auto lock = cs[c]->lock("counter", opts<TestType>());
+    auto lock = cs[c]->lock("counter", opts(f));
     for (int t = 0; t < threads; ++t)
       workers.emplace_back([&, lock]() mutable {
         for (int i = 0; i < rounds; ++i) {
@@ -102,41 +100,39 @@ TEMPLATE_TEST_CASE("mutual exclusion across clients and threads, fences in grant
   for (std::size_t i = 1; i < fences.size(); ++i) REQUIRE(fences[i] > fences[i - 1]);
 }
 
-TEMPLATE_TEST_CASE("only the owner releases: a stale holder cannot free its successor", "[contract]",
+CONTRACT_TEST("only the owner releases: a stale holder cannot free its successor", "[contract]",
                    DBLOCK_CONTRACT_FIXTURES) {
-  TestType f;
   auto ns = f.make();
   auto a = ns.open(), b = ns.open(), c = ns.open();
   std::atomic<int> lost_calls{0};
-  auto o = opts<TestType>(TestType::lease_based ? 300ms : 600ms, !TestType::lease_based);
+  auto o = opts(f, f.lease_based ? 300ms : 600ms, !f.lease_based);
   o.on_lost = [&](const std::string& name, std::uint64_t) {
     CHECK(name == "job");
     lost_calls++;
   };
   auto stale = a->lock("job", o).try_acquire();
   REQUIRE(stale);
-  if constexpr (!TestType::lease_based) f.steal(*b, "job");  // a lease just expires (no renewal)
-  auto next = b->lock("job", opts<TestType>()).try_acquire(5s);
+  if (!f.lease_based) f.steal(*b, "job");  // a lease just expires (no renewal)
+  auto next = b->lock("job", opts(f)).try_acquire(5s);
   REQUIRE(next);
   CHECK(next->fence() > stale->fence());
   CHECK(eventually([&] { return stale->lost(); }));
   CHECK_THROWS_AS(stale->release(), dblock::LockLostError);
   CHECK(eventually([&] { return lost_calls == 1; }));
-  CHECK_FALSE(c->lock("job", opts<TestType>()).try_acquire());  // the successor still holds it
+  CHECK_FALSE(c->lock("job", opts(f)).try_acquire());  // the successor still holds it
   CHECK_FALSE(next->lost());
-  if constexpr (TestType::lease_based) {
+  if (f.lease_based) {
     auto held = b->list();
     REQUIRE(held.size() == 1);
     CHECK(held[0].owner == next->owner());  // the successor's row survived the stale release
   }
 }
 
-TEMPLATE_TEST_CASE("unlock by a thread that holds nothing is an error; destructors never throw", "[contract]",
+CONTRACT_TEST("unlock by a thread that holds nothing is an error; destructors never throw", "[contract]",
                         DBLOCK_CONTRACT_FIXTURES) {
-  TestType f;
   auto ns = f.make();
   auto c = ns.open();
-  auto lock = c->lock("job", opts<TestType>());
+  auto lock = c->lock("job", opts(f));
   CHECK_THROWS_AS(lock.unlock(), dblock::NotOwnerError);
   CHECK_THROWS_AS(lock.fence(), dblock::NotOwnerError);
   lock.lock();
@@ -145,15 +141,14 @@ TEMPLATE_TEST_CASE("unlock by a thread that holds nothing is an error; destructo
   f.steal(*c, "job");             // the lock is lost under its holder...
   CHECK_NOTHROW(lock.unlock());  // ...and unlock, which runs in destructors, still does not throw
   {
-    auto lease = c->lock("job2", opts<TestType>()).acquire();
+    auto lease = c->lock("job2", opts(f)).acquire();
     f.steal(*c, "job2");
   }  // ~Lease of a lost lease: no throw
   SUCCEED();
 }
 
-TEMPLATE_TEST_CASE("fences increase across release, expiry, sweep, loss and reopening", "[contract]",
+CONTRACT_TEST("fences increase across release, expiry, sweep, loss and reopening", "[contract]",
                         DBLOCK_CONTRACT_FIXTURES) {
-  TestType f;
   auto ns = f.make();
   std::uint64_t last = 0;
   auto next = [&](const std::shared_ptr<dblock::Client>& c, LockOptions o) {
@@ -165,36 +160,35 @@ TEMPLATE_TEST_CASE("fences increase across release, expiry, sweep, loss and reop
   };
   {
     auto c = ns.open();
-    next(c, opts<TestType>()).release();
-    next(c, opts<TestType>()).release();
-    if constexpr (TestType::lease_based) {
-      auto expiring = next(c, opts<TestType>(100ms, false));  // expires, then is swept away
+    next(c, opts(f)).release();
+    next(c, opts(f)).release();
+    if (f.lease_based) {
+      auto expiring = next(c, opts(f, 100ms, false));  // expires, then is swept away
       std::this_thread::sleep_for(250ms);
-      if constexpr (dblock::test::server_expires_v<TestType>) CHECK(c->sweep() == 0);  // the server expired it
+      if (f.server_expires) CHECK(c->sweep() == 0);  // the server expired it
       else CHECK(c->sweep() >= 1);
       CHECK(c->list().empty());
-      next(c, opts<TestType>()).release();
+      next(c, opts(f)).release();
     }
-    auto stolen = next(c, opts<TestType>());
+    auto stolen = next(c, opts(f));
     f.steal(*c, "job");
-    next(c, opts<TestType>()).release();
+    next(c, opts(f)).release();
   }
   auto reopened = ns.open();  // a new client (a new process, as far as the table knows)
-  next(reopened, opts<TestType>()).release();
+  next(reopened, opts(f)).release();
 }
 
-TEMPLATE_TEST_CASE("a holder killed with SIGKILL gives the lock back", "[contract]",
+CONTRACT_TEST("a holder killed with SIGKILL gives the lock back", "[contract]",
                         DBLOCK_CONTRACT_FIXTURES) {
-  TestType f;
   auto ns = f.make();
-  auto ready = f.dir.path() + "/ready";
+  auto ready = f.dir + "/ready";
   auto ttl = 700ms;
   auto pid = dblock::test::spawn({DBLOCK_HAMMER, "hold", ns.url, ns.options.table,
-                                  std::string(dblock::to_string(TestType::strategy)),
+                                  std::string(dblock::to_string(f.strategy)),
                                   "job", std::to_string(ttl.count()), ready});
   REQUIRE(eventually([&] { return std::filesystem::exists(ready); }));
   auto c = ns.open();
-  auto lock = c->lock("job", opts<TestType>());
+  auto lock = c->lock("job", opts(f));
   CHECK_FALSE(lock.try_acquire());
   kill(pid, SIGKILL);
   dblock::test::wait_exit(pid);
@@ -202,19 +196,18 @@ TEMPLATE_TEST_CASE("a holder killed with SIGKILL gives the lock back", "[contrac
   auto lease = lock.try_acquire(10s);
   REQUIRE(lease);
   auto waited = Clock::now() - killed_at;
-  if (TestType::lease_based) CHECK(waited < ttl + 5s);  // bounded by the TTL (generously)
+  if (f.lease_based) CHECK(waited < ttl + 5s);  // bounded by the TTL (generously)
   std::uint64_t dead_fence = 0;
   std::ifstream(ready) >> dead_fence;
   CHECK(lease->fence() > dead_fence);
 }
 
-TEMPLATE_TEST_CASE("try-lock returns at once and timed waits end at their deadline", "[contract]",
+CONTRACT_TEST("try-lock returns at once and timed waits end at their deadline", "[contract]",
                         DBLOCK_CONTRACT_FIXTURES) {
-  TestType f;
   auto ns = f.make();
   auto a = ns.open(), b = ns.open();
-  auto held = a->lock("job", opts<TestType>()).acquire();
-  auto lock = b->lock("job", opts<TestType>());
+  auto held = a->lock("job", opts(f)).acquire();
+  auto lock = b->lock("job", opts(f));
   auto t0 = Clock::now();
   CHECK_FALSE(lock.try_acquire());
   CHECK(Clock::now() - t0 < 2s);
@@ -229,47 +222,45 @@ TEMPLATE_TEST_CASE("try-lock returns at once and timed waits end at their deadli
   CHECK_FALSE(lock.try_lock_until(std::chrono::system_clock::now() + 100ms));
 }
 
-TEMPLATE_TEST_CASE("the watchdog keeps a lease alive past its TTL", "[contract]",
+CONTRACT_TEST("the watchdog keeps a lease alive past its TTL", "[contract]",
                         DBLOCK_CONTRACT_FIXTURES) {
-  TestType f;
   auto ns = f.make();
   auto a = ns.open(), b = ns.open();
   bool lost = false;
-  auto o = opts<TestType>(300ms);
+  auto o = opts(f, 300ms);
   o.on_lost = [&](const std::string&, std::uint64_t) { lost = true; };
   auto lease = a->lock("job", o).acquire();
   std::this_thread::sleep_for(1200ms);  // four TTLs
-  CHECK_FALSE(b->lock("job", opts<TestType>()).try_acquire());
+  CHECK_FALSE(b->lock("job", opts(f)).try_acquire());
   CHECK_FALSE(lease.lost());
   CHECK(lease.remaining() > 0ms);
   CHECK_FALSE(lost);
   lease.release();
-  CHECK(b->lock("job", opts<TestType>()).try_acquire());
+  CHECK(b->lock("job", opts(f)).try_acquire());
 }
 
-TEMPLATE_TEST_CASE("a lost lease is reported once and never resurrected", "[contract]",
+CONTRACT_TEST("a lost lease is reported once and never resurrected", "[contract]",
                         DBLOCK_CONTRACT_FIXTURES) {
-  TestType f;
   auto ns = f.make();
   auto a = ns.open(), b = ns.open();
   std::atomic<int> calls{0};
   std::atomic<std::uint64_t> reported{0};
-  auto o = opts<TestType>(600ms);
+  auto o = opts(f, 600ms);
   o.on_lost = [&](const std::string&, std::uint64_t fence) {
     reported = fence;
     calls++;
   };
   auto victim = a->lock("job", o).acquire();
   f.steal(*b, "job");  // taken away under its holder
-  auto thief = b->lock("job", opts<TestType>()).try_acquire(5s);
+  auto thief = b->lock("job", opts(f)).try_acquire(5s);
   REQUIRE(thief);
   REQUIRE(eventually([&] { return calls.load() > 0; }, 5s));  // the next renewal notices
   CHECK(victim.lost());
   CHECK(reported == victim.fence());
   std::this_thread::sleep_for(700ms);  // more renewal periods: nothing comes back
   CHECK(calls == 1);
-  CHECK_FALSE(a->lock("job", opts<TestType>()).try_acquire());
-  if constexpr (TestType::lease_based) {
+  CHECK_FALSE(a->lock("job", opts(f)).try_acquire());
+  if (f.lease_based) {
     auto held = b->list();
     REQUIRE(held.size() == 1);
     CHECK(held[0].owner == thief->owner());
@@ -277,13 +268,12 @@ TEMPLATE_TEST_CASE("a lost lease is reported once and never resurrected", "[cont
   CHECK_FALSE(thief->lost());
 }
 
-TEMPLATE_TEST_CASE("without auto-renewal a lease is lost at its TTL", "[contract]",
+CONTRACT_TEST("without auto-renewal a lease is lost at its TTL", "[contract]",
                         DBLOCK_CONTRACT_FIXTURES) {
-  TestType f;
   auto ns = f.make();
   auto c = ns.open();
   std::atomic<int> calls{0};
-  auto o = opts<TestType>(200ms, false);
+  auto o = opts(f, 200ms, false);
   o.on_lost = [&](const std::string&, std::uint64_t) { calls++; };
   auto lease = c->lock("job", o).acquire();
   CHECK_FALSE(lease.lost());
@@ -295,12 +285,11 @@ TEMPLATE_TEST_CASE("without auto-renewal a lease is lost at its TTL", "[contract
   CHECK(eventually([&] { return c->list().empty(); }, 1s));
 }
 
-TEMPLATE_TEST_CASE("re-entrant holds share one fence and free the lock at zero", "[contract]",
+CONTRACT_TEST("re-entrant holds share one fence and free the lock at zero", "[contract]",
                         DBLOCK_CONTRACT_FIXTURES) {
-  TestType f;
   auto ns = f.make();
   auto c = ns.open(), other = ns.open();
-  auto lock = c->lock("job", opts<TestType>());
+  auto lock = c->lock("job", opts(f));
   lock.lock();
   auto fence = lock.fence();
   lock.lock();
@@ -308,12 +297,12 @@ TEMPLATE_TEST_CASE("re-entrant holds share one fence and free the lock at zero",
   auto lease = lock.try_acquire();  // a third hold, as a Lease
   REQUIRE(lease);
   CHECK(lease->fence() == fence);
-  if constexpr (TestType::lease_based) {
+  if (f.lease_based) {
     auto held = c->list();
     REQUIRE(held.size() == 1);
     CHECK(held[0].holds == 3);
   }
-  auto contender = other->lock("job", opts<TestType>());
+  auto contender = other->lock("job", opts(f));
   lease->release();
   lock.unlock();
   CHECK_FALSE(contender.try_acquire());
@@ -323,18 +312,17 @@ TEMPLATE_TEST_CASE("re-entrant holds share one fence and free the lock at zero",
   CHECK(next->fence() > fence);
 }
 
-TEMPLATE_TEST_CASE("a re-entrant try-lock succeeds while others keep trying", "[contract]",
+CONTRACT_TEST("a re-entrant try-lock succeeds while others keep trying", "[contract]",
                    DBLOCK_CONTRACT_FIXTURES) {
-  TestType f;
   auto ns = f.make();
   auto holder = ns.open(), rival = ns.open();
-  auto lock = holder->lock("job", opts<TestType>());
+  auto lock = holder->lock("job", opts(f));
   auto first = lock.try_acquire();
   REQUIRE(first);
   std::atomic<bool> stop{false};
   std::atomic<int> rival_wins{0};
   std::thread hammer([&] {
-    auto l = rival->lock("job", opts<TestType>());
+    auto l = rival->lock("job", opts(f));
     while (!stop)
       if (l.try_acquire()) rival_wins++;
   });
@@ -350,42 +338,40 @@ TEMPLATE_TEST_CASE("a re-entrant try-lock succeeds while others keep trying", "[
   CHECK(rival_wins == 0);
 }
 
-TEMPLATE_TEST_CASE("Lock works with std::unique_lock and std::scoped_lock", "[contract]",
+CONTRACT_TEST("Lock works with std::unique_lock and std::scoped_lock", "[contract]",
                         DBLOCK_CONTRACT_FIXTURES) {
-  TestType f;
   auto ns = f.make();
   auto c = ns.open(), other = ns.open();
-  auto a = c->lock("a", opts<TestType>()), b = c->lock("b", opts<TestType>());
+  auto a = c->lock("a", opts(f)), b = c->lock("b", opts(f));
   {
     std::scoped_lock both(a, b);
-    CHECK_FALSE(other->lock("a", opts<TestType>()).try_acquire());
-    CHECK_FALSE(other->lock("b", opts<TestType>()).try_acquire());
+    CHECK_FALSE(other->lock("a", opts(f)).try_acquire());
+    CHECK_FALSE(other->lock("b", opts(f)).try_acquire());
   }
   {
     std::unique_lock ul(a, std::defer_lock);
     CHECK(ul.try_lock_for(100ms));
     CHECK(ul.owns_lock());
   }
-  CHECK(other->lock("a", opts<TestType>()).try_acquire());
-  CHECK(other->lock("b", opts<TestType>()).try_acquire());
+  CHECK(other->lock("a", opts(f)).try_acquire());
+  CHECK(other->lock("b", opts(f)).try_acquire());
 }
 
-TEMPLATE_TEST_CASE("names are data: quotes, wildcards, backslashes and emoji", "[contract]",
+CONTRACT_TEST("names are data: quotes, wildcards, backslashes and emoji", "[contract]",
                         DBLOCK_CONTRACT_FIXTURES) {
-  TestType f;
   auto ns = f.make();
   auto c = ns.open();
   std::vector<std::string> names{"'; DROP TABLE dblock_locks; --", "100%_sure\\", "\"quoted\"", "🔒 lock",
                                   std::string(255, 'x'), "a", "A", "a "};
   std::vector<Lease> leases;
   for (const auto& n : names) {
-    auto l = c->lock(n, opts<TestType>()).try_acquire();
+    auto l = c->lock(n, opts(f)).try_acquire();
     REQUIRE(l);
     leases.push_back(std::move(*l));
   }
   auto other = ns.open();
-  for (const auto& n : names) CHECK_FALSE(other->lock(n, opts<TestType>()).try_acquire());
-  if constexpr (TestType::lease_based) {
+  for (const auto& n : names) CHECK_FALSE(other->lock(n, opts(f)).try_acquire());
+  if (f.lease_based) {
     auto held = c->list();
     REQUIRE(held.size() == names.size());
     for (const auto& n : names)
@@ -393,17 +379,16 @@ TEMPLATE_TEST_CASE("names are data: quotes, wildcards, backslashes and emoji", "
   }
 }
 
-TEMPLATE_TEST_CASE("bad input is refused with a typed error and writes nothing", "[contract]",
+CONTRACT_TEST("bad input is refused with a typed error and writes nothing", "[contract]",
                         DBLOCK_CONTRACT_FIXTURES) {
-  TestType f;
   auto ns = f.make();
   auto c = ns.open();
-  CHECK_THROWS_AS(c->lock("", opts<TestType>()), dblock::UsageError);
-  CHECK_THROWS_AS(c->lock(std::string(256, 'x'), opts<TestType>()), dblock::UsageError);
-  CHECK_THROWS_AS(c->lock("bad\xff", opts<TestType>()), dblock::UsageError);
-  CHECK_THROWS_AS(c->lock(std::string("nul\0byte", 8), opts<TestType>()), dblock::UsageError);
-  CHECK_THROWS_AS(c->lock("job", opts<TestType>(0ms)), dblock::UsageError);
-  CHECK_THROWS_AS(c->lock("job", opts<TestType>(-5s)), dblock::UsageError);
+  CHECK_THROWS_AS(c->lock("", opts(f)), dblock::UsageError);
+  CHECK_THROWS_AS(c->lock(std::string(256, 'x'), opts(f)), dblock::UsageError);
+  CHECK_THROWS_AS(c->lock("bad\xff", opts(f)), dblock::UsageError);
+  CHECK_THROWS_AS(c->lock(std::string("nul\0byte", 8), opts(f)), dblock::UsageError);
+  CHECK_THROWS_AS(c->lock("job", opts(f, 0ms)), dblock::UsageError);
+  CHECK_THROWS_AS(c->lock("job", opts(f, -5s)), dblock::UsageError);
   CHECK_THROWS_AS(c->force_release(""), dblock::UsageError);
   CHECK_THROWS_AS(c->sweep(0), dblock::UsageError);
   CHECK_THROWS_AS(dblock::parse_strategy("mutex"), dblock::UsageError);
@@ -413,14 +398,13 @@ TEMPLATE_TEST_CASE("bad input is refused with a typed error and writes nothing",
   CHECK(c->list().empty());
 }
 
-TEMPLATE_TEST_CASE("the sweeper removes expired leases in batches and spares live ones", "[contract][lease]",
+CONTRACT_TEST("the sweeper removes expired leases in batches and spares live ones", "[contract][lease]",
                    DBLOCK_LEASE_FIXTURES) {
-  TestType f;
   auto ns = f.make();
   auto c = ns.open();
   std::vector<Lease> expiring;
-  for (int i = 0; i < 25; ++i) expiring.push_back(c->lock("old" + std::to_string(i), opts<TestType>(50ms, false)).acquire());
-  auto live = c->lock("live", opts<TestType>()).acquire();
+  for (int i = 0; i < 25; ++i) expiring.push_back(c->lock("old" + std::to_string(i), opts(f, 50ms, false)).acquire());
+  auto live = c->lock("live", opts(f)).acquire();
   std::this_thread::sleep_for(200ms);
   dblock::SweeperOptions so;
   so.batch = 10;

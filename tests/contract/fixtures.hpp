@@ -5,6 +5,7 @@
 // table) and tells what the strategy promises where strategies differ.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -141,7 +142,41 @@ struct ZooKeeperLock {
 #define DBLOCK_ZOOKEEPER_FIXTURES
 #endif
 
+// What a contract test body sees of its fixture, at run time.
+struct Contract {
+  Strategy strategy;
+  bool lease_based;
+  bool server_expires;
+  std::string dir;  // a scratch directory of this test
+  std::function<Namespace()> make;
+  std::function<void(Client&, const std::string&)> steal;
+};
+template <class F>
+Contract contract_of(F& fixture) {
+  return Contract{F::strategy,
+                  F::lease_based,
+                  server_expires_v<F>,
+                  fixture.dir.path(),
+                  [&fixture] { return fixture.make(); },
+                  [&fixture](Client& c, const std::string& name) { fixture.steal(c, name); }};
+}
+
 }  // namespace dblock::test
+
+// CONTRACT_TEST(name, tags, fixtures...) { body using `f`, a const Contract& }: one Catch
+// test case per fixture (named by it, which the ctest filters select on) whose body is one
+// ordinary function. Instantiating the bodies per fixture made this the slowest file to build.
+#define DBLOCK_CONTRACT_CONCAT2(a, b) a##b
+#define DBLOCK_CONTRACT_CONCAT(a, b) DBLOCK_CONTRACT_CONCAT2(a, b)
+#define CONTRACT_TEST(name, tags, ...) \
+  CONTRACT_TEST_IMPL(DBLOCK_CONTRACT_CONCAT(contract_body_, __LINE__), name, tags, __VA_ARGS__)
+#define CONTRACT_TEST_IMPL(body, name, tags, ...)                    \
+  static void body(const dblock::test::Contract& f);                 \
+  TEMPLATE_TEST_CASE(name, tags, __VA_ARGS__) {                      \
+    TestType fixture;                                                \
+    body(dblock::test::contract_of(fixture));                        \
+  }                                                                  \
+  static void body(const dblock::test::Contract& f)
 
 // The fixtures the contract suite runs against (macros so that test names say which):
 // the lease strategies swept by sweep() (SQL), and all of them.

@@ -98,7 +98,8 @@ TEST_CASE("migrations_for: only the requested dialect's files are returned", "[m
 
 TEST_CASE("migrations_for: a misnamed script throws InternalError", "[migrations]") {
   for (const char* script : {"create.sql", "V1_create.sql", "X1__create.sql", "v1__create.sql", "V1__create.txt",
-                             "V__create.sql", "Vabc__create.sql", "V1a__create.sql", "V", ""}) {
+                             "V__create.sql", "Vabc__create.sql", "V1a__create.sql", "V", "", "V1__.sql",
+                             "V1234567890__ten_digits.sql", "V1.__x.sql", "V1__x"}) {
     INFO('"' << script << '"');
     std::vector<MigrationFile> files{{"x", script, "..."}};
     CHECK_THROWS_AS(migrations_for("x", files), InternalError);
