@@ -123,6 +123,7 @@ std::uint64_t ForUpdateDriver::lock(Session& s, const std::string& name, millise
       if (wait.count() <= 0) {
         r = s.run(d_.for_update_try, {name});
       } else {
+        s.allow_wait(wait);
         s.run(d_.session_wait, {std::int64_t{wait.count()}});
         r = s.run(d_.for_update_wait, {name});
       }
@@ -159,6 +160,7 @@ std::uint64_t AdvisoryDriver::lock(Session& s, const std::string& name, millisec
   if (wait.count() <= 0) return static_cast<std::uint64_t>(as_int(s.run(d_.advisory_try, {key}).rows.at(0).at(0)));
   s.begin();  // the wait bound is transaction-local; the advisory lock is session-level
   try {
+    s.allow_wait(wait);
     s.run(d_.session_wait, {std::int64_t{wait.count()}});
     auto fence = static_cast<std::uint64_t>(as_int(s.run(d_.advisory_wait, {key}).rows.at(0).at(0)));
     s.commit();
