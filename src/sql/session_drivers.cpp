@@ -115,6 +115,25 @@ bool SessionDriver::release(const std::string& name, const std::string& owner, s
   return true;
 }
 
+void SessionDriver::lost(const std::string& name, const std::string& owner, std::uint64_t fence) noexcept {
+  std::shared_ptr<Held> held;
+  {
+    std::lock_guard lk(mutex_);
+    auto it = held_.find({name, owner});
+    if (it == held_.end() || it->second->fence != fence) return;
+    held = it->second;  // stays in held_: release() then reports the loss
+  }
+  std::unique_ptr<Session> s;
+  {
+    std::lock_guard use(held->use);
+    s = std::move(held->session);
+  }
+  try {
+    s.reset();  // closes the connection (PostgreSQL first tries a bounded rollback)
+  } catch (...) {
+  }
+}
+
 std::uint64_t ForUpdateDriver::lock(Session& s, const std::string& name, milliseconds wait) {
   for (int round = 0; round < 3; ++round) {
     s.begin();
