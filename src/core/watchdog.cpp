@@ -14,15 +14,21 @@ Watchdog::~Watchdog() {
     state_->stop = true;
   }
   state_->wake.notify_all();
-  if (!thread_.joinable()) return;
-  if (thread_.get_id() == std::this_thread::get_id())
-    thread_.detach();  // destroyed from a callback on the thread itself: it stops on its own
-  else
-    thread_.join();
+  state_->has_jobs.notify_all();
+  for (auto* t : {&thread_, &renewer_}) {
+    if (!t->joinable()) continue;
+    if (t->get_id() == std::this_thread::get_id())
+      t->detach();  // destroyed from a callback on the thread itself: it stops on its own
+    else
+      t->join();
+  }
 }
 
 void Watchdog::watch(const std::shared_ptr<Grant>& grant) {
-  std::call_once(started_, [this] { thread_ = std::thread(run, state_); });
+  std::call_once(started_, [this] {
+    thread_ = std::thread(run, state_);
+    renewer_ = std::thread(renew_loop, state_);
+  });
   bool sooner;
   {
     std::lock_guard lk(state_->mutex);
@@ -52,7 +58,8 @@ void Watchdog::run(std::shared_ptr<State> st) {
     auto wake_at = Clock::time_point::max();
     // Every Grant reference this pass takes is dropped with the mutex released: dropping the
     // last one may destroy the client, whose destructor takes the mutex.
-    std::vector<std::shared_ptr<Grant>> seen, to_renew, to_lose;
+    std::vector<std::shared_ptr<Grant>> seen, to_lose;
+    bool queued = false;
     for (auto it = st->entries.begin(); it != st->entries.end();) {
       auto g = it->grant.lock();
       if (g) seen.push_back(g);
@@ -60,70 +67,93 @@ void Watchdog::run(std::shared_ptr<State> st) {
         it = st->entries.erase(it);
         continue;
       }
-      if (now >= g->deadline()) {
+      if (now >= g->deadline()) {  // even while a renewal of it is still under way
         to_lose.push_back(g);
+        st->jobs.push_back({g, true});
+        queued = true;
         it = st->entries.erase(it);
         continue;
       }
-      if (g->auto_renew && now >= it->next_renew) to_renew.push_back(g);
+      if (g->auto_renew && !it->renewing && now >= it->next_renew) {
+        it->renewing = true;
+        st->jobs.push_back({g, false});
+        queued = true;
+      }
       wake_at = std::min(wake_at, g->deadline());
-      if (g->auto_renew) wake_at = std::min(wake_at, it->next_renew);
+      if (g->auto_renew && !it->renewing) wake_at = std::min(wake_at, it->next_renew);
       ++it;
     }
-    if (to_renew.empty() && to_lose.empty()) {
-      if (!seen.empty()) {
-        lk.unlock();
-        seen.clear();
-        lk.lock();
-        if (st->stop) break;
-      }
-      if (wake_at == Clock::time_point::max() && st->idle_nap != Clock::duration::max()) {
-        // Nothing to watch: nap rather than wait for a wake-up, so that the next grant
-        // (whose first renewal is at least idle_nap away) need not notify us. Capped, so the
-        // sum cannot overflow; waking early only means one more empty pass.
-        wake_at = now + std::min<Clock::duration>(st->idle_nap, std::chrono::hours(1));
-      }
-      st->sleeping_until = wake_at;
-      if (wake_at == Clock::time_point::max()) st->wake.wait(lk);
-      else st->wake.wait_until(lk, wake_at);
-      st->sleeping_until = Clock::time_point::min();
-      continue;
-    }
-    lk.unlock();
-    seen.clear();
-    for (auto& g : to_lose) {
-      g->mark_lost();
-      g->driver->lost(g->name, g->owner, g->fence);  // e.g. ZooKeeper deletes the node
-    }
-    for (auto& g : to_renew) {
-      auto sent = Clock::now();
-      std::optional<Renewal> r;
-      try {
-        r = g->driver->renew(g->name, g->owner, g->fence, g->ttl);
-      } catch (const std::exception&) {
-        // Transient (or not): keep the old deadline and try again soon; the deadline
-        // check above turns a failure that lasts into a loss.
-      }
-      lk.lock();
-      if (st->stop) return;
-      auto it = std::find_if(st->entries.begin(), st->entries.end(),
-                             [&](const Entry& e) { return e.key == g.get(); });
-      bool watched = it != st->entries.end();
-      if (watched && r && r->held) {
-        g->set_deadline(sent + r->remaining);
-        it->next_renew = sent + g->renew_every;
-      } else if (watched && r) {  // the backend says it is not ours: lost
-        st->entries.erase(it);
-        lk.unlock();
-        g->mark_lost();
-        lk.lock();
-      } else if (watched) {
-        it->next_renew = Clock::now() + std::max(milliseconds{20}, g->renew_every / 4);
-      }
+    if (queued) st->has_jobs.notify_one();
+    if (!seen.empty() || !to_lose.empty()) {
+      bool lost_some = !to_lose.empty();
       lk.unlock();
+      seen.clear();
+      for (auto& g : to_lose) g->mark_lost();  // on_lost, at the deadline
+      to_lose.clear();
+      lk.lock();
+      if (st->stop) break;
+      if (lost_some) continue;  // look again before sleeping
     }
-    to_renew.clear();  // drop references outside the lock (see above)
-    to_lose.clear();
+    if (wake_at == Clock::time_point::max() && st->idle_nap != Clock::duration::max()) {
+      // Nothing to watch: nap rather than wait for a wake-up, so that the next grant
+      // (whose first renewal is at least idle_nap away) need not notify us. Capped, so the
+      // sum cannot overflow; waking early only means one more empty pass.
+      wake_at = now + std::min<Clock::duration>(st->idle_nap, std::chrono::hours(1));
+    }
+    st->sleeping_until = wake_at;
+    if (wake_at == Clock::time_point::max()) st->wake.wait(lk);
+    else st->wake.wait_until(lk, wake_at);
+    st->sleeping_until = Clock::time_point::min();
+  }
+}
+
+void Watchdog::renew_loop(std::shared_ptr<State> st) {
+  std::unique_lock lk(st->mutex);
+  for (;;) {
+    st->has_jobs.wait(lk, [&] { return st->stop || !st->jobs.empty(); });
+    if (st->stop) return;
+    auto job = std::move(st->jobs.front());
+    st->jobs.pop_front();
+    // A renewal queued behind a slow one may be for a grant released meanwhile: skip it.
+    bool watched = job.lost || std::any_of(st->entries.begin(), st->entries.end(), [&](const Entry& e) {
+                     return !e.grant.owner_before(job.grant) && !job.grant.owner_before(e.grant);
+                   });
+    lk.unlock();
+    // References are taken and dropped with the mutex released (see run()).
+    if (auto g = watched ? job.grant.lock() : nullptr) {
+      if (job.lost) {
+        g->driver->lost(g->name, g->owner, g->fence);  // e.g. ZooKeeper deletes the node
+      } else {
+        auto sent = Clock::now();
+        std::optional<Renewal> r;
+        try {
+          r = g->driver->renew(g->name, g->owner, g->fence, g->ttl);
+        } catch (const std::exception&) {
+          // Transient (or not): keep the old deadline and try again soon; the deadline
+          // check in run() turns a failure that lasts into a loss.
+        }
+        bool lose = false;
+        lk.lock();
+        if (st->stop) return;
+        auto it = std::find_if(st->entries.begin(), st->entries.end(),
+                               [&](const Entry& e) { return e.key == g.get(); });
+        if (it != st->entries.end()) {  // else released, or declared lost meanwhile
+          it->renewing = false;
+          if (r && r->held) {
+            g->set_deadline(sent + r->remaining);
+            it->next_renew = sent + g->renew_every;
+          } else if (r) {  // the backend says it is not ours: lost
+            st->entries.erase(it);
+            lose = true;
+          } else {
+            it->next_renew = Clock::now() + std::max(milliseconds{20}, g->renew_every / 4);
+          }
+          st->wake.notify_all();  // the deadline thread sleeps until the next renewal is due
+        }
+        lk.unlock();
+        if (lose) g->mark_lost();
+      }
+    }
     lk.lock();
   }
 }

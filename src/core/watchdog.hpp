@@ -1,9 +1,12 @@
-// Watchdog: one thread per Client that renews held leases (every renew_every) and reports
-// loss. A transient renewal error is retried until the local deadline; only a clear "not
-// ours" answer or the deadline passing makes a lease lost, and a lost lease is never renewed.
+// Watchdog: per Client, one thread that keeps the deadlines and reports loss, and one that
+// renews held leases (every renew_every). A transient renewal error is retried until the
+// local deadline; only a clear "not ours" answer or the deadline passing makes a lease lost,
+// and a lost lease is never renewed. The two are separate so that a renewal stuck on the
+// network (up to the backend's own timeouts) cannot delay a loss past the deadline.
 #pragma once
 
 #include <condition_variable>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -29,13 +32,21 @@ class Watchdog {
     std::weak_ptr<Grant> grant;
     const Grant* key;
     Clock::time_point next_renew;
+    bool renewing = false;  // queued for, or in, the renewal thread
+  };
+  // Work for the renewal thread: renew a grant, or tell its driver it was declared lost.
+  struct Job {
+    std::weak_ptr<Grant> grant;
+    bool lost;
   };
   // Shared with the thread, so that a client destroyed from the thread itself (by a
   // callback dropping the last reference) leaves the thread valid state to stop on.
   struct State {
     std::mutex mutex;
-    std::condition_variable wake;
+    std::condition_variable wake;      // the deadline thread
+    std::condition_variable has_jobs;  // the renewal thread
     std::vector<Entry> entries;
+    std::deque<Job> jobs;
     Clock::time_point sleeping_until = Clock::time_point::min();  // when the thread wakes next
     // How long the thread sleeps with nothing to watch: the shortest renew_every seen (see
     // run()), so that the next acquire, due no sooner, need not wake it.
@@ -43,9 +54,10 @@ class Watchdog {
     bool stop = false;
   };
   static void run(std::shared_ptr<State> state);
+  static void renew_loop(std::shared_ptr<State> state);
 
   std::shared_ptr<State> state_;
-  std::thread thread_;
+  std::thread thread_, renewer_;
   std::once_flag started_;
 };
 

@@ -3,6 +3,7 @@
 // dblock's error types in one place.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <variant>
@@ -36,6 +37,10 @@ class Session {
   // A cheap check, without a round trip, that an idle connection was not closed by the
   // server meanwhile (a restart); the pool calls it before handing out an idle session.
   virtual bool still_connected() noexcept { return usable(); }
+  // The statements up to the end of the current transaction may wait in the server up to
+  // `wait` for a lock (the session strategies' bounded waits), on top of the statement
+  // timeout. A session with a client-side bound on each round trip (PostgreSQL) widens it.
+  virtual void allow_wait(std::chrono::milliseconds) {}
 };
 
 inline std::int64_t as_int(const Value& v) {

@@ -115,6 +115,25 @@ bool SessionDriver::release(const std::string& name, const std::string& owner, s
   return true;
 }
 
+void SessionDriver::lost(const std::string& name, const std::string& owner, std::uint64_t fence) noexcept {
+  std::shared_ptr<Held> held;
+  {
+    std::lock_guard lk(mutex_);
+    auto it = held_.find({name, owner});
+    if (it == held_.end() || it->second->fence != fence) return;
+    held = it->second;  // stays in held_: release() then reports the loss
+  }
+  std::unique_ptr<Session> s;
+  {
+    std::lock_guard use(held->use);
+    s = std::move(held->session);
+  }
+  try {
+    s.reset();  // closes the connection (PostgreSQL first tries a bounded rollback)
+  } catch (...) {
+  }
+}
+
 std::uint64_t ForUpdateDriver::lock(Session& s, const std::string& name, milliseconds wait) {
   for (int round = 0; round < 3; ++round) {
     s.begin();
@@ -123,6 +142,7 @@ std::uint64_t ForUpdateDriver::lock(Session& s, const std::string& name, millise
       if (wait.count() <= 0) {
         r = s.run(d_.for_update_try, {name});
       } else {
+        s.allow_wait(wait);
         s.run(d_.session_wait, {std::int64_t{wait.count()}});
         r = s.run(d_.for_update_wait, {name});
       }
@@ -159,6 +179,7 @@ std::uint64_t AdvisoryDriver::lock(Session& s, const std::string& name, millisec
   if (wait.count() <= 0) return static_cast<std::uint64_t>(as_int(s.run(d_.advisory_try, {key}).rows.at(0).at(0)));
   s.begin();  // the wait bound is transaction-local; the advisory lock is session-level
   try {
+    s.allow_wait(wait);
     s.run(d_.session_wait, {std::int64_t{wait.count()}});
     auto fence = static_cast<std::uint64_t>(as_int(s.run(d_.advisory_wait, {key}).rows.at(0).at(0)));
     s.commit();

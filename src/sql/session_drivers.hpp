@@ -33,6 +33,9 @@ class SessionDriver : public LockDriver {
   Attempt try_acquire(const AcquireRequest& r) override;
   Renewal renew(const std::string& name, const std::string& owner, std::uint64_t fence, milliseconds ttl) override;
   bool release(const std::string& name, const std::string& owner, std::uint64_t fence) override;
+  // Closes the pinned connection of a grant declared lost, so that the server frees its
+  // lock as soon as it sees the close, instead of when the owner gets round to release().
+  void lost(const std::string& name, const std::string& owner, std::uint64_t fence) noexcept override;
 
  protected:
   // Takes the lock on the pinned session s and returns its fence; 0 when busy. Leaves s

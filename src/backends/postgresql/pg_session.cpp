@@ -1,8 +1,92 @@
 #include "backends/postgresql/pg_session.hpp"
 
+#include <sys/socket.h>
+
+#include <condition_variable>
+#include <map>
+#include <mutex>
 #include <pqxx/pqxx>
+#include <thread>
+#include <type_traits>
 
 namespace dblock::detail::sql {
+
+namespace {
+
+// One thread for the process that shuts down the socket of a round trip that overran its
+// bound, which makes the blocked libpq call return with an error. shutdown() does not close
+// the descriptor, and a round trip is disarmed before its connection can close, so the
+// descriptor is still the connection's when the guard acts on it.
+class SocketGuard {
+ public:
+  using Clock = std::chrono::steady_clock;
+  static SocketGuard& instance() {
+    static SocketGuard guard;
+    return guard;
+  }
+  std::uint64_t arm(int fd, Clock::time_point deadline) {
+    std::lock_guard lk(mutex_);
+    auto id = next_++;
+    armed_[id] = Entry{fd, deadline, false};
+    if (deadline < sleeping_until_) wake_.notify_one();
+    return id;
+  }
+  // True if the guard fired for this round trip.
+  bool disarm(std::uint64_t id) {
+    std::lock_guard lk(mutex_);
+    auto it = armed_.find(id);
+    bool fired = it != armed_.end() && it->second.fired;
+    if (it != armed_.end()) armed_.erase(it);
+    return fired;
+  }
+
+ private:
+  struct Entry {
+    int fd;
+    Clock::time_point deadline;
+    bool fired;
+  };
+  SocketGuard() : thread_([this] { run(); }) {}
+  ~SocketGuard() {
+    {
+      std::lock_guard lk(mutex_);
+      stop_ = true;
+    }
+    wake_.notify_one();
+    thread_.join();
+  }
+  void run() {
+    std::unique_lock lk(mutex_);
+    while (!stop_) {
+      auto now = Clock::now();
+      auto next = Clock::time_point::max();
+      for (auto& [id, e] : armed_) {
+        if (e.fired) continue;
+        if (now >= e.deadline) {
+          ::shutdown(e.fd, SHUT_RDWR);
+          e.fired = true;
+        } else {
+          next = std::min(next, e.deadline);
+        }
+      }
+      sleeping_until_ = next;
+      if (next == Clock::time_point::max()) wake_.wait(lk);
+      else wake_.wait_until(lk, next);
+      sleeping_until_ = Clock::time_point::min();
+    }
+  }
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  std::map<std::uint64_t, Entry> armed_;
+  std::uint64_t next_ = 1;
+  Clock::time_point sleeping_until_ = Clock::time_point::min();
+  bool stop_ = false;
+  std::thread thread_;  // last: started once the rest is constructed
+};
+
+constexpr std::chrono::milliseconds guard_grace{1000};  // past the server's own timeout
+
+}  // namespace
 
 // Every libpqxx error becomes a dblock error here, and nowhere else.
 void throw_pg_error(const std::exception& e, const std::string& where, bool* usable) {
@@ -40,20 +124,62 @@ struct PgSession::Connection {
 };
 
 PgSession::PgSession(const std::string& conninfo, const std::string& where, std::chrono::milliseconds statement_timeout)
-    : where_(where) {
+    : where_(where), statement_timeout_(statement_timeout) {
   try {
-    owned_ = std::make_unique<Connection>(conninfo);
+    owned_ = std::make_unique<Connection>(conninfo);  // bounded by libpq's connect_timeout
     conn_ = &owned_->c;
-    pqxx::nontransaction tx(*conn_);
-    // No statement may hang on a dead or stuck server (the contract's bounded waits).
-    tx.exec("SET statement_timeout = " + std::to_string(statement_timeout.count()));
   } catch (const std::exception& e) {
     throw_pg_error(e, where_, &usable_);
   }
+  guarded([&] {
+    pqxx::nontransaction tx(*conn_);
+    // No statement may hang on a dead or stuck server (the contract's bounded waits).
+    tx.exec("SET statement_timeout = " + std::to_string(statement_timeout.count()));
+  });
 }
 
 PgSession::~PgSession() {
+  try {
+    guarded([&] { tx_.reset(); });  // an open transaction is rolled back: a round trip
+  } catch (...) {
+  }
   tx_.reset();
+}
+
+std::chrono::milliseconds PgSession::bound() const {
+  // A lock wait lifts the transaction's statement_timeout to the wait + 5 s (the dialect's
+  // session_wait).
+  auto server = std::max(statement_timeout_, wait_allowed_.count() > 0 ? wait_allowed_ + std::chrono::seconds(5)
+                                                                       : std::chrono::milliseconds{0});
+  return server + guard_grace;
+}
+
+template <class F>
+auto PgSession::guarded(F&& f) -> decltype(f()) {
+  int fd = conn_ ? conn_->sock() : -1;
+  auto& guard = SocketGuard::instance();
+  auto id = fd >= 0 ? guard.arm(fd, SocketGuard::Clock::now() + bound()) : 0;
+  auto disarm = [&] { return id != 0 && guard.disarm(id); };
+  try {
+    if constexpr (std::is_void_v<decltype(f())>) {
+      f();
+      if (disarm()) usable_ = false;  // it fired just as the answer came: the socket is gone
+    } else {
+      auto r = f();
+      if (disarm()) usable_ = false;
+      return r;
+    }
+  } catch (const Error&) {
+    disarm();
+    throw;
+  } catch (const std::exception& e) {
+    if (disarm()) {
+      usable_ = false;
+      throw TimeoutError("postgresql at " + where_ + ": no answer within " + std::to_string(bound().count()) +
+                         " ms (network stalled?); the connection was closed");
+    }
+    throw_pg_error(e, where_, &usable_);
+  }
 }
 
 void PgSession::fail(const std::exception& e) { throw_pg_error(e, where_, &usable_); }
@@ -73,7 +199,7 @@ bool PgSession::still_connected() noexcept {
 pqxx::connection_base& PgSession::connection() { return *conn_; }
 
 Result PgSession::run(const std::string& sql, const std::vector<Value>& params) {
-  try {
+  return guarded([&] {
     auto& name = prepared_[sql];
     if (name.empty()) {
       name = "dblock_" + std::to_string(prepared_.size());
@@ -106,44 +232,43 @@ Result PgSession::run(const std::string& sql, const std::vector<Value>& params) 
       out.rows.push_back(std::move(values));
     }
     return out;
-  } catch (const std::exception& e) {
-    fail(e);
-  }
+  });
 }
 
 void PgSession::run_script(const std::string& sql) {
-  try {
+  guarded([&] {
     if (tx_) tx_->exec(sql);
     else pqxx::nontransaction(*conn_).exec(sql);
-  } catch (const std::exception& e) {
-    fail(e);
-  }
+  });
 }
 
 void PgSession::begin() {
-  try {
-    tx_ = std::make_unique<pqxx::work>(*conn_);
-  } catch (const std::exception& e) {
-    fail(e);
-  }
+  guarded([&] { tx_ = std::make_unique<pqxx::work>(*conn_); });
 }
 
 void PgSession::commit() {
   try {
-    tx_->commit();
+    guarded([&] {
+      tx_->commit();
+      tx_.reset();
+    });
+  } catch (...) {
     tx_.reset();
-  } catch (const std::exception& e) {
-    tx_.reset();
-    fail(e);
+    wait_allowed_ = std::chrono::milliseconds{0};
+    throw;
   }
+  wait_allowed_ = std::chrono::milliseconds{0};
 }
 
 void PgSession::rollback() noexcept {
   try {
-    if (tx_) tx_->abort();
+    guarded([&] {
+      if (tx_) tx_->abort();
+    });
   } catch (...) {
   }
   tx_.reset();
+  wait_allowed_ = std::chrono::milliseconds{0};
 }
 
 }  // namespace dblock::detail::sql

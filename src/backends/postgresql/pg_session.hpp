@@ -1,5 +1,9 @@
 // The PostgreSQL Session over libpqxx 6.4: one connection with connect and statement
-// timeouts always set, statements prepared once per connection.
+// timeouts always set, statements prepared once per connection. libpq has no read timeout,
+// and the server's statement_timeout cannot answer through a stalled network, so every round
+// trip is also bounded on the client: past statement_timeout + 1 s (or a lock wait allowed
+// by allow_wait, + 6 s) a guard thread shuts the socket down, the call fails with
+// TimeoutError and the session is discarded.
 #pragma once
 
 #include <chrono>
@@ -29,6 +33,7 @@ class PgSession final : public Session {
   void rollback() noexcept override;
   bool usable() const noexcept override;
   bool still_connected() noexcept override;
+  void allow_wait(std::chrono::milliseconds wait) override { wait_allowed_ = wait; }
 
   // libpqxx's connection, for the listener and the session strategies.
   pqxx::connection_base& connection();
@@ -37,6 +42,11 @@ class PgSession final : public Session {
   [[noreturn]] void fail(const std::exception& e);
 
  private:
+  // Runs f with the socket guarded (see above); maps libpqxx errors through fail().
+  template <class F>
+  auto guarded(F&& f) -> decltype(f());
+  std::chrono::milliseconds bound() const;
+
   // The concrete pqxx::connection, owned through a pimpl: deleting it through
   // connection_base (whose destructor does not close) would leak the connection.
   struct Connection;
@@ -46,6 +56,8 @@ class PgSession final : public Session {
   std::unique_ptr<pqxx::dbtransaction> tx_;  // between begin() and commit()/rollback()
   std::unordered_map<std::string, std::string> prepared_;  // sql -> statement name
   bool usable_ = true;
+  std::chrono::milliseconds statement_timeout_;
+  std::chrono::milliseconds wait_allowed_{0};  // until the end of the transaction
 };
 
 // The same mapping for code that holds no session (connecting).
