@@ -93,6 +93,14 @@ const Dialect& postgresql_dialect() {
     d.advisory_try = "SELECT CASE WHEN pg_try_advisory_lock($1::bigint) THEN nextval('${table}_fence') ELSE 0 END";
     d.advisory_wait = "SELECT nextval('${table}_fence') FROM (SELECT pg_advisory_lock($1::bigint)) AS locked";
     d.advisory_unlock = "SELECT pg_advisory_unlock($1::bigint)";
+    // The same wait in one statement: the innermost subquery sets lock_timeout (SET LOCAL,
+    // so it ends with this statement's own transaction) before the lock is asked for; the
+    // subqueries contain volatile functions, so they are not flattened and run inside out.
+    // A waiter woken by the unlock then has its fence in the same round trip (the old form
+    // needed BEGIN, set_config and the lock before the wait, and a COMMIT after it).
+    d.advisory_wait_bounded =
+        "SELECT nextval('${table}_fence') FROM (SELECT pg_advisory_lock($1::bigint) FROM "
+        "(SELECT set_config('lock_timeout', $2::bigint || 'ms', true)) AS bounded) AS locked";
 
     d.list =
         "SELECT name, owner, fence, holds, acquired_at, valid_until FROM ${table} "
