@@ -62,10 +62,26 @@ const Dialect& postgresql_dialect() {
         "RETURNING name) " + notify + "gone";
 
     d.optimistic_read = "SELECT owner, version, valid_until - ${now_ms} FROM ${table} WHERE name = $1";
+    // The waiters one release wakes all read the same free version and race to take it. An
+    // UPDATE that loses that race waits for the winner's row lock and then locks the row
+    // itself to recheck it, which costs it a transaction id and a WAL flush at commit (1.5
+    // extra WAL syncs per grant with 8 waiters). So the take first tries the same
+    // transaction-scoped advisory lock as insert_acquire (CASE: only on a row that still
+    // looks free), and a loser writes nothing. It also answers in the same round trip
+    // instead of making the driver read again: fence 0 and the holder's time left (busy), 0
+    // when someone else is taking the row right now (busy: their release will notify), or
+    // -1 when the row is free and nobody holds the turn (the version moved: read again).
     d.optimistic_take =
-        "UPDATE ${table} SET owner = $2, fence = nextval('${table}_fence'), holds = 1, acquired_at = ${now_ms}, "
-        "valid_until = ${now_ms} + $3::bigint, version = version + 1 "
-        "WHERE name = $1 AND version = $4::bigint AND valid_until <= ${now_ms} RETURNING fence, valid_until - ${now_ms}";
+        "WITH won AS (UPDATE ${table} SET owner = $2, fence = nextval('${table}_fence'), holds = 1, "
+        "acquired_at = ${now_ms}, valid_until = ${now_ms} + $3::bigint, version = version + 1 "
+        "WHERE name = $1 AND CASE WHEN version = $4::bigint AND valid_until <= ${now_ms} "
+        "THEN pg_try_advisory_xact_lock(hashtextextended('${table}:' || $1, 0)) ELSE false END "
+        "RETURNING fence, valid_until - ${now_ms} AS remaining) "
+        "SELECT fence, remaining FROM won UNION ALL "
+        "SELECT 0, CASE WHEN (SELECT valid_until FROM ${table} WHERE name = $1) > ${now_ms} "
+        "THEN (SELECT valid_until FROM ${table} WHERE name = $1) - ${now_ms} "
+        "WHEN pg_try_advisory_xact_lock(hashtextextended('${table}:' || $1, 0)) THEN -1 ELSE 0 END "
+        "WHERE NOT EXISTS (SELECT 1 FROM won)";
     d.optimistic_reenter =
         "UPDATE ${table} SET holds = holds + 1, valid_until = GREATEST(valid_until, ${now_ms} + $3::bigint), "
         "version = version + 1 WHERE name = $1 AND version = $4::bigint AND owner = $2 AND valid_until > ${now_ms} "
