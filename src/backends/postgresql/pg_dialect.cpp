@@ -14,6 +14,16 @@ const Dialect& postgresql_dialect() {
     d.strategies = {Strategy::insert, Strategy::optimistic, Strategy::for_update, Strategy::advisory};
     d.now_ms = "(extract(epoch from now()) * 1000)::bigint";
     const std::string notify = "SELECT pg_notify('dblock_${table}', name) FROM ";
+    // A holder's own release commits without waiting for its WAL flush (synchronous_commit
+    // off for this statement's transaction only, set by set_config(..., true)); the waiters
+    // are notified at the commit, so a hand-off costs one flush (the grant's), not two. No
+    // guarantee depends on the release's flush: WAL is flushed in order, so the next grant's
+    // commit, which saw the release, is durable only together with it. A crash can only lose
+    // a release nobody built on yet, and then the row comes back held by its old owner until
+    // its TTL: exactly a client that died before releasing. Grants, renewals, fences (the
+    // sequence) and force_release stay synchronous.
+    const std::string notify_async =
+        "SELECT pg_notify('dblock_${table}', name), set_config('synchronous_commit', 'off', true) FROM ";
 
     d.holder = "SELECT owner, valid_until - ${now_ms} FROM ${table} WHERE name = $1 AND valid_until > ${now_ms}";
     d.renew =
@@ -59,7 +69,7 @@ const Dialect& postgresql_dialect() {
         "WHERE NOT EXISTS (SELECT 1 FROM won)";
     d.insert_release =
         "WITH gone AS (DELETE FROM ${table} WHERE name = $1 AND owner = $2 AND fence = $3::bigint AND holds <= 1 "
-        "RETURNING name) " + notify + "gone";
+        "RETURNING name) " + notify_async + "gone";
 
     d.optimistic_read = "SELECT owner, version, valid_until - ${now_ms} FROM ${table} WHERE name = $1";
     // The waiters one release wakes all read the same free version and race to take it. An
@@ -88,7 +98,7 @@ const Dialect& postgresql_dialect() {
         "RETURNING fence, valid_until - ${now_ms}";
     d.optimistic_release =
         "WITH freed AS (UPDATE ${table} SET owner = '', holds = 0, valid_until = 0, version = version + 1 "
-        "WHERE name = $1 AND owner = $2 AND fence = $3::bigint AND holds <= 1 RETURNING name) " + notify + "freed";
+        "WHERE name = $1 AND owner = $2 AND fence = $3::bigint AND holds <= 1 RETURNING name) " + notify_async + "freed";
 
     // set_config(..., true) is SET LOCAL: it ends with the transaction. The statement
     // timeout is lifted past the lock wait, which lock_timeout bounds.
