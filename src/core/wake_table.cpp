@@ -1,33 +1,44 @@
 #include "core/wake_table.hpp"
 
+#include <algorithm>
+
 namespace dblock::detail {
 
 class WakeWatch final : public ReleaseWatch {
  public:
   WakeWatch(std::shared_ptr<WakeTable> t, std::string name) : t_(std::move(t)), name_(std::move(name)) {
     auto& n = t_->names_[name_];  // the caller holds the mutex
-    ++n.watchers;
+    n.queue.push_back(this);
     seen_generation_ = n.generation;
     seen_epoch_ = t_->epoch;
   }
   ~WakeWatch() override {
     std::lock_guard lk(t_->mutex);
     auto it = t_->names_.find(name_);
-    if (--it->second.watchers == 0) t_->names_.erase(it);
+    auto& q = it->second.queue;
+    bool first = !q.empty() && q.front() == this;
+    q.erase(std::find(q.begin(), q.end(), this));
+    if (q.empty()) t_->names_.erase(it);
+    // The next in line inherits any release we were woken for and did not end up holding
+    // (a timeout, an error): it retries once if the generation moved since it last looked.
+    else if (first) q.front()->cv_.notify_one();
   }
   void wait_until(Clock::time_point until) override {
     std::unique_lock lk(t_->mutex);
     auto& n = t_->names_[name_];
     // A lost connection does not wake us early (that would spin); its reconnect does.
-    t_->changed.wait_until(lk, until,
-                           [&] { return t_->stop || n.generation != seen_generation_ || t_->epoch != seen_epoch_; });
+    cv_.wait_until(lk, until, [&] {
+      return t_->stop || t_->epoch != seen_epoch_ || (n.generation != seen_generation_ && n.queue.front() == this);
+    });
     seen_generation_ = n.generation;
     seen_epoch_ = t_->epoch;
   }
 
  private:
+  friend struct WakeTable;
   std::shared_ptr<WakeTable> t_;
   std::string name_;
+  std::condition_variable cv_;
   std::uint64_t seen_generation_ = 0, seen_epoch_ = 0;
 };
 
@@ -36,7 +47,18 @@ void WakeTable::bump(const std::string& name) {
   auto it = names_.find(name);
   if (it == names_.end()) return;
   ++it->second.generation;
+  it->second.queue.front()->cv_.notify_one();
+}
+
+void WakeTable::bump_epoch_locked() {
+  ++epoch;
   changed.notify_all();
+  wake_all_locked();
+}
+
+void WakeTable::wake_all_locked() {
+  for (auto& [name, n] : names_)
+    for (auto* w : n.queue) w->cv_.notify_one();
 }
 
 std::unique_ptr<ReleaseWatch> WakeTable::watch_locked(std::shared_ptr<WakeTable> table, std::string name) {

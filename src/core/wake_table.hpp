@@ -1,11 +1,17 @@
 // Per-name wake-ups shared by a notification thread (PostgreSQL LISTEN, Redis SUBSCRIBE) and
-// the waiters of one client. A generation per watched name counts the releases seen; a
-// waiter sleeps until its name's generation moves. The epoch moves whenever the thread may
-// have missed releases (a reconnect, a subscription lost or gained): that wakes everyone.
+// the waiters of one or more clients. A generation per watched name counts the releases
+// seen. The watches of a name queue in arrival order, and a release wakes only the first
+// one: every waiter of the name would find the same answer (the lock free for one of them,
+// or taken again), so one attempt per release is enough, and the rest would be a herd of
+// round trips. The others still wake at their own deadline (the core's safety-net backoff),
+// and a watch that leaves hands the wake to the next one, so a waiter that gives up, throws
+// or wins never strands the rest. The epoch moves whenever the thread may have missed
+// releases (a reconnect, a subscription lost or gained): that wakes everyone.
 #pragma once
 
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -15,19 +21,20 @@
 
 namespace dblock::detail {
 
+class WakeWatch;
+
 struct WakeTable {
   std::mutex mutex;
-  std::condition_variable changed;
+  std::condition_variable changed;  // for the owner's own state (listening, subscribed)
   std::uint64_t epoch = 0;
   bool stop = false;
 
-  // A release of `name` was announced: wake its waiters (a name nobody waits for is ignored).
+  // A release of `name` was announced: wake its first waiter (a name nobody waits for is ignored).
   void bump(const std::string& name);
   // Every waiter retries (call with `mutex` held).
-  void bump_epoch_locked() {
-    ++epoch;
-    changed.notify_all();
-  }
+  void bump_epoch_locked();
+  // Every waiter re-checks (after `stop` was set, with `mutex` held).
+  void wake_all_locked();
   // A watch on `name` (call with `mutex` held); it keeps the table alive.
   static std::unique_ptr<ReleaseWatch> watch_locked(std::shared_ptr<WakeTable> table, std::string name);
 
@@ -35,7 +42,7 @@ struct WakeTable {
   friend class WakeWatch;
   struct Name {
     std::uint64_t generation = 0;
-    int watchers = 0;
+    std::deque<WakeWatch*> queue;  // the watches of this name, first come first
   };
   std::map<std::string, Name> names_;  // only names someone waits for
 };

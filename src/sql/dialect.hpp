@@ -53,7 +53,10 @@ struct Dialect {
   // read may belong to a row the sweeper removed since, and a re-created row can reach the
   // same version while held (ABA).
   std::string optimistic_read;     // (name) -> owner, version, remaining_ms
-  std::string optimistic_take;     // (name, owner, ttl_ms, version) -> fence, remaining_ms
+  // (name, owner, ttl_ms, version) -> fence, remaining_ms; no row: lost, read again. Where the
+  // dialect can say more in the same round trip, a lost take returns fence 0 and the holder's
+  // remaining_ms (busy; 0: someone is taking it right now, also busy) or -1 (read again).
+  std::string optimistic_take;
   std::string optimistic_reenter;  // (name, owner, ttl_ms, version) -> fence, remaining_ms
   std::string optimistic_release;  // (name, owner, fence): free our row if holds = 1; affected 1 or 0
 
@@ -71,6 +74,11 @@ struct Dialect {
   std::string advisory_try;       // (key) -> fence when locked, 0 when busy
   std::string advisory_wait;      // (key) -> fence; a lock-timeout error past session_wait's bound
   std::string advisory_unlock;    // (key)
+  // Where set: (key, wait_ms) -> fence; a lock-timeout error past wait_ms. One statement that
+  // bounds its own wait and commits on its own (no BEGIN, session_wait, COMMIT around it), so
+  // a waiter woken by the release has nothing left to send. The driver keeps wait_ms below the
+  // session's statement timeout, which a statement cannot lift for itself.
+  std::string advisory_wait_bounded;
   // (): draws a fence in a committed transaction of its own. Where set, the for-update
   // statements only lock (and return any row), and the driver draws the fence with this on
   // another connection once the lock is held (MySQL: a fence drawn inside the locking

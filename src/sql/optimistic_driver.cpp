@@ -24,7 +24,12 @@ Attempt OptimisticDriver::try_acquire(const AcquireRequest& r) {
     if (live && owner != r.owner) return Attempt{false, 0, remaining};
     const auto& cas = live ? d_.optimistic_reenter : d_.optimistic_take;
     auto won = s->run(cas, {r.name, r.owner, std::int64_t{r.ttl.count()}, version});
-    if (!won.rows.empty()) return granted(won.rows.front());
+    if (won.rows.empty()) continue;  // lost the compare-and-set: read again
+    const auto& answer = won.rows.front();
+    if (as_int(answer[0]) != 0) return granted(answer);
+    // The dialect said why it lost (see Dialect::optimistic_take): a holder, or a rival
+    // taking it now, is busy; only a row that is free for nobody is worth reading again.
+    if (auto left = as_int(answer[1]); left >= 0) return Attempt{false, 0, milliseconds{left}};
   }
   return busy(*s, r.name);
 }

@@ -177,6 +177,22 @@ void ForUpdateDriver::unlock(Session& s, const std::string&) { s.rollback(); }
 std::uint64_t AdvisoryDriver::lock(Session& s, const std::string& name, milliseconds wait) {
   auto key = advisory_key(table_, name);
   if (wait.count() <= 0) return static_cast<std::uint64_t>(as_int(s.run(d_.advisory_try, {key}).rows.at(0).at(0)));
+  // One statement per wait, in pieces that end well before the statement timeout (1 s of
+  // margin for the statement's own work). A piece that times out is busy only when it was
+  // the last: otherwise wait on, still inside the server.
+  const milliseconds margin{1000}, piece = statement_timeout_ - margin;
+  if (!d_.advisory_wait_bounded.empty() && piece >= margin) {
+    for (auto left = wait;;) {
+      auto now = std::min(left, piece);
+      try {
+        return static_cast<std::uint64_t>(
+            as_int(s.run(d_.advisory_wait_bounded, {key, std::int64_t{now.count()}}).rows.at(0).at(0)));
+      } catch (const TimeoutError&) {
+        left -= now;
+        if (left.count() <= 0) return 0;
+      }
+    }
+  }
   s.begin();  // the wait bound is transaction-local; the advisory lock is session-level
   try {
     s.allow_wait(wait);

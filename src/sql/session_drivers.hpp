@@ -76,8 +76,11 @@ class ForUpdateDriver final : public SessionDriver {
 
 class AdvisoryDriver final : public SessionDriver {
  public:
-  AdvisoryDriver(SessionPool::Factory connect, const Dialect& d, std::size_t max_idle, std::string table)
-      : SessionDriver(std::move(connect), d, max_idle), table_(std::move(table)) {}
+  AdvisoryDriver(SessionPool::Factory connect, const Dialect& d, std::size_t max_idle, std::string table,
+                 milliseconds statement_timeout)
+      : SessionDriver(std::move(connect), d, max_idle),
+        table_(std::move(table)),
+        statement_timeout_(statement_timeout) {}
 
  protected:
   std::uint64_t lock(Session& s, const std::string& name, milliseconds wait) override;
@@ -85,6 +88,7 @@ class AdvisoryDriver final : public SessionDriver {
 
  private:
   std::string table_;
+  milliseconds statement_timeout_;  // the sessions' own, which bounds a one-statement wait
 };
 
 }  // namespace dblock::detail::sql

@@ -16,6 +16,7 @@ SqlBackend::SqlBackend(const Dialect& dialect, TableName table, SessionPool::Fac
       d_(dialect.rendered(table_)),
       factory_(factory),
       max_idle_(options.pool_size),
+      statement_timeout_(options.statement_timeout),
       pool_(std::move(factory), options.pool_size, options.connect_timeout + options.statement_timeout),
       notifier_(options.notifications ? std::move(notifier) : nullptr) {}
 
@@ -25,7 +26,7 @@ std::unique_ptr<LockDriver> SqlBackend::make_driver(Strategy strategy) {
   if (offered && strategy == Strategy::optimistic) return std::make_unique<OptimisticDriver>(pool_, d_, notifier_);
   if (offered && strategy == Strategy::for_update) return std::make_unique<ForUpdateDriver>(factory_, d_, max_idle_);
   if (offered && strategy == Strategy::advisory)
-    return std::make_unique<AdvisoryDriver>(factory_, d_, max_idle_, table_.qualified());
+    return std::make_unique<AdvisoryDriver>(factory_, d_, max_idle_, table_.qualified(), statement_timeout_);
   std::string offers;
   for (auto s : raw_.strategies) offers += (offers.empty() ? "" : ", ") + std::string(to_string(s));
   throw UsageError("strategy '" + std::string(to_string(strategy)) + "' is not offered by the " + raw_.name +

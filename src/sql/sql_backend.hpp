@@ -34,6 +34,7 @@ class SqlBackend : public Backend {
   const Dialect d_;  // rendered for table_
   const SessionPool::Factory factory_;  // session strategies pin connections of their own
   const std::size_t max_idle_;
+  const std::chrono::milliseconds statement_timeout_;
   SessionPool pool_;
   std::shared_ptr<Notifier> notifier_;
 };

@@ -33,6 +33,7 @@ PgListener::~PgListener() {
   {
     std::lock_guard lk(state_->mutex);
     state_->stop = true;
+    state_->wake_all_locked();
   }
   if (thread_.joinable()) thread_.join();
 }

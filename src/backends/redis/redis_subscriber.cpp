@@ -47,6 +47,7 @@ Subscriber::~Subscriber() {
     std::lock_guard lk(state_->mutex);
     state_->stop = true;
     state_->changed.notify_all();
+    state_->wake_all_locked();
   }
   if (wake_pipe_[1] >= 0) {
     char c = 1;
