@@ -29,7 +29,7 @@ class Client {
 
   // Applies missing migrations (idempotent); returns the scripts applied now.
   std::vector<std::string> migrate();
-  std::size_t sweep(std::size_t batch = 1000); // delete expired leases in batches; the count
+  std::size_t sweep(std::size_t batch = 1000); // delete expired leases in short batches; the count
   std::vector<LeaseInfo> list();               // locks held now (not expired), by name
   bool force_release(const std::string& name); // the operator's escape hatch; true if it was held
 

@@ -15,7 +15,7 @@
 namespace dblock {
 
 struct SweeperOptions {
-  std::size_t batch = 1000;  // rows per DELETE, so a large sweep never stalls acquirers
+  std::size_t batch = 1000;  // rows per DELETE transaction (SQLite: at most 500, with pauses between)
   std::chrono::milliseconds every{60000};
   std::function<void(std::size_t removed)> on_sweep;  // after each pass
   std::function<void(const Error&)> on_error;         // a failed pass; the next one still runs

@@ -20,13 +20,26 @@ std::string render(std::string_view text, const TableName& table, std::string_vi
   return out;
 }
 
+std::string with_markers(std::string_view text, std::size_t n, char marker) {
+  std::string list;
+  for (std::size_t i = 1; i <= n; ++i) {
+    if (i > 1) list += ", ";
+    list += marker;
+    list += std::to_string(i);
+  }
+  std::string out(text);
+  constexpr std::string_view key = "${names}";
+  if (auto at = out.find(key); at != std::string::npos) out.replace(at, key.size(), list);
+  return out;
+}
+
 Dialect Dialect::rendered(const TableName& t) const {
   Dialect d = *this;
   for (auto* s : {&d.holder, &d.renew, &d.release_hold, &d.insert_acquire, &d.insert_release,
                   &d.optimistic_read, &d.optimistic_take, &d.optimistic_reenter,
                   &d.optimistic_release, &d.list, &d.sweep, &d.force_release, &d.migration_lock, &d.history_create,
                   &d.session_wait, &d.ping, &d.for_update_create, &d.for_update_try,
-                  &d.for_update_wait, &d.advisory_try, &d.advisory_wait, &d.advisory_unlock, &d.advisory_wait_bounded, &d.fence_next, &d.sweep_pick, &d.migration_unlock,
+                  &d.for_update_wait, &d.advisory_try, &d.advisory_wait, &d.advisory_unlock, &d.advisory_wait_bounded, &d.fence_next, &d.sweep_pick, &d.sweep_delete, &d.migration_unlock,
                   &d.history_select, &d.history_insert})
     *s = render(*s, t, now_ms);
   return d;

@@ -87,10 +87,22 @@ struct Dialect {
 
   // Operations on the table.
   std::string list;           // () -> name, owner, fence, holds, acquired_at_ms, valid_until_ms
-  std::string sweep;          // (batch): delete up to batch expired or free rows
-  // Where set (MySQL): (batch) -> names of expired rows not locked by anyone, locked now;
-  // `sweep` then takes (name) and deletes one of them, in the same transaction.
-  std::string sweep_pick;
+  // The sweep deletes expired or free rows in batches, each batch a short transaction of its
+  // own (SqlBackend::sweep), skipping rows someone holds locked rather than waiting for them.
+  // Either one statement per batch:
+  std::string sweep;  // (batch): delete up to batch expired or free rows; affected = rows deleted
+  // or, where `sweep` is empty (MySQL: no DELETE ... SKIP LOCKED, no DELETE from a table the
+  // same statement selects from), two statements in one transaction:
+  std::string sweep_pick;    // (batch) -> names of up to batch expired rows, locked now
+  std::string sweep_delete;  // (names...): ${names} is a list of markers, one per name; deletes
+                             // those rows, still only if expired; affected = rows deleted
+  // At most this many rows per batch, whatever the caller asks (0: no cap).
+  std::size_t sweep_batch_max = 0;
+  // A pause after each full batch, for databases with one writer at a time (SQLite), so that
+  // the writers that found a batch running (they poll, they do not queue) get in before the
+  // next one.
+  std::chrono::microseconds sweep_pause{0};
+  char marker = '?';         // parameters are marker + number: ?1 (SQLite, MySQL), $1 (PostgreSQL)
   std::string force_release;  // (name): delete the row if held; affected 1 or 0
 
   // Migration history, Flyway's columns, one history table per lock table.
@@ -107,6 +119,9 @@ struct Dialect {
 
 // Fills ${table}, ${table_name} and ${now_ms} in a statement or migration script.
 std::string render(std::string_view text, const TableName& table, std::string_view now_ms);
+
+// `text` (sweep_delete) with ${names} replaced by n parameter markers: "?1, ?2, ..., ?n".
+std::string with_markers(std::string_view text, std::size_t n, char marker);
 
 const Dialect& sqlite_dialect();
 const Dialect& postgresql_dialect();

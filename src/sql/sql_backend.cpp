@@ -1,6 +1,10 @@
 #include "sql/sql_backend.hpp"
 
 #include <algorithm>
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
 
 #include "core/owner.hpp"
 #include "sql/lease_drivers.hpp"
@@ -39,21 +43,53 @@ std::vector<std::string> SqlBackend::migrate() {
                                "dblock@" + host_name());
 }
 
+// One short transaction per batch, so that acquirers interleave with a large sweep: a batch
+// keeps the rows it deletes locked (or, on SQLite, the database) for one statement.
 std::size_t SqlBackend::sweep(std::size_t batch) {
+  if (d_.sweep_batch_max > 0) batch = std::min(batch, d_.sweep_batch_max);
+  const auto limit = static_cast<std::int64_t>(batch);
+  const bool picked = d_.sweep.empty();
+  // One text for every batch: the list has `batch` markers, a short batch repeats a name.
+  const std::string remove = picked ? with_markers(d_.sweep_delete, batch, d_.marker) : std::string();
   std::size_t total = 0;
-  for (;;) {  // one short transaction per batch, so acquirers interleave with a large sweep
-    auto s = pool_.get();
-    std::size_t n = 0;
-    if (d_.sweep_pick.empty()) {
-      n = static_cast<std::size_t>(s->run(d_.sweep, {static_cast<std::int64_t>(batch)}).affected);
-    } else {
-      Transaction tx(*s);
-      for (const auto& row : s->run(d_.sweep_pick, {static_cast<std::int64_t>(batch)}).rows)
-        n += static_cast<std::size_t>(s->run(d_.sweep, {row.at(0)}).affected);
-      tx.commit();
-    }
-    total += n;
-    if (n < batch) return total;
+  for (;;) {
+    std::size_t found = 0;  // expired rows this batch found: fewer than asked, it was the last
+    {
+      auto s = pool_.get();
+      if (!picked) {
+        found = static_cast<std::size_t>(s->run(d_.sweep, {limit}).affected);
+        total += found;
+      } else {
+        // A batch can be a deadlock victim, which the session does not retry inside a
+        // transaction: InnoDB keeps the pick's lock on the index entry of a row it skipped
+        // (SKIP LOCKED), and an acquirer updating that row waits for the batch while the
+        // batch's DELETE waits for the acquirer's row. The victim is rolled back whole, and
+        // the batch is simply picked again.
+        for (int attempt = 1;; ++attempt) {
+          try {
+            Transaction tx(*s);
+            auto rows = s->run(d_.sweep_pick, {limit}).rows;
+            found = rows.size();
+            std::size_t deleted = 0;
+            if (found > 0) {
+              std::vector<Value> names;
+              names.reserve(batch);
+              for (auto& row : rows) names.push_back(std::move(row.at(0)));
+              const Value first = names.front();
+              names.resize(batch, first);
+              deleted = static_cast<std::size_t>(s->run(remove, names).affected);
+            }
+            tx.commit();
+            total += deleted;
+            break;
+          } catch (const TimeoutError&) {
+            if (attempt >= 3 || !s->usable()) throw;
+          }
+        }
+      }
+    }  // the session is back in the pool during the pause
+    if (found < batch) return total;
+    if (d_.sweep_pause.count() > 0) std::this_thread::sleep_for(d_.sweep_pause);
   }
 }
 

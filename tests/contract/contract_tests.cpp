@@ -419,3 +419,71 @@ CONTRACT_TEST("the sweeper removes expired leases in batches and spares live one
   CHECK(sweeper.run_once() == 0);
   CHECK_FALSE(live.lost());
 }
+
+CONTRACT_TEST("a sweep batch spares the live leases among the expired rows it finds", "[contract][lease]",
+              DBLOCK_LEASE_FIXTURES) {
+  auto ns = f.make();
+  auto c = ns.open();
+  // Names in key order: expired, live, expired, expired, live, ... so that every batch of
+  // four (by name or by expiry) meets live rows beside the ones it deletes.
+  std::vector<Lease> expiring, live;
+  for (int i = 0; i < 30; ++i) {
+    auto name = "n" + std::to_string(100 + i);
+    if (i % 3 == 1) live.push_back(c->lock(name, opts(f)).acquire());
+    else expiring.push_back(c->lock(name, opts(f, 50ms, false)).acquire());
+  }
+  std::uint64_t last_fence = 0;
+  for (const auto& l : live) last_fence = std::max(last_fence, l.fence());
+  for (const auto& l : expiring) last_fence = std::max(last_fence, l.fence());
+  std::this_thread::sleep_for(200ms);
+  CHECK(c->sweep(4) == expiring.size());
+  auto held = c->list();
+  REQUIRE(held.size() == live.size());
+  for (std::size_t i = 0; i < live.size(); ++i) {
+    CHECK(held[i].name == live[i].name());
+    CHECK(held[i].fence == live[i].fence());
+    CHECK_FALSE(live[i].lost());
+  }
+  // A swept name is granted again with a fence above every earlier one.
+  auto again = c->lock(expiring.front().name(), opts(f)).try_acquire();
+  REQUIRE(again);
+  CHECK(again->fence() > last_fence);
+}
+
+CONTRACT_TEST("a lock taken while the sweep runs keeps its row and gets a higher fence", "[contract][lease]",
+              DBLOCK_LEASE_FIXTURES) {
+  auto ns = f.make();
+  auto c = ns.open(), taker = ns.open();
+  constexpr int n = 120;
+  std::vector<Lease> expiring;  // left to expire, not released
+  for (int i = 0; i < n; ++i) expiring.push_back(c->lock("e" + std::to_string(i), opts(f, 50ms, false)).acquire());
+  std::this_thread::sleep_for(200ms);
+  std::atomic<bool> sweeping{true};
+  std::size_t removed = 0;
+  std::thread sweeper([&] {
+    removed = c->sweep(3);  // many small batches, so that the takes below fall between and inside them
+    sweeping = false;
+  });
+  // Take every fourth expired name over while the sweep runs (from the last, which a sweep
+  // in name order reaches late), each either before or after the sweep removed its row.
+  std::vector<std::pair<int, Lease>> taken;
+  for (int i = n - 1; i >= 0; i -= 4) taken.emplace_back(i, taker->lock("e" + std::to_string(i), opts(f)).acquire());
+  bool overlapped = sweeping.load();
+  sweeper.join();
+  INFO("the takes overlapped the sweep: " << overlapped);
+  CHECK(removed <= static_cast<std::size_t>(n));
+  CHECK(removed >= static_cast<std::size_t>(n) - taken.size());
+  auto held = taker->list();
+  REQUIRE(held.size() == taken.size());
+  for (auto& [i, lease] : taken) {
+    INFO(lease.name());
+    CHECK(lease.fence() > expiring[static_cast<std::size_t>(i)].fence());
+    CHECK_FALSE(lease.lost());
+    auto row = std::find_if(held.begin(), held.end(), [&](const auto& h) { return h.name == lease.name(); });
+    REQUIRE(row != held.end());
+    CHECK(row->owner == lease.owner());
+    CHECK(row->fence == lease.fence());
+  }
+  CHECK(c->sweep() == 0);  // nothing expired is left, and the taken rows stay
+  CHECK(taker->list().size() == taken.size());
+}

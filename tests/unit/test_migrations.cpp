@@ -155,6 +155,15 @@ TEST_CASE("render: other text, including near-miss placeholders, is left alone",
   CHECK(render("${now_ms}", t, "${table}") == "${table}");
 }
 
+TEST_CASE("with_markers lists one parameter marker per name, in the dialect's syntax", "[migrations]") {
+  CHECK(with_markers("DELETE FROM t WHERE name IN (${names})", 3, '?') == "DELETE FROM t WHERE name IN (?1, ?2, ?3)");
+  CHECK(with_markers("x IN (${names}) AND y", 2, '$') == "x IN ($1, $2) AND y");
+  CHECK(with_markers("IN (${names})", 1, '?') == "IN (?1)");
+  CHECK(with_markers("no list", 3, '?') == "no list");
+  // render() leaves ${names} for with_markers.
+  CHECK(render("IN (${names}) FROM ${table}", parse_table_name("locks"), "N") == "IN (${names}) FROM locks");
+}
+
 TEST_CASE("Dialect::rendered fills every placeholder of the SQLite dialect", "[migrations]") {
   auto t = parse_table_name("locks");
   const auto& raw = sqlite_dialect();

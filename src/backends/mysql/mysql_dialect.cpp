@@ -102,11 +102,16 @@ const Dialect& mysql_dialect() {
     d.list =
         "SELECT name, owner, fence, holds, acquired_at, valid_until FROM ${table} "
         "WHERE valid_until > ${now_ms} ORDER BY name";
-    // MySQL cannot DELETE ... SKIP LOCKED, nor delete from a table it selects from: the
-    // sweep picks expired rows that nobody holds locked right now (a for-update row stays
-    // locked for a whole hold), then deletes them by name in the same transaction.
+    // MySQL cannot DELETE ... SKIP LOCKED, nor delete from a table it selects from: a batch
+    // picks expired rows that nobody holds locked right now (a for-update row stays locked
+    // for a whole hold), then deletes them by primary key in one statement, and commits.
+    // The DELETE checks expiry again, although the rows are locked since the pick (no one
+    // can have taken them over): a live lease is never swept. At most 1000 names per
+    // DELETE: each is spliced in as a hex literal (up to 512 bytes), which must stay well
+    // under max_allowed_packet.
     d.sweep_pick = "SELECT name FROM ${table} WHERE valid_until <= ${now_ms} LIMIT ?1 FOR UPDATE SKIP LOCKED";
-    d.sweep = "DELETE FROM ${table} WHERE name = ?1";
+    d.sweep_delete = "DELETE FROM ${table} WHERE name IN (${names}) AND valid_until <= ${now_ms}";
+    d.sweep_batch_max = 1000;
     d.force_release = "DELETE FROM ${table} WHERE name = ?1 AND valid_until > ${now_ms}";
 
     // GET_LOCK is held by the connection, so it is released explicitly after migrating.

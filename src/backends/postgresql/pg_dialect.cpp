@@ -11,6 +11,7 @@ const Dialect& postgresql_dialect() {
   static const Dialect d = [] {
     Dialect d;
     d.name = "postgresql";
+    d.marker = '$';
     d.strategies = {Strategy::insert, Strategy::optimistic, Strategy::for_update, Strategy::advisory};
     d.now_ms = "(extract(epoch from now()) * 1000)::bigint";
     const std::string notify = "SELECT pg_notify('dblock_${table}', name) FROM ";
@@ -131,10 +132,14 @@ const Dialect& postgresql_dialect() {
     d.list =
         "SELECT name, owner, fence, holds, acquired_at, valid_until FROM ${table} "
         "WHERE valid_until > ${now_ms} ORDER BY name";
-    // SKIP LOCKED: a row being taken over right now is not worth waiting for.
+    // SKIP LOCKED: a row being taken over right now is not worth waiting for. The picked names
+    // go through ARRAY(...), an InitPlan run once, so the DELETE finds them by primary key:
+    // written `name IN (SELECT ...)` the planner hash-joined the subquery with a sequential
+    // scan of the whole table, every batch (105 ms per 1000 rows out of 200k, against 10 ms).
+    // The picked rows stay locked until the DELETE: no one can have taken them over.
     d.sweep =
-        "DELETE FROM ${table} WHERE name IN (SELECT name FROM ${table} WHERE valid_until <= ${now_ms} "
-        "LIMIT $1::bigint FOR UPDATE SKIP LOCKED)";
+        "DELETE FROM ${table} WHERE name = ANY(ARRAY(SELECT name FROM ${table} WHERE valid_until <= ${now_ms} "
+        "LIMIT $1::bigint FOR UPDATE SKIP LOCKED))";
     d.force_release =
         "WITH gone AS (DELETE FROM ${table} WHERE name = $1 AND valid_until > ${now_ms} RETURNING name) " + notify +
         "gone";

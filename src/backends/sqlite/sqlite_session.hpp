@@ -33,7 +33,9 @@ class SqliteSession final : public Session {
   template <class F>
   auto busy_retried(F&& f);
   [[noreturn]] void fail(const std::exception& e);
+  static int busy_wait(void* self, int count) noexcept;
   std::string path_;
+  std::chrono::steady_clock::time_point busy_since_;
   std::chrono::milliseconds busy_timeout_;
   std::unique_ptr<SQLite::Database> db_;
   std::unordered_map<std::string, std::unique_ptr<SQLite::Statement>> cache_;
