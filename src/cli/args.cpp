@@ -67,7 +67,7 @@ Invocation parse_command_line(int argc, const char* const* argv, std::ostream& o
   auto* sweep_cmd = app.add_subcommand("sweep", "Delete expired leases, once or every DUR");
   add_common(sweep_cmd, sweep);
   sweep_cmd->add_option("--every", inv.every, "Run until stopped, one pass every DUR");
-  sweep_cmd->add_option("--batch", inv.batch, "Rows per DELETE")->default_val(1000)->check(CLI::Range(1, 1000000));
+  sweep_cmd->add_option("--batch", inv.batch, "Rows per batch, one short transaction each (capped per backend: SQLite 500, MySQL 1000)")->default_val(1000)->check(CLI::Range(1, 1000000));
 
   auto* list_cmd = app.add_subcommand("list", "Show held locks");
   add_common(list_cmd, list);

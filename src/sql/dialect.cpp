@@ -39,7 +39,8 @@ Dialect Dialect::rendered(const TableName& t) const {
                   &d.optimistic_read, &d.optimistic_take, &d.optimistic_reenter,
                   &d.optimistic_release, &d.list, &d.sweep, &d.force_release, &d.migration_lock, &d.history_create,
                   &d.session_wait, &d.ping, &d.for_update_create, &d.for_update_try,
-                  &d.for_update_wait, &d.advisory_try, &d.advisory_wait, &d.advisory_unlock, &d.advisory_wait_bounded, &d.fence_next, &d.sweep_pick, &d.sweep_delete, &d.migration_unlock,
+                  &d.for_update_wait, &d.advisory_try, &d.advisory_wait, &d.advisory_unlock,
+                  &d.advisory_wait_bounded, &d.fence_next, &d.sweep_pick, &d.sweep_delete, &d.migration_unlock,
                   &d.history_select, &d.history_insert})
     *s = render(*s, t, now_ms);
   return d;
