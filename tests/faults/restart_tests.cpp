@@ -108,15 +108,9 @@ void leases_survive_session_locks_are_lost(const ServerUnderTest& server) {
   taken_advisory->release();
 }
 
-// A lease released while its server is down: the release is retried until the server is back,
-// instead of leaving the lock taken until its TTL (what `dblock run` did after a restart).
-void release_waits_out_a_restart(const ServerUnderTest& server) {
-  dblock::test::ScratchTable table(server.server);
-  auto ns = table.ns();
-  ns.options.statement_timeout = 15s;  // the release's retry budget: the restart must fit
-  auto c = ns.open();
-  std::atomic<int> lost{0};
-  auto lease = c->lock("job", options(dblock::Strategy::insert, 60s, &lost)).acquire();
+// Stops the server, releases `lease` while it is down (it is started again 1 s later) and
+// returns how long the release took.
+std::chrono::steady_clock::duration release_while_down(const ServerUnderTest& server, dblock::Lease& lease) {
   server_command(server, "stop");
   std::thread starter([&] {
     std::this_thread::sleep_for(1s);
@@ -126,6 +120,19 @@ void release_waits_out_a_restart(const ServerUnderTest& server) {
   CHECK_NOTHROW(lease.release());
   auto took = std::chrono::steady_clock::now() - t0;
   starter.join();
+  return took;
+}
+
+// A lease released while its server is down: the release is retried until the server is back,
+// instead of leaving the lock taken until its TTL (what `dblock run` did after a restart).
+void release_waits_out_a_restart(const ServerUnderTest& server) {
+  dblock::test::ScratchTable table(server.server);
+  auto ns = table.ns();
+  ns.options.statement_timeout = 15s;  // the release's retry budget: the restart must fit
+  auto c = ns.open();
+  std::atomic<int> lost{0};
+  auto lease = c->lock("job", options(dblock::Strategy::insert, 60s, &lost)).acquire();
+  auto took = release_while_down(server, lease);
   CHECK(took >= 900ms);  // it did wait for the server
   CHECK(lost == 0);
   auto other = table.ns().open();
@@ -145,15 +152,7 @@ void zookeeper_release_waits_out_a_restart() {
   std::atomic<int> lost{0};
   o.on_lost = [&lost](const std::string&, std::uint64_t) { ++lost; };
   auto held = c->lock("job", o).acquire();
-  server_command(zookeeper, "stop");
-  std::thread starter([&] {
-    std::this_thread::sleep_for(1s);
-    server_command(zookeeper, "start");
-  });
-  auto t0 = std::chrono::steady_clock::now();
-  CHECK_NOTHROW(held.release());
-  auto took = std::chrono::steady_clock::now() - t0;
-  starter.join();
+  auto took = release_while_down(zookeeper, held);
   INFO("release took " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms");
   CHECK(took >= 900ms);  // it did wait for the server
   CHECK(took < 20s);     // not for the session timeout
