@@ -67,7 +67,18 @@ void Watchdog::run(std::shared_ptr<State> st) {
         it = st->entries.erase(it);
         continue;
       }
-      if (now >= g->deadline()) {  // even while a renewal of it is still under way
+      if (now >= g->deadline() && g->auto_renew && !it->renewing && it->late_check_until == Clock::time_point::min()) {
+        // Nobody renewed in time, but no renewal is stuck either: the process did not run.
+        // Declaring the loss now would be wrong for a session lock the server still holds
+        // (and its driver's lost() would then hand the lock over while the holder resumes
+        // mid-section): ask the server, and give the answer one renewal interval.
+        it->late_check_until = now + std::max<Clock::duration>(g->renew_every, milliseconds{100});
+        it->renewing = true;
+        st->jobs.push_back({g, false});
+        queued = true;
+      }
+      if (now >= g->deadline() && !(it->renewing && now < it->late_check_until)) {
+        // Even while a renewal of it is still under way: the server may have freed it.
         to_lose.push_back(g);
         st->jobs.push_back({g, true});
         queued = true;
@@ -79,7 +90,7 @@ void Watchdog::run(std::shared_ptr<State> st) {
         st->jobs.push_back({g, false});
         queued = true;
       }
-      wake_at = std::min(wake_at, g->deadline());
+      wake_at = std::min(wake_at, it->renewing && now < it->late_check_until ? it->late_check_until : g->deadline());
       if (g->auto_renew && !it->renewing) wake_at = std::min(wake_at, it->next_renew);
       ++it;
     }
@@ -132,19 +143,22 @@ void Watchdog::renew_loop(std::shared_ptr<State> st) {
           // Transient (or not): keep the old deadline and try again soon; the deadline
           // check in run() turns a failure that lasts into a loss.
         }
-        bool lose = false;
+        bool lose = false, cleanup = false;
         lk.lock();
         if (st->stop) return;
         auto it = std::find_if(st->entries.begin(), st->entries.end(),
                                [&](const Entry& e) { return e.key == g.get(); });
         if (it != st->entries.end()) {  // else released, or declared lost meanwhile
           it->renewing = false;
+          bool late = it->late_check_until != Clock::time_point::min();
+          it->late_check_until = Clock::time_point::min();
           if (r && r->held) {
             g->set_deadline(sent + r->remaining);
             it->next_renew = sent + g->renew_every;
-          } else if (r) {  // the backend says it is not ours: lost
+          } else if (r || late) {  // the backend says it is not ours, or cannot say past the deadline: lost
             st->entries.erase(it);
             lose = true;
+            cleanup = !r;  // it may still be ours on the server: the driver lets it go
           } else {
             it->next_renew = Clock::now() + std::max(milliseconds{20}, g->renew_every / 4);
           }
@@ -152,6 +166,7 @@ void Watchdog::renew_loop(std::shared_ptr<State> st) {
         }
         lk.unlock();
         if (lose) g->mark_lost();
+        if (cleanup) g->driver->lost(g->name, g->owner, g->fence);
       }
     }
     lk.lock();

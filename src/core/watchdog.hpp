@@ -33,6 +33,10 @@ class Watchdog {
     const Grant* key;
     Clock::time_point next_renew;
     bool renewing = false;  // queued for, or in, the renewal thread
+    // Set when the deadline passed with no renewal under way (the process was frozen, e.g.
+    // SIGSTOP, or the loop ran late): the server is asked first, and the loss is declared
+    // only if that renewal fails or is still out at this time.
+    Clock::time_point late_check_until = Clock::time_point::min();
   };
   // Work for the renewal thread: renew a grant, or tell its driver it was declared lost.
   struct Job {
