@@ -210,8 +210,8 @@ BackendReport run_sweep(const Options& opt) {
   if (rep.rows.empty()) return rep;
   rep.notes.push_back(fmt::format(
       "sweep: {} expired rows (valid_until a minute ago, put in by one bulk INSERT ... SELECT) in a lock table of "
-      "its own ({}, dropped at the end), then one Client::sweep() (default batch: 1000 rows per DELETE "
-      "transaction); ops/s of a `<strategy>` row = rows removed / sweep time. Meanwhile {} threads, each with its "
+      "its own ({}, dropped at the end), then one Client::sweep() (default batch: 1000 rows, one short "
+      "transaction each; SQLite caps a batch at 500 rows and pauses 10 ms between batches); ops/s of a `<strategy>` row = rows removed / sweep time. Meanwhile {} threads, each with its "
       "own Client, run try_acquire()+release() cycles with that strategy on names of their own, each pausing {} "
       "times its last cycle's duration (at most {} ms) between cycles (four tight loops saturate SQLite's one "
       "writer lock by themselves and starve each other past the statement timeout): p50 / p99 of the "
