@@ -340,4 +340,49 @@ TEST_CASE("network: zookeeper through a stalled, dropped and restored network", 
   // A ZooKeeper lock is the session's: waiting for a connection is bounded by connect_timeout.
   network_faults({"zookeeper", url, {}, dblock::Strategy::zookeeper, false, connect_timeout + 1s});
 }
+
+// A release whose delete was sent into a stall: the C client fails it with ZOPERATIONTIMEOUT
+// when it gives up on the silent connection (2/3 of the session timeout), before it
+// reconnects. The outcome is unknown, like a connection loss: the release must reconnect and
+// delete again. It once took the timeout for a hard error and gave the node up to the
+// session, which lives on while the process holds another lock with the same TTL.
+TEST_CASE("network: zookeeper release across a stall shorter than the session deletes the node", "[network][zookeeper]") {
+  auto url = dblock::test::server_url("DBLOCK_TEST_ZK_URL") + "/dblock-net-" + random_suffix();
+  auto proxy = proxy_for(url);
+  dblock::ClientOptions o;
+  o.connect_timeout = connect_timeout;
+  auto holder = dblock::Client::open(proxied(url, *proxy), o);
+  auto direct = dblock::Client::open(url, o);
+  dblock::LockOptions lo;
+  lo.ttl = 6s;  // the session timeout: the client gives up on a silent connection after 4 s
+  lo.renew_every = 200ms;  // keeps the server's view of the session fresh up to the stall
+  auto lease = holder->lock("job", lo).acquire();
+  // A second lock on the same session keeps it alive after the release: a node the release
+  // failed to delete would then stay for as long as this one is held, not just a timeout.
+  auto neighbour = holder->lock("neighbour", lo).acquire();
+  std::this_thread::sleep_for(500ms);
+
+  const auto accepted = proxy->accepted();
+  proxy->set_mode(TcpProxy::Mode::stall);
+  auto t0 = Clock::now();
+  auto release = std::async(std::launch::async, [&] { lease.release(); });
+  // The client opening a new connection means it gave up on the stalled one, failing the
+  // pending delete; the network comes back then, well within the session timeout.
+  REQUIRE(dblock::test::eventually([&] { return proxy->accepted() > accepted; }, 10s));
+  auto gave_up_ms = ms_since(t0);
+  // The delete held back in the stalled connection must never arrive (a healed network would
+  // deliver it and hide the bug): reset it, then let the client reconnect.
+  proxy->set_mode(TcpProxy::Mode::drop);
+  proxy->set_mode(TcpProxy::Mode::pass);
+  REQUIRE(release.wait_for(10s) == std::future_status::ready);
+  CHECK_NOTHROW(release.get());
+  auto released_ms = ms_since(t0);
+  // Free now, not once the server expires the holder's session.
+  auto next = direct->lock("job").try_acquire();
+  std::printf("network: zookeeper: release across a stall: the client gave up on the connection after %lld ms, "
+              "the release returned after %lld ms, the lock was %s right after\n",
+              gave_up_ms, released_ms, next ? "free" : "STILL HELD");
+  CHECK(next.has_value());
+  CHECK_NOTHROW(neighbour.release());
+}
 #endif

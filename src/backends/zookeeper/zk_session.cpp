@@ -28,6 +28,13 @@ void quiet_client_log() {
   std::call_once(once, [] { zoo_set_debug_level(ZOO_LOG_LEVEL_ERROR); });
 }
 
+// A request whose answer did not come back: ZCONNECTIONLOSS when the connection broke,
+// ZOPERATIONTIMEOUT when it went silent past the client's timeout while the request waited
+// (the C client fails every pending request with it before reconnecting). Either way the
+// server may or may not have applied it, and a caller must treat both alike: a release that
+// took the second for a hard error left its node behind (cli_zookeeper caught it).
+int unknown_outcome(int rc) { return rc == ZOPERATIONTIMEOUT ? ZCONNECTIONLOSS : rc; }
+
 }  // namespace
 
 #if defined(__SANITIZE_THREAD__)
@@ -140,8 +147,9 @@ int Session::create(const std::string& path, const std::string& data, int flags,
   check_usable("create " + path);
   std::vector<char> buf(path.size() + 32);  // the server appends at most a 10-digit sequence
   struct Stat s {};
-  int rc = zoo_create2(zh_, path.c_str(), data.data(), static_cast<int>(data.size()), &ZOO_OPEN_ACL_UNSAFE, flags,
-                       buf.data(), static_cast<int>(buf.size()), stat ? stat : &s);
+  int rc = unknown_outcome(zoo_create2(zh_, path.c_str(), data.data(), static_cast<int>(data.size()),
+                                       &ZOO_OPEN_ACL_UNSAFE, flags, buf.data(), static_cast<int>(buf.size()),
+                                       stat ? stat : &s));
   if (rc == ZOK && created) *created = buf.data();
   if (rc == ZOK || rc == ZNONODE || rc == ZNODEEXISTS || rc == ZCONNECTIONLOSS) return rc;
   throw_error(rc, "create " + path);
@@ -212,14 +220,14 @@ int Session::create_and_list(const std::string& path, const std::string& data, i
       *listed = true;
     }
   }
-  rc = p.create_rc;
+  rc = unknown_outcome(p.create_rc);
   if (rc == ZOK || rc == ZNONODE || rc == ZNODEEXISTS || rc == ZCONNECTIONLOSS) return rc;
   throw_error(rc, "create " + path);
 }
 
 int Session::remove(const std::string& path) {
   check_usable("delete " + path);
-  int rc = zoo_delete(zh_, path.c_str(), -1);
+  int rc = unknown_outcome(zoo_delete(zh_, path.c_str(), -1));
   if (rc == ZOK || rc == ZNONODE || rc == ZNOTEMPTY || rc == ZCONNECTIONLOSS) return rc;
   throw_error(rc, "delete " + path);
 }

@@ -46,7 +46,9 @@ class Session {
   bool wait_connected(milliseconds limit);
 
   // The operations, returning the raw code for the codes a caller handles itself and
-  // throwing (throw_error) for every other failure.
+  // throwing (throw_error) for every other failure. A write whose answer never came is
+  // ZCONNECTIONLOSS, whether the connection broke or went silent (ZOPERATIONTIMEOUT): it may
+  // or may not have been applied.
   int create(const std::string& path, const std::string& data, int flags, std::string* created, Stat* stat);
   // create() and then children(dir) sent back to back, so both cost one round trip: the
   // server runs a session's requests in order (the read waits for the create to commit), so
