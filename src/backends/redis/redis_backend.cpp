@@ -79,7 +79,7 @@ class RedisBackend final : public Backend {
   RedisBackend(Target t, const ClientOptions& o)
       : pool_(t, o.pool_size),
         keys_(keys_for(o)),
-        sub_(o.notifications ? std::make_unique<Subscriber>(std::vector<Target>{t}, keys_.channel()) : nullptr) {
+        sub_(o.notifications ? shared_subscriber(std::vector<Target>{t}, keys_.channel()) : nullptr) {
     pool_.get();  // connect now: an unreachable server or refused credentials fail here
   }
   std::string_view name() const noexcept override { return "redis"; }
@@ -103,7 +103,7 @@ class RedisBackend final : public Backend {
  private:
   Pool pool_;
   Keys keys_;
-  std::unique_ptr<Subscriber> sub_;  // destroyed first: its thread stops before the pool goes
+  std::shared_ptr<Subscriber> sub_;  // shared with the process's other Clients on this server
 };
 
 class RedlockBackend final : public Backend {
@@ -112,7 +112,7 @@ class RedlockBackend final : public Backend {
       : nodes_(nodes, o.pool_size),
         keys_(keys_for(o)),
         statement_timeout_(o.statement_timeout),
-        sub_(o.notifications ? std::make_unique<Subscriber>(nodes, keys_.channel()) : nullptr) {
+        sub_(o.notifications ? shared_subscriber(nodes, keys_.channel()) : nullptr) {
     nodes_.connect_all();
   }
   std::string_view name() const noexcept override { return "redlock"; }
@@ -162,7 +162,7 @@ class RedlockBackend final : public Backend {
   Nodes nodes_;
   Keys keys_;
   milliseconds statement_timeout_;
-  std::unique_ptr<Subscriber> sub_;
+  std::shared_ptr<Subscriber> sub_;  // shared with the process's other Clients on these nodes
 };
 
 }  // namespace

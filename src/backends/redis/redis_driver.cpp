@@ -9,7 +9,7 @@ Attempt parse_attempt(const redisReply& r) {
     throw InternalError("redis: unexpected answer to the acquire script");
   Attempt a;
   a.acquired = as_int(*r.element[0]) == 1;
-  a.fence = static_cast<std::uint64_t>(as_int(*r.element[1]));
+  if (a.acquired) a.fence = static_cast<std::uint64_t>(as_int(*r.element[1]));  // busy: the holder
   a.remaining = milliseconds{std::max<std::int64_t>(0, as_int(*r.element[2]))};
   return a;
 }

@@ -16,6 +16,8 @@ namespace dblock::detail::redis {
 // release of a flagged grant PUBLISHes: a waiter flags before it subscribes and tries once
 // more after, so it cannot miss the release, and an uncontended release publishes nothing.
 // A foreign holder (no meta hash) is not flagged: its release does not publish anyway.
+// A busy answer names the holder (the key's value): Redlock tells a split vote from a
+// holder with a majority by it.
 const Script& acquire_script() {
   static const Script s(R"lua(
 local ttl = tonumber(ARGV[2])
@@ -28,7 +30,8 @@ if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ttl) then
   return {1, fence, ttl}
 end
 local left = redis.call('PTTL', KEYS[1])
-if redis.call('GET', KEYS[1]) == ARGV[1] then
+local holder = redis.call('GET', KEYS[1])
+if holder == ARGV[1] then
   if left < ttl then left = ttl end
   redis.call('PEXPIRE', KEYS[1], left)
   redis.call('HINCRBY', KEYS[2], 'holds', 1)
@@ -37,7 +40,7 @@ if redis.call('GET', KEYS[1]) == ARGV[1] then
 end
 if ARGV[3] == '1' and redis.call('EXISTS', KEYS[2]) == 1 then redis.call('HSET', KEYS[2], 'waiting', 1) end
 if left < 0 then left = 0 end
-return {0, 0, left}
+return {0, holder, left}
 )lua");
   return s;
 }

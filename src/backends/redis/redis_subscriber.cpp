@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <map>
 
 #include "core/wake_table.hpp"
 
@@ -129,6 +130,23 @@ void Subscriber::run() {
       if (broken) drop(l);
     }
   }
+}
+
+std::shared_ptr<Subscriber> shared_subscriber(const std::vector<Target>& servers, const std::string& channel) {
+  static std::mutex mutex;
+  static auto* subscribers = new std::map<std::string, std::weak_ptr<Subscriber>>;  // never destroyed
+  // The pid keeps a forked child from sharing its parent's (thread-less) subscriber.
+  std::string key = std::to_string(getpid()) + '\n' + channel;
+  for (const auto& t : servers)
+    key += '\n' + t.host + ':' + std::to_string(t.port) + '/' + std::to_string(t.db) + ' ' + t.user + ' ' + t.password;
+  std::lock_guard lk(mutex);
+  for (auto it = subscribers->begin(); it != subscribers->end();)
+    it = it->second.expired() ? subscribers->erase(it) : std::next(it);
+  auto& slot = (*subscribers)[key];
+  if (auto s = slot.lock()) return s;
+  auto s = std::make_shared<Subscriber>(servers, channel);
+  slot = s;
+  return s;
 }
 
 std::unique_ptr<ReleaseWatch> Subscriber::watch(const std::string& name) {

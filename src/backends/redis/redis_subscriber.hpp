@@ -1,8 +1,9 @@
-// Release wake-ups over Redis pub/sub: one thread per Backend, started by the first watch(),
-// SUBSCRIBEs `<table>:released` on every server it is given (one for redis, each node for
-// redlock: any node's publish wakes) and bumps the generation of the names waited for.
-// A broken subscription wakes every waiter (a release may have been missed) and reconnects
-// with backoff.
+// Release wake-ups over Redis pub/sub: one thread per process, servers and channel (shared by
+// every Client on them, see shared_subscriber), started by the first watch(), SUBSCRIBEs
+// `<table>:released` on every server it is given (one for redis, each node for redlock: any
+// node's publish wakes) and bumps the generation of the names waited for. A broken
+// subscription wakes every waiter (a release may have been missed) and reconnects with
+// backoff.
 #pragma once
 
 #include <memory>
@@ -39,5 +40,11 @@ class Subscriber {
   std::thread thread_;
   std::once_flag started_;
 };
+
+// The process's Subscriber for these servers and channel, made on first use and shared by
+// the Clients on them while any uses it: a release then wakes one waiter per process (the
+// WakeTable's queue), not one per Client, and each server keeps one subscribed connection per
+// process.
+std::shared_ptr<Subscriber> shared_subscriber(const std::vector<Target>& servers, const std::string& channel);
 
 }  // namespace dblock::detail::redis

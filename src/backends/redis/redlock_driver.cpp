@@ -12,9 +12,16 @@
 // take n after our key left n, which is after our write-back raised n's counter to >= F, so
 // its INCR there gives more than F, and its own maximum is more than F. Fences therefore
 // strictly increase across grants. (The counters must survive restarts: AOF persistence.)
+//
+// Split votes. Contenders that ask at once (all the waiters a release wakes) can each win
+// a minority of the nodes, and with every one of them backing off, the next round collides
+// again: a busy answer therefore names the holder, the contender with the most nodes asks
+// the busy nodes again for a few rounds, and the others let go at once.
 #include "backends/redis/redlock_driver.hpp"
 
 #include <algorithm>
+#include <map>
+#include <thread>
 
 #include "backends/redis/redis_driver.hpp"
 #include "dblock/errors.hpp"
@@ -52,24 +59,64 @@ Attempt RedlockDriver::try_acquire(const AcquireRequest& r) {
   const auto t0 = Clock::now();
   const auto timeout = per_node_timeout(r.ttl);
   const std::vector<std::string> keys{r.name, keys_.meta(r.name), keys_.fence(r.name)};
-  auto answers = nodes_.eval_all(acquire_script(), keys, {r.owner, std::to_string(r.ttl.count()), sub_ ? "1" : "0"}, timeout);
+  const std::vector<std::string> args{r.owner, std::to_string(r.ttl.count()), sub_ ? "1" : "0"};
+  const auto n = nodes_.size(), majority = nodes_.majority();
+  auto answers = nodes_.eval_all(acquire_script(), keys, args, timeout);
 
   std::size_t granted = 0, down = 0;
   std::uint64_t fence = 0;
   auto least_granted = milliseconds::max(), least_busy = milliseconds::max();
-  for (const auto& a : answers) {
-    if (a.kind == Kind::down) ++down;
-    if (!a.ok() || a.reply->type != REDIS_REPLY_ARRAY) continue;
+  std::vector<bool> ours(n), busy(n);
+  std::map<std::string, std::size_t> held_by;  // a busy node's holder: how many nodes it has
+  auto tally = [&](std::size_t i) {
+    const auto& a = answers[i];
+    busy[i] = false;
+    if (!a.ok() || a.reply->type != REDIS_REPLY_ARRAY) return;
     auto at = parse_attempt(*a.reply);
     if (at.acquired) {
+      ours[i] = true;
       ++granted;
       fence = std::max(fence, at.fence);
       least_granted = std::min(least_granted, at.remaining);
-    } else if (at.remaining.count() > 0) {
-      least_busy = std::min(least_busy, at.remaining);
+      return;
     }
+    busy[i] = true;
+    if (at.remaining.count() > 0) least_busy = std::min(least_busy, at.remaining);
+    const auto& h = *a.reply->element[1];
+    if (h.type == REDIS_REPLY_STRING) ++held_by[std::string(h.str, h.len)];
+  };
+  for (std::size_t i = 0; i < n; ++i) {
+    if (answers[i].kind == Kind::down) ++down;
+    tally(i);
   }
-  const auto n = nodes_.size(), majority = nodes_.majority();
+
+  // A split vote: contenders that sent at once each won some nodes, none a majority. The
+  // one with the most nodes (ties: the smallest owner string, which everyone compares the
+  // same way) asks the nodes it lacks again while the others let go of theirs (they come to
+  // the same conclusion from the same answers), instead of everyone backing off and
+  // colliding again. Only busy nodes are asked again: a node whose answer timed out may
+  // hold a grant of ours already, and a second ask would count a second hold there.
+  for (int round = 0; round < 4 && granted > 0 && granted < majority; ++round) {
+    bool leader = true;
+    for (const auto& [holder, count] : held_by)
+      if (count >= majority || count > granted || (count == granted && holder < r.owner)) leader = false;
+    if (!leader || since(t0) * 2 > r.ttl) break;
+    std::vector<bool> again(n);
+    bool any = false;
+    for (std::size_t i = 0; i < n; ++i) any = (again[i] = busy[i]) || any;
+    if (!any) break;
+    // The others' undo is one round trip behind their answers: give it about that long.
+    std::this_thread::sleep_for(std::min(Clock::now() - t0, Clock::duration(milliseconds{2})) / (round + 1));
+    held_by.clear();
+    least_busy = milliseconds::max();
+    auto more = nodes_.eval_all(acquire_script(), keys, args, timeout, again);
+    for (std::size_t i = 0; i < n; ++i)
+      if (again[i]) {
+        answers[i] = std::move(more[i]);
+        tally(i);
+      }
+  }
+
   if (granted >= majority && least_granted - since(t0) - drift_for(r.ttl) > milliseconds{0}) {
     // Write the fence back (see the top of this file) before calling it won.
     auto back = nodes_.eval_all(fence_script(), keys, {r.owner, std::to_string(fence)}, timeout);
