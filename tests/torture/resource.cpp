@@ -4,6 +4,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <stdexcept>
 
@@ -35,9 +36,11 @@ ResourceState Resource::load() {
   ResourceState s;
   if (n <= 0) return s;
   unsigned long long fence = 0;
-  long long counter = 0, accepted = 0, stale = 0, violations = 0, holder = 0;
-  if (std::sscanf(buf, "%llu %lld %lld %lld %lld %lld", &fence, &counter, &accepted, &stale, &violations, &holder) ==
-      6) {
+  long long counter = 0, accepted = 0, stale = 0, violations = 0, holder = 0, late = 0, late_max = 0;
+  if (std::sscanf(buf, "%llu %lld %lld %lld %lld %lld %lld %lld", &fence, &counter, &accepted, &stale, &violations,
+                  &holder, &late, &late_max) == 8) {
+    s.late_losses = late;
+    s.late_loss_max_ms = late_max;
     s.holder_pid = holder;
     s.fence = fence;
     s.counter = counter;
@@ -50,11 +53,12 @@ ResourceState Resource::load() {
 
 // One pwrite of a fixed-width record: a reader never sees a torn or shorter one.
 void Resource::store(const ResourceState& s) {
-  char buf[160];
-  int n = std::snprintf(buf, sizeof buf, "%20llu %20lld %20lld %20lld %20lld %20lld\n",
+  char buf[200];
+  int n = std::snprintf(buf, sizeof buf, "%20llu %20lld %20lld %20lld %20lld %20lld %20lld %20lld\n",
                         static_cast<unsigned long long>(s.fence), static_cast<long long>(s.counter),
                         static_cast<long long>(s.accepted), static_cast<long long>(s.stale),
-                        static_cast<long long>(s.violations), static_cast<long long>(s.holder_pid));
+                        static_cast<long long>(s.violations), static_cast<long long>(s.holder_pid),
+                        static_cast<long long>(s.late_losses), static_cast<long long>(s.late_loss_max_ms));
   if (::pwrite(fd_, buf, n, 0) != n) throw std::runtime_error("cannot write the resource " + path_);
 }
 
@@ -64,16 +68,22 @@ ResourceState Resource::read() {
 
 ResourceState Resource::peek() { return load(); }
 
-bool Resource::enter(std::uint64_t fence, const std::function<bool()>& lease_lost, bool slow) {
+bool Resource::enter(std::uint64_t fence, const std::function<bool()>& lease_lost, bool slow, bool* superseded) {
   return locked([&] {
     auto s = load();
     if (fence > s.fence) {
+      // Seen now, not only when it writes: the section's read is fenced too, so a holder
+      // superseded after its read cannot write back what the next holder already read.
+      s.fence = fence;
       s.holder_pid = slow ? ::getpid() : 0;
       store(s);
       return true;
     }
     if (lease_lost()) ++s.stale;
-    else ++s.violations;
+    else {
+      ++s.violations;
+      if (superseded) *superseded = true;
+    }
     store(s);
     return false;
   });
@@ -83,12 +93,16 @@ std::int64_t Resource::read_counter() {
   return locked([&] { return load().counter; });
 }
 
-bool Resource::write_counter(std::uint64_t fence, std::int64_t counter, const std::function<bool()>& lease_lost) {
+bool Resource::write_counter(std::uint64_t fence, std::int64_t counter, const std::function<bool()>& lease_lost,
+                             bool* superseded) {
   return locked([&] {
     auto s = load();
     if (fence < s.fence) {
       if (lease_lost()) ++s.stale;
-      else ++s.violations;
+      else {
+      ++s.violations;
+      if (superseded) *superseded = true;
+    }
       store(s);
       return false;
     }
@@ -98,6 +112,17 @@ bool Resource::write_counter(std::uint64_t fence, std::int64_t counter, const st
     s.holder_pid = 0;
     store(s);
     return true;
+  });
+}
+
+void Resource::excuse(std::int64_t waited_ms) {
+  locked([&] {
+    auto s = load();
+    --s.violations;
+    ++s.late_losses;
+    s.late_loss_max_ms = std::max(s.late_loss_max_ms, waited_ms);
+    store(s);
+    return 0;
   });
 }
 

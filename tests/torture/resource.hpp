@@ -4,13 +4,23 @@
 // It holds five numbers. `counter` is updated non-atomically (read, pause, write back): two
 // holders at once lose an increment. Everything else is updated atomically under flock(2), as
 // a storage server would check a fence:
-//   fence      the highest fence that wrote; a write with a lower fence is rejected (stale)
+//   fence      the highest fence seen, at the start of a section (enter) or in a write; a
+//              write with a lower fence is rejected (stale). Registering it at the start is
+//              what makes the read of the read-modify-write fenced: a holder superseded
+//              after its read must not write back a value the next holder has read already
 //   accepted   fenced writes accepted, so lost increments = accepted - counter
 //   stale      writes rejected because their fence was lower (a holder that lost its lease)
 //   violations entries or writes by a holder whose lease was still valid while an equal or
 //              higher fence had already written: two live holders at once, or a fence that
 //              did not increase (the client declares a loss no later than the server expires
 //              it, so a valid lease means nobody else may have been granted the lock)
+//   late_losses such entries or writes by a session-lock holder (for-update, advisory) that
+//              then saw its loss reported within the promised window (excuse()): the server
+//              frees a session lock the instant it drops the connection (a restart, a
+//              killed backend), and the holder learns it at its next renewal ping (no
+//              later than its local deadline); the fence rejected its write meanwhile.
+//              Kept apart, not hidden.
+//   late_loss_max_ms the longest such holder waited for its loss to be reported
 // A worker killed mid-update leaves the file consistent: each step is one locked rewrite.
 #pragma once
 
@@ -27,6 +37,8 @@ struct ResourceState {
   std::int64_t stale = 0;
   std::int64_t violations = 0;
   std::int64_t holder_pid = 0;  // a process in a slow critical section, else 0 (the chaos picks it)
+  std::int64_t late_losses = 0;
+  std::int64_t late_loss_max_ms = 0;
 };
 
 class Resource {
@@ -41,17 +53,22 @@ class Resource {
   // flock, and the parent must not wait for it. Records are one pwrite of fixed width, which a
   // read sees whole.
   ResourceState peek();
-  // The start of a critical section with fence `fence`: true to go on; false when a higher
-  // fence already wrote (counted as stale when `lease_lost`, else as a violation).
+  // The start of a critical section with fence `fence`: true to go on (the fence is then
+  // the highest seen); false when an equal or higher fence was already seen (counted as
+  // stale when `lease_lost`, else as a violation).
   // `slow`: this section will take a while; it is published as the holder for the chaos.
   // `lease_lost` is asked under the resource's lock: a holder may wait for that lock (behind a
   // SIGSTOPped one) long enough to lose its lease meanwhile.
-  bool enter(std::uint64_t fence, const std::function<bool()>& lease_lost, bool slow);
+  // *superseded (optional) is set when this call counted a violation.
+  bool enter(std::uint64_t fence, const std::function<bool()>& lease_lost, bool slow, bool* superseded = nullptr);
   // The counter as this holder sees it (the first half of the racy read-modify-write).
   std::int64_t read_counter();
   // The second half: writes `counter` if no higher fence wrote meanwhile. A rejected write is
   // stale when `lease_lost`, else a violation. Returns whether it was accepted.
-  bool write_counter(std::uint64_t fence, std::int64_t counter, const std::function<bool()>& lease_lost);
+  bool write_counter(std::uint64_t fence, std::int64_t counter, const std::function<bool()>& lease_lost,
+                     bool* superseded = nullptr);
+  // Turns one violation this holder counted into a late loss report, `waited_ms` after it.
+  void excuse(std::int64_t waited_ms);
 
  private:
   template <class F>

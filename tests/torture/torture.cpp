@@ -2,7 +2,9 @@
 // racy read-modify-write on a fenced resource (resource.hpp), while the parent injects chaos:
 // SIGKILL of the current holder, SIGSTOP of the holder past its TTL, and server restarts.
 // It reports grants, violations (must be 0), lost increments (must be 0), stale writes the
-// fence rejected, grants per second and recovery times after each fault, as one JSON line.
+// fence rejected, late loss reports (session locks: superseded while the lease looked valid,
+// the loss reported within one renewal interval, see resource.hpp), grants per second and
+// recovery times after each fault, as one JSON line.
 //
 //   dblock_torture --url URL --strategy S [--table T] [--processes 3] [--threads 2]
 //                  [--seconds 10] [--grants N] [--ttl 1000ms] [--kill-every 0ms]
@@ -67,6 +69,7 @@ int worker(const std::vector<std::string>& a) {
   lo.strategy = strategy;
   lo.ttl = ttl;
   auto lock = client->lock(name, lo);
+  const bool session_lock = strategy == dblock::Strategy::for_update || strategy == dblock::Strategy::advisory;
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t)
     pool.emplace_back([&, t] {
@@ -80,11 +83,23 @@ int worker(const std::vector<std::string>& a) {
           // published, so that the chaos catches a process while it holds the lock.
           const bool slow = rng() % 16 == 0;
           auto lost = [&] { return lease->lost(); };
-          if (resource.enter(lease->fence(), lost, slow)) {
+          bool superseded = false;
+          if (resource.enter(lease->fence(), lost, slow, &superseded)) {
             auto v = resource.read_counter();
             std::this_thread::sleep_for(std::chrono::microseconds(slow ? 20'000 : rng() % 500));
             // Written even when the lease was lost meanwhile: the fence must reject it then.
-            resource.write_counter(lease->fence(), v + 1, lost);
+            resource.write_counter(lease->fence(), v + 1, lost, &superseded);
+          }
+          if (superseded && session_lock) {
+            // Someone else was granted the lock while ours looked valid: for a session lock,
+            // the server may have dropped our connection (a restart, a killed backend) and
+            // freed it at once. The promise: the loss is reported at the next renewal ping
+            // (every renew_every), and never later than the lease's local deadline (one TTL
+            // after the last renewal). Kept, it is a late loss report; else a violation.
+            const auto seen = Clock::now();
+            while (!lease->lost() && Clock::now() < seen + ttl + 500ms) std::this_thread::sleep_for(2ms);
+            if (lease->lost())
+              resource.excuse(std::chrono::duration_cast<milliseconds>(Clock::now() - seen).count());
           }
           try {
             lease->release();
@@ -203,12 +218,14 @@ class Run {
     std::printf(
         "{\"url_scheme\":\"%s\",\"strategy\":\"%s\",\"processes\":%d,\"threads\":%d,\"seconds\":%.1f,"
         "\"grants\":%lld,\"grants_per_second\":%.1f,\"violations\":%lld,\"lost_increments\":%ld,"
-        "\"stale_rejected\":%lld,\"hung_workers\":%d,\"kills\":%zu,\"stops\":%zu,\"restarts\":%zu,"
+        "\"stale_rejected\":%lld,\"late_loss_reports\":%lld,\"late_loss_max_ms\":%lld,"
+        "\"hung_workers\":%d,\"kills\":%zu,\"stops\":%zu,\"restarts\":%zu,"
         "\"recovery_ms\":{\"kill\":%s,\"stop_takeover\":%s,\"restart\":%s},"
         "\"recovery_median_ms\":{\"kill\":%.0f,\"stop_takeover\":%.0f,\"restart\":%.0f}}\n",
         a_.url.substr(0, a_.url.find(':')).c_str(), a_.strategy.c_str(), a_.processes, a_.threads, elapsed,
         static_cast<long long>(s.accepted), s.accepted / elapsed, static_cast<long long>(s.violations),
-        lost_increments, static_cast<long long>(s.stale), hung, kill_ms_.size(), stops_, restart_ms_.size(),
+        lost_increments, static_cast<long long>(s.stale), static_cast<long long>(s.late_losses),
+        static_cast<long long>(s.late_loss_max_ms), hung, kill_ms_.size(), stops_, restart_ms_.size(),
         json_list(kill_ms_).c_str(), json_list(stop_ms_).c_str(), json_list(restart_ms_).c_str(), median(kill_ms_),
         median(stop_ms_), median(restart_ms_));
     std::filesystem::remove_all(dir_);
