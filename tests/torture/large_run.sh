@@ -74,7 +74,7 @@ rows = []
 for f in sorted(pathlib.Path(sys.argv[1]).glob("*.json")):
     text = f.read_text().strip()
     if not text:
-        rows.append(f"| {f.stem} | (no result: see {f.with_suffix('.err').name}) |||||||||")
+        rows.append(f"| {f.stem} | (no result: see {f.with_suffix('.err').name}) ||||||||||")
         continue
     r = json.loads(text.splitlines()[-1])
     med = r["recovery_median_ms"]
@@ -83,10 +83,11 @@ for f in sorted(pathlib.Path(sys.argv[1]).glob("*.json")):
         return f"{n} × {med[kind]:.0f}" if r["recovery_ms"][kind] else f"{n} × —"
     rows.append(
         f"| {f.stem.split('-', 1)[0]} | {r['strategy']} | {r['grants']} | {r['seconds']:.0f} | {r['grants_per_second']:.0f} "
-        f"| {r['violations']} | {r['lost_increments']} | {r['stale_rejected']} | {r['hung_workers']} "
+        f"| {r['violations']} | {r['lost_increments']} | {r['stale_rejected']} | {r.get('late_loss_reports', 0)} "
+        f"| {r['hung_workers']} "
         f"| {cell(r['kills'], 'kill')} | {cell(r['stops'], 'stop_takeover')} | {cell(r['restarts'], 'restart')} |")
 print("| backend | strategy | grants | s | grants/s | violations | lost increments | stale writes rejected "
-      "| hung workers | kills × median recovery ms | SIGSTOPs × median takeover ms | restarts × median recovery ms |")
-print("|---|---|---:|---:|---:|---:|---:|---:|---:|---|---|---|")
+      "| late loss reports | hung workers | kills × median recovery ms | SIGSTOPs × median takeover ms | restarts × median recovery ms |")
+print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---|---|---|")
 print("\n".join(rows))
 EOF
