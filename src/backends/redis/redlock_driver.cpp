@@ -21,7 +21,6 @@
 
 #include <algorithm>
 #include <map>
-#include <thread>
 
 #include "backends/redis/redis_driver.hpp"
 #include "dblock/errors.hpp"
@@ -105,8 +104,6 @@ Attempt RedlockDriver::try_acquire(const AcquireRequest& r) {
     bool any = false;
     for (std::size_t i = 0; i < n; ++i) any = (again[i] = busy[i]) || any;
     if (!any) break;
-    // The others' undo is one round trip behind their answers: give it about that long.
-    std::this_thread::sleep_for(std::min(Clock::now() - t0, Clock::duration(milliseconds{2})) / (round + 1));
     held_by.clear();
     least_busy = milliseconds::max();
     auto more = nodes_.eval_all(acquire_script(), keys, args, timeout, again);
