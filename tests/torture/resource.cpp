@@ -68,6 +68,18 @@ ResourceState Resource::read() {
 
 ResourceState Resource::peek() { return load(); }
 
+// A section or write refused because an equal or higher fence was seen: stale when the
+// holder knows it lost its lease, else a violation (which excuse() may later reclassify).
+void Resource::reject(ResourceState& s, const std::function<bool()>& lease_lost, bool* superseded) {
+  if (lease_lost()) {
+    ++s.stale;
+  } else {
+    ++s.violations;
+    if (superseded) *superseded = true;
+  }
+  store(s);
+}
+
 bool Resource::enter(std::uint64_t fence, const std::function<bool()>& lease_lost, bool slow, bool* superseded) {
   return locked([&] {
     auto s = load();
@@ -79,12 +91,7 @@ bool Resource::enter(std::uint64_t fence, const std::function<bool()>& lease_los
       store(s);
       return true;
     }
-    if (lease_lost()) ++s.stale;
-    else {
-      ++s.violations;
-      if (superseded) *superseded = true;
-    }
-    store(s);
+    reject(s, lease_lost, superseded);
     return false;
   });
 }
@@ -98,12 +105,7 @@ bool Resource::write_counter(std::uint64_t fence, std::int64_t counter, const st
   return locked([&] {
     auto s = load();
     if (fence < s.fence) {
-      if (lease_lost()) ++s.stale;
-      else {
-      ++s.violations;
-      if (superseded) *superseded = true;
-    }
-      store(s);
+      reject(s, lease_lost, superseded);
       return false;
     }
     s.fence = fence;

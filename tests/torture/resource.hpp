@@ -1,7 +1,7 @@
 // The protected resource of the torture run: a small file that every worker process updates
 // under the lock, the way a real service writes to storage behind a fenced lock.
 //
-// It holds five numbers. `counter` is updated non-atomically (read, pause, write back): two
+// It holds eight numbers. `counter` is updated non-atomically (read, pause, write back): two
 // holders at once lose an increment. Everything else is updated atomically under flock(2), as
 // a storage server would check a fence:
 //   fence      the highest fence seen, at the start of a section (enter) or in a write; a
@@ -75,6 +75,7 @@ class Resource {
   auto locked(F&& f);
   ResourceState load();
   void store(const ResourceState& s);
+  void reject(ResourceState& s, const std::function<bool()>& lease_lost, bool* superseded);
   std::string path_;
   int fd_ = -1;
 };

@@ -1,13 +1,9 @@
 // PostgreSQL through the generic SqlBackend, with LISTEN/NOTIFY wake-ups.
 #include "backends/postgresql/pg_backend.hpp"
 
-#include <unistd.h>
-
-#include <map>
-#include <mutex>
-
 #include "backends/postgresql/pg_listener.hpp"
 #include "backends/postgresql/pg_session.hpp"
+#include "core/process_shared.hpp"
 #include "sql/sql_backend.hpp"
 
 namespace dblock::detail {
@@ -28,23 +24,6 @@ std::string conninfo(const Url& url, const ClientOptions& o) {
   return info;
 }
 
-// One listener per process, server and channel, shared by every Client on them: a release
-// then wakes one waiter per process (WakeTable), not one per Client, and the server signals
-// one listening connection per process. It lives while a Client uses it. The pid is in the
-// key so that a forked child never shares its parent's (thread-less) listener.
-std::shared_ptr<sql::PgListener> shared_listener(const std::string& info, const std::string& channel,
-                                                 const std::function<std::unique_ptr<sql::Session>()>& connect) {
-  static std::mutex mutex;
-  static auto* listeners = new std::map<std::string, std::weak_ptr<sql::PgListener>>;  // never destroyed
-  std::lock_guard lk(mutex);
-  for (auto it = listeners->begin(); it != listeners->end();) it = it->second.expired() ? listeners->erase(it) : ++it;
-  auto& slot = (*listeners)[std::to_string(getpid()) + '\n' + info + '\n' + channel];
-  if (auto l = slot.lock()) return l;
-  auto l = std::make_shared<sql::PgListener>(connect, channel);
-  slot = l;
-  return l;
-}
-
 }  // namespace
 
 std::unique_ptr<Backend> open_postgresql(const Url& url, const ClientOptions& options) {
@@ -55,7 +34,10 @@ std::unique_ptr<Backend> open_postgresql(const Url& url, const ClientOptions& op
   auto connect = [info, where, timeout]() -> std::unique_ptr<sql::Session> {
     return std::make_unique<sql::PgSession>(info, where, timeout);
   };
-  auto listener = shared_listener(info, "dblock_" + table.qualified(), connect);
+  // One listener per process, server and channel (core/process_shared.hpp).
+  const std::string channel = "dblock_" + table.qualified();
+  auto listener = process_shared<sql::PgListener>(info + '\n' + channel,
+                                                  [&] { return std::make_shared<sql::PgListener>(connect, channel); });
   auto backend = std::make_unique<sql::SqlBackend>(sql::postgresql_dialect(), table, connect, options, listener);
   backend->pool().get();  // connect now: an unreachable server or a bad password fails here
   if (options.auto_migrate.value_or(false)) backend->migrate();

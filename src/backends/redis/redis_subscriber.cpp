@@ -5,8 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <map>
 
+#include "core/process_shared.hpp"
 #include "core/wake_table.hpp"
 
 namespace dblock::detail::redis {
@@ -133,20 +133,10 @@ void Subscriber::run() {
 }
 
 std::shared_ptr<Subscriber> shared_subscriber(const std::vector<Target>& servers, const std::string& channel) {
-  static std::mutex mutex;
-  static auto* subscribers = new std::map<std::string, std::weak_ptr<Subscriber>>;  // never destroyed
-  // The pid keeps a forked child from sharing its parent's (thread-less) subscriber.
-  std::string key = std::to_string(getpid()) + '\n' + channel;
+  std::string key = channel;
   for (const auto& t : servers)
     key += '\n' + t.host + ':' + std::to_string(t.port) + '/' + std::to_string(t.db) + ' ' + t.user + ' ' + t.password;
-  std::lock_guard lk(mutex);
-  for (auto it = subscribers->begin(); it != subscribers->end();)
-    it = it->second.expired() ? subscribers->erase(it) : std::next(it);
-  auto& slot = (*subscribers)[key];
-  if (auto s = slot.lock()) return s;
-  auto s = std::make_shared<Subscriber>(servers, channel);
-  slot = s;
-  return s;
+  return process_shared<Subscriber>(key, [&] { return std::make_shared<Subscriber>(servers, channel); });
 }
 
 std::unique_ptr<ReleaseWatch> Subscriber::watch(const std::string& name) {

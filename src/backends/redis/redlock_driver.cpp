@@ -65,7 +65,7 @@ Attempt RedlockDriver::try_acquire(const AcquireRequest& r) {
   std::size_t granted = 0, down = 0;
   std::uint64_t fence = 0;
   auto least_granted = milliseconds::max(), least_busy = milliseconds::max();
-  std::vector<bool> ours(n), busy(n);
+  std::vector<bool> busy(n);  // the nodes that answered with someone else's hold
   std::map<std::string, std::size_t> held_by;  // a busy node's holder: how many nodes it has
   auto tally = [&](std::size_t i) {
     const auto& a = answers[i];
@@ -73,7 +73,6 @@ Attempt RedlockDriver::try_acquire(const AcquireRequest& r) {
     if (!a.ok() || a.reply->type != REDIS_REPLY_ARRAY) return;
     auto at = parse_attempt(*a.reply);
     if (at.acquired) {
-      ours[i] = true;
       ++granted;
       fence = std::max(fence, at.fence);
       least_granted = std::min(least_granted, at.remaining);
@@ -100,10 +99,8 @@ Attempt RedlockDriver::try_acquire(const AcquireRequest& r) {
     for (const auto& [holder, count] : held_by)
       if (count >= majority || count > granted || (count == granted && holder < r.owner)) leader = false;
     if (!leader || since(t0) * 2 > r.ttl) break;
-    std::vector<bool> again(n);
-    bool any = false;
-    for (std::size_t i = 0; i < n; ++i) any = (again[i] = busy[i]) || any;
-    if (!any) break;
+    const auto again = busy;
+    if (std::find(again.begin(), again.end(), true) == again.end()) break;
     held_by.clear();
     least_busy = milliseconds::max();
     auto more = nodes_.eval_all(acquire_script(), keys, args, timeout, again);
