@@ -450,6 +450,51 @@ CONTRACT_TEST("a sweep batch spares the live leases among the expired rows it fi
   CHECK(again->fence() > last_fence);
 }
 
+// Regression: PostgreSQL `optimistic` once granted fence 6390 after 6391 under 16 workers (a
+// take drew its fence outside the name's turn while an upsert that re-created the row held
+// it). A sweeper that keeps deleting the released (expired) row sends every acquirer through
+// row creation as often as through the take, so both paths race for every grant. With that
+// fix undone and both cores busy, this failed 3 runs in 16 ("fence 365 after 366").
+CONTRACT_TEST("fences stay in grant order while a sweeper deletes the contended name's free row",
+              "[contract][lease]", DBLOCK_LEASE_FIXTURES) {
+  auto ns = f.make();
+  auto sweeping_client = ns.open();
+  constexpr int clients = 8, threads = 2, rounds = 25;
+  std::vector<std::shared_ptr<dblock::Client>> cs;
+  for (int i = 0; i < clients; ++i) cs.push_back(ns.open());
+  std::atomic<bool> done{false};
+  std::atomic<std::size_t> swept{0};
+  std::thread sweeper([&] {
+    while (!done) swept += sweeping_client->sweep();
+  });
+  std::mutex fences_mutex;
+  std::vector<std::uint64_t> fences;  // appended while holding the lock: grant order
+  std::vector<std::thread> workers;
+  for (int c = 0; c < clients; ++c) {
+    auto lock = cs[c]->lock("contended", opts(f));
+    for (int t = 0; t < threads; ++t)
+      workers.emplace_back([&, lock]() mutable {
+        for (int i = 0; i < rounds; ++i) {
+          auto lease = lock.acquire();
+          {
+            std::lock_guard lk(fences_mutex);
+            fences.push_back(lease.fence());
+          }
+          lease.release();
+        }
+      });
+  }
+  for (auto& w : workers) w.join();
+  done = true;
+  sweeper.join();
+  INFO("rows swept meanwhile: " << swept.load());
+  REQUIRE(fences.size() == static_cast<std::size_t>(clients * threads * rounds));
+  for (std::size_t i = 1; i < fences.size(); ++i) {
+    INFO("grant " << i << ": fence " << fences[i] << " after " << fences[i - 1]);
+    REQUIRE(fences[i] > fences[i - 1]);
+  }
+}
+
 CONTRACT_TEST("a lock taken while the sweep runs keeps its row and gets a higher fence", "[contract][lease]",
               DBLOCK_LEASE_FIXTURES) {
   auto ns = f.make();
