@@ -59,7 +59,7 @@ constexpr std::chrono::milliseconds kBulkTimeout{600'000};
 struct BulkSql {
   const char* backend;
   const char* fill;
-  const char* drop;  // the lock table and its companions (migrations/<dialect>/V1__...)
+  const char* drop;  // the lock table and its companions (migrations/<dialect>/V*__...)
 };
 
 const BulkSql kBulkSql[] = {
@@ -78,7 +78,8 @@ const BulkSql kBulkSql[] = {
      "INSERT INTO ${table} (name, owner, fence, holds, acquired_at, valid_until, version) "
      "SELECT CONCAT('${prefix}', seq), 'dblock-bench-fill', 0, 1, ${now_ms}, ${now_ms} + (${valid_for}), 1 "
      "FROM seq_${from}_to_${to}",
-     "DROP TABLE IF EXISTS ${table}, ${table}_fence, ${table}_schema_history"},
+     "DROP TABLE IF EXISTS ${table}, ${table}_fence, ${table}_schema_history; "
+     "DROP PROCEDURE IF EXISTS ${table}_acquire; DROP PROCEDURE IF EXISTS ${table}_take"},
 };
 
 std::string replace_all(std::string text, const std::string& key, const std::string& value) {

@@ -197,7 +197,9 @@ BackendReport run_mysql(const Options& opt) {
   ScratchTable table("mysql", [&](const std::string& name) {  // dropped after everything below is gone
     Conn c(url, client_options, "drop");
     c.run("SET SESSION lock_wait_timeout = 30");  // the metadata lock: not a year
-    c.run(fmt::format("DROP TABLE IF EXISTS {0}, {0}_schema_history, {0}_fence", name));
+    c.run(fmt::format("DROP TABLE IF EXISTS {0}, {0}_schema_history, {0}_fence; DROP PROCEDURE IF EXISTS "
+                      "{0}_acquire; DROP PROCEDURE IF EXISTS {0}_take",
+                      name));
   });
   client_options.table = table.name();
   client_options.auto_migrate = true;

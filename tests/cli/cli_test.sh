@@ -27,7 +27,7 @@ drop_tables() {
   for t in "$@"; do
     case "$BACKEND" in
       postgresql) sql "DROP TABLE IF EXISTS $t, ${t}_schema_history; DROP SEQUENCE IF EXISTS ${t}_fence" ;;
-      mysql) sql "DROP TABLE IF EXISTS $t, ${t}_schema_history, ${t}_fence" ;;
+      mysql) sql "DROP TABLE IF EXISTS $t, ${t}_schema_history, ${t}_fence; DROP PROCEDURE IF EXISTS ${t}_acquire; DROP PROCEDURE IF EXISTS ${t}_take" ;;
       redis|redlock) /usr/bin/python3 -c '
 import sys, urllib.parse as p, redis
 u = p.urlsplit(sys.argv[1])

@@ -38,6 +38,26 @@ TEST_CASE("mysql: scripts split at semicolons outside quotes and comments", "[my
   CHECK(split_statements("-- only a comment\n").empty());
 }
 
+TEST_CASE("mysql: DELIMITER lines keep a procedure body whole; a CALL answers two results", "[mysql]") {
+  auto s = split_statements(
+      "DROP PROCEDURE IF EXISTS p;\n"
+      "DELIMITER //\n"
+      "CREATE PROCEDURE p() BEGIN SELECT 1; SELECT ';'; END//\n"
+      "delimiter ;  \n"
+      "SELECT 2; DELIMITERS are words too;\n"
+      "DELIMITER $$\nSELECT 3$$");
+  REQUIRE(s.size() == 5);
+  CHECK(s[0] == "DROP PROCEDURE IF EXISTS p");
+  CHECK(s[1] == "CREATE PROCEDURE p() BEGIN SELECT 1; SELECT ';'; END");
+  CHECK(s[2] == "SELECT 2");
+  CHECK(s[3] == "DELIMITERS are words too");
+  CHECK(s[4] == "SELECT 3");
+  CHECK(dblock::detail::sql::results_of("START TRANSACTION; SELECT 1; COMMIT") == 3);
+  CHECK(dblock::detail::sql::results_of("CALL t_acquire(?1, ?2, ?3)") == 2);
+  CHECK(dblock::detail::sql::results_of("call t_take(1); SELECT 1") == 3);
+  CHECK(dblock::detail::sql::results_of("CALLS") == 1);
+}
+
 TEST_CASE("mysql: the backend offers all four strategies, insert first", "[mysql]") {
   dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
   auto c = table.ns().open();
@@ -136,10 +156,38 @@ TEST_CASE("mysql: concurrent migrations apply the script once", "[mysql]") {
   for (int i = 0; i < 4; ++i)
     ts.emplace_back([&] { applied += static_cast<int>(dblock::Client::open(url, o)->migrate().size()); });
   for (auto& t : ts) t.join();
-  CHECK(applied == 1);
+  CHECK(applied == 2);  // V1 and V2, each once
   auto s = dblock::test::server_session(url);
-  CHECK(s->run("SELECT COUNT(*) FROM " + o.table + "_schema_history", {}).rows[0][0] == Value{std::int64_t{1}});
-  s->run_script("DROP TABLE " + o.table + ", " + o.table + "_schema_history, " + o.table + "_fence");
+  CHECK(s->run("SELECT COUNT(*) FROM " + o.table + "_schema_history", {}).rows[0][0] == Value{std::int64_t{2}});
+  s->run_script("DROP TABLE " + o.table + ", " + o.table + "_schema_history, " + o.table + "_fence; DROP PROCEDURE " +
+                o.table + "_acquire; DROP PROCEDURE " + o.table + "_take");
+}
+
+TEST_CASE("mysql: a table migrated before V2 asks for `dblock migrate`, which adds the procedures", "[mysql]") {
+  dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
+  auto raw = dblock::test::server_session(table.url());  // back to what an older dblock migrated
+  raw->run_script("DROP PROCEDURE " + table.name() + "_acquire; DROP PROCEDURE " + table.name() + "_take; DELETE FROM " +
+                  table.name() + "_schema_history WHERE version = '2'");
+  auto c = table.ns().open();
+  for (auto strategy : {dblock::Strategy::insert, dblock::Strategy::optimistic}) {
+    dblock::LockOptions o;
+    o.strategy = strategy;
+    try {
+      c->lock("job", o).try_acquire();
+      FAIL("a lease acquire worked without its procedure");
+    } catch (const dblock::SchemaError& e) {
+      CHECK_THAT(e.what(), Catch::Contains("dblock migrate"));
+    }
+  }
+  CHECK(c->list().empty());  // nothing was written
+  CHECK(c->migrate() == std::vector<std::string>{"V2__acquire_procedures.sql"});
+  for (auto strategy : {dblock::Strategy::insert, dblock::Strategy::optimistic}) {
+    dblock::LockOptions o;
+    o.strategy = strategy;
+    auto lease = c->lock("job", o).try_acquire();
+    REQUIRE(lease);
+    CHECK(lease->fence() > 0);
+  }
 }
 
 TEST_CASE("mysql: a missing database is a schema error, a wrong password never shows", "[mysql]") {

@@ -89,7 +89,8 @@ ScratchTable::~ScratchTable() {
   try {
     auto s = server_session(url_);
     if (server_ == Server::mysql)
-      s->run_script("DROP TABLE IF EXISTS " + table_ + ", " + table_ + "_schema_history, " + table_ + "_fence");
+      s->run_script("DROP TABLE IF EXISTS " + table_ + ", " + table_ + "_schema_history, " + table_ + "_fence; " +
+                    "DROP PROCEDURE IF EXISTS " + table_ + "_acquire; DROP PROCEDURE IF EXISTS " + table_ + "_take");
     else
       s->run_script("DROP TABLE IF EXISTS " + table_ + ", " + table_ + "_schema_history; DROP SEQUENCE IF EXISTS " +
                     table_ + "_fence");

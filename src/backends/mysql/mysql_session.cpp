@@ -8,6 +8,8 @@
 #include <mysql_connection.h>
 #include <mysql_driver.h>
 
+#include <algorithm>
+#include <cctype>
 #include <mutex>
 
 namespace dblock::detail::sql {
@@ -33,7 +35,10 @@ int whole_seconds(std::chrono::milliseconds ms) {  // rounded up, at least 1
     case 1049:  // unknown database
       throw SchemaError(what + " (create the database, or fix the URL's path)");
     case 1146:  // no such table
+    case 1305:  // no such procedure: a table migrated by an older dblock (V1 only)
       throw SchemaError(what + " (run `dblock migrate` with the same --table)");
+    case 1370:  // EXECUTE denied on a procedure
+      throw UnavailableError(what + " (the lease strategies CALL <table>_acquire and <table>_take: GRANT EXECUTE on them)");
     case 1205:  // lock wait timeout (and MariaDB's NOWAIT)
     case 3572:  // MySQL 8's NOWAIT
     case 1213:  // deadlock: InnoDB rolled the transaction back
@@ -95,15 +100,31 @@ Value column(const ::sql::ResultSet& rs, ::sql::ResultSetMetaData& meta, unsigne
 
 std::vector<std::string> split_statements(const std::string& script) {
   std::vector<std::string> out;
-  std::string cur;
+  std::string cur, delimiter = ";";
   auto flush = [&] {
     auto b = cur.find_first_not_of(" \t\r\n");
     if (b != std::string::npos) out.push_back(cur.substr(b, cur.find_last_not_of(" \t\r\n") - b + 1));
     cur.clear();
   };
+  // `DELIMITER //` at the start of a line (as the mysql client and Flyway read it) makes
+  // `//` end statements until the next DELIMITER line, so a procedure body keeps its ';'.
+  auto delimiter_line = [&](std::size_t i) -> std::size_t {  // where the line ends, or npos
+    if ((i > 0 && script[i - 1] != '\n') || script.size() - i < 10) return std::string::npos;
+    for (std::size_t k = 0; k < 9; ++k)
+      if (std::toupper(static_cast<unsigned char>(script[i + k])) != "DELIMITER"[k]) return std::string::npos;
+    if (script[i + 9] != ' ' && script[i + 9] != '\t') return std::string::npos;
+    auto eol = std::min(script.find('\n', i), script.size());
+    auto b = script.find_first_not_of(" \t", i + 9), e = script.find_last_not_of(" \t\r", eol - 1);
+    if (b >= eol || e == std::string::npos || e < b) return std::string::npos;
+    flush();
+    delimiter = script.substr(b, e - b + 1);
+    return eol;
+  };
   for (std::size_t i = 0; i < script.size(); ++i) {
     char c = script[i];
-    if (c == '\'' || c == '"' || c == '`') {  // a quoted string or identifier, copied whole
+    if (auto eol = delimiter_line(i); eol != std::string::npos) {
+      i = eol;
+    } else if (c == '\'' || c == '"' || c == '`') {  // a quoted string or identifier, copied whole
       auto end = i + 1;
       while (end < script.size() && script[end] != c) end += script[end] == '\\' ? 2 : 1;
       cur.append(script, i, end - i + 1);
@@ -121,14 +142,28 @@ std::vector<std::string> split_statements(const std::string& script) {
       if (i == std::string::npos) break;
       ++i;
       cur += ' ';
-    } else if (c == ';') {
+    } else if (script.compare(i, delimiter.size(), delimiter) == 0) {
       flush();
+      i += delimiter.size() - 1;
     } else {
       cur += c;
     }
   }
   flush();
   return out;
+}
+
+std::size_t results_of(const std::string& sql) {
+  std::size_t n = 0;
+  for (const auto& statement : split_statements(sql)) {
+    // A CALL answers its procedure's SELECT and then its own status (our procedures run
+    // exactly one SELECT on every path: migrations/mysql/V2__...).
+    bool call = statement.size() > 5 && statement[4] == ' ';
+    for (std::size_t k = 0; call && k < 4; ++k)
+      call = std::toupper(static_cast<unsigned char>(statement[k])) == "CALL"[k];
+    n += call ? 2 : 1;
+  }
+  return n;
 }
 
 std::string splice_params(const std::string& sql, const std::vector<Value>& params) {
@@ -261,7 +296,7 @@ Result MySqlSession::run(const std::string& sql, const std::vector<Value>& param
   // Counted on the text before splicing (literals hold no ';'), once per distinct text:
   // the dialect's texts are a small fixed set, sent over and over.
   auto& statements_in_sql = statement_counts_[sql];
-  if (statements_in_sql == 0) statements_in_sql = split_statements(sql).size();
+  if (statements_in_sql == 0) statements_in_sql = results_of(sql);
   auto statements = statements_in_sql;
   std::string text = splice_params(sql, params);
   if (begin_pending_) {

@@ -67,12 +67,14 @@ class MySqlSession final : public Session {
   bool in_transaction_ = false;
   bool usable_ = true;
   std::chrono::steady_clock::time_point last_used_;
-  std::unordered_map<std::string, std::size_t> statement_counts_;  // sql text -> statements in it
+  std::unordered_map<std::string, std::size_t> statement_counts_;  // sql text -> results it answers
 };
 
-// A script's statements, without comments (quotes respected). Also how run() counts the
-// statements in a text.
+// A script's statements, without comments (quotes respected; `DELIMITER x` lines as the
+// mysql client reads them).
 std::vector<std::string> split_statements(const std::string& script);
+// How many results a text answers: one per statement, two per CALL.
+std::size_t results_of(const std::string& sql);
 
 // `sql` with each ?N replaced by parameter N as a literal (1-based).
 std::string splice_params(const std::string& sql, const std::vector<Value>& params);
