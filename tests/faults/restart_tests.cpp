@@ -84,7 +84,19 @@ void leases_survive_session_locks_are_lost(const ServerUnderTest& server) {
   auto renewed_since_back = [&](const dblock::Lease& l) {
     return l.remaining() > 20s - (std::chrono::steady_clock::now() - back);
   };
-  CHECK(dblock::test::eventually([&] { return renewed_since_back(insert) && renewed_since_back(optimistic); }));
+  bool renewed = dblock::test::eventually([&] { return renewed_since_back(insert) && renewed_since_back(optimistic); });
+  if (!renewed) {
+    // Seen once in CI and once in ~60 local runs (issue 3 note): tell a stall from a
+    // renewal that never comes back, for whoever reads the failure.
+    bool later = dblock::test::eventually(
+        [&] { return renewed_since_back(insert) && renewed_since_back(optimistic); }, 20s);
+    auto ms = [](auto d) { return std::chrono::duration_cast<std::chrono::milliseconds>(d).count(); };
+    INFO("renewed " << (later ? "at last" : "still not") << " " << ms(std::chrono::steady_clock::now() - back)
+                    << " ms after the server was back; insert remaining " << ms(insert.remaining()) << " ms (lost "
+                    << insert.lost() << "), optimistic remaining " << ms(optimistic.remaining()) << " ms (lost "
+                    << optimistic.lost() << ")");
+    CHECK(renewed);
+  }
   CHECK(insert_lost == 0);
   CHECK(optimistic_lost == 0);
   CHECK_FALSE(insert.lost());
