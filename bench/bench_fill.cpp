@@ -59,27 +59,21 @@ constexpr std::chrono::milliseconds kBulkTimeout{600'000};
 struct BulkSql {
   const char* backend;
   const char* fill;
-  const char* drop;  // the lock table and its companions (migrations/<dialect>/V*__...)
 };
 
 const BulkSql kBulkSql[] = {
     {"sqlite",
      "WITH RECURSIVE seq(i) AS (SELECT ${from} UNION ALL SELECT i + 1 FROM seq WHERE i < ${to}) "
      "INSERT INTO ${table} (name, owner, fence, holds, acquired_at, valid_until, version) "
-     "SELECT '${prefix}' || i, 'dblock-bench-fill', 0, 1, ${now_ms}, ${now_ms} + (${valid_for}), 1 FROM seq",
-     "DROP TABLE IF EXISTS ${table}; DROP TABLE IF EXISTS ${table}_fence; "
-     "DROP TABLE IF EXISTS ${table}_schema_history"},
+     "SELECT '${prefix}' || i, 'dblock-bench-fill', 0, 1, ${now_ms}, ${now_ms} + (${valid_for}), 1 FROM seq"},
     {"postgresql",
      "INSERT INTO ${table} (name, owner, fence, holds, acquired_at, valid_until, version) "
      "SELECT '${prefix}' || i, 'dblock-bench-fill', 0, 1, ${now_ms}, ${now_ms} + (${valid_for}), 1 "
-     "FROM generate_series(${from}::bigint, ${to}::bigint) AS i",
-     "DROP TABLE IF EXISTS ${table}, ${table}_schema_history; DROP SEQUENCE IF EXISTS ${table}_fence"},
+     "FROM generate_series(${from}::bigint, ${to}::bigint) AS i"},
     {"mysql",
      "INSERT INTO ${table} (name, owner, fence, holds, acquired_at, valid_until, version) "
      "SELECT CONCAT('${prefix}', seq), 'dblock-bench-fill', 0, 1, ${now_ms}, ${now_ms} + (${valid_for}), 1 "
-     "FROM seq_${from}_to_${to}",
-     "DROP TABLE IF EXISTS ${table}, ${table}_fence, ${table}_schema_history; "
-     "DROP PROCEDURE IF EXISTS ${table}_acquire; DROP PROCEDURE IF EXISTS ${table}_take"},
+     "FROM seq_${from}_to_${to}"},
 };
 
 std::string replace_all(std::string text, const std::string& key, const std::string& value) {
@@ -133,7 +127,7 @@ class SqlFiller final : public Filler {
     return static_cast<std::size_t>(session_->run(render(text), {}).affected);
   }
 
-  void clear() override { session_->run_script(render(sql_->drop)); }
+  void clear() override { session_->run_script(render(dialect_->drop_schema)); }
 
   std::string method() const override {
     return fmt::format("one `{}`", replace_all(replace_all(sql_->fill, "${now_ms}", "now"), "${table}", "t"));

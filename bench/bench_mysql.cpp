@@ -30,6 +30,8 @@
 #include <vector>
 
 #include "core/url.hpp"  // the library's own URL parser: the baselines reach the same server
+#include "core/validate.hpp"
+#include "sql/dialect.hpp"  // drop_schema: what the migrations made
 #endif
 
 namespace dblock_bench {
@@ -197,9 +199,8 @@ BackendReport run_mysql(const Options& opt) {
   ScratchTable table("mysql", [&](const std::string& name) {  // dropped after everything below is gone
     Conn c(url, client_options, "drop");
     c.run("SET SESSION lock_wait_timeout = 30");  // the metadata lock: not a year
-    c.run(fmt::format("DROP TABLE IF EXISTS {0}, {0}_schema_history, {0}_fence; DROP PROCEDURE IF EXISTS "
-                      "{0}_acquire; DROP PROCEDURE IF EXISTS {0}_take",
-                      name));
+    const auto& d = dblock::detail::sql::mysql_dialect();
+    c.run(dblock::detail::sql::render(d.drop_schema, dblock::detail::parse_table_name(name), d.now_ms));
   });
   client_options.table = table.name();
   client_options.auto_migrate = true;

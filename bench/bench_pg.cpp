@@ -22,6 +22,9 @@
 
 #include <pqxx/pqxx>
 #include <pqxx/version>
+
+#include "core/validate.hpp"
+#include "sql/dialect.hpp"  // drop_schema: what the migrations made
 #endif
 
 namespace dblock_bench {
@@ -60,7 +63,8 @@ BackendReport run_postgresql(const Options& opt) {
     pqxx::connection c(url);
     pqxx::nontransaction tx(c);
     tx.exec("SET statement_timeout = 30000");
-    tx.exec(fmt::format("DROP TABLE IF EXISTS {0}, {0}_schema_history; DROP SEQUENCE IF EXISTS {0}_fence", name));
+    const auto& d = dblock::detail::sql::postgresql_dialect();
+    tx.exec(dblock::detail::sql::render(d.drop_schema, dblock::detail::parse_table_name(name), d.now_ms));
   });
   dblock::ClientOptions client_options;
   client_options.table = table.name();

@@ -41,7 +41,7 @@ Dialect Dialect::rendered(const TableName& t) const {
                   &d.session_wait, &d.ping, &d.for_update_create, &d.for_update_try,
                   &d.for_update_wait, &d.advisory_try, &d.advisory_wait, &d.advisory_unlock,
                   &d.advisory_wait_bounded, &d.fence_next, &d.sweep_pick, &d.sweep_delete, &d.migration_unlock,
-                  &d.history_select, &d.history_insert})
+                  &d.history_select, &d.history_insert, &d.drop_schema})
     *s = render(*s, t, now_ms);
   return d;
 }

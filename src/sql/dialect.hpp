@@ -112,6 +112,9 @@ struct Dialect {
   std::string history_create;  // ()
   std::string history_select;  // () -> version, script, checksum, success; by installed_rank
   std::string history_insert;  // (rank, version, description, script, checksum, installed_by, ms)
+  // (): drops everything migrations/<name>/ made for the table. dblock never runs it; the
+  // tests and the benchmark drop their scratch tables with it, so one place knows the list.
+  std::string drop_schema;
 
   // A copy with the placeholders filled in for one table.
   Dialect rendered(const TableName& table) const;

@@ -5,6 +5,8 @@
 #include <thread>
 
 #include "backends/mysql/mysql_session.hpp"
+#include "core/validate.hpp"
+#include "sql/dialect.hpp"
 #include "support/servers.hpp"
 
 using namespace std::chrono_literals;
@@ -159,8 +161,8 @@ TEST_CASE("mysql: concurrent migrations apply the script once", "[mysql]") {
   CHECK(applied == 2);  // V1 and V2, each once
   auto s = dblock::test::server_session(url);
   CHECK(s->run("SELECT COUNT(*) FROM " + o.table + "_schema_history", {}).rows[0][0] == Value{std::int64_t{2}});
-  s->run_script("DROP TABLE " + o.table + ", " + o.table + "_schema_history, " + o.table + "_fence; DROP PROCEDURE " +
-                o.table + "_acquire; DROP PROCEDURE " + o.table + "_take");
+  const auto& d = dblock::detail::sql::mysql_dialect();
+  s->run_script(dblock::detail::sql::render(d.drop_schema, dblock::detail::parse_table_name(o.table), d.now_ms));
 }
 
 TEST_CASE("mysql: a table migrated before V2 asks for `dblock migrate`, which adds the procedures", "[mysql]") {

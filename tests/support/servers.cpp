@@ -4,6 +4,8 @@
 #include <thread>
 
 #include "core/url.hpp"
+#include "core/validate.hpp"
+#include "sql/dialect.hpp"
 #include "sql/session_drivers.hpp"
 #ifdef DBLOCK_TEST_POSTGRESQL
 #include "backends/postgresql/pg_session.hpp"
@@ -87,13 +89,14 @@ int terminate_lock_holders(const std::string& url, const std::string& table, con
 
 ScratchTable::~ScratchTable() {
   try {
-    auto s = server_session(url_);
-    if (server_ == Server::mysql)
-      s->run_script("DROP TABLE IF EXISTS " + table_ + ", " + table_ + "_schema_history, " + table_ + "_fence; " +
-                    "DROP PROCEDURE IF EXISTS " + table_ + "_acquire; DROP PROCEDURE IF EXISTS " + table_ + "_take");
-    else
-      s->run_script("DROP TABLE IF EXISTS " + table_ + ", " + table_ + "_schema_history; DROP SEQUENCE IF EXISTS " +
-                    table_ + "_fence");
+    const detail::sql::Dialect* d = nullptr;
+#ifdef DBLOCK_TEST_POSTGRESQL
+    if (server_ == Server::postgresql) d = &detail::sql::postgresql_dialect();
+#endif
+#ifdef DBLOCK_TEST_MYSQL
+    if (server_ == Server::mysql) d = &detail::sql::mysql_dialect();
+#endif
+    if (d) server_session(url_)->run_script(detail::sql::render(d->drop_schema, detail::parse_table_name(table_), d->now_ms));
   } catch (...) {  // a leftover table in a throwaway server is harmless
   }
 }

@@ -91,6 +91,9 @@ const Dialect& mysql_dialect() {
     // GET_LOCK is held by the connection, so it is released explicitly after migrating.
     d.migration_lock = "SELECT GET_LOCK(CONCAT('dblock:migrate:', LEFT(SHA1('${table}'), 24)), 60)";
     d.migration_unlock = "DO RELEASE_LOCK(CONCAT('dblock:migrate:', LEFT(SHA1('${table}'), 24)))";
+    d.drop_schema =
+        "DROP TABLE IF EXISTS ${table}, ${table}_schema_history, ${table}_fence; "
+        "DROP PROCEDURE IF EXISTS ${table}_acquire; DROP PROCEDURE IF EXISTS ${table}_take";
     d.history_create =
         "CREATE TABLE IF NOT EXISTS ${table}_schema_history ("
         "installed_rank INT NOT NULL PRIMARY KEY, version VARCHAR(50), description VARCHAR(200) NOT NULL, "

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cctype>
 #include <mutex>
+#include <string_view>
 
 namespace dblock::detail::sql {
 
@@ -96,6 +97,14 @@ Value column(const ::sql::ResultSet& rs, ::sql::ResultSetMetaData& meta, unsigne
   }
 }
 
+// Whether `text` has the keyword `word` (upper case) at `at`, in any case, then a blank.
+bool keyword_at(const std::string& text, std::size_t at, std::string_view word) {
+  if (text.size() <= at + word.size()) return false;
+  for (std::size_t k = 0; k < word.size(); ++k)
+    if (std::toupper(static_cast<unsigned char>(text[at + k])) != word[k]) return false;
+  return text[at + word.size()] == ' ' || text[at + word.size()] == '\t';
+}
+
 }  // namespace
 
 std::vector<std::string> split_statements(const std::string& script) {
@@ -109,10 +118,7 @@ std::vector<std::string> split_statements(const std::string& script) {
   // `DELIMITER //` at the start of a line (as the mysql client and Flyway read it) makes
   // `//` end statements until the next DELIMITER line, so a procedure body keeps its ';'.
   auto delimiter_line = [&](std::size_t i) -> std::size_t {  // where the line ends, or npos
-    if ((i > 0 && script[i - 1] != '\n') || script.size() - i < 10) return std::string::npos;
-    for (std::size_t k = 0; k < 9; ++k)
-      if (std::toupper(static_cast<unsigned char>(script[i + k])) != "DELIMITER"[k]) return std::string::npos;
-    if (script[i + 9] != ' ' && script[i + 9] != '\t') return std::string::npos;
+    if ((i > 0 && script[i - 1] != '\n') || !keyword_at(script, i, "DELIMITER")) return std::string::npos;
     auto eol = std::min(script.find('\n', i), script.size());
     auto b = script.find_first_not_of(" \t", i + 9), e = script.find_last_not_of(" \t\r", eol - 1);
     if (b >= eol || e == std::string::npos || e < b) return std::string::npos;
@@ -158,10 +164,7 @@ std::size_t results_of(const std::string& sql) {
   for (const auto& statement : split_statements(sql)) {
     // A CALL answers its procedure's SELECT and then its own status (our procedures run
     // exactly one SELECT on every path: migrations/mysql/V2__...).
-    bool call = statement.size() > 5 && statement[4] == ' ';
-    for (std::size_t k = 0; call && k < 4; ++k)
-      call = std::toupper(static_cast<unsigned char>(statement[k])) == "CALL"[k];
-    n += call ? 2 : 1;
+    n += keyword_at(statement, 0, "CALL") ? 2 : 1;
   }
   return n;
 }

@@ -145,6 +145,7 @@ const Dialect& postgresql_dialect() {
         "gone";
 
     d.migration_lock = "SELECT pg_advisory_xact_lock(hashtext('dblock migrate ${table}'))";
+    d.drop_schema = "DROP TABLE IF EXISTS ${table}, ${table}_schema_history; DROP SEQUENCE IF EXISTS ${table}_fence";
     d.history_create =
         "CREATE TABLE IF NOT EXISTS ${table}_schema_history ("
         "installed_rank integer NOT NULL PRIMARY KEY, version varchar(50), description varchar(200) NOT NULL, "

@@ -73,6 +73,8 @@ const Dialect& sqlite_dialect() {
     d.sweep_batch_max = 500;
     d.sweep_pause = std::chrono::milliseconds(10);
 
+    d.drop_schema =
+        "DROP TABLE IF EXISTS ${table}; DROP TABLE IF EXISTS ${table}_fence; DROP TABLE IF EXISTS ${table}_schema_history";
     d.history_create =
         "CREATE TABLE IF NOT EXISTS ${table}_schema_history ("
         "installed_rank INTEGER NOT NULL PRIMARY KEY, version TEXT, description TEXT NOT NULL, "
