@@ -62,13 +62,14 @@ struct Dialect {
 
   // Session strategies: the lock lives in one connection, pinned while held, and is freed by
   // the server when that connection drops. Empty texts: the dialect does not offer them.
-  // The lock statements also draw the fence, and must draw it only once the lock is held
-  // (a fence drawn before waiting could be overtaken by a later grant).
+  // Fences are drawn only once the lock is held (a fence drawn before waiting could be
+  // overtaken by a later grant), by advisory's lock statements themselves and by
+  // fence_next for for-update.
   std::string session_wait;       // (wait_ms): bound the next lock wait in this transaction
   std::string ping;               // (): is the pinned connection alive
   // for-update: a row per name, locked by SELECT ... FOR UPDATE in an open transaction.
   std::string for_update_create;  // (name): the row, unless it exists
-  std::string for_update_try;     // (name) -> fence when locked; no row: no row yet; lock error: busy
+  std::string for_update_try;     // (name) -> a row when locked; no row: no row yet; lock error: busy
   std::string for_update_wait;    // (name) -> the same, waiting within session_wait's bound
   // advisory: the database's own named locks on a 64-bit key (see advisory_key()).
   std::string advisory_try;       // (key) -> fence when locked, 0 when busy
@@ -79,10 +80,12 @@ struct Dialect {
   // a waiter woken by the release has nothing left to send. The driver keeps wait_ms below the
   // session's statement timeout, which a statement cannot lift for itself.
   std::string advisory_wait_bounded;
-  // (): draws a fence in a committed transaction of its own. Where set, the for-update
-  // statements only lock (and return any row), and the driver draws the fence with this on
-  // another connection once the lock is held (MySQL: a fence drawn inside the locking
-  // transaction would keep the counter locked for the whole hold).
+  // (): draws a fence in a committed transaction of its own. for-update draws it with this
+  // on another connection once its row is locked: a fence drawn inside the locking
+  // transaction, which stays open while the lock is held and then rolls back, is not durable
+  // (PostgreSQL flushes a sequence's WAL record at the drawing transaction's commit: after a
+  // crash the same fence was granted again), and on MySQL it would keep the counter row
+  // locked for the whole hold.
   std::string fence_next;
 
   // Operations on the table.

@@ -146,10 +146,7 @@ std::uint64_t ForUpdateDriver::lock(Session& s, const std::string& name, millise
         s.run(d_.session_wait, {std::int64_t{wait.count()}});
         r = s.run(d_.for_update_wait, {name});
       }
-      if (!r.rows.empty()) {  // locked: the transaction stays open
-        if (d_.fence_next.empty()) return static_cast<std::uint64_t>(as_int(r.rows[0][0]));
-        return next_fence();
-      }
+      if (!r.rows.empty()) return next_fence();  // locked: the transaction stays open
       s.rollback();
     } catch (const TimeoutError&) {  // NOWAIT or lock_timeout: busy
       s.rollback();

@@ -110,12 +110,12 @@ const Dialect& postgresql_dialect() {
     d.for_update_create =
         "INSERT INTO ${table} (name, owner, fence, holds, acquired_at, valid_until, version) "
         "VALUES ($1, '', 0, 0, ${now_ms}, 0, 0) ON CONFLICT (name) DO NOTHING";
-    // A subquery with FOR UPDATE is not flattened: its rows come out locked, and only then
-    // does the outer nextval run. Lock and fence in one round trip, in grant order.
-    d.for_update_try =
-        "SELECT nextval('${table}_fence') FROM (SELECT name FROM ${table} WHERE name = $1 FOR UPDATE NOWAIT) AS locked";
-    d.for_update_wait =
-        "SELECT nextval('${table}_fence') FROM (SELECT name FROM ${table} WHERE name = $1 FOR UPDATE) AS locked";
+    // The fence is not drawn here but by fence_next on another connection (see dialect.hpp):
+    // a nextval in this transaction, which stays open while the lock is held, was lost by a
+    // crash and granted again (tests/faults: "postgresql crash").
+    d.for_update_try = "SELECT 1 FROM ${table} WHERE name = $1 FOR UPDATE NOWAIT";
+    d.for_update_wait = "SELECT 1 FROM ${table} WHERE name = $1 FOR UPDATE";
+    d.fence_next = "SELECT nextval('${table}_fence')";
     // CASE evaluates the lock first and draws a fence only when it was won.
     d.advisory_try = "SELECT CASE WHEN pg_try_advisory_lock($1::bigint) THEN nextval('${table}_fence') ELSE 0 END";
     d.advisory_wait = "SELECT nextval('${table}_fence') FROM (SELECT pg_advisory_lock($1::bigint)) AS locked";
