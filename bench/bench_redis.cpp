@@ -3,11 +3,11 @@
 // SQL backends' SELECT 1 so that the report's `x select1` column compares alike), and
 // `set-nx-px+del` = SET k v NX PX 30000 then DEL k, the two commands a plain Redis lock cannot
 // avoid, and `fenced-floor`: the least script work a *fenced* lock must do (SET NX PX + INCR
-// in one EVALSHA, compare + DEL in another; redlock: plus the fence write-back round), so the
-// report separates the protocol's cost from the library's. redlock also gets
-// `set-nx-px+incr+del`: its 3 parallel round trips as bare commands. For redlock each
-// baseline goes to every node at once (pipelined on one connection per node, replies read
-// after all were sent), as the strategy does.
+// in one EVALSHA, compare + DEL in another), so the report separates the protocol's cost from
+// the library's. For redlock each baseline goes to every node at once (pipelined on one
+// connection per node, replies read after all were sent), as the strategy does; a redlock
+// grant whose nodes' counters are in step needs no fence write-back round (ARCHITECTURE.md,
+// "Fences across majorities"), so its floor is the same two rounds.
 #include "bench_redis.hpp"
 
 #include <stdexcept>
@@ -161,67 +161,44 @@ BackendReport run_keyed(const std::string& backend, const char* var, dblock::Str
 
   // What a fenced lock cannot avoid, in the fewest scripts: a grant must SET NX PX *and*
   // take the next fence atomically, a release must compare its token before DEL; both need
-  // a script (or MULTI after WATCH: more round trips). Redlock adds a round trip that
-  // raises the counters of a majority to the grant's fence (ARCHITECTURE.md, "Fences
-  // across majorities"): F is only known once the acquire answers are in.
+  // a script (or MULTI after WATCH: more round trips).
   const std::string take_sha = nodes.load(
       "if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ARGV[2]) then return redis.call('INCR', KEYS[2]) end "
       "return 0");
-  const std::string raise_sha = nodes.load(
-      "if tonumber(redis.call('GET', KEYS[1]) or '0') < tonumber(ARGV[1]) then redis.call('SET', KEYS[1], ARGV[1]) "
-      "end return 1");
   const std::string free_sha = nodes.load(
       "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0");
   const bool redlock = backend == "redlock";
   auto fenced = [&] {
     auto f = nodes.all({{"EVALSHA", take_sha, "2", "bench-bare-fenced", "bench-bare-fenced:fence", "x", "30000"}});
     check(f.at(0) > 0, "fenced-floor: the take script did not grant a free key");
-    if (redlock) nodes.all({{"EVALSHA", raise_sha, "1", "bench-bare-fenced:fence", std::to_string(f.at(0))}});
     check(nodes.all({{"EVALSHA", free_sha, "1", "bench-bare-fenced", "x"}}).at(0) == 1,
           "fenced-floor: the free script found no key");
-  };
-  auto set_incr_del = [&] {  // redlock: the three round trips of a fenced lock, as bare commands
-    check(nodes.all({{"SET", "bench-bare-set-nx", "x", "NX", "PX", "30000"}}).at(0) == 1,
-          "set-nx-px+incr+del: SET NX on a free key did not answer OK");
-    nodes.all({{"INCR", "bench-bare-fenced:fence"}});
-    check(nodes.all({{"DEL", "bench-bare-set-nx"}}).at(0) == 1, "set-nx-px+incr+del: DEL found no key");
   };
 
   BackendReport rep;
   rep.notes.push_back(fmt::format(
       "{0}: {1} at {2}, hiredis {3}.{4}.{5}; key namespace {6} (deleted at the end). Baselines (bare hiredis{7}): "
       "`select1` = PING (1 round trip), `set-nx-px+del` = `SET k v NX PX 30000` + `DEL k` (2 round trips); the "
-      "{0} strategy is one EVALSHA to acquire and one to release (plus the fence write-back{8})",
+      "{0} strategy is one EVALSHA to acquire and one to release{8}",
       backend, backend == "redis" ? "server" : "nodes", first->url(), HIREDIS_MAJOR, HIREDIS_MINOR, HIREDIS_PATCH,
       table.name(), backend == "redis" ? "" : ", each command to every node at once",
-      backend == "redis" ? ": none on one server" : " to every node: 3 parallel round trips in all"));
+      backend == "redis" ? ""
+                         : ", each to every node at once (a third round, the fence write-back, only when the "
+                           "granting nodes' counters disagree)"));
   ServerRun run;
   run.backend = backend;
   run.url = url;
   run.client_options = client_options;
   run.first = first;
   run.strategies = {strategy};
-  run.baselines = {{"select1", ping, {}}, {"set-nx-px+del", set_del, {}}};
-  if (redlock) {
-    run.baselines.push_back({"set-nx-px+incr+del", set_incr_del, {}});
-    run.baselines.push_back({"fenced-floor", fenced, {}});
-    run.compared_with = {{"redlock", {"set-nx-px+del", "set-nx-px+incr+del", "fenced-floor"}},
-                         {"set-nx-px+incr+del", {"set-nx-px+del"}},
-                         {"fenced-floor", {"set-nx-px+del"}}};
-  } else {
-    run.baselines.push_back({"fenced-floor", fenced, {}});
-    run.compared_with = {{"redis", {"set-nx-px+del", "fenced-floor"}}, {"fenced-floor", {"set-nx-px+del"}}};
-  }
-  rep.notes.push_back(
-      redlock ? "redlock baselines beyond the issue's `set-nx-px+del` (2 parallel round trips): `set-nx-px+incr+del` = "
-                "`SET NX PX`, then `INCR`, then `DEL`, each to every node at once (3 parallel round trips, the count a "
-                "fenced Redlock needs: acquire, fence write-back to a majority, release); `fenced-floor` = the least "
-                "script work of those 3 rounds (EVALSHA of SET NX PX + INCR; EVALSHA raising the counter to the "
-                "fence; EVALSHA of GET-compare + DEL). The redlock row's ratios: vs each, in that order"
-              : "redis baselines beyond the issue's `set-nx-px+del`: `fenced-floor` = the least a fenced lock must "
-                "send: EVALSHA of `SET NX PX` + `INCR` (one atomic step), then EVALSHA of GET-compare + `DEL` (2 round "
-                "trips, 2 scripts); redis vs `set-nx-px+del / fenced-floor` separates the cost of scripting (the "
-                "protocol) from the library's own (meta hash, re-entry, listing)");
+  run.baselines = {{"select1", ping, {}}, {"set-nx-px+del", set_del, {}}, {"fenced-floor", fenced, {}}};
+  run.compared_with = {{backend, {"set-nx-px+del", "fenced-floor"}}, {"fenced-floor", {"set-nx-px+del"}}};
+  rep.notes.push_back(fmt::format(
+      "{0} baselines beyond the issue's `set-nx-px+del`: `fenced-floor` = the least a fenced lock must send: EVALSHA "
+      "of `SET NX PX` + `INCR` (one atomic step), then EVALSHA of GET-compare + `DEL` (2 round trips, 2 scripts{1}); "
+      "{0} vs `set-nx-px+del / fenced-floor` separates the cost of scripting (the protocol) from the library's own "
+      "(meta hash, re-entry, listing{2})",
+      backend, redlock ? ", each to every node at once" : "", redlock ? ", majority counting" : ""));
   auto report = run_server(std::move(run), opt);
   rep.rows = std::move(report.rows);
   rep.notes.insert(rep.notes.end(), report.notes.begin(), report.notes.end());

@@ -6,12 +6,15 @@
 //
 // Fences. No node sees every grant, so a node's own counter does not order grants. Each
 // node's acquire INCRs its counter; the grant takes F = the greatest value among the majority
-// it won, then writes F back (counter = max(counter, F), meta fence = F) on the nodes, and
-// only counts as won when a majority W confirmed the write-back while still holding the
-// name. The next grant needs a majority too, which overlaps W in some node n; it can only
-// take n after our key left n, which is after our write-back raised n's counter to >= F, so
-// its INCR there gives more than F, and its own maximum is more than F. Fences therefore
-// strictly increase across grants. (The counters must survive restarts: AOF persistence.)
+// it won. When every granting node gave F, the grant is won as it stands: that majority W's
+// counters are F, set while the name was held there. Otherwise it writes F back (counter =
+// max(counter, F), meta fence = F) on the nodes, and only counts as won when a majority W
+// confirmed the write-back while still holding the name. Either way, the next grant needs a
+// majority too, which overlaps W in some node n; it can only take n after our key left n,
+// which is after n's counter reached >= F, so its INCR there gives more than F, and its own
+// maximum is more than F. Fences therefore strictly increase across grants. (The counters
+// must survive restarts: AOF persistence.) The write-back also brings the nodes' counters
+// back in step (a node that was down, a split vote's INCRs), so the next grant needs none.
 //
 // Split votes. Contenders that ask at once (all the waiters a release wakes) can each win
 // a minority of the nodes, and with every one of them backing off, the next round collides
@@ -64,6 +67,7 @@ Attempt RedlockDriver::try_acquire(const AcquireRequest& r) {
 
   std::size_t granted = 0, down = 0;
   std::uint64_t fence = 0;
+  std::vector<std::uint64_t> node_fence(n, 0);  // what each granting node's counter gave
   auto least_granted = milliseconds::max(), least_busy = milliseconds::max();
   std::vector<bool> busy(n);  // the nodes that answered with someone else's hold
   std::map<std::string, std::size_t> held_by;  // a busy node's holder: how many nodes it has
@@ -74,6 +78,7 @@ Attempt RedlockDriver::try_acquire(const AcquireRequest& r) {
     auto at = parse_attempt(*a.reply);
     if (at.acquired) {
       ++granted;
+      node_fence[i] = at.fence;
       fence = std::max(fence, at.fence);
       least_granted = std::min(least_granted, at.remaining);
       return;
@@ -112,7 +117,12 @@ Attempt RedlockDriver::try_acquire(const AcquireRequest& r) {
   }
 
   if (granted >= majority && least_granted - since(t0) - drift_for(r.ttl) > milliseconds{0}) {
-    // Write the fence back (see the top of this file) before calling it won.
+    // Every granting node's counter gave the same F: those counters were raised to F while
+    // the name was held there, by the acquire itself, which is all the write-back would do
+    // (see the top of this file). The usual case, once the counters are in step.
+    bool in_step = std::all_of(node_fence.begin(), node_fence.end(), [&](auto f) { return f == 0 || f == fence; });
+    if (in_step) return Attempt{true, fence, least_granted - since(t0) - drift_for(r.ttl)};
+    // Write the fence back before calling it won.
     auto back = nodes_.eval_all(fence_script(), keys, {r.owner, std::to_string(fence)}, timeout);
     std::size_t confirmed = 0;
     for (const auto& a : back)
