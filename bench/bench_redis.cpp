@@ -197,7 +197,7 @@ BackendReport run_keyed(const std::string& backend, const char* var, dblock::Str
       "{0} baselines beyond the issue's `set-nx-px+del`: `fenced-floor` = the least a fenced lock must send: EVALSHA "
       "of `SET NX PX` + `INCR` (one atomic step), then EVALSHA of GET-compare + `DEL` (2 round trips, 2 scripts{1}); "
       "{0} vs `set-nx-px+del / fenced-floor` separates the cost of scripting (the protocol) from the library's own "
-      "(meta hash, re-entry, listing{2})",
+      "(grant record, re-entry, listing{2})",
       backend, redlock ? ", each to every node at once" : "", redlock ? ", majority counting" : ""));
   auto report = run_server(std::move(run), opt);
   rep.rows = std::move(report.rows);

@@ -51,7 +51,7 @@ struct LeaseInfo {
   std::string owner;
   std::uint64_t fence = 0;
   std::uint32_t holds = 0;
-  std::chrono::system_clock::time_point acquired_at;  // database clock
+  std::chrono::system_clock::time_point acquired_at;  // database clock (Redis: the acquiring client's)
   std::chrono::system_clock::time_point expires_at;   // database clock
 };
 

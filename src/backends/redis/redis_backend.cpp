@@ -43,20 +43,20 @@ Target node_target(Target t, const HostPort& hp, const std::string& scheme) {
 
 Keys keys_for(const ClientOptions& o) { return Keys{o.table + ":"}; }
 
-// SCANs one server for this namespace's meta hashes and describes each lease.
+// SCANs one server for this namespace's grant records and describes each lease.
 std::vector<LeaseInfo> list_on(Connection& c, const Keys& keys) {
   std::vector<LeaseInfo> out;
   std::string cursor = "0";
-  const auto meta_prefix = keys.meta("");
+  const auto grant_prefix = keys.grant("");
   do {
-    auto r = c.command({"SCAN", cursor, "MATCH", keys.meta_pattern(), "COUNT", "1000"});
+    auto r = c.command({"SCAN", cursor, "MATCH", keys.grant_pattern(), "COUNT", "1000"});
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 2) throw InternalError("redis: unexpected SCAN answer");
     cursor.assign(r->element[0]->str, r->element[0]->len);
     const auto& found = *r->element[1];
     for (std::size_t i = 0; i < found.elements; ++i) {
-      std::string meta(found.element[i]->str, found.element[i]->len);
-      auto name = meta.substr(meta_prefix.size());
-      auto d = c.eval(describe_script(), {name, meta}, {});
+      std::string grant(found.element[i]->str, found.element[i]->len);
+      auto name = grant.substr(grant_prefix.size());
+      auto d = c.eval(describe_script(), {name, grant}, {});
       if (d->type != REDIS_REPLY_ARRAY || d->elements != 6) continue;  // gone meanwhile
       auto ms = [](std::int64_t v) { return std::chrono::system_clock::time_point(milliseconds{v}); };
       LeaseInfo li;
@@ -97,7 +97,7 @@ class RedisBackend final : public Backend {
   }
   bool force_release(const std::string& name) override {
     auto c = pool_.get();
-    return as_int(*c->eval(force_release_script(), {name, keys_.meta(name)}, {keys_.channel()})) == 1;
+    return as_int(*c->eval(force_release_script(), {name, keys_.grant(name)}, {keys_.channel()})) == 1;
   }
 
  private:
@@ -153,7 +153,7 @@ class RedlockBackend final : public Backend {
   }
   bool force_release(const std::string& name) override {
     auto answers =
-        nodes_.eval_all(force_release_script(), {name, keys_.meta(name)}, {keys_.channel()}, statement_timeout_);
+        nodes_.eval_all(force_release_script(), {name, keys_.grant(name)}, {keys_.channel()}, statement_timeout_);
     return std::any_of(answers.begin(), answers.end(),
                        [](const NodeAnswer& a) { return a.ok() && as_int(*a.reply) == 1; });
   }

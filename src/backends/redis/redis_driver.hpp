@@ -28,5 +28,8 @@ class RedisDriver final : public LockDriver {
 
 // Reads the acquire script's {acquired, fence, remaining} answer.
 Attempt parse_attempt(const redisReply& r);
+// The acquire script's acquired_at: this machine's clock in ms since the epoch, as text
+// (for listing only; expiry is the server's PTTL).
+std::string now_ms_text();
 
 }  // namespace dblock::detail::redis

@@ -8,7 +8,7 @@
 // node's acquire INCRs its counter; the grant takes F = the greatest value among the majority
 // it won. When every granting node gave F, the grant is won as it stands: that majority W's
 // counters are F, set while the name was held there. Otherwise it writes F back (counter =
-// max(counter, F), meta fence = F) on the nodes, and only counts as won when a majority W
+// max(counter, F), the record's fence = F) on the nodes, and only counts as won when a majority W
 // confirmed the write-back while still holding the name. Either way, the next grant needs a
 // majority too, which overlaps W in some node n; it can only take n after our key left n,
 // which is after n's counter reached >= F, so its INCR there gives more than F, and its own
@@ -54,14 +54,14 @@ void RedlockDriver::abort(const std::string& name, const std::string& owner, con
     which[i] = granted || answers[i].kind == Kind::timed_out;
     any = any || which[i];
   }
-  if (any) nodes_.eval_all(abort_script(), {name, keys_.meta(name)}, {owner, keys_.channel()}, timeout, which);
+  if (any) nodes_.eval_all(abort_script(), {name, keys_.grant(name)}, {owner, keys_.channel()}, timeout, which);
 }
 
 Attempt RedlockDriver::try_acquire(const AcquireRequest& r) {
   const auto t0 = Clock::now();
   const auto timeout = per_node_timeout(r.ttl);
-  const std::vector<std::string> keys{r.name, keys_.meta(r.name), keys_.fence(r.name)};
-  const std::vector<std::string> args{r.owner, std::to_string(r.ttl.count()), sub_ ? "1" : "0"};
+  const std::vector<std::string> keys{r.name, keys_.grant(r.name), keys_.fence(r.name)};
+  const std::vector<std::string> args{r.owner, std::to_string(r.ttl.count()), sub_ ? "1" : "0", now_ms_text()};
   const auto n = nodes_.size(), majority = nodes_.majority();
   auto answers = nodes_.eval_all(acquire_script(), keys, args, timeout);
 
@@ -140,7 +140,7 @@ Attempt RedlockDriver::try_acquire(const AcquireRequest& r) {
 
 Renewal RedlockDriver::renew(const std::string& name, const std::string& owner, std::uint64_t fence, milliseconds ttl) {
   const auto t0 = Clock::now();
-  auto answers = nodes_.eval_all(renew_script(), {name, keys_.meta(name)},
+  auto answers = nodes_.eval_all(renew_script(), {name, keys_.grant(name)},
                                  {owner, std::to_string(fence), std::to_string(ttl.count())}, per_node_timeout(ttl));
   std::size_t held = 0, not_ours = 0;
   for (const auto& a : answers) {
@@ -161,7 +161,7 @@ Renewal RedlockDriver::renew(const std::string& name, const std::string& owner, 
 
 bool RedlockDriver::release(const std::string& name, const std::string& owner, std::uint64_t fence) {
   auto answers =
-      nodes_.eval_all(release_script(), {name, keys_.meta(name)}, {owner, std::to_string(fence), keys_.channel()},
+      nodes_.eval_all(release_script(), {name, keys_.grant(name)}, {owner, std::to_string(fence), keys_.channel()},
                       std::min(statement_timeout_, milliseconds{500}));
   std::size_t ours = 0, not_ours = 0;
   for (const auto& a : answers) {

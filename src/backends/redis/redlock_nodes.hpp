@@ -43,7 +43,9 @@ class Nodes {
   using Set = std::vector<std::unique_ptr<Connection>>;  // one slot per node, null: not connected
   Set borrow();
   void give_back(Set s);
-  void ensure(Set& s, std::size_t i, milliseconds connect_timeout);
+  // Drops the connections of `which` (empty: all) that the server closed, and connects the
+  // missing ones whose node is not known to be down.
+  void ensure(Set& s, const std::vector<bool>& which, milliseconds connect_timeout);
   void failed(std::size_t i);
 
   std::vector<Target> targets_;
