@@ -2,6 +2,10 @@
 // what differs is acquire and release.
 #pragma once
 
+#include <mutex>
+#include <optional>
+#include <unordered_map>
+
 #include "core/driver.hpp"
 #include "sql/dialect.hpp"
 #include "sql/notifier.hpp"
@@ -45,15 +49,19 @@ class LeaseDriver : public LockDriver {
     return Attempt{false, 0, h.rows.empty() ? milliseconds{0} : milliseconds{as_int(h.rows.front()[1])}};
   }
   // The release: the last hold frees the lock (and wakes waiters), an earlier one counts down.
-  bool release_with(const std::string& last_hold_sql, const std::string& name, const std::string& owner,
-                    std::uint64_t fence) {
+  // Returns the last-hold statement's result when it freed the lock, an empty one when an
+  // earlier hold counted down, nothing when the lease was not ours any more.
+  std::optional<Result> release_with(const std::string& last_hold_sql, const std::string& name,
+                                     const std::string& owner, std::uint64_t fence) {
     auto s = pool_.get();
     std::vector<Value> params{name, owner, static_cast<std::int64_t>(fence)};
-    if (s->run(last_hold_sql, params).affected == 1) {
+    auto freed = s->run(last_hold_sql, params);
+    if (freed.affected == 1) {
       if (notifier_) notifier_->released(name);
-      return true;
+      return freed;
     }
-    return s->run(d_.release_hold, params).affected == 1;
+    if (s->run(d_.release_hold, params).affected == 1) return Result{};
+    return std::nullopt;
   }
 
   SessionPool& pool_;
@@ -73,6 +81,15 @@ class OptimisticDriver final : public LeaseDriver {
   using LeaseDriver::LeaseDriver;
   Attempt try_acquire(const AcquireRequest& r) override;
   bool release(const std::string& name, const std::string& owner, std::uint64_t fence) override;
+
+ private:
+  // The version a release of ours left on a free row (where the dialect's release returns
+  // it), per name: this Client's next acquire of the name tries the compare-and-set on it
+  // before reading the row. Taken (erased) by every acquire. Bounded: cleared when full.
+  std::optional<std::int64_t> take_hint(const std::string& name);
+  void leave_hint(const std::string& name, std::int64_t version);
+  std::mutex hints_mutex_;
+  std::unordered_map<std::string, std::int64_t> hints_;
 };
 
 }  // namespace dblock::detail::sql

@@ -1,11 +1,40 @@
 // The optimistic strategy: a persistent row per name with a version column. Acquire reads
-// the row and compare-and-sets it on the version it read; whoever updates one row wins.
+// the row and compare-and-sets it on the version it read (or, right after a release of our
+// own, on the version that release left); whoever updates one row wins.
 #include "sql/lease_drivers.hpp"
 
 namespace dblock::detail::sql {
 
+namespace {
+constexpr std::size_t max_hints = 4096;
+}
+
+std::optional<std::int64_t> OptimisticDriver::take_hint(const std::string& name) {
+  std::lock_guard lk(hints_mutex_);
+  auto it = hints_.find(name);
+  if (it == hints_.end()) return std::nullopt;
+  auto v = it->second;
+  hints_.erase(it);
+  return v;
+}
+
+void OptimisticDriver::leave_hint(const std::string& name, std::int64_t version) {
+  std::lock_guard lk(hints_mutex_);
+  if (hints_.size() >= max_hints) hints_.clear();
+  hints_[name] = version;
+}
+
 Attempt OptimisticDriver::try_acquire(const AcquireRequest& r) {
   auto s = pool_.get();
+  // Our own last release of the name left this version: try the compare-and-set on it at
+  // once, a round trip fewer than reading first (a Client that takes and releases a name in
+  // turn). Only a free row still at that version is won. Any miss (taken or changed since,
+  // or one of our owners holds it and re-enters: a release's hint can land just after
+  // another of our threads took the name) goes on as if there had been no hint.
+  if (auto version = take_hint(r.name)) {
+    auto won = s->run(d_.optimistic_take, {r.name, r.owner, std::int64_t{r.ttl.count()}, *version});
+    if (!won.rows.empty() && as_int(won.rows.front()[0]) != 0) return granted(won.rows.front());
+  }
   // A lost compare-and-set means the row changed under us: read again. Each round either
   // finds a live holder (busy) or races a writer that just changed the row; a few rounds
   // settle it, and the caller's backoff covers the rest.
@@ -35,7 +64,10 @@ Attempt OptimisticDriver::try_acquire(const AcquireRequest& r) {
 }
 
 bool OptimisticDriver::release(const std::string& name, const std::string& owner, std::uint64_t fence) {
-  return release_with(d_.optimistic_release, name, owner, fence);
+  auto released = release_with(d_.optimistic_release, name, owner, fence);
+  if (released && !released->rows.empty() && !released->rows.front().empty())
+    leave_hint(name, as_int(released->rows.front().back()));
+  return released.has_value();
 }
 
 }  // namespace dblock::detail::sql

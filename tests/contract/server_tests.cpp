@@ -39,15 +39,50 @@ namespace {
   CHECK(taken->fence() > held.fence());
 }
 
+// The optimistic strategy remembers the version its own release left and tries the next
+// compare-and-set on it without reading the row. That guess must never answer "busy" for a
+// row the caller holds: a release's hint can land just after another thread of the same
+// Client took the name. Here the row becomes this owner's again behind the client's back,
+// its version moved past the hint; the next acquire must re-enter it (fence kept, holds 2).
+[[maybe_unused]] void optimistic_hint_never_hides_a_reentry(Server server) {
+  dblock::test::ScratchTable table(server);
+  auto c = table.ns().open();
+  dblock::LockOptions o;
+  o.strategy = dblock::Strategy::optimistic;
+  o.auto_renew = false;
+  auto first = c->lock("job", o).acquire();
+  const auto owner = first.owner();
+  const auto fence = static_cast<std::int64_t>(first.fence());
+  first.release();
+  auto raw = dblock::test::server_session(table.url());
+  auto until = std::chrono::duration_cast<std::chrono::milliseconds>(
+                   (std::chrono::system_clock::now() + 60s).time_since_epoch()).count();
+  raw->run("UPDATE " + table.name() + " SET owner = '" + owner + "', holds = 1, fence = " + std::to_string(fence) +
+               ", valid_until = " + std::to_string(until) + ", version = version + 1 WHERE name = 'job'",
+           {});
+  auto again = c->lock("job", o).try_acquire();
+  REQUIRE(again);  // re-entered, not "busy"
+  CHECK(again->fence() == first.fence());
+  auto rows = raw->run("SELECT holds FROM " + table.name() + " WHERE name = 'job'", {}).rows;
+  REQUIRE(rows.size() == 1);
+  CHECK(std::get<std::int64_t>(rows[0][0]) == 2);
+}
+
 }  // namespace
 
 #ifdef DBLOCK_TEST_POSTGRESQL
+TEST_CASE("postgresql: the optimistic release hint never hides a re-entry", "[postgresql]") {
+  optimistic_hint_never_hides_a_reentry(Server::postgresql);
+}
 TEST_CASE("postgresql: a timeout while acquiring fails cleanly and leaves no half-acquired row", "[postgresql]") {
   timeout_while_acquiring_changes_nothing(Server::postgresql);
 }
 #endif
 
 #ifdef DBLOCK_TEST_MYSQL
+TEST_CASE("mysql: the optimistic release hint never hides a re-entry", "[mysql]") {
+  optimistic_hint_never_hides_a_reentry(Server::mysql);
+}
 TEST_CASE("mysql: a timeout while acquiring fails cleanly and leaves no half-acquired row", "[mysql]") {
   timeout_while_acquiring_changes_nothing(Server::mysql);
 }

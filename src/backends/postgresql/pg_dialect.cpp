@@ -99,7 +99,8 @@ const Dialect& postgresql_dialect() {
         "RETURNING fence, valid_until - ${now_ms}";
     d.optimistic_release =
         "WITH freed AS (UPDATE ${table} SET owner = '', holds = 0, valid_until = 0, version = version + 1 "
-        "WHERE name = $1 AND owner = $2 AND fence = $3::bigint AND holds <= 1 RETURNING name) " + notify_async + "freed";
+        "WHERE name = $1 AND owner = $2 AND fence = $3::bigint AND holds <= 1 RETURNING name, version) "
+        "SELECT pg_notify('dblock_${table}', name), set_config('synchronous_commit', 'off', true), version FROM freed";
 
     // set_config(..., true) is SET LOCAL: it ends with the transaction. The statement
     // timeout is lifted past the lock wait, which lock_timeout bounds.

@@ -50,7 +50,7 @@ const Dialect& sqlite_dialect() {
         "RETURNING fence, valid_until - ${now_ms}";
     d.optimistic_release =
         "UPDATE ${table} SET owner = '', holds = 0, valid_until = 0, version = version + 1 "
-        "WHERE name = ?1 AND owner = ?2 AND fence = ?3 AND holds <= 1";
+        "WHERE name = ?1 AND owner = ?2 AND fence = ?3 AND holds <= 1 RETURNING version";
 
     d.list =
         "SELECT name, owner, fence, holds, acquired_at, valid_until FROM ${table} "
