@@ -24,7 +24,7 @@ const Dialect& postgresql_dialect() {
     // its TTL: exactly a client that died before releasing. Grants, renewals, fences (the
     // sequence) and force_release stay synchronous.
     const std::string notify_async =
-        "SELECT pg_notify('dblock_${table}', name), set_config('synchronous_commit', 'off', true) FROM ";
+        "SELECT pg_notify('dblock_${table}', name), set_config('synchronous_commit', 'off', true)";
 
     d.holder = "SELECT owner, valid_until - ${now_ms} FROM ${table} WHERE name = $1 AND valid_until > ${now_ms}";
     d.renew =
@@ -70,7 +70,7 @@ const Dialect& postgresql_dialect() {
         "WHERE NOT EXISTS (SELECT 1 FROM won)";
     d.insert_release =
         "WITH gone AS (DELETE FROM ${table} WHERE name = $1 AND owner = $2 AND fence = $3::bigint AND holds <= 1 "
-        "RETURNING name) " + notify_async + "gone";
+        "RETURNING name) " + notify_async + " FROM gone";
 
     d.optimistic_read = "SELECT owner, version, valid_until - ${now_ms} FROM ${table} WHERE name = $1";
     // The waiters one release wakes all read the same free version and race to take it. An
@@ -99,8 +99,8 @@ const Dialect& postgresql_dialect() {
         "RETURNING fence, valid_until - ${now_ms}";
     d.optimistic_release =
         "WITH freed AS (UPDATE ${table} SET owner = '', holds = 0, valid_until = 0, version = version + 1 "
-        "WHERE name = $1 AND owner = $2 AND fence = $3::bigint AND holds <= 1 RETURNING name, version) "
-        "SELECT pg_notify('dblock_${table}', name), set_config('synchronous_commit', 'off', true), version FROM freed";
+        "WHERE name = $1 AND owner = $2 AND fence = $3::bigint AND holds <= 1 RETURNING name, version) " +
+        notify_async + ", version FROM freed";
 
     // set_config(..., true) is SET LOCAL: it ends with the transaction. The statement
     // timeout is lifted past the lock wait, which lock_timeout bounds.

@@ -8,11 +8,17 @@ namespace dblock::detail::redis {
 // as much server time as a bare command's whole execution, and a Redlock grant pays it on
 // every node: with a hash meta and TIME the scripts cost 1.06-1.13x the fenced floor sent
 // bare, with the record 0.84-1.01x (same session).
-static const char* const parse_record = "^(%d+) (%d+) (%d+) (%d) (.*)$";
-
+// with_record(): the script with two helpers in front, so each script reads and writes the
+// record the same way: parse(g) -> fence, holds, acquired_at, waiting, owner (all nil when g
+// is nil or not a record); record(...) -> the string again.
 namespace {
-std::string with_record_parser(const char* body) {
-  return std::string("local RECORD = '") + parse_record + "'\n" + body;
+std::string with_record(const char* body) {
+  return std::string(R"lua(
+local function parse(g)
+  if g then return string.match(g, '^(%d+) (%d+) (%d+) (%d) (.*)$') end
+end
+local function record(f, h, at, w, o) return f .. ' ' .. h .. ' ' .. at .. ' ' .. w .. ' ' .. o end
+)lua") + body;
 }
 }  // namespace
 
@@ -31,7 +37,7 @@ std::string with_record_parser(const char* body) {
 // A busy answer names the holder (the key's value): Redlock tells a split vote from a
 // holder with a majority by it.
 const Script& acquire_script() {
-  static const Script s(with_record_parser(R"lua(
+  static const Script s(with_record(R"lua(
 local ttl = tonumber(ARGV[2])
 if redis.call('SET', KEYS[1], ARGV[1], 'NX', 'PX', ttl) then
   local fence = redis.call('INCR', KEYS[3])
@@ -43,18 +49,14 @@ local holder = redis.call('GET', KEYS[1])
 if holder == ARGV[1] then
   if left < ttl then left = ttl end
   redis.call('PEXPIRE', KEYS[1], left)
-  local g = redis.call('GET', KEYS[2])
-  local f, h, at, w, o
-  if g then f, h, at, w, o = string.match(g, RECORD) end
+  local f, h, at, w, o = parse(redis.call('GET', KEYS[2]))
   if not f then return {1, 0, left} end
-  redis.call('SET', KEYS[2], f .. ' ' .. (tonumber(h) + 1) .. ' ' .. at .. ' ' .. w .. ' ' .. o, 'PX', left)
+  redis.call('SET', KEYS[2], record(f, tonumber(h) + 1, at, w, o), 'PX', left)
   return {1, tonumber(f), left}
 end
 if ARGV[3] == '1' then
-  local g = redis.call('GET', KEYS[2])
-  local f, h, at, w, o
-  if g then f, h, at, w, o = string.match(g, RECORD) end
-  if f and w == '0' then redis.call('SET', KEYS[2], f .. ' ' .. h .. ' ' .. at .. ' 1 ' .. o, 'KEEPTTL') end
+  local f, h, at, w, o = parse(redis.call('GET', KEYS[2]))
+  if f and w == '0' then redis.call('SET', KEYS[2], record(f, h, at, 1, o), 'KEEPTTL') end
 end
 if left < 0 then left = 0 end
 return {0, holder, left}
@@ -81,14 +83,12 @@ return tonumber(ARGV[3])
 // flag); an earlier hold counts down, the last frees the name and, if a waiter flagged the
 // grant (see acquire), tells the waiters (PUBLISH), all in one step.
 const Script& release_script() {
-  static const Script s(with_record_parser(R"lua(
+  static const Script s(with_record(R"lua(
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-local g = redis.call('GET', KEYS[2])
-if not g then return 0 end
-local f, h, at, w, o = string.match(g, RECORD)
-if f ~= ARGV[2] then return 0 end
+local f, h, at, w, o = parse(redis.call('GET', KEYS[2]))
+if not f or f ~= ARGV[2] then return 0 end
 if tonumber(h) > 1 then
-  redis.call('SET', KEYS[2], f .. ' ' .. (tonumber(h) - 1) .. ' ' .. at .. ' ' .. w .. ' ' .. o, 'KEEPTTL')
+  redis.call('SET', KEYS[2], record(f, tonumber(h) - 1, at, w, o), 'KEEPTTL')
   return 1
 end
 redis.call('DEL', KEYS[1], KEYS[2])
@@ -101,13 +101,11 @@ return 2
 // Undo of a redlock attempt that did not win: the node may have granted with a fence we
 // never saw (its answer timed out), so only the owner is checked.
 const Script& abort_script() {
-  static const Script s(with_record_parser(R"lua(
+  static const Script s(with_record(R"lua(
 if redis.call('GET', KEYS[1]) ~= ARGV[1] then return 0 end
-local g = redis.call('GET', KEYS[2])
-local f, h, at, w, o
-if g then f, h, at, w, o = string.match(g, RECORD) end
+local f, h, at, w, o = parse(redis.call('GET', KEYS[2]))
 if f and tonumber(h) > 1 then
-  redis.call('SET', KEYS[2], f .. ' ' .. (tonumber(h) - 1) .. ' ' .. at .. ' ' .. w .. ' ' .. o, 'KEEPTTL')
+  redis.call('SET', KEYS[2], record(f, tonumber(h) - 1, at, w, o), 'KEEPTTL')
   return 1
 end
 redis.call('DEL', KEYS[1], KEYS[2])
@@ -137,10 +135,10 @@ return 1
 // An operator's force release: only a dblock holder's lock (the record exists and names
 // the key's current owner) is deleted, never a foreign key that merely has the same name.
 const Script& force_release_script() {
-  static const Script s(with_record_parser(R"lua(
+  static const Script s(with_record(R"lua(
 local g = redis.call('GET', KEYS[2])
 if not g then return 0 end
-local f, h, at, w, o = string.match(g, RECORD)
+local f, h, at, w, o = parse(g)
 if f and redis.call('GET', KEYS[1]) == o then redis.call('DEL', KEYS[1]) end
 redis.call('DEL', KEYS[2])
 redis.call('PUBLISH', ARGV[1], KEYS[1])
@@ -151,10 +149,8 @@ return 1
 
 // One listed lease, read atomically, with the server's clock for expires_at.
 const Script& describe_script() {
-  static const Script s(with_record_parser(R"lua(
-local g = redis.call('GET', KEYS[2])
-if not g then return false end
-local f, h, at, w, o = string.match(g, RECORD)
+  static const Script s(with_record(R"lua(
+local f, h, at, w, o = parse(redis.call('GET', KEYS[2]))
 if not f or redis.call('GET', KEYS[1]) ~= o then return false end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
