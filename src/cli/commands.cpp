@@ -41,7 +41,8 @@ int sweep_command(const Common& c, const std::string& every, std::size_t batch) 
   }
   if (!period) {
     auto client = Client::open(c.url, c.client_options());
-    std::cout << "dblock: swept " << client->sweep(batch) << " expired leases\n";
+    auto n = client->sweep(batch);  // before any output: a failure prints only its error
+    std::cout << "dblock: swept " << n << " expired leases\n";
     return ok;
   }
   // A long-running job: SIGINT/SIGTERM/SIGHUP end it between passes. Blocked before

@@ -58,9 +58,10 @@ struct Dialect {
   // remaining_ms (busy; 0: someone is taking it right now, also busy) or -1 (read again).
   std::string optimistic_take;
   std::string optimistic_reenter;  // (name, owner, ttl_ms, version) -> fence, remaining_ms
-  // (name, owner, fence): free our row if holds = 1; affected 1 or 0. Where the dialect can
-  // (RETURNING), also one row whose last column is the freed row's new version: the next
-  // acquire from this Client tries the compare-and-set on it without reading first.
+  // (name, owner, fence): free our row if holds = 1; affected 1 or 0. Also one row whose
+  // last column is the freed row's new version (RETURNING; MySQL: LAST_INSERT_ID(expr) and a
+  // SELECT of it): this Client's next acquire tries the compare-and-set on it without
+  // reading first.
   std::string optimistic_release;
 
   // Session strategies: the lock lives in one connection, pinned while held, and is freed by

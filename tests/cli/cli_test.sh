@@ -254,6 +254,11 @@ else
   expect_exit 78 "missing lock table names dblock migrate" "$DBLOCK" list --table never_migrated_table
 fi
 grep -q "dblock migrate" "$WORK/err" && ok "the error names dblock migrate" || fail "missing-table error: $(cat "$WORK/err")"
+grep -q "LINE 1" "$WORK/err" && fail "the missing-table error quotes our SQL: $(cat "$WORK/err")"
+if [ "$BACKEND" != sqlite ]; then
+  expect_exit 78 "sweep of a missing lock table" "$DBLOCK" sweep --table never_migrated_table
+  [ -s "$WORK/out" ] && fail "a failed sweep printed: $(cat "$WORK/out")" || ok "a failed sweep prints nothing on stdout"
+fi
 sql "UPDATE ${DBLOCK_TABLE}_schema_history SET checksum = 12345" || fail "cannot tamper with the history"
 expect_exit 78 "a changed migration is refused" "$DBLOCK" migrate
 grep -q "changed" "$WORK/err" && ok "the error says the migration changed" || fail "changed-migration error: $(cat "$WORK/err")"
@@ -274,7 +279,9 @@ if [ -n "$SERVER_URL" ]; then
   [ $((t1 - t0)) -lt 3000 ] && ok "unreachable server: gave up within the 2s timeout ($((t1 - t0)) ms)" || fail "unreachable server: took $((t1 - t0)) ms (timeout 2s)"
   grep -q Wr0ngSecret "$WORK/err" && fail "the password appears in the error" || ok "the password is not in the error"
   case "$BACKEND" in
-    postgresql) expect_exit 78 "a schema that does not exist" "$DBLOCK" migrate --table no_such_schema.locks ;;
+    postgresql)
+      expect_exit 78 "a schema that does not exist" "$DBLOCK" migrate --table no_such_schema.locks
+      grep -q "CREATE SCHEMA" "$WORK/err" && ok "the error says to create the schema" || fail "missing-schema error: $(cat "$WORK/err")" ;;
     mysql)
       expect_exit 78 "a database that does not exist, in the URL" "$DBLOCK" migrate --url "${SERVER_URL%/*}/no_such_db"
       expect_exit 78 "a database that does not exist, in --table" "$DBLOCK" migrate --table no_such_db.locks ;;

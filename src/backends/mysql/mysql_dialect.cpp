@@ -46,9 +46,13 @@ const Dialect& mysql_dialect() {
         "version = version + 1 WHERE name = ?1 AND version = ?4 AND owner = ?2 AND valid_until > ${now_ms}; "
         "SET @dblock_won = ROW_COUNT(); "
         "SELECT fence, valid_until - ${now_ms} FROM ${table} WHERE name = ?1 AND @dblock_won = 1";
+    // Answers the version it left (LAST_INSERT_ID(expr) remembers expr for this session, as
+    // draw_fence does), so that this Client's next acquire of the name can try the
+    // compare-and-set at once instead of reading first (OptimisticDriver's hint).
     d.optimistic_release =
-        "UPDATE ${table} SET owner = '', holds = 0, valid_until = 0, version = version + 1 "
-        "WHERE name = ?1 AND owner = ?2 AND fence = ?3 AND holds <= 1";
+        "UPDATE ${table} SET owner = '', holds = 0, valid_until = 0, version = LAST_INSERT_ID(version + 1) "
+        "WHERE name = ?1 AND owner = ?2 AND fence = ?3 AND holds <= 1; "
+        "SELECT LAST_INSERT_ID() FROM DUAL WHERE ROW_COUNT() = 1";
 
     // Session strategies. The wait bound goes to both mechanisms (a user variable for
     // GET_LOCK, the session's row-lock timeout for FOR UPDATE), in whole seconds.

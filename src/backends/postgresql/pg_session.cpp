@@ -88,6 +88,16 @@ constexpr std::chrono::milliseconds guard_grace{1000};  // past the server's own
 
 }  // namespace
 
+// libpq's "ERROR:  relation \"t\" does not exist\nLINE 1: ..." -> "relation \"t\" does not exist".
+static std::string first_line(std::string msg) {
+  msg = msg.substr(0, msg.find('\n'));
+  for (const char* severity : {"ERROR:  ", "FATAL:  "})
+    if (msg.rfind(severity, 0) == 0) msg.erase(0, std::string(severity).size());
+  auto at = msg.rfind(" at character ");  // a position in SQL the user never wrote
+  if (at != std::string::npos) msg.erase(at);
+  return msg;
+}
+
 // Every libpqxx error becomes a dblock error here, and nowhere else.
 void throw_pg_error(const std::exception& e, const std::string& where, bool* usable) {
   auto gone = [&] {
@@ -104,8 +114,14 @@ void throw_pg_error(const std::exception& e, const std::string& where, bool* usa
   if (auto* se = dynamic_cast<const pqxx::sql_error*>(&e)) {
     const std::string& state = se->sqlstate();
     auto cls = state.substr(0, 2);
-    if (state == "42P01" || state == "3F000")
-      throw SchemaError("postgresql at " + where + ": " + msg + " (run `dblock migrate` with the same --table)");
+    // A statement error's first line is the whole story; the rest quotes our SQL text back
+    // ("LINE 1: WITH won AS ...") with a caret under it, which only buries it.
+    msg = first_line(e.what());
+    if (state == "42P01")
+      throw SchemaError("postgresql at " + where + ": " + msg + ": the lock table is missing (run `dblock migrate` with the same --table)");
+    if (state == "3F000")
+      throw SchemaError("postgresql at " + where + ": " + msg +
+                        " (`dblock migrate` creates the table, not its schema: CREATE SCHEMA first, or fix --table)");
     if (state == "57014" || state == "55P03" || cls == "40")
       throw TimeoutError("postgresql at " + where + ": " + msg);
     if (cls == "08" || cls == "28" || cls == "53" || cls == "57") {
