@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -236,6 +237,46 @@ TEST_CASE("redlock: with one node down, locks still work on the majority and fen
   REQUIRE(third);
   CHECK(third->fence() > second.fence());
   CHECK(other->list().size() == 1);
+}
+
+// Freezes one redlock node (SIGSTOP: it still accepts connections, as a hung or swapping
+// server does, but answers nothing) and thaws it when it goes out of scope.
+class FrozenNode {
+ public:
+  FrozenNode(const std::string& url, int which) {
+    auto info = raw(hosts_of(url).at(static_cast<std::size_t>(which)), {"INFO", "server"});
+    auto at = info.find("process_id:");
+    REQUIRE(at != std::string::npos);
+    pid_ = static_cast<pid_t>(std::stol(info.substr(at + 11)));
+    REQUIRE(::kill(pid_, SIGSTOP) == 0);
+  }
+  ~FrozenNode() { ::kill(pid_, SIGCONT); }
+
+ private:
+  pid_t pid_ = 0;
+};
+
+TEST_CASE("redlock: a hung node costs one per-node timeout a second, not one per call", "[redis]") {
+  dblock::test::Redlock f;
+  auto ns = f.make();
+  auto c = ns.open();
+  auto lock = c->lock("job", opts(Strategy::redlock, 1s));  // per-node timeout: 100 ms
+  lock.acquire().release();  // connections to every node, in the pool
+  std::uint64_t last = 0;
+  FrozenNode frozen(ns.url, 1);
+  // 20 cycles asking the frozen node each time: 20 x (100 ms acquire + 500 ms release).
+  // Resting it after its first timeout, they take about one timeout a second.
+  auto t0 = Clock::now();
+  for (int i = 0; i < 20; ++i) {
+    auto lease = lock.try_acquire();
+    REQUIRE(lease);
+    CHECK(lease->fence() > last);
+    last = lease->fence();
+    lease->release();
+  }
+  auto took = std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t0);
+  INFO("20 cycles with a frozen node took " << took.count() << " ms");
+  CHECK(took < 4s);
 }
 
 TEST_CASE("redlock: with a majority down an attempt fails fast with UnavailableError", "[redis]") {

@@ -53,7 +53,7 @@ void Nodes::give_back(Set s) {
 
 void Nodes::failed(std::size_t i) { retry_at_[i] = (Clock::now() + retry_down_node_every).time_since_epoch().count(); }
 
-void Nodes::ensure(Set& s, const std::vector<bool>& which, milliseconds connect_timeout) {
+void Nodes::ensure(Set& s, const std::vector<bool>& which, milliseconds connect_timeout, bool resting_too) {
   // An idle connection has nothing to read: readable (EOF, an error) means the server closed
   // it meanwhile (a restart). One poll() for all the nodes, not Connection::still_open()'s
   // one per node: a syscall per node and round was a tenth of a Redlock cycle's CPU.
@@ -69,7 +69,7 @@ void Nodes::ensure(Set& s, const std::vector<bool>& which, milliseconds connect_
       if (fds[k].revents) s[node_of[k]].reset();
   for (std::size_t i = 0; i < s.size(); ++i) {
     if ((!which.empty() && !which[i]) || s[i]) continue;
-    if (Clock::now().time_since_epoch().count() < retry_at_[i]) continue;  // known down: not yet
+    if (!resting_too && Clock::now().time_since_epoch().count() < retry_at_[i]) continue;  // known down: not yet
     try {
       s[i] = std::make_unique<Connection>(targets_[i], connect_timeout);
     } catch (const Error&) {
@@ -88,7 +88,9 @@ std::vector<NodeAnswer> Nodes::eval_all(const Script& script, const std::vector<
   auto lose = [&](std::size_t i, NodeAnswer::Kind kind) {
     out[i].kind = kind;
     s[i].reset();  // a late answer would be read as the next command's: drop the connection
-    if (kind == NodeAnswer::Kind::down) failed(i);
+    // A node that timed out rests too: one that hangs (stopped, swapping, a partition that
+    // drops packets) still accepts connections, and would cost every call the timeout.
+    failed(i);
   };
   auto kind_of = [](const Error& e) {
     return e.kind() == ErrorKind::timeout ? NodeAnswer::Kind::timed_out : NodeAnswer::Kind::down;
@@ -107,10 +109,17 @@ std::vector<NodeAnswer> Nodes::eval_all(const Script& script, const std::vector<
     }
   };
   std::vector<bool> sent(n, false);
-  ensure(s, which, timeout);
+  // A resting node (it failed or timed out within the last second) is skipped even where
+  // this set still has a connection to it, as long as the others can make a majority; when
+  // they cannot, it is asked anyway: a node that was only slow once must not cost the lock.
+  const auto now = Clock::now().time_since_epoch().count();
+  std::size_t awake = 0;
+  for (std::size_t i = 0; i < n; ++i) awake += now >= retry_at_[i];
+  const bool ask_resting = awake < majority();
+  ensure(s, which, timeout, ask_resting);
   for (std::size_t i = 0; i < n; ++i) {
     if (!which.empty() && !which[i]) continue;
-    if (s[i])
+    if (s[i] && (ask_resting || now >= retry_at_[i]))
       sent[i] = send(i, true);
     else
       out[i].kind = NodeAnswer::Kind::down;

@@ -1,8 +1,9 @@
 // Redlock's N independent Redis nodes, talked to in parallel: a script is queued on every
 // node's connection, all are flushed, then the answers are read against one deadline, so an
 // attempt costs about one round trip to the slowest node that answers in time, not the sum.
-// A node that fails is not retried for a second, and then with a connect timeout no longer
-// than the attempt's per-node timeout: a dead node does not slow every attempt.
+// A node that fails or does not answer in time rests for a second (it is not asked while
+// the others can make a majority), and is then retried with a connect timeout no longer than
+// the attempt's per-node timeout: a dead or hung node does not slow every attempt.
 #pragma once
 
 #include <atomic>
@@ -44,8 +45,8 @@ class Nodes {
   Set borrow();
   void give_back(Set s);
   // Drops the connections of `which` (empty: all) that the server closed, and connects the
-  // missing ones whose node is not known to be down.
-  void ensure(Set& s, const std::vector<bool>& which, milliseconds connect_timeout);
+  // missing ones whose node is not resting (known down or slow), or all with resting_too.
+  void ensure(Set& s, const std::vector<bool>& which, milliseconds connect_timeout, bool resting_too);
   void failed(std::size_t i);
 
   std::vector<Target> targets_;
