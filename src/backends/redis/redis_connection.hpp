@@ -79,6 +79,10 @@ class Connection {
   redisContext* context() noexcept { return ctx_; }
   const std::string& where() const noexcept { return where_; }
 
+  // Replies to earlier commands that their caller stopped waiting for (Redlock's nodes
+  // once a majority has answered); they arrive first and are dropped by the next reader.
+  std::size_t unread = 0;
+
   // Throws the dblock error for this connection's I/O failure.
   [[noreturn]] void fail_io();
   // Throws the dblock error for an error reply (NOSCRIPT included: callers check it first).

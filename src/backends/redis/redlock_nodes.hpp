@@ -18,7 +18,9 @@ namespace dblock::detail::redis {
 
 // One node's answer to a parallel call.
 struct NodeAnswer {
-  enum class Kind { answered, down, timed_out } kind = Kind::down;
+  // unread: the call was decided before this node answered (see eval_all's `decided`); the
+  // script was sent and may have run.
+  enum class Kind { answered, down, timed_out, unread } kind = Kind::down;
   Reply reply;  // answered: the reply (may be a Redis error reply other than NOSCRIPT)
   bool ok() const { return kind == Kind::answered && reply && reply->type != REDIS_REPLY_ERROR; }
 };
@@ -35,10 +37,13 @@ class Nodes {
   void connect_all();
 
   // Runs a script on the nodes flagged in `which` (all when empty) at once and waits for
-  // their answers until `timeout` has passed.
+  // their answers until `timeout` has passed, or until `decided` (when given) says the
+  // answers so far settle the outcome: the rest are left `unread` and dropped on arrival
+  // by whichever call uses those connections next.
+  using Decided = bool (*)(const std::vector<NodeAnswer>&, std::size_t majority);
   std::vector<NodeAnswer> eval_all(const Script& s, const std::vector<std::string>& keys,
                                    const std::vector<std::string>& args, milliseconds timeout,
-                                   const std::vector<bool>& which = {});
+                                   const std::vector<bool>& which = {}, Decided decided = nullptr);
 
  private:
   using Set = std::vector<std::unique_ptr<Connection>>;  // one slot per node, null: not connected
