@@ -5,7 +5,8 @@
 // avoid, and `fenced-floor`: the least script work a *fenced* lock must do (SET NX PX + INCR
 // in one EVALSHA, compare + DEL in another), so the report separates the protocol's cost from
 // the library's. For redlock each baseline goes to every node at once (pipelined on one
-// connection per node, replies read after all were sent), as the strategy does; a redlock
+// connection per node, replies read after all were sent, until a majority answered: the
+// protocol needs no more, and the library waits for no more either), as the strategy does; a redlock
 // grant whose nodes' counters are in step needs no fence write-back round (ARCHITECTURE.md,
 // "Fences across majorities"), so its floor is the same two rounds.
 #include "bench_redis.hpp"
@@ -18,6 +19,8 @@
 
 #ifdef DBLOCK_WITH_REDIS
 #include <hiredis/hiredis.h>
+
+#include <poll.h>
 
 #include <memory>
 #include <vector>
@@ -73,10 +76,15 @@ class Nodes {
                                                         : std::vector<std::string>{"AUTH", u.user, u.password}}, c.get());
       nodes_.push_back(std::move(c));
     }
+    owed_.assign(nodes_.size(), 0);
   }
-  // Sends the commands to every node (all of them before reading), then reads every reply;
-  // returns the replies' integers (or 1 for OK / PONG, 0 for nil) of the last node.
+  // Sends the commands to every node (all of them before reading), then reads the replies in
+  // the order they arrive until a majority of the nodes has answered them all, as the
+  // library's Redlock does for a release; the others' replies are read (and dropped) ahead
+  // of the next call's. Returns the replies' integers (or 1 for OK / PONG, 0 for nil) of
+  // the first node to answer them all. One node: every reply, in order.
   std::vector<long long> all(const std::vector<std::vector<std::string>>& cmds) {
+    const std::size_t n = nodes_.size(), majority = n / 2 + 1;
     for (auto& c : nodes_)
       for (const auto& cmd : cmds) append(c.get(), cmd);
     for (auto& c : nodes_) {
@@ -84,15 +92,35 @@ class Nodes {
       while (!done)
         if (redisBufferWrite(c.get(), &done) != REDIS_OK) throw std::runtime_error("redis baseline: write failed");
     }
-    std::vector<long long> out;
-    for (auto& c : nodes_) {
-      out.clear();
-      for (std::size_t i = 0; i < cmds.size(); ++i) out.push_back(read(c.get()));
+    std::vector<std::size_t> need(n);
+    for (std::size_t i = 0; i < n; ++i) need[i] = owed_[i] + cmds.size();
+    std::vector<std::vector<long long>> got(n);
+    std::size_t answered = 0, first = n;
+    std::vector<pollfd> fds;
+    while (answered < majority) {
+      for (std::size_t i = 0; i < n && answered < majority; ++i) {
+        void* r = nullptr;
+        while (need[i] > 0 && redisGetReplyFromReader(nodes_[i].get(), &r) == REDIS_OK && r) {
+          auto v = value(static_cast<redisReply*>(r));
+          r = nullptr;
+          if (--need[i] < cmds.size()) got[i].push_back(v);  // this call's (the owed ones come first)
+          if (need[i] == 0 && answered++ == 0) first = i;
+        }
+      }
+      if (answered >= majority) break;
+      fds.clear();
+      for (std::size_t i = 0; i < n; ++i) fds.push_back(pollfd{nodes_[i]->fd, static_cast<short>(need[i] ? POLLIN : 0), 0});
+      if (::poll(fds.data(), fds.size(), 5000) <= 0) throw std::runtime_error("redis baseline: no answer in 5 s");
+      for (std::size_t i = 0; i < n; ++i)
+        if (fds[i].revents && redisBufferRead(nodes_[i].get()) != REDIS_OK)
+          throw std::runtime_error("redis baseline: read failed");
     }
-    return out;
+    for (std::size_t i = 0; i < n; ++i) owed_[i] = need[i];
+    return got[first];
   }
   // Loads a Lua script on every node; its SHA1 (the same everywhere).
   std::string load(const std::string& text) {
+    drain();
     std::string sha;
     for (auto& c : nodes_) {
       std::unique_ptr<redisReply, Free> r(static_cast<redisReply*>(redisCommand(c.get(), "SCRIPT LOAD %s", text.c_str())));
@@ -102,6 +130,7 @@ class Nodes {
     return sha;
   }
   std::vector<std::string> keys(const std::string& pattern) {  // every node's keys matching
+    drain();
     std::vector<std::string> out;
     for (auto& c : nodes_) {
       std::unique_ptr<redisReply, Free> r(static_cast<redisReply*>(redisCommand(c.get(), "KEYS %s", pattern.c_str())));
@@ -124,16 +153,24 @@ class Nodes {
   static long long read(redisContext* c) {
     void* out = nullptr;
     if (redisGetReply(c, &out) != REDIS_OK || !out) throw std::runtime_error("redis baseline: read failed");
-    std::unique_ptr<redisReply, Free> r(static_cast<redisReply*>(out));
+    return value(static_cast<redisReply*>(out));
+  }
+  static long long value(redisReply* reply) {  // takes ownership
+    std::unique_ptr<redisReply, Free> r(reply);
     if (r->type == REDIS_REPLY_ERROR) throw std::runtime_error("redis baseline: " + std::string(r->str, r->len));
     if (r->type == REDIS_REPLY_INTEGER) return r->integer;
     return r->type == REDIS_REPLY_NIL ? 0 : 1;
+  }
+  void drain() {  // the replies all() left unread, before a blocking command
+    for (std::size_t i = 0; i < nodes_.size(); ++i)
+      for (; owed_[i] > 0; --owed_[i]) read(nodes_[i].get());
   }
   void send_all(const std::vector<std::vector<std::string>>& cmds, redisContext* c) {
     for (const auto& cmd : cmds) append(c, cmd);
     for (std::size_t i = 0; i < cmds.size(); ++i) read(c);
   }
   std::vector<std::unique_ptr<redisContext, Free>> nodes_;
+  std::vector<std::size_t> owed_;  // per node: replies all() did not wait for
 };
 
 BackendReport run_keyed(const std::string& backend, const char* var, dblock::Strategy strategy, const Options& opt) {
@@ -181,7 +218,10 @@ BackendReport run_keyed(const std::string& backend, const char* var, dblock::Str
       "`select1` = PING (1 round trip), `set-nx-px+del` = `SET k v NX PX 30000` + `DEL k` (2 round trips); the "
       "{0} strategy is one EVALSHA to acquire and one to release{8}",
       backend, backend == "redis" ? "server" : "nodes", first->url(), HIREDIS_MAJOR, HIREDIS_MINOR, HIREDIS_PATCH,
-      table.name(), backend == "redis" ? "" : ", each command to every node at once",
+      table.name(),
+      backend == "redis" ? ""
+                         : ", each command to every node at once, its answers read until a majority of the nodes "
+                           "answered, as the library does",
       backend == "redis" ? ""
                          : ", each to every node at once (a third round, the fence write-back, only when the "
                            "granting nodes' counters disagree)"));

@@ -302,6 +302,45 @@ TEST_CASE("redlock: a release returns at a majority; the late answers are droppe
     CHECK(eventually([&] { return raw(hp, {"EXISTS", "job"}) == "0"; }, 2s));
 }
 
+TEST_CASE("redlock: an acquire won at a majority notices a late node out of step and brings it back", "[redis]") {
+  // An acquire returns once a majority granted with one fence. Node 4 is made to answer late
+  // every time (a Lua busy loop holds it for 60 ms, less than the 100 ms per-node timeout)
+  // and its counter is far ahead, so its grants carry another fence than the majority's.
+  // That late answer, read by the next call, must make the next acquire read every node and
+  // write the fence back: without it node 4's fences are never seen.
+  dblock::test::Redlock f;
+  auto ns = f.make();
+  auto c = ns.open();
+  auto lock = c->lock("job", opts(Strategy::redlock, 1s));  // per-node timeout 100 ms
+  auto hosts = hosts_of(ns.url);
+  const std::string counter = f.table + ":fence:job";
+  auto first = lock.acquire();
+  std::uint64_t last = first.fence();
+  first.release();
+  REQUIRE(raw(hosts[4], {"SET", counter, "1000"}) == "OK");
+  const std::string spin =
+      "local t = redis.call('TIME') local until_us = t[1] * 1000000 + t[2] + 60000 "
+      "repeat t = redis.call('TIME') until t[1] * 1000000 + t[2] >= until_us return 1";
+  for (int i = 0; i < 6; ++i) {
+    std::thread busy([&] { raw(hosts[4], {"EVAL", spin, "0"}); });
+    std::this_thread::sleep_for(10ms);  // the busy loop has started
+    auto lease = lock.try_acquire(3s);
+    REQUIRE(lease);
+    CHECK(lease->fence() > last);
+    last = lease->fence();
+    lease->release();
+    busy.join();
+  }
+  CHECK(last > 1000);  // node 4's fence was seen (and written back to every node)
+  std::this_thread::sleep_for(1100ms);  // node 4's leftover hold (its release did not match) expires
+  auto again = lock.acquire();
+  CHECK(again.fence() > last);
+  again.release();
+  std::string at4 = raw(hosts[4], {"GET", counter});
+  for (const auto& hp : hosts) CHECK(raw(hp, {"GET", counter}) == at4);
+  for (const auto& hp : hosts) CHECK(eventually([&] { return raw(hp, {"EXISTS", "job"}) == "0"; }, 2s));
+}
+
 TEST_CASE("redlock: with a majority down an attempt fails fast with UnavailableError", "[redis]") {
   dblock::test::Redlock f;
   auto ns = f.make();

@@ -7,6 +7,8 @@
 
 #include <chrono>
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -80,8 +82,9 @@ class Connection {
   const std::string& where() const noexcept { return where_; }
 
   // Replies to earlier commands that their caller stopped waiting for (Redlock's nodes
-  // once a majority has answered); they arrive first and are dropped by the next reader.
-  std::size_t unread = 0;
+  // once a majority has answered), oldest first: they arrive ahead of the next command's,
+  // and the next reader hands each to its function (which may be empty) and drops it.
+  std::deque<std::function<void(const redisReply&)>> unread;
 
   // Throws the dblock error for this connection's I/O failure.
   [[noreturn]] void fail_io();

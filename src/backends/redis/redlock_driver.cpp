@@ -6,8 +6,9 @@
 //
 // Fences. No node sees every grant, so a node's own counter does not order grants. Each
 // node's acquire INCRs its counter; the grant takes F = the greatest value among the majority
-// it won. When every granting node gave F, the grant is won as it stands: that majority W's
-// counters are F, set while the name was held there. Otherwise it writes F back (counter =
+// it won. When every granting node gave F (every one whose answer was read: a majority),
+// the grant is won as it stands: that majority W's counters are F, set while the name was
+// held there. Otherwise it writes F back (counter =
 // max(counter, F), the record's fence = F) on the nodes, and only counts as won when a majority W
 // confirmed the write-back while still holding the name. Either way, the next grant needs a
 // majority too, which overlaps W in some node n; it can only take n after our key left n,
@@ -40,14 +41,23 @@ milliseconds since(Clock::time_point t0) { return std::chrono::ceil<milliseconds
 // A release or renewal is settled once a majority said "ours" or more than N - majority
 // said "not ours" (0 or nil): it returns then instead of waiting for the slowest nodes,
 // whose answers change nothing (a third of a release's time with five nodes on two cores).
-bool settled(const std::vector<NodeAnswer>& answers, std::size_t majority) {
+std::optional<Nodes::Late> settled(const std::vector<NodeAnswer>& answers, std::size_t majority) {
   std::size_t ours = 0, not_ours = 0;
   for (const auto& a : answers) {
     if (!a.ok()) continue;
     bool no = a.reply->type == REDIS_REPLY_NIL || (a.reply->type == REDIS_REPLY_INTEGER && a.reply->integer == 0);
     ++(no ? not_ours : ours);
   }
-  return ours >= majority || not_ours > answers.size() - majority;
+  if (ours >= majority || not_ours > answers.size() - majority) return Nodes::Late{};
+  return std::nullopt;
+}
+
+// The fence of a granting answer to the acquire script, 0 for any other answer.
+std::uint64_t granted_fence(const redisReply& r) {
+  if (r.type != REDIS_REPLY_ARRAY || r.elements != 3 || r.element[0]->type != REDIS_REPLY_INTEGER ||
+      r.element[0]->integer != 1 || r.element[1]->type != REDIS_REPLY_INTEGER)
+    return 0;
+  return static_cast<std::uint64_t>(r.element[1]->integer);
 }
 }  // namespace
 
@@ -64,7 +74,7 @@ void RedlockDriver::abort(const std::string& name, const std::string& owner, con
   for (std::size_t i = 0; i < answers.size(); ++i) {
     bool granted = answers[i].ok() && answers[i].reply->type == REDIS_REPLY_ARRAY && answers[i].reply->elements == 3 &&
                    as_int(*answers[i].reply->element[0]) == 1;
-    which[i] = granted || answers[i].kind == Kind::timed_out;
+    which[i] = granted || answers[i].kind == Kind::timed_out || answers[i].kind == Kind::unread;
     any = any || which[i];
   }
   if (any) nodes_.eval_all(abort_script(), {name, keys_.grant(name)}, {owner, keys_.channel()}, timeout, which);
@@ -76,7 +86,31 @@ Attempt RedlockDriver::try_acquire(const AcquireRequest& r) {
   const std::vector<std::string> keys{r.name, keys_.grant(r.name), keys_.fence(r.name)};
   const std::vector<std::string> args{r.owner, std::to_string(r.ttl.count()), sub_ ? "1" : "0", now_ms_text()};
   const auto n = nodes_.size(), majority = nodes_.majority();
-  auto answers = nodes_.eval_all(acquire_script(), keys, args, timeout);
+  // Won as soon as a majority granted with one fence F (see the top of this file: the next
+  // grant's majority overlaps those nodes, whatever the others say), without waiting for
+  // the slowest nodes. Their answers are checked when they come: a late grant with a fence
+  // other than F means the counters are out of step, and then acquires read every answer
+  // (so that a write-back brings them together) until one finds them agreeing again.
+  Nodes* nodes = &nodes_;
+  auto decided = [&](const std::vector<NodeAnswer>& so_far) -> std::optional<Nodes::Late> {
+    if (!nodes->counters_in_step()) return std::nullopt;
+    std::size_t granted = 0;
+    std::uint64_t f = 0;
+    for (const auto& a : so_far) {
+      auto g = a.ok() ? granted_fence(*a.reply) : 0;
+      if (g == 0) continue;
+      if (f != 0 && g != f) return std::nullopt;
+      f = g;
+      ++granted;
+    }
+    if (granted < majority) return std::nullopt;
+    return Nodes::Late([nodes, f](const redisReply& late) {
+      auto g = granted_fence(late);
+      if (g != 0 && g != f) nodes->set_counters_in_step(false);
+    });
+  };
+  auto answers = nodes_.eval_all(acquire_script(), keys, args, timeout, {}, decided);
+  const bool read_all = std::none_of(answers.begin(), answers.end(), [](const auto& a) { return a.kind == Kind::unread; });
 
   std::size_t granted = 0, down = 0;
   std::uint64_t fence = 0;
@@ -134,12 +168,16 @@ Attempt RedlockDriver::try_acquire(const AcquireRequest& r) {
     // the name was held there, by the acquire itself, which is all the write-back would do
     // (see the top of this file). The usual case, once the counters are in step.
     bool in_step = std::all_of(node_fence.begin(), node_fence.end(), [&](auto f) { return f == 0 || f == fence; });
-    if (in_step) return Attempt{true, fence, least_granted - since(t0) - drift_for(r.ttl)};
+    if (in_step) {
+      if (read_all && granted == n) nodes_.set_counters_in_step(true);
+      return Attempt{true, fence, least_granted - since(t0) - drift_for(r.ttl)};
+    }
     // Write the fence back before calling it won.
     auto back = nodes_.eval_all(fence_script(), keys, {r.owner, std::to_string(fence)}, timeout);
     std::size_t confirmed = 0;
     for (const auto& a : back)
       if (a.ok() && as_int(*a.reply) == 1) ++confirmed;
+    if (confirmed == n) nodes_.set_counters_in_step(true);
     auto validity = least_granted - since(t0) - drift_for(r.ttl);
     if (confirmed >= majority && validity > milliseconds{0}) return Attempt{true, fence, validity};
   }
@@ -155,7 +193,7 @@ Renewal RedlockDriver::renew(const std::string& name, const std::string& owner, 
   const auto t0 = Clock::now();
   auto answers = nodes_.eval_all(renew_script(), {name, keys_.grant(name)},
                                  {owner, std::to_string(fence), std::to_string(ttl.count())}, per_node_timeout(ttl),
-                                 {}, settled);
+                                 {}, [&](const auto& a) { return settled(a, nodes_.majority()); });
   std::size_t held = 0, not_ours = 0;
   for (const auto& a : answers) {
     if (a.ok() && a.reply->type == REDIS_REPLY_NIL)
@@ -176,7 +214,8 @@ Renewal RedlockDriver::renew(const std::string& name, const std::string& owner, 
 bool RedlockDriver::release(const std::string& name, const std::string& owner, std::uint64_t fence) {
   auto answers =
       nodes_.eval_all(release_script(), {name, keys_.grant(name)}, {owner, std::to_string(fence), keys_.channel()},
-                      std::min(statement_timeout_, milliseconds{500}), {}, settled);
+                      std::min(statement_timeout_, milliseconds{500}), {},
+                      [&](const auto& a) { return settled(a, nodes_.majority()); });
   std::size_t ours = 0, not_ours = 0;
   for (const auto& a : answers) {
     if (!a.ok()) continue;

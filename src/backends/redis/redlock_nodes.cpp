@@ -63,7 +63,7 @@ void Nodes::ensure(Set& s, const std::vector<bool>& which, milliseconds connect_
     if (!which.empty() && !which[i]) continue;
     if (s[i] && !s[i]->usable()) s[i].reset();
     // One still owed a reply is readable for that reply: its read will tell.
-    if (s[i] && s[i]->unread == 0) fds.push_back(pollfd{s[i]->context()->fd, POLLIN, 0}), node_of.push_back(i);
+    if (s[i] && s[i]->unread.empty()) fds.push_back(pollfd{s[i]->context()->fd, POLLIN, 0}), node_of.push_back(i);
   }
   if (!fds.empty() && ::poll(fds.data(), fds.size(), 0) > 0)
     for (std::size_t k = 0; k < fds.size(); ++k)
@@ -81,7 +81,7 @@ void Nodes::ensure(Set& s, const std::vector<bool>& which, milliseconds connect_
 
 std::vector<NodeAnswer> Nodes::eval_all(const Script& script, const std::vector<std::string>& keys,
                                         const std::vector<std::string>& args, milliseconds timeout,
-                                        const std::vector<bool>& which, Decided decided) {
+                                        const std::vector<bool>& which, const Decided& decided) {
   const auto n = targets_.size();
   const auto deadline = Clock::now() + timeout;
   std::vector<NodeAnswer> out(n);
@@ -138,22 +138,25 @@ std::vector<NodeAnswer> Nodes::eval_all(const Script& script, const std::vector<
         if (!pending[i]) continue;
         try {
           auto r = s[i]->take_buffered();
-          while (r && s[i]->unread > 0) {  // an earlier call's answer, left unread: drop it
-            --s[i]->unread;
+          while (r && !s[i]->unread.empty()) {  // an earlier call's answer, left unread
+            auto late = std::move(s[i]->unread.front());
+            s[i]->unread.pop_front();
+            if (late) late(*r);
             r = s[i]->take_buffered();
           }
           if (r) {
             out[i].reply = std::move(r);
             out[i].kind = NodeAnswer::Kind::answered;
             pending[i] = false;
-            if (decided && decided(out, majority())) {
-              for (std::size_t j = 0; j < n; ++j)
-                if (pending[j]) {
-                  out[j].kind = NodeAnswer::Kind::unread;
-                  ++s[j]->unread;
-                }
-              return;
-            }
+            if (decided)
+              if (auto late = decided(out)) {
+                for (std::size_t j = 0; j < n; ++j)
+                  if (pending[j]) {
+                    out[j].kind = NodeAnswer::Kind::unread;
+                    s[j]->unread.push_back(*late);
+                  }
+                return;
+              }
             continue;
           }
         } catch (const Error& e) {

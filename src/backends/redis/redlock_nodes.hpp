@@ -7,8 +7,10 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <vector>
 
 #include "backends/redis/redis_connection.hpp"
@@ -38,12 +40,20 @@ class Nodes {
 
   // Runs a script on the nodes flagged in `which` (all when empty) at once and waits for
   // their answers until `timeout` has passed, or until `decided` (when given) says the
-  // answers so far settle the outcome: the rest are left `unread` and dropped on arrival
-  // by whichever call uses those connections next.
-  using Decided = bool (*)(const std::vector<NodeAnswer>&, std::size_t majority);
+  // answers so far settle the outcome, by returning what to do with each answer still to
+  // come (an empty function: nothing): those are left `unread`, and whichever call uses
+  // their connections next hands each to that function on arrival and drops it.
+  using Late = std::function<void(const redisReply&)>;
+  using Decided = std::function<std::optional<Late>(const std::vector<NodeAnswer>&)>;
   std::vector<NodeAnswer> eval_all(const Script& s, const std::vector<std::string>& keys,
                                    const std::vector<std::string>& args, milliseconds timeout,
-                                   const std::vector<bool>& which = {}, Decided decided = nullptr);
+                                   const std::vector<bool>& which = {}, const Decided& decided = {});
+
+  // Whether the nodes' fence counters are believed in step (see RedlockDriver::try_acquire):
+  // cleared when a late answer shows a node granting with a fence other than the one its
+  // acquire settled on, set again once an acquire that read every node found them agreeing.
+  bool counters_in_step() const noexcept { return in_step_.load(std::memory_order_relaxed); }
+  void set_counters_in_step(bool yes) noexcept { in_step_.store(yes, std::memory_order_relaxed); }
 
  private:
   using Set = std::vector<std::unique_ptr<Connection>>;  // one slot per node, null: not connected
@@ -60,6 +70,7 @@ class Nodes {
   std::vector<Set> idle_;
   // Per node: when a connection may next be tried (steady clock ticks); 0: any time.
   std::unique_ptr<std::atomic<Clock::rep>[]> retry_at_;
+  std::atomic<bool> in_step_{true};
 };
 
 }  // namespace dblock::detail::redis
