@@ -77,7 +77,10 @@ void RedlockDriver::abort(const std::string& name, const std::string& owner, con
     which[i] = granted || answers[i].kind == Kind::timed_out || answers[i].kind == Kind::unread;
     any = any || which[i];
   }
-  if (any) nodes_.eval_all(abort_script(), {name, keys_.grant(name)}, {owner, keys_.channel()}, timeout, which);
+  // Nobody reads the answers: the first one ends the wait, the rest are dropped on arrival.
+  if (any)
+    nodes_.eval_all(abort_script(), {name, keys_.grant(name)}, {owner, keys_.channel()}, timeout, which,
+                    [](const std::vector<NodeAnswer>&) { return std::optional<Nodes::Late>(Nodes::Late{}); });
 }
 
 Attempt RedlockDriver::try_acquire(const AcquireRequest& r) {
