@@ -341,6 +341,35 @@ TEST_CASE("redlock: an acquire won at a majority notices a late node out of step
   for (const auto& hp : hosts) CHECK(eventually([&] { return raw(hp, {"EXISTS", "job"}) == "0"; }, 2s));
 }
 
+TEST_CASE("redlock: a node shut down under a live client costs no SIGPIPE and no lock", "[redis]") {
+  // Once a majority has answered, the others' answers are left unread on connections that
+  // stay pooled. A node that shuts down meanwhile resets them; hiredis writes with write(2),
+  // and a second write to a reset socket raised SIGPIPE, which killed this process (the
+  // default action) until the library sent with MSG_NOSIGNAL.
+  dblock::test::Redlock f;
+  auto ns = f.make();
+  auto c = ns.open();
+  auto lock = c->lock("job", opts(Strategy::redlock, 2s));
+  std::uint64_t last = 0;
+  auto cycle = [&] {
+    auto lease = lock.try_acquire(2s);
+    REQUIRE(lease);
+    CHECK(lease->fence() > last);
+    last = lease->fence();
+    lease->release();
+  };
+  // Each round: connections to every node, some owing answers, then two nodes go away
+  // under them; the first calls after run into the resets.
+  for (int round = 0; round < 6; ++round) {
+    for (int i = 0; i < 20; ++i) cycle();
+    {
+      StoppedNodes down(ns.url, {round % 5, (round + 2) % 5});
+      for (int i = 0; i < 20; ++i) cycle();
+    }
+    std::this_thread::sleep_for(1100ms);  // the restarted nodes are asked again
+  }
+}
+
 TEST_CASE("redlock: with a majority down an attempt fails fast with UnavailableError", "[redis]") {
   dblock::test::Redlock f;
   auto ns = f.make();

@@ -1,6 +1,7 @@
 #include "backends/redis/redis_connection.hpp"
 
 #include <poll.h>
+#include <sys/socket.h>
 
 #include <cerrno>
 #include <cstdio>
@@ -225,8 +226,29 @@ void Connection::append(const std::vector<std::string>& argv) {
   if (redisAppendCommandArgv(ctx_, static_cast<int>(argv.size()), p.data(), len.data()) != REDIS_OK) fail_io();
 }
 
-Reply Connection::read() {
+void Connection::flush() {
   if (!usable()) fail_io();
+  while (sdslen(ctx_->obuf) > 0) {
+    auto n = ::send(ctx_->fd, ctx_->obuf, sdslen(ctx_->obuf), MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      const int saved = errno;  // fail_io() tells a timeout (EAGAIN) by it
+      ctx_->err = REDIS_ERR_IO;
+      std::snprintf(ctx_->errstr, sizeof(ctx_->errstr), "%s", std::strerror(saved));
+      errno = saved;
+      fail_io();
+    }
+    // Drop what was sent from hiredis' output buffer (an sds string: sdslen/sdssetlen are
+    // the header's inline accessors; its sdsrange is not exported to C++ callers).
+    const auto left = sdslen(ctx_->obuf) - static_cast<std::size_t>(n);
+    std::memmove(ctx_->obuf, ctx_->obuf + n, left);
+    sdssetlen(ctx_->obuf, left);
+    ctx_->obuf[left] = '\0';
+  }
+}
+
+Reply Connection::read() {
+  flush();
   void* out = nullptr;
   if (redisGetReply(ctx_, &out) != REDIS_OK || !out) {
     if (out) freeReplyObject(out);

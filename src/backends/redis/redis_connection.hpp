@@ -71,6 +71,11 @@ class Connection {
   // socket has (call it when poll() says readable). Both throw like read().
   Reply take_buffered();
   void read_available();
+  // Sends what append*() queued. hiredis itself writes with write(2), which raises SIGPIPE
+  // on a socket the server has closed and so kills a process that does not ignore it (our
+  // users' processes); this sends with MSG_NOSIGNAL instead, and read() calls it first, so
+  // hiredis never writes. Throws like read().
+  void flush();
   void set_timeout(milliseconds t);
 
   // False once an I/O error or timeout left the connection in an unknown state.

@@ -4,12 +4,29 @@
 
 #include <cerrno>
 
+#include "backends/redis/redis_scripts.hpp"
 #include "dblock/errors.hpp"
 
 namespace dblock::detail::redis {
 
 namespace {
 constexpr milliseconds retry_down_node_every{1000};
+}
+
+std::unique_ptr<Connection> Nodes::open(std::size_t i, milliseconds connect_timeout) {
+  auto c = std::make_unique<Connection>(targets_[i], connect_timeout);
+  // The scripts are loaded up front (one pipelined round trip per new connection): a call
+  // that returns once a majority answered leaves the others' answers unread, and an unread
+  // NOSCRIPT would mean the script silently never ran on that node (a release or an undo
+  // left to the TTL). A server that refuses SCRIPT LOAD (an ACL) still gets EVAL on NOSCRIPT
+  // wherever the answer is read.
+  const Script* scripts[] = {&acquire_script(), &release_script(), &renew_script(), &abort_script(),
+                             &fence_script()};
+  c->set_timeout(connect_timeout);  // part of connecting: a hung node must not hold us longer
+  for (const auto* s : scripts) c->append({"SCRIPT", "LOAD", s->text});
+  for (std::size_t k = 0; k < std::size(scripts); ++k) c->read();
+  c->set_timeout(targets_[i].command_timeout);
+  return c;
 }
 
 Nodes::Nodes(std::vector<Target> nodes, std::size_t pool_size)
@@ -23,7 +40,7 @@ void Nodes::connect_all() {
   std::string last_error;
   for (std::size_t i = 0; i < targets_.size(); ++i) {
     try {
-      s[i] = std::make_unique<Connection>(targets_[i]);
+      s[i] = open(i, targets_[i].connect_timeout);
       ++up;
     } catch (const Error& e) {
       // Credentials refused are the same on every node: say so at once.
@@ -57,13 +74,17 @@ void Nodes::ensure(Set& s, const std::vector<bool>& which, milliseconds connect_
   // An idle connection has nothing to read: readable (EOF, an error) means the server closed
   // it meanwhile (a restart). One poll() for all the nodes, not Connection::still_open()'s
   // one per node: a syscall per node and round was a tenth of a Redlock cycle's CPU.
+  // One still owed an answer is readable for that answer, so for it only the server's
+  // close (POLLRDHUP: its FIN arrived) or a reset counts.
   std::vector<pollfd> fds;
   std::vector<std::size_t> node_of;
   for (std::size_t i = 0; i < s.size(); ++i) {
     if (!which.empty() && !which[i]) continue;
     if (s[i] && !s[i]->usable()) s[i].reset();
-    // One still owed a reply is readable for that reply: its read will tell.
-    if (s[i] && s[i]->unread.empty()) fds.push_back(pollfd{s[i]->context()->fd, POLLIN, 0}), node_of.push_back(i);
+    if (!s[i]) continue;
+    short events = s[i]->unread.empty() ? POLLIN | POLLRDHUP : POLLRDHUP;
+    fds.push_back(pollfd{s[i]->context()->fd, events, 0});
+    node_of.push_back(i);
   }
   if (!fds.empty() && ::poll(fds.data(), fds.size(), 0) > 0)
     for (std::size_t k = 0; k < fds.size(); ++k)
@@ -72,7 +93,7 @@ void Nodes::ensure(Set& s, const std::vector<bool>& which, milliseconds connect_
     if ((!which.empty() && !which[i]) || s[i]) continue;
     if (!resting_too && Clock::now().time_since_epoch().count() < retry_at_[i]) continue;  // known down: not yet
     try {
-      s[i] = std::make_unique<Connection>(targets_[i], connect_timeout);
+      s[i] = open(i, connect_timeout);
     } catch (const Error&) {
       failed(i);
     }
@@ -100,9 +121,7 @@ std::vector<NodeAnswer> Nodes::eval_all(const Script& script, const std::vector<
   auto send = [&](std::size_t i, bool by_sha) {
     try {
       s[i]->append_eval(script, by_sha, keys, args);
-      int done = 0;
-      while (!done)
-        if (redisBufferWrite(s[i]->context(), &done) != REDIS_OK) s[i]->fail_io();
+      s[i]->flush();
       return true;
     } catch (const Error& e) {
       lose(i, kind_of(e));

@@ -63,6 +63,7 @@ class Nodes {
   // missing ones whose node is not resting (known down or slow), or all with resting_too.
   void ensure(Set& s, const std::vector<bool>& which, milliseconds connect_timeout, bool resting_too);
   void failed(std::size_t i);
+  std::unique_ptr<Connection> open(std::size_t i, milliseconds connect_timeout);  // with the scripts loaded
 
   std::vector<Target> targets_;
   std::size_t pool_size_;
