@@ -38,25 +38,36 @@ milliseconds drift_for(milliseconds ttl) { return ttl / 100 + milliseconds{2}; }
 
 milliseconds since(Clock::time_point t0) { return std::chrono::ceil<milliseconds>(Clock::now() - t0); }
 
-// A release or renewal is settled once a majority said "ours" or more than N - majority
-// said "not ours" (0 or nil): it returns then instead of waiting for the slowest nodes,
-// whose answers change nothing (a third of a release's time with five nodes on two cores).
-std::optional<Nodes::Late> settled(const std::vector<NodeAnswer>& answers, std::size_t majority) {
+// How the nodes that answered a release or renewal voted: "not ours" is 0 or nil (the
+// release and renew scripts' answers), anything else "ours".
+struct Votes {
   std::size_t ours = 0, not_ours = 0;
-  for (const auto& a : answers) {
-    if (!a.ok()) continue;
-    bool no = a.reply->type == REDIS_REPLY_NIL || (a.reply->type == REDIS_REPLY_INTEGER && a.reply->integer == 0);
-    ++(no ? not_ours : ours);
+  explicit Votes(const std::vector<NodeAnswer>& answers) {
+    for (const auto& a : answers) {
+      if (!a.ok()) continue;
+      bool no = a.reply->type == REDIS_REPLY_NIL || (a.reply->type == REDIS_REPLY_INTEGER && a.reply->integer == 0);
+      ++(no ? not_ours : ours);
+    }
   }
-  if (ours >= majority || not_ours > answers.size() - majority) return Nodes::Late{};
+};
+
+// A release or renewal is settled once a majority said "ours" or more than N - majority
+// said "not ours": it returns then instead of waiting for the slowest nodes, whose answers
+// change nothing (a third of a release's time with five nodes on two cores).
+std::optional<Nodes::Late> settled(const std::vector<NodeAnswer>& answers, std::size_t majority) {
+  Votes v(answers);
+  if (v.ours >= majority || v.not_ours > answers.size() - majority) return Nodes::Late{};
   return std::nullopt;
 }
 
-// The fence of a granting answer to the acquire script, 0 for any other answer.
+// Whether an answer to the acquire script grants (a fresh hold or a re-entry), and its
+// fence: 0 for any other answer, and for a re-entry on a node that lost its grant record.
+bool grants(const redisReply& r) {
+  return r.type == REDIS_REPLY_ARRAY && r.elements == 3 && r.element[0]->type == REDIS_REPLY_INTEGER &&
+         r.element[0]->integer == 1;
+}
 std::uint64_t granted_fence(const redisReply& r) {
-  if (r.type != REDIS_REPLY_ARRAY || r.elements != 3 || r.element[0]->type != REDIS_REPLY_INTEGER ||
-      r.element[0]->integer != 1 || r.element[1]->type != REDIS_REPLY_INTEGER)
-    return 0;
+  if (!grants(r) || r.element[1]->type != REDIS_REPLY_INTEGER) return 0;
   return static_cast<std::uint64_t>(r.element[1]->integer);
 }
 }  // namespace
@@ -72,8 +83,7 @@ void RedlockDriver::abort(const std::string& name, const std::string& owner, con
   std::vector<bool> which(answers.size());
   bool any = false;
   for (std::size_t i = 0; i < answers.size(); ++i) {
-    bool granted = answers[i].ok() && answers[i].reply->type == REDIS_REPLY_ARRAY && answers[i].reply->elements == 3 &&
-                   as_int(*answers[i].reply->element[0]) == 1;
+    bool granted = answers[i].ok() && grants(*answers[i].reply);
     which[i] = granted || answers[i].kind == Kind::timed_out || answers[i].kind == Kind::unread;
     any = any || which[i];
   }
@@ -197,20 +207,14 @@ Renewal RedlockDriver::renew(const std::string& name, const std::string& owner, 
   auto answers = nodes_.eval_all(renew_script(), {name, keys_.grant(name)},
                                  {owner, std::to_string(fence), std::to_string(ttl.count())}, per_node_timeout(ttl),
                                  {}, [&](const auto& a) { return settled(a, nodes_.majority()); });
-  std::size_t held = 0, not_ours = 0;
-  for (const auto& a : answers) {
-    if (a.ok() && a.reply->type == REDIS_REPLY_NIL)
-      ++not_ours;
-    else if (a.ok())
-      ++held;
-  }
+  const Votes v(answers);
   const auto n = nodes_.size(), majority = nodes_.majority();
   auto validity = ttl - since(t0) - drift_for(ttl);
-  if (held >= majority && validity > milliseconds{0}) return Renewal{true, validity};
+  if (v.ours >= majority && validity > milliseconds{0}) return Renewal{true, validity};
   // A majority can no longer be ours: lost. Otherwise we cannot tell yet; the watchdog
   // retries until the lease's deadline.
-  if (not_ours > n - majority) return Renewal{false, milliseconds{0}};
-  throw UnavailableError("redlock: renewal of '" + name + "' reached " + std::to_string(held) + " of " +
+  if (v.not_ours > n - majority) return Renewal{false, milliseconds{0}};
+  throw UnavailableError("redlock: renewal of '" + name + "' reached " + std::to_string(v.ours) + " of " +
                          std::to_string(n) + " nodes, a majority is " + std::to_string(majority));
 }
 
@@ -219,18 +223,11 @@ bool RedlockDriver::release(const std::string& name, const std::string& owner, s
       nodes_.eval_all(release_script(), {name, keys_.grant(name)}, {owner, std::to_string(fence), keys_.channel()},
                       std::min(statement_timeout_, milliseconds{500}), {},
                       [&](const auto& a) { return settled(a, nodes_.majority()); });
-  std::size_t ours = 0, not_ours = 0;
-  for (const auto& a : answers) {
-    if (!a.ok()) continue;
-    if (as_int(*a.reply) != 0)
-      ++ours;
-    else
-      ++not_ours;
-  }
+  const Votes v(answers);
   const auto n = nodes_.size(), majority = nodes_.majority();
-  if (ours >= majority) return true;
-  if (not_ours > n - majority) return false;
-  throw UnavailableError("redlock: release of '" + name + "' reached " + std::to_string(ours + not_ours) + " of " +
+  if (v.ours >= majority) return true;
+  if (v.not_ours > n - majority) return false;
+  throw UnavailableError("redlock: release of '" + name + "' reached " + std::to_string(v.ours + v.not_ours) + " of " +
                          std::to_string(n) + " nodes; what it held there expires with its TTL");
 }
 
