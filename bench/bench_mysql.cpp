@@ -1,7 +1,8 @@
 // dblock-bench on MySQL/MariaDB: the four strategies next to bare Connector/C++ round trips
 // on the same server, in a lock table of the run's own: SELECT 1, and for each strategy the
-// bare statements it cannot avoid, on the same table, without and with the bump of the
-// fence counter row (MySQL has no sequences: every fenced grant bumps <table>_fence).
+// bare statements it cannot avoid, on the same table, without and with its fence draw
+// (MySQL has no sequences: a lease grant bumps the <table>_fence row in its transaction, a
+// session lock calls <table>_fence_draw, which reserves blocks of that counter ahead).
 #include "bench_mysql.hpp"
 
 #include <cstdlib>
@@ -120,9 +121,11 @@ class Conn {
   Conn& operator=(const Conn&) = delete;
 
   // Sends `text` (statements separated by ';', none inside a literal) in one round trip and
-  // reads every result, as MySqlSession::send does.
+  // reads every result, as MySqlSession::send does (a CALL answers two: its SELECT, then
+  // its status).
   Sent run(const std::string& text) {
-    const auto statements = 1 + static_cast<std::size_t>(std::count(text.begin(), text.end(), ';'));
+    auto statements = 1 + static_cast<std::size_t>(std::count(text.begin(), text.end(), ';'));
+    for (auto at = text.find("CALL "); at != std::string::npos; at = text.find("CALL ", at + 1)) ++statements;
     Sent out;
     try {
       bool rows = stmt_->execute(text);
@@ -215,6 +218,9 @@ BackendReport run_mysql(const Options& opt) {
   Conn aux(url, client_options, "baseline (fence connection)");
   const std::string& t = table.name();
   const std::string bump = fmt::format("UPDATE {}_fence SET value = LAST_INSERT_ID(value + 1) WHERE id = 1", t);
+  // The session strategies' draw (migrations/mysql/V3__fence_cache.sql): from a block of
+  // the counter reserved ahead, one durable reservation per 100 draws.
+  const std::string draw = fmt::format("CALL {}_fence_draw", t);
   // The bare statements each strategy cannot avoid, on dblock's own lock table (same
   // indexes, same row shape), each baseline on a name of its own.
   auto insert_row = [&t](const std::string& name) {
@@ -246,8 +252,7 @@ BackendReport run_mysql(const Options& opt) {
   };
   const std::string get_lock_key = "dblock-bench:" + t;  // GET_LOCK names are server-wide: the table's
   const std::string get_lock = fmt::format("SELECT GET_LOCK('{}', 0)", get_lock_key),
-                    get_lock_fenced = fmt::format("SET @g = GET_LOCK('{}', 0); {} AND @g = 1; SELECT LAST_INSERT_ID()",
-                                                  get_lock_key, bump),
+                    get_lock_fenced = fmt::format("SET @g = GET_LOCK('{}', 0); {}(@g)", get_lock_key, draw),
                     release_lock = fmt::format("SELECT RELEASE_LOCK('{}')", get_lock_key);
   const std::string insert_name = "bench-bare-insert", insert_fenced_name = "bench-bare-insert+fence",
                     optimistic_name = "bench-bare-optimistic", optimistic_fenced_name = "bench-bare-optimistic+fence",
@@ -267,8 +272,8 @@ BackendReport run_mysql(const Options& opt) {
     check(conn.run(get_lock).value == 1, "getlock-pair: GET_LOCK of a free name did not return 1");
     check(conn.run(release_lock).value == 1, "getlock-pair: RELEASE_LOCK of a held name did not return 1");
   };
-  // RELEASE_LOCK returns 1 only to the holder: GET_LOCK worked, so the bump ran, and the
-  // counter (which only grows) gave this connection a fence above any it saw before.
+  // RELEASE_LOCK returns 1 only to the holder: GET_LOCK worked, so the draw ran, and it
+  // gave this connection a fence above any it saw before.
   auto last_fence = std::make_shared<std::int64_t>(0);
   auto getlock_pair_fenced = [&, last_fence] {
     auto fence = conn.run(get_lock_fenced).value.value_or(0);
@@ -304,7 +309,7 @@ BackendReport run_mysql(const Options& opt) {
   };
   auto bare_for_update_fenced = [&, lock = lock_row(for_update_fenced_name)] {
     check(conn.run(lock).rows == 1, "bare-for-update+fence: SELECT ... FOR UPDATE NOWAIT found no row");
-    check(aux.run(bump).affected == 1, "bare-for-update+fence: the fence bump changed no row");
+    check(aux.run(draw + "(1)").value.value_or(0) > 0, "bare-for-update+fence: the fence draw answered no fence");
     conn.run("ROLLBACK");
   };
 
@@ -319,10 +324,11 @@ BackendReport run_mysql(const Options& opt) {
       "mysql baselines (Connector/C++ sql::Statement text on one connection with dblock's connect options and "
       "session settings: multi-statements, utf8mb4, READ COMMITTED; autocommit unless said; on the lock table `t` = "
       "{0}, each on a name of its own; `bump` = `UPDATE t_fence SET value = LAST_INSERT_ID(value + 1) WHERE id = 1`, "
-      "dblock's fence draw): `select1` = `SELECT 1` (1 round trip, no commit); `getlock-pair` = `SELECT "
-      "GET_LOCK('k', 0)` + `SELECT RELEASE_LOCK('k')` (2 round trips, no commit) and `getlock-pair+fence` = `SET @g "
-      "= GET_LOCK('k', 0); bump AND @g = 1; SELECT LAST_INSERT_ID()` (one text) + `SELECT RELEASE_LOCK('k')` (2 "
-      "round trips, 1 commit) for `advisory`; `bare-insert` = `INSERT INTO t (name, owner, fence, holds, "
+      "a lease grant's fence draw; `draw` = `CALL t_fence_draw`, a session lock's, from a block of the counter "
+      "reserved ahead, one commit per 100 draws): `select1` = `SELECT 1` (1 round trip, no commit); `getlock-pair` "
+      "= `SELECT GET_LOCK('k', 0)` + `SELECT RELEASE_LOCK('k')` (2 round trips, no commit) and `getlock-pair+fence` "
+      "= `SET @g = GET_LOCK('k', 0); draw(@g)` (one text) + `SELECT RELEASE_LOCK('k')` (2 round trips) for "
+      "`advisory`; `bare-insert` = `INSERT INTO t (name, owner, fence, holds, "
       "acquired_at, valid_until, version) VALUES (..., 1) ON DUPLICATE KEY UPDATE owner = 'x'` + `DELETE FROM t "
       "WHERE name = ...` (2 round trips, 2 commits) and `bare-insert+fence` = `START TRANSACTION; INSERT ...; bump; "
       "COMMIT` (one text) + the DELETE (2 round trips, 2 commits) for `insert`; `bare-optimistic` = `UPDATE t SET "
@@ -332,8 +338,8 @@ BackendReport run_mysql(const Options& opt) {
       "round trip more) and `bare-optimistic+fence` = `START TRANSACTION; UPDATE ... AND version = N; bump; "
       "COMMIT` (one text) + the freeing UPDATE (2 round trips, 2 commits) for `optimistic`; `bare-for-update` = "
       "`START TRANSACTION; SELECT 1 FROM t WHERE name = ... FOR UPDATE NOWAIT` (one text) + `ROLLBACK` (2 round "
-      "trips, no commit; the row inserted before timing) and `bare-for-update+fence` = the same with `bump` "
-      "(autocommit) on a second connection while the row is locked (3 round trips, 1 commit) for `for-update`. Each "
+      "trips, no commit; the row inserted before timing) and `bare-for-update+fence` = the same with `draw(1)` "
+      "on a second connection while the row is locked (3 round trips) for `for-update`. Each "
       "strategy row is compared with its two baselines, a +fence baseline with its unfenced one",
       t));
 

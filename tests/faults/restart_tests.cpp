@@ -182,7 +182,10 @@ void zookeeper_release_waits_out_a_restart() {
 // flushed only when the drawing transaction commits: the sequence is first brought to its
 // last pre-logged value, so that the grant's own draw is the one that writes the record. A
 // draw inside a transaction that stays open (for-update's held lock) was lost with the crash
-// and the same fence was granted again (issue 3 note).
+// and the same fence was granted again (issue 3 note). MySQL's session locks draw from a
+// block reserved ahead in a MEMORY table, which the crash empties: for-update's grant,
+// after the lease strategies moved the counter, reserves a block; advisory's is taken from
+// a block reserved by a grant just before it.
 void fences_survive_a_crash(const ServerUnderTest& server) {
   dblock::test::ScratchTable table(server.server);
   for (auto strategy : {dblock::Strategy::insert, dblock::Strategy::optimistic, dblock::Strategy::for_update,
@@ -198,6 +201,8 @@ void fences_survive_a_crash(const ServerUnderTest& server) {
     }
     std::atomic<int> lost{0};
     auto c = table.ns().open();
+    if (server.server == Server::mysql && strategy == dblock::Strategy::advisory)
+      c->lock(name, options(strategy, 2s, &lost)).acquire().release();
     auto held = c->lock(name, options(strategy, 2s, &lost)).acquire();
     server_command(server, "crash");
     try {

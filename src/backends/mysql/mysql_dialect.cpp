@@ -5,7 +5,9 @@
 // two acquires sent most, a stored procedure (migrations/mysql/V2__...). Parameters
 // are ?1, ?2, ... spliced in as literals. Fences come from the one-row ${table}_fence
 // counter, bumped with LAST_INSERT_ID(expr), which hands the new value to this connection
-// alone. A grant and its fence commit together, so fences follow grant order.
+// alone. A lease grant and its fence commit together, so fences follow grant order; a
+// session lock draws its fence once it holds the lock, from blocks of that counter
+// reserved ahead (migrations/mysql/V3__fence_cache.sql).
 // ${now_ms} is the server's clock (UTC_TIMESTAMP: no time zone or DST in play), constant
 // within one statement.
 #include "sql/dialect.hpp"
@@ -20,7 +22,6 @@ const Dialect& mysql_dialect() {
     d.now_ms = "(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000)";
     // GET_LOCK and innodb_lock_wait_timeout count whole seconds; shorter waits are polled.
     d.wait_unit = std::chrono::milliseconds{1000};
-    const std::string draw_fence = "UPDATE ${table}_fence SET value = LAST_INSERT_ID(value + 1) WHERE id = 1";
 
     d.holder = "SELECT owner, valid_until - ${now_ms} FROM ${table} WHERE name = ?1 AND valid_until > ${now_ms}";
     // ROW_COUNT() is the previous statement's count: whether the UPDATE matched.
@@ -47,7 +48,7 @@ const Dialect& mysql_dialect() {
         "SET @dblock_won = ROW_COUNT(); "
         "SELECT fence, valid_until - ${now_ms} FROM ${table} WHERE name = ?1 AND @dblock_won = 1";
     // Answers the version it left (LAST_INSERT_ID(expr) remembers expr for this session, as
-    // draw_fence does), so that this Client's next acquire of the name can try the
+    // the fence draws do), so that this Client's next acquire of the name can try the
     // compare-and-set at once instead of reading first (OptimisticDriver's hint).
     d.optimistic_release =
         "UPDATE ${table} SET owner = '', holds = 0, valid_until = 0, version = LAST_INSERT_ID(version + 1) "
@@ -63,18 +64,20 @@ const Dialect& mysql_dialect() {
         "VALUES (?1, '', 0, 0, ${now_ms}, 0, 0) ON DUPLICATE KEY UPDATE name = name";
     // The row lock is the open transaction, so its fence cannot come from the counter in
     // that transaction (the counter row would stay locked for the whole hold): it is drawn
-    // on another connection, in a transaction of its own, once the row is locked.
+    // on another connection once the row is locked. Session locks draw with
+    // ${table}_fence_draw (V3): from a block of the counter reserved ahead, so that a grant
+    // does not wait for a redo log flush (the fence was a session lock's only write).
     d.for_update_try = "SELECT 1 FROM ${table} WHERE name = ?1 FOR UPDATE NOWAIT";
     d.for_update_wait = "SELECT 1 FROM ${table} WHERE name = ?1 FOR UPDATE";
-    d.fence_next = draw_fence + "; SELECT LAST_INSERT_ID()";
+    d.fence_next = "CALL ${table}_fence_draw(1)";
     // GET_LOCK names are server-wide, at most 64 characters and case-insensitive: the key
     // is "dblock:" and the 16 hex digits of advisory_key(<database>.<table>, name).
-    // GET_LOCK is not transactional, so the fence is drawn (and committed) after it.
+    // GET_LOCK is not transactional, so the fence is drawn after it, in the same text; the
+    // procedure answers 0 when GET_LOCK did not answer 1.
     const std::string lock_name = "CONCAT('dblock:', LPAD(HEX(?1), 16, '0'))";
-    d.advisory_try = "SET @dblock_got = GET_LOCK(" + lock_name + ", 0); " + draw_fence +
-                     " AND @dblock_got = 1; SELECT IF(@dblock_got = 1, LAST_INSERT_ID(), 0)";
-    d.advisory_wait = "SET @dblock_got = GET_LOCK(" + lock_name + ", @dblock_wait); " + draw_fence +
-                      " AND @dblock_got = 1; SELECT IF(@dblock_got = 1, LAST_INSERT_ID(), 0)";
+    d.advisory_try = "SET @dblock_got = GET_LOCK(" + lock_name + ", 0); CALL ${table}_fence_draw(@dblock_got)";
+    d.advisory_wait =
+        "SET @dblock_got = GET_LOCK(" + lock_name + ", @dblock_wait); CALL ${table}_fence_draw(@dblock_got)";
     d.advisory_unlock = "DO RELEASE_LOCK(" + lock_name + ")";
 
     d.list =
@@ -96,8 +99,9 @@ const Dialect& mysql_dialect() {
     d.migration_lock = "SELECT GET_LOCK(CONCAT('dblock:migrate:', LEFT(SHA1('${table}'), 24)), 60)";
     d.migration_unlock = "DO RELEASE_LOCK(CONCAT('dblock:migrate:', LEFT(SHA1('${table}'), 24)))";
     d.drop_schema =
-        "DROP TABLE IF EXISTS ${table}, ${table}_schema_history, ${table}_fence; "
-        "DROP PROCEDURE IF EXISTS ${table}_acquire; DROP PROCEDURE IF EXISTS ${table}_take";
+        "DROP TABLE IF EXISTS ${table}, ${table}_schema_history, ${table}_fence, ${table}_fence_cache; "
+        "DROP PROCEDURE IF EXISTS ${table}_acquire; DROP PROCEDURE IF EXISTS ${table}_take; "
+        "DROP PROCEDURE IF EXISTS ${table}_fence_draw";
     d.history_create =
         "CREATE TABLE IF NOT EXISTS ${table}_schema_history ("
         "installed_rank INT NOT NULL PRIMARY KEY, version VARCHAR(50), description VARCHAR(200) NOT NULL, "

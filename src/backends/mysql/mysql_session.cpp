@@ -36,10 +36,10 @@ int whole_seconds(std::chrono::milliseconds ms) {  // rounded up, at least 1
     case 1049:  // unknown database
       throw SchemaError(what + " (create the database, or fix the URL's path)");
     case 1146:  // no such table
-    case 1305:  // no such procedure: a table migrated by an older dblock (V1 only)
+    case 1305:  // no such procedure: a table migrated by an older dblock (before V2 or V3)
       throw SchemaError(what + " (run `dblock migrate` with the same --table)");
     case 1370:  // EXECUTE denied on a procedure
-      throw UnavailableError(what + " (the lease strategies CALL <table>_acquire and <table>_take: GRANT EXECUTE on them)");
+      throw UnavailableError(what + " (dblock CALLs <table>_acquire, <table>_take and <table>_fence_draw: GRANT EXECUTE on them)");
     case 1205:  // lock wait timeout (and MariaDB's NOWAIT)
     case 3572:  // MySQL 8's NOWAIT
     case 1213:  // deadlock: InnoDB rolled the transaction back
@@ -163,7 +163,7 @@ std::size_t results_of(const std::string& sql) {
   std::size_t n = 0;
   for (const auto& statement : split_statements(sql)) {
     // A CALL answers its procedure's SELECT and then its own status (our procedures run
-    // exactly one SELECT on every path: migrations/mysql/V2__...).
+    // exactly one SELECT on every path: migrations/mysql/V2__..., V3__...).
     n += keyword_at(statement, 0, "CALL") ? 2 : 1;
   }
   return n;
