@@ -117,7 +117,7 @@ struct Dialect {
                                // A row with 0 means the lock was not had in time.
   std::string migration_unlock;  // (): run after migrating, when the lock outlives the transaction
   std::string history_create;  // ()
-  std::string history_select;  // () -> version, script, checksum, success; by installed_rank
+  std::string history_select;  // () -> version, script, checksum, success, installed_rank; by rank
   std::string history_insert;  // (rank, version, description, script, checksum, installed_by, ms)
   // (): drops everything migrations/<name>/ made for the table. dblock never runs it; the
   // tests and the benchmark drop their scratch tables with it, so one place knows the list.

@@ -100,7 +100,9 @@ std::vector<std::string> migrate(Session& s, const Dialect& d, const Dialect& ra
       throw SchemaError("migration " + script + " failed earlier on table " + table.qualified() +
                         ": repair it by hand and delete its row from " + table.qualified() + "_schema_history");
     applied[version] = as_int(row[2]);
-    ++rank;
+    // Flyway numbers a new row MAX(installed_rank) + 1: a row deleted by hand (to re-run a
+    // script) leaves a hole, and counting rows would hand out a rank already taken.
+    rank = std::max(rank, as_int(row[4]));
   }
   for (const auto& m : migrations) {
     auto it = applied.find(m.version);

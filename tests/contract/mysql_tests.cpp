@@ -193,6 +193,21 @@ TEST_CASE("mysql: a table migrated before V2 asks for `dblock migrate`, which ad
   }
 }
 
+// Deleting a history row to have a script run again (what the failed-migration message
+// tells an operator to do) leaves a hole in installed_rank: the new row takes MAX + 1.
+TEST_CASE("mysql: a history row deleted by hand is applied again under a free rank", "[mysql]") {
+  dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
+  auto raw = dblock::test::server_session(table.url());
+  raw->run_script("DROP PROCEDURE " + table.name() + "_acquire; DROP PROCEDURE " + table.name() + "_take; DELETE FROM " +
+                  table.name() + "_schema_history WHERE version = '2'");
+  auto c = table.ns().open();
+  CHECK(c->migrate() == std::vector<std::string>{"V2__acquire_procedures.sql"});
+  CHECK(raw->run("SELECT installed_rank FROM " + table.name() + "_schema_history WHERE version = '2'").rows.at(0).at(0) ==
+        Value{std::int64_t{4}});
+  dblock::LockOptions lease;
+  CHECK(c->lock("job", lease).try_acquire());
+}
+
 TEST_CASE("mysql: a table migrated before V3 asks for `dblock migrate` for session locks only", "[mysql]") {
   dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
   auto raw = dblock::test::server_session(table.url());

@@ -154,7 +154,7 @@ const Dialect& postgresql_dialect() {
         "installed_by varchar(100) NOT NULL, installed_on timestamp NOT NULL DEFAULT now(), "
         "execution_time integer NOT NULL, success boolean NOT NULL)";
     d.history_select =
-        "SELECT version, script, checksum, CASE WHEN success THEN 1 ELSE 0 END "
+        "SELECT version, script, checksum, CASE WHEN success THEN 1 ELSE 0 END, installed_rank "
         "FROM ${table}_schema_history ORDER BY installed_rank";
     d.history_insert =
         "INSERT INTO ${table}_schema_history (installed_rank, version, description, type, script, checksum, "

@@ -82,7 +82,7 @@ const Dialect& sqlite_dialect() {
         "installed_on TEXT NOT NULL DEFAULT (strftime('%Y-%m-%d %H:%M:%f', 'now')), "
         "execution_time INTEGER NOT NULL, success INTEGER NOT NULL)";
     d.history_select =
-        "SELECT version, script, checksum, success FROM ${table}_schema_history ORDER BY installed_rank";
+        "SELECT version, script, checksum, success, installed_rank FROM ${table}_schema_history ORDER BY installed_rank";
     d.history_insert =
         "INSERT INTO ${table}_schema_history (installed_rank, version, description, type, script, "
         "checksum, installed_by, execution_time, success) VALUES (?1, ?2, ?3, 'SQL', ?4, ?5, ?6, ?7, 1)";
