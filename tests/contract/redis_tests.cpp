@@ -332,12 +332,17 @@ TEST_CASE("redlock: an acquire won at a majority notices a late node out of step
     busy.join();
   }
   CHECK(last > 1000);  // node 4's fence was seen (and written back to every node)
-  std::this_thread::sleep_for(1100ms);  // node 4's leftover hold (its release did not match) expires
+  // Node 4's leftover hold (its release did not match) expires within its 1 s TTL.
+  for (const auto& hp : hosts) CHECK(eventually([&] { return raw(hp, {"EXISTS", "job"}) == "0"; }, 3s));
   auto again = lock.acquire();
   CHECK(again.fence() > last);
   again.release();
-  std::string at4 = raw(hosts[4], {"GET", counter});
-  for (const auto& hp : hosts) CHECK(raw(hp, {"GET", counter}) == at4);
+  // A majority granted with this one fence: their counters stand at it. Not every node
+  // need: under a slow build (TSan) node 4 can miss its 100 ms timeout in the loop and
+  // rest for a second, and a rested node is not asked (one CI run found it at F - 1).
+  int at_fence = 0;
+  for (const auto& hp : hosts) at_fence += raw(hp, {"GET", counter}) == std::to_string(again.fence());
+  CHECK(at_fence >= 3);
   for (const auto& hp : hosts) CHECK(eventually([&] { return raw(hp, {"EXISTS", "job"}) == "0"; }, 2s));
 }
 
