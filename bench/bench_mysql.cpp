@@ -28,8 +28,10 @@
 #include <iterator>
 #include <memory>
 #include <thread>
+#include <unordered_map>
 #include <vector>
 
+#include "backends/mysql/mysql_session.hpp"  // results_of: how many results a text answers
 #include "core/url.hpp"  // the library's own URL parser: the baselines reach the same server
 #include "core/validate.hpp"
 #include "sql/dialect.hpp"  // drop_schema: what the migrations made
@@ -120,12 +122,12 @@ class Conn {
   Conn(const Conn&) = delete;
   Conn& operator=(const Conn&) = delete;
 
-  // Sends `text` (statements separated by ';', none inside a literal) in one round trip and
-  // reads every result, as MySqlSession::send does (a CALL answers two: its SELECT, then
-  // its status).
+  // Sends `text` in one round trip and reads every result, as MySqlSession::send does,
+  // counting them as MySqlSession::run does: once per distinct text, with the library's
+  // results_of (a CALL answers two: its SELECT, then its status).
   Sent run(const std::string& text) {
-    auto statements = 1 + static_cast<std::size_t>(std::count(text.begin(), text.end(), ';'));
-    for (auto at = text.find("CALL "); at != std::string::npos; at = text.find("CALL ", at + 1)) ++statements;
+    auto& statements = results_[text];
+    if (statements == 0) statements = dblock::detail::sql::results_of(text);
     Sent out;
     try {
       bool rows = stmt_->execute(text);
@@ -173,6 +175,7 @@ class Conn {
   std::string what_;
   std::unique_ptr<::sql::Connection> conn_;
   std::unique_ptr<::sql::Statement> stmt_;
+  std::unordered_map<std::string, std::size_t> results_;  // per text sent
 };
 
 // SHOW GLOBAL STATUS values, in the order of `names`.

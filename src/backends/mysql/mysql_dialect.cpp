@@ -108,7 +108,8 @@ const Dialect& mysql_dialect() {
         "type VARCHAR(20) NOT NULL, script VARCHAR(1000) NOT NULL, checksum INT, "
         "installed_by VARCHAR(100) NOT NULL, installed_on TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP, "
         "execution_time INT NOT NULL, success TINYINT(1) NOT NULL) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4";
-    d.history_select = "SELECT version, script, checksum, success, installed_rank FROM ${table}_schema_history ORDER BY installed_rank";
+    d.history_select =
+        "SELECT version, script, checksum, success, installed_rank FROM ${table}_schema_history ORDER BY installed_rank";
     d.history_insert =
         "INSERT INTO ${table}_schema_history (installed_rank, version, description, type, script, checksum, "
         "installed_by, execution_time, success) VALUES (?1, ?2, ?3, 'SQL', ?4, ?5, ?6, ?7, 1)";
