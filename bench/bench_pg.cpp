@@ -75,15 +75,22 @@ BackendReport run_postgresql(const Options& opt) {
 
   // The baselines: a connection like dblock's (pg_session.cpp: statement_timeout, a prepared
   // statement per text, a nontransaction per statement), without dblock.
-  pqxx::connection conn(url);
-  {
-    pqxx::nontransaction tx(conn);
+  // `aux` only draws the fence of bare-for-update+fence, which dblock's for-update strategy
+  // draws on another connection of its own, in a committed transaction, while the first one
+  // holds the row (pg_dialect.cpp fence_next: a draw inside the held transaction could repeat
+  // after a crash).
+  pqxx::connection conn(url), aux(url);
+  for (auto* c : {&conn, &aux}) {
+    pqxx::nontransaction tx(*c);
     tx.exec("SET statement_timeout = " + std::to_string(client_options.statement_timeout.count()));
   }
   const std::string& t = table.name();
   conn.prepare("bench_select1", "SELECT 1");
   conn.prepare("bench_try_lock", "SELECT pg_try_advisory_lock($1)");
   conn.prepare("bench_unlock", "SELECT pg_advisory_unlock($1)");
+  // dblock's advisory acquire draws its fence in the lock's own statement (pg_dialect.cpp).
+  conn.prepare("bench_try_lock_fenced",
+               fmt::format("SELECT CASE WHEN pg_try_advisory_lock($1) THEN nextval('{}_fence') ELSE 0 END", t));
   // The bare statements each strategy cannot avoid, on dblock's own lock table (same
   // indexes, same row shape), each on a name of its own.
   conn.prepare("bench_ins_insert",
@@ -111,13 +118,15 @@ BackendReport run_postgresql(const Options& opt) {
                fmt::format("INSERT INTO {} (name, owner, fence, holds, acquired_at, valid_until, version) "
                            "VALUES ($1, '', 0, 0, 0, 0, 0) ON CONFLICT (name) DO NOTHING",
                            t));
+  aux.prepare("bench_fence_next", fmt::format("SELECT nextval('{}_fence')", t));
   const std::int64_t key = 0x6462'6c6f'636b'0000LL + getpid();  // "dblock" + pid: nobody else's
   const std::string insert_name = "bench-bare-insert", optimistic_name = "bench-bare-optimistic",
-                    for_update_name = "bench-bare-for-update";
+                    for_update_name = "bench-bare-for-update", for_update_fenced_name = "bench-bare-for-update+fence";
   {
     pqxx::nontransaction tx(conn);  // the rows the optimistic and for-update baselines work on
     tx.exec_prepared("bench_create_row", optimistic_name);
     tx.exec_prepared("bench_create_row", for_update_name);
+    tx.exec_prepared("bench_create_row", for_update_fenced_name);
   }
   auto select1 = [&conn] {
     pqxx::nontransaction tx(conn);
@@ -133,6 +142,19 @@ BackendReport run_postgresql(const Options& opt) {
     pqxx::nontransaction tx(conn);
     if (!tx.exec_prepared("bench_unlock", key).at(0).at(0).as<bool>())
       throw std::runtime_error("baseline: pg_advisory_unlock of a held key returned false");
+  };
+  auto advisory_last_fence = std::make_shared<std::int64_t>(0);
+  auto advisory_pair_fenced = [&conn, key, advisory_last_fence] {
+    {
+      pqxx::nontransaction tx(conn);
+      auto fence = tx.exec_prepared("bench_try_lock_fenced", key).at(0).at(0).as<std::int64_t>();
+      if (fence <= *advisory_last_fence)
+        throw std::runtime_error("baseline advisory-pair+fence: the lock of a free key drew no new fence");
+      *advisory_last_fence = fence;
+    }
+    pqxx::nontransaction tx(conn);
+    if (!tx.exec_prepared("bench_unlock", key).at(0).at(0).as<bool>())
+      throw std::runtime_error("baseline advisory-pair+fence: pg_advisory_unlock of a held key returned false");
   };
   auto bare_insert = [&conn, insert_name] {
     {
@@ -168,6 +190,19 @@ BackendReport run_postgresql(const Options& opt) {
       throw std::runtime_error("baseline bare-for-update: SELECT ... FOR UPDATE NOWAIT found no row");
     tx.abort();  // ROLLBACK
   };
+  auto last_fence = std::make_shared<std::int64_t>(0);
+  auto bare_for_update_fenced = [&conn, &aux, for_update_fenced_name, last_fence] {
+    pqxx::work tx(conn);
+    if (tx.exec_prepared("bench_fu_lock", for_update_fenced_name).size() != 1)
+      throw std::runtime_error("baseline bare-for-update+fence: SELECT ... FOR UPDATE NOWAIT found no row");
+    {
+      pqxx::nontransaction draw(aux);
+      auto fence = draw.exec_prepared("bench_fence_next").at(0).at(0).as<std::int64_t>();
+      if (fence <= *last_fence) throw std::runtime_error("baseline bare-for-update+fence: no new fence drawn");
+      *last_fence = fence;
+    }
+    tx.abort();
+  };
 
   BackendReport rep;
   rep.notes.push_back(fmt::format(
@@ -179,7 +214,8 @@ BackendReport run_postgresql(const Options& opt) {
       "postgresql baselines (libpqxx on one connection, prepared, a nontransaction per statement as dblock's "
       "sessions do, on the lock table `t` = {}, each on a name of its own): `select1` = `SELECT 1` (1 round trip, "
       "no commit); `advisory-pair` = `SELECT pg_try_advisory_lock($1)` + `SELECT pg_advisory_unlock($1)` (2 round "
-      "trips, no commit) for `advisory`; `bare-insert` = `INSERT INTO t (name, owner, fence, holds, acquired_at, "
+      "trips, no commit) and `advisory-pair+fence` = `SELECT CASE WHEN pg_try_advisory_lock($1) THEN "
+      "nextval('t_fence') ELSE 0 END` + the unlock (dblock's statements) for `advisory`; `bare-insert` = `INSERT INTO t (name, owner, fence, holds, acquired_at, "
       "valid_until, version) VALUES ($1, 'x', nextval('t_fence'), 1, 0, 9e15::bigint, 1) ON CONFLICT (name) DO "
       "UPDATE SET owner = EXCLUDED.owner RETURNING fence` + `DELETE FROM t WHERE name = $1` (2 round trips, 2 "
       "commits) for `insert`, the DELETE committing without waiting for its WAL flush (set_config('synchronous_commit', "
@@ -188,7 +224,8 @@ BackendReport run_postgresql(const Options& opt) {
       "RETURNING fence` + `UPDATE t SET owner = '', version = version + 1 WHERE name = $1` (3 round trips, 2 "
       "commits, the last one not waiting for its flush as above; the row inserted before timing) for `optimistic`; `bare-for-update` = BEGIN (pqxx::work) + `SELECT "
       "name FROM t WHERE name = $1 FOR UPDATE NOWAIT` + ROLLBACK (3 round trips, no commit; the row inserted before "
-      "timing) for `for-update`",
+      "timing) and `bare-for-update+fence` = the same with `SELECT nextval('t_fence')` on a second connection while "
+      "the row is locked (4 round trips; dblock's fence draw) for `for-update`",
       t));
 
   ServerRun run;
@@ -199,13 +236,17 @@ BackendReport run_postgresql(const Options& opt) {
   run.strategies = {std::begin(kPgStrategies), std::end(kPgStrategies)};
   run.baselines = {{"select1", select1, {}},
                    {"advisory-pair", advisory_pair, {}},
+                   {"advisory-pair+fence", advisory_pair_fenced, {}},
                    {"bare-insert", bare_insert, {}},
                    {"bare-optimistic", bare_optimistic, {}},
-                   {"bare-for-update", bare_for_update, {}}};
+                   {"bare-for-update", bare_for_update, {}},
+                   {"bare-for-update+fence", bare_for_update_fenced, {}}};
   run.compared_with = {{"insert", {"bare-insert"}},
                        {"optimistic", {"bare-optimistic"}},
-                       {"for-update", {"bare-for-update"}},
-                       {"advisory", {"advisory-pair"}}};
+                       {"for-update", {"bare-for-update", "bare-for-update+fence"}},
+                       {"bare-for-update+fence", {"bare-for-update"}},
+                       {"advisory", {"advisory-pair", "advisory-pair+fence"}},
+                       {"advisory-pair+fence", {"advisory-pair"}}};
 
   // WAL syncs and commits per grant, server-wide (pg_stat_wal is PostgreSQL 14+). Backends
   // flush their counters when they exit, so the reads come once a series' clients are gone.
