@@ -208,12 +208,12 @@ int run(const Options& opt) {
   notes.push_back(
       "ratio = p50 / p50 of the `baseline` row (several baselines: one ratio each, in the same order, "
       "separated by /): uncontended sqlite strategies vs sqlite `bare`; uncontended postgresql strategies vs "
-      "their own bare baseline (insert: `bare-insert`, optimistic: `bare-optimistic`, for-update: "
-      "`bare-for-update / bare-for-update+fence`, advisory: `advisory-pair / advisory-pair+fence`); uncontended mysql strategies vs their own two, without and "
-      "with the fence draw (insert: `bare-insert / bare-insert+fence`, optimistic: `bare-optimistic / "
+      "their own bare baseline(s) (insert: `bare-insert`, optimistic: `bare-optimistic`, for-update: "
+      "`bare-for-update / bare-for-update+fence`, advisory: `advisory-pair / advisory-pair+fence`); uncontended "
+      "mysql strategies vs their own two, without and with the fence draw (insert: `bare-insert / bare-insert+fence`, optimistic: `bare-optimistic / "
       "bare-optimistic+fence`, for-update: `bare-for-update / bare-for-update+fence`, advisory: `getlock-pair / "
-      "getlock-pair+fence`); a postgresql or mysql `...+fence` baseline vs the same baseline without it (what the fence draw "
-      "costs); the other postgresql and mysql baseline rows vs `select1`; handoff vs sqlite `bare` / postgresql "
+      "getlock-pair+fence`); a postgresql or mysql `...+fence` baseline vs the same baseline without it (what "
+      "the fence draw costs); the other postgresql and mysql baseline rows vs `select1`; handoff vs sqlite `bare` / postgresql "
       "or mysql `select1`; handoff-polling vs the same strategy's `handoff` row (`<strategy> handoff`: polling "
       "p50 / notified p50). x select1 = p50 / p50 of the same backend's `select1`");
   std::vector<Row> main_rows;  // table-size and sweep get tables of their own below it

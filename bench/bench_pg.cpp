@@ -85,12 +85,16 @@ BackendReport run_postgresql(const Options& opt) {
     tx.exec("SET statement_timeout = " + std::to_string(client_options.statement_timeout.count()));
   }
   const std::string& t = table.name();
+  // dblock's own text, where a baseline is a statement dblock sends as it is.
+  const auto& dialect = dblock::detail::sql::postgresql_dialect();
+  auto dblock_text = [&](const std::string& text) {
+    return dblock::detail::sql::render(text, dblock::detail::parse_table_name(t), dialect.now_ms);
+  };
   conn.prepare("bench_select1", "SELECT 1");
   conn.prepare("bench_try_lock", "SELECT pg_try_advisory_lock($1)");
   conn.prepare("bench_unlock", "SELECT pg_advisory_unlock($1)");
-  // dblock's advisory acquire draws its fence in the lock's own statement (pg_dialect.cpp).
-  conn.prepare("bench_try_lock_fenced",
-               fmt::format("SELECT CASE WHEN pg_try_advisory_lock($1) THEN nextval('{}_fence') ELSE 0 END", t));
+  // dblock's advisory try-lock, which draws the fence in the lock's own statement.
+  conn.prepare("bench_try_lock_fenced", dblock_text(dialect.advisory_try));
   // The bare statements each strategy cannot avoid, on dblock's own lock table (same
   // indexes, same row shape), each on a name of its own.
   conn.prepare("bench_ins_insert",
@@ -118,7 +122,7 @@ BackendReport run_postgresql(const Options& opt) {
                fmt::format("INSERT INTO {} (name, owner, fence, holds, acquired_at, valid_until, version) "
                            "VALUES ($1, '', 0, 0, 0, 0, 0) ON CONFLICT (name) DO NOTHING",
                            t));
-  aux.prepare("bench_fence_next", fmt::format("SELECT nextval('{}_fence')", t));
+  aux.prepare("bench_fence_next", dblock_text(dialect.fence_next));
   const std::int64_t key = 0x6462'6c6f'636b'0000LL + getpid();  // "dblock" + pid: nobody else's
   const std::string insert_name = "bench-bare-insert", optimistic_name = "bench-bare-optimistic",
                     for_update_name = "bench-bare-for-update", for_update_fenced_name = "bench-bare-for-update+fence";
