@@ -168,26 +168,26 @@ class RedisFiller final : public Filler {
     for (auto* c : nodes_) redisFree(c);
   }
 
-  // A live dblock lease: the lock key NAME (value: the owner, PX: the lease) and its meta
-  // hash <ns>:meta:NAME (redis_scripts.hpp). NAME = <ns>:<prefix><i>,
-  // so every key of the fill sits in the scenario's namespace.
+  // A live dblock lease: the lock key NAME (value: the grant record, PX: the lease) and the
+  // fence counter <ns>:fence:NAME that every name a dblock granted has (redis_scripts.hpp).
+  // NAME = <ns>:<prefix><i>, so every key of the fill sits in the scenario's namespace.
   std::size_t add(std::size_t from, std::size_t to, std::int64_t valid_for_ms) override {
     if (valid_for_ms <= 0) throw std::logic_error("redis fill: keys cannot be born expired");
     const std::string px = std::to_string(valid_for_ms);
     std::vector<std::vector<std::string>> batch;
     for (std::size_t i = from; i <= to; ++i) {
-      std::string name = lock_name(i), meta = ns_ + ":meta:" + name;
-      batch.push_back({"SET", name, "dblock-bench-fill", "PX", px});
-      // No PEXPIRE on the hash (a third command per lease): clear() deletes it, also the
-      // leftovers of a killed run, since every run clears before it fills.
-      batch.push_back({"HSET", meta, "owner", "dblock-bench-fill", "fence", "1", "holds", "1", "acquired_at", "0"});
+      std::string name = lock_name(i);
+      batch.push_back({"SET", name, "1 1 0 0 dblock-bench-fill", "PX", px});
+      // The counter never expires (as the library's): clear() deletes it, also the leftovers
+      // of a killed run, since every run clears before it fills.
+      batch.push_back({"SET", ns_ + ":fence:" + name, "1"});
       if (batch.size() >= kBatch || i == to) run_batch(batch), batch.clear();
     }
     return to >= from ? to - from + 1 : 0;
   }
 
   // Every key of the namespace (SCAN, not the fill's names: a killed run may have filled
-  // more than this one), so also a killed run's meta hashes, which have no expiry.
+  // more than this one), so also a killed run's fence counters, which have no expiry.
   void clear() override {
     for (auto* c : nodes_) {
       std::string cursor = "0";
@@ -209,7 +209,7 @@ class RedisFiller final : public Filler {
   }
 
   std::string method() const override {
-    return fmt::format("pipelined `SET {0}:{1}<i> owner PX ttl` + `HSET {0}:meta:{0}:{1}<i> ...` "
+    return fmt::format("pipelined `SET {0}:{1}<i> '<fence> <holds> <at> <waiting> owner' PX ttl` + `SET {0}:fence:{0}:{1}<i> 1` "
                        "(batches of {2} commands, on every node)",
                        ns_, prefix_, kBatch);
   }

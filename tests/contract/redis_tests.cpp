@@ -136,6 +136,31 @@ TEST_CASE("redis: dblock and redis-py locks on the same name exclude each other"
   CHECK(c->lock("shared", opts(Strategy::redis)).try_acquire());
 }
 
+TEST_CASE("redis: a busy attempt takes no fence number; an older dblock's lock is a foreign holder", "[redis]") {
+  dblock::test::RedisLock f;
+  auto ns = f.make();
+  auto c = ns.open(), other = ns.open();
+  auto server = hosts_of(ns.url)[0];
+  auto first = c->lock("numbered", opts(Strategy::redis)).acquire();
+  // The acquire script INCRs before its SET NX and gives the number back when the name is
+  // busy: the next grant takes the very next number.
+  for (int i = 0; i < 5; ++i) CHECK_FALSE(other->lock("numbered", opts(Strategy::redis)).try_acquire());
+  first.release();
+  auto second = other->lock("numbered", opts(Strategy::redis)).acquire();
+  CHECK(second.fence() == first.fence() + 1);
+  CHECK(raw(server, {"GET", "numbered"}).find(std::to_string(second.fence()) + " 1 ") == 0);  // the record
+  second.release();
+  CHECK(raw(server, {"EXISTS", "numbered"}) == "0");
+  // A dblock from before 2026-11 kept the owner alone as the value: neither side reads the
+  // other's grant as its own, so they exclude each other; this one does not list it or
+  // force-release it.
+  REQUIRE(raw(server, {"SET", "numbered", "otherhost:42:0123456789abcdef:t1", "PX", "30000"}) == "OK");
+  CHECK_FALSE(c->lock("numbered", opts(Strategy::redis)).try_acquire());
+  CHECK(c->list().empty());
+  CHECK_FALSE(c->force_release("numbered"));
+  CHECK(raw(server, {"DEL", "numbered"}) == "1");
+}
+
 TEST_CASE("redis: after SCRIPT FLUSH acquire, renew and release still work", "[redis]") {
   dblock::test::RedisLock f;
   auto ns = f.make();

@@ -43,22 +43,31 @@ Target node_target(Target t, const HostPort& hp, const std::string& scheme) {
 
 Keys keys_for(const ClientOptions& o) { return Keys{o.table + ":"}; }
 
-// SCANs one server for this namespace's grant records and describes each lease.
+// Describes the leases held now on one server. Every name this namespace ever granted has a
+// fence counter, so SCANning the counters finds every lease (and names no longer held, whose
+// describe answers nil); the describes of one SCAN batch go out pipelined, as EVAL of the
+// text, which cannot meet NOSCRIPT.
 std::vector<LeaseInfo> list_on(Connection& c, const Keys& keys) {
   std::vector<LeaseInfo> out;
   std::string cursor = "0";
-  const auto grant_prefix = keys.grant("");
+  const auto prefix = keys.fence_prefix();
+  auto ms = [](std::int64_t v) { return std::chrono::system_clock::time_point(milliseconds{v}); };
   do {
-    auto r = c.command({"SCAN", cursor, "MATCH", keys.grant_pattern(), "COUNT", "1000"});
+    auto r = c.command({"SCAN", cursor, "MATCH", keys.fence_pattern(), "COUNT", "1000"});
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 2) throw InternalError("redis: unexpected SCAN answer");
     cursor.assign(r->element[0]->str, r->element[0]->len);
     const auto& found = *r->element[1];
-    for (std::size_t i = 0; i < found.elements; ++i) {
-      std::string grant(found.element[i]->str, found.element[i]->len);
-      auto name = grant.substr(grant_prefix.size());
-      auto d = c.eval(describe_script(), {name, grant}, {});
-      if (d->type != REDIS_REPLY_ARRAY || d->elements != 6) continue;  // gone meanwhile
-      auto ms = [](std::int64_t v) { return std::chrono::system_clock::time_point(milliseconds{v}); };
+    std::vector<std::string> names;
+    for (std::size_t i = 0; i < found.elements; ++i)
+      names.emplace_back(std::string(found.element[i]->str, found.element[i]->len).substr(prefix.size()));
+    for (const auto& name : names) c.append_eval(describe_script(), false, {name}, {});
+    std::vector<Reply> described;  // all read before any is checked: none left on the connection
+    for (std::size_t i = 0; i < names.size(); ++i) described.push_back(c.read());
+    for (std::size_t i = 0; i < names.size(); ++i) {
+      const auto& name = names[i];
+      const auto& d = described[i];
+      if (is_error(*d)) c.fail_reply(*d);
+      if (d->type != REDIS_REPLY_ARRAY || d->elements != 6) continue;  // not held now
       LeaseInfo li;
       li.name = name;
       li.owner.assign(d->element[0]->str, d->element[0]->len);
@@ -97,7 +106,7 @@ class RedisBackend final : public Backend {
   }
   bool force_release(const std::string& name) override {
     auto c = pool_.get();
-    return as_int(*c->eval(force_release_script(), {name, keys_.grant(name)}, {keys_.channel()})) == 1;
+    return as_int(*c->eval(force_release_script(), {name}, {keys_.channel()})) == 1;
   }
 
  private:
@@ -153,7 +162,7 @@ class RedlockBackend final : public Backend {
   }
   bool force_release(const std::string& name) override {
     auto answers =
-        nodes_.eval_all(force_release_script(), {name, keys_.grant(name)}, {keys_.channel()}, statement_timeout_);
+        nodes_.eval_all(force_release_script(), {name}, {keys_.channel()}, statement_timeout_);
     return std::any_of(answers.begin(), answers.end(),
                        [](const NodeAnswer& a) { return a.ok() && as_int(*a.reply) == 1; });
   }

@@ -6,6 +6,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <new>
 
 #include "dblock/errors.hpp"
 
@@ -171,11 +172,10 @@ Reply Connection::eval(const Script& s, const std::vector<std::string>& keys, co
   return r;
 }
 
-void Connection::append_eval(const Script& s, bool by_sha, const std::vector<std::string>& keys,
-                             const std::vector<std::string>& args) {
-  if (!usable()) fail_io();
-  // Pointers into the callers' strings: hiredis formats the command into its own buffer
-  // before this returns. Small fixed arrays: our scripts take at most 3 keys and 3 args.
+std::string format_eval(const Script& s, bool by_sha, const std::vector<std::string>& keys,
+                        const std::vector<std::string>& args) {
+  // Pointers into the callers' strings, which hiredis copies into the RESP text. Small
+  // fixed arrays: our scripts take at most 3 keys and 4 args.
   constexpr std::size_t inline_max = 12;
   const std::size_t n = 3 + keys.size() + args.size();
   const char* p_small[inline_max];
@@ -197,7 +197,22 @@ void Connection::append_eval(const Script& s, bool by_sha, const std::vector<std
   std::size_t i = 3;
   for (const auto& k : keys) p[i] = k.data(), len[i++] = k.size();
   for (const auto& a : args) p[i] = a.data(), len[i++] = a.size();
-  if (redisAppendCommandArgv(ctx_, static_cast<int>(n), p, len) != REDIS_OK) fail_io();
+  char* text = nullptr;
+  int size = redisFormatCommandArgv(&text, static_cast<int>(n), p, len);
+  if (size < 0 || !text) throw std::bad_alloc();
+  std::string out(text, static_cast<std::size_t>(size));
+  redisFreeCommand(text);
+  return out;
+}
+
+void Connection::append_eval(const Script& s, bool by_sha, const std::vector<std::string>& keys,
+                             const std::vector<std::string>& args) {
+  append_formatted(format_eval(s, by_sha, keys, args));
+}
+
+void Connection::append_formatted(const std::string& command) {
+  if (!usable()) fail_io();
+  if (redisAppendFormattedCommand(ctx_, command.data(), command.size()) != REDIS_OK) fail_io();
 }
 
 Reply Connection::take_buffered() {

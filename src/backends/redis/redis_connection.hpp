@@ -62,9 +62,12 @@ class Connection {
 
   // Pipelining, for talking to several servers at once: queue a command, then read its reply.
   void append(const std::vector<std::string>& argv);
-  // Queues EVALSHA (by_sha) or EVAL of the script, without copying the arguments.
+  // Queues EVALSHA (by_sha) or EVAL of the script.
   void append_eval(const Script& s, bool by_sha, const std::vector<std::string>& keys,
                    const std::vector<std::string>& args);
+  // Queues a command already in RESP form (format_eval()): Redlock formats a script's call
+  // once and queues the same bytes on every node.
+  void append_formatted(const std::string& command);
   Reply read();  // throws like command(), except that error replies are returned
   // Without blocking, for a caller that polls the socket itself (redlock reads the nodes in
   // the order they answer): a reply already received, or null; and one read() of what the
@@ -102,6 +105,10 @@ class Connection {
   std::string where_;
   milliseconds command_timeout_;
 };
+
+// EVALSHA (by_sha) or EVAL of the script with these keys and args, in RESP form.
+std::string format_eval(const Script& s, bool by_sha, const std::vector<std::string>& keys,
+                        const std::vector<std::string>& args);
 
 // Helpers to read replies.
 bool is_error(const redisReply& r, const char* prefix = nullptr);

@@ -9,7 +9,9 @@ std::string now_ms_text() {
                             std::chrono::system_clock::now().time_since_epoch()).count());
 }
 
-Attempt parse_attempt(const redisReply& r) {
+Attempt parse_attempt(const redisReply& r, milliseconds ttl) {
+  if (r.type == REDIS_REPLY_INTEGER && r.integer > 0)  // a fresh grant answers its fence alone
+    return Attempt{true, static_cast<std::uint64_t>(r.integer), ttl};
   if (r.type != REDIS_REPLY_ARRAY || r.elements != 3)
     throw InternalError("redis: unexpected answer to the acquire script");
   Attempt a;
@@ -21,22 +23,22 @@ Attempt parse_attempt(const redisReply& r) {
 
 Attempt RedisDriver::try_acquire(const AcquireRequest& r) {
   auto c = pool_.get();
-  auto reply = c->eval(acquire_script(), {r.name, keys_.grant(r.name), keys_.fence(r.name)},
+  auto reply = c->eval(acquire_script(), {r.name, keys_.fence(r.name)},
                        {r.owner, std::to_string(r.ttl.count()), sub_ ? "1" : "0", now_ms_text()});
-  return parse_attempt(*reply);
+  return parse_attempt(*reply, r.ttl);
 }
 
 Renewal RedisDriver::renew(const std::string& name, const std::string& owner, std::uint64_t fence, milliseconds ttl) {
   auto c = pool_.get();
   auto reply =
-      c->eval(renew_script(), {name, keys_.grant(name)}, {owner, std::to_string(fence), std::to_string(ttl.count())});
+      c->eval(renew_script(), {name}, {owner, std::to_string(fence), std::to_string(ttl.count())});
   if (reply->type == REDIS_REPLY_NIL) return Renewal{false, milliseconds{0}};
   return Renewal{true, milliseconds{as_int(*reply)}};
 }
 
 bool RedisDriver::release(const std::string& name, const std::string& owner, std::uint64_t fence) {
   auto c = pool_.get();
-  auto reply = c->eval(release_script(), {name, keys_.grant(name)}, {owner, std::to_string(fence), keys_.channel()});
+  auto reply = c->eval(release_script(), {name}, {owner, std::to_string(fence), keys_.channel()});
   return as_int(*reply) != 0;
 }
 

@@ -26,8 +26,9 @@ class RedisDriver final : public LockDriver {
   Subscriber* sub_;
 };
 
-// Reads the acquire script's {acquired, fence, remaining} answer.
-Attempt parse_attempt(const redisReply& r);
+// Reads the acquire script's answer (see acquire_script()); ttl: the TTL the attempt asked
+// for, which a fresh grant holds.
+Attempt parse_attempt(const redisReply& r, milliseconds ttl);
 // The acquire script's acquired_at: this machine's clock in ms since the epoch, as text
 // (for listing only; expiry is the server's PTTL).
 std::string now_ms_text();

@@ -60,14 +60,18 @@ std::optional<Nodes::Late> settled(const std::vector<NodeAnswer>& answers, std::
   return std::nullopt;
 }
 
-// Whether an answer to the acquire script grants (a fresh hold or a re-entry), and its
-// fence: 0 for any other answer, and for a re-entry on a node that lost its grant record.
+// Whether an answer to the acquire script grants (a fresh hold: the fence alone; a re-entry:
+// {1, fence, remaining}), and its fence: 0 for any other answer, and for a re-entry on a
+// node that lost its grant record.
 bool grants(const redisReply& r) {
+  if (r.type == REDIS_REPLY_INTEGER) return r.integer > 0;
   return r.type == REDIS_REPLY_ARRAY && r.elements == 3 && r.element[0]->type == REDIS_REPLY_INTEGER &&
          r.element[0]->integer == 1;
 }
 std::uint64_t granted_fence(const redisReply& r) {
-  if (!grants(r) || r.element[1]->type != REDIS_REPLY_INTEGER) return 0;
+  if (!grants(r)) return 0;
+  if (r.type == REDIS_REPLY_INTEGER) return static_cast<std::uint64_t>(r.integer);
+  if (r.element[1]->type != REDIS_REPLY_INTEGER) return 0;
   return static_cast<std::uint64_t>(r.element[1]->integer);
 }
 }  // namespace
@@ -89,14 +93,14 @@ void RedlockDriver::abort(const std::string& name, const std::string& owner, con
   }
   // Nobody reads the answers: the first one ends the wait, the rest are dropped on arrival.
   if (any)
-    nodes_.eval_all(abort_script(), {name, keys_.grant(name)}, {owner, keys_.channel()}, timeout, which,
+    nodes_.eval_all(abort_script(), {name}, {owner, keys_.channel()}, timeout, which,
                     [](const std::vector<NodeAnswer>&) { return std::optional<Nodes::Late>(Nodes::Late{}); });
 }
 
 Attempt RedlockDriver::try_acquire(const AcquireRequest& r) {
   const auto t0 = Clock::now();
   const auto timeout = per_node_timeout(r.ttl);
-  const std::vector<std::string> keys{r.name, keys_.grant(r.name), keys_.fence(r.name)};
+  const std::vector<std::string> keys{r.name, keys_.fence(r.name)};
   const std::vector<std::string> args{r.owner, std::to_string(r.ttl.count()), sub_ ? "1" : "0", now_ms_text()};
   const auto n = nodes_.size(), majority = nodes_.majority();
   // Won as soon as a majority granted with one fence F (see the top of this file: the next
@@ -134,8 +138,8 @@ Attempt RedlockDriver::try_acquire(const AcquireRequest& r) {
   auto tally = [&](std::size_t i) {
     const auto& a = answers[i];
     busy[i] = false;
-    if (!a.ok() || a.reply->type != REDIS_REPLY_ARRAY) return;
-    auto at = parse_attempt(*a.reply);
+    if (!a.ok() || (a.reply->type != REDIS_REPLY_ARRAY && a.reply->type != REDIS_REPLY_INTEGER)) return;
+    auto at = parse_attempt(*a.reply, r.ttl);
     if (at.acquired) {
       ++granted;
       node_fence[i] = at.fence;
@@ -204,7 +208,7 @@ Attempt RedlockDriver::try_acquire(const AcquireRequest& r) {
 
 Renewal RedlockDriver::renew(const std::string& name, const std::string& owner, std::uint64_t fence, milliseconds ttl) {
   const auto t0 = Clock::now();
-  auto answers = nodes_.eval_all(renew_script(), {name, keys_.grant(name)},
+  auto answers = nodes_.eval_all(renew_script(), {name},
                                  {owner, std::to_string(fence), std::to_string(ttl.count())}, per_node_timeout(ttl),
                                  {}, [&](const auto& a) { return settled(a, nodes_.majority()); });
   const Votes v(answers);
@@ -220,7 +224,7 @@ Renewal RedlockDriver::renew(const std::string& name, const std::string& owner, 
 
 bool RedlockDriver::release(const std::string& name, const std::string& owner, std::uint64_t fence) {
   auto answers =
-      nodes_.eval_all(release_script(), {name, keys_.grant(name)}, {owner, std::to_string(fence), keys_.channel()},
+      nodes_.eval_all(release_script(), {name}, {owner, std::to_string(fence), keys_.channel()},
                       std::min(statement_timeout_, milliseconds{500}), {},
                       [&](const auto& a) { return settled(a, nodes_.majority()); });
   const Votes v(answers);
