@@ -175,7 +175,7 @@ Reply Connection::eval(const Script& s, const std::vector<std::string>& keys, co
 std::string format_eval(const Script& s, bool by_sha, const std::vector<std::string>& keys,
                         const std::vector<std::string>& args) {
   // Pointers into the callers' strings, which hiredis copies into the RESP text. Small
-  // fixed arrays: our scripts take at most 3 keys and 4 args.
+  // fixed arrays: our scripts take at most 2 keys and 4 args.
   constexpr std::size_t inline_max = 12;
   const std::size_t n = 3 + keys.size() + args.size();
   const char* p_small[inline_max];

@@ -61,8 +61,7 @@ std::optional<Nodes::Late> settled(const std::vector<NodeAnswer>& answers, std::
 }
 
 // Whether an answer to the acquire script grants (a fresh hold: the fence alone; a re-entry:
-// {1, fence, remaining}), and its fence: 0 for any other answer, and for a re-entry on a
-// node that lost its grant record.
+// {1, fence, remaining}), and its fence: 0 for any other answer.
 bool grants(const redisReply& r) {
   if (r.type == REDIS_REPLY_INTEGER) return r.integer > 0;
   return r.type == REDIS_REPLY_ARRAY && r.elements == 3 && r.element[0]->type == REDIS_REPLY_INTEGER &&
