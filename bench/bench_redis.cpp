@@ -179,11 +179,11 @@ BackendReport run_keyed(const std::string& backend, const char* var, dblock::Str
   ScratchTable table(backend, [&](const std::string& name) {  // the run's keys, deleted at the end
     Nodes n(url);
     n.del_everywhere(n.keys(name + ":*"));
+    n.del_everywhere(n.keys("dblock_locks:fence:bench-*"));  // the locks' counters (one per name, not per table)
     n.del_everywhere({"bench-bare-set-nx", "bench-bare-fenced", "bench-bare-fenced:fence"});
   });
-  client_options.table = table.name();
   auto first = dblock::Client::open(url, client_options);
-  fmt::print(stderr, "dblock-bench: {}: key namespace {}: at {}\n", backend, table.name(), first->url());
+  fmt::print(stderr, "dblock-bench: {}: at {}\n", backend, first->url());
 
   Nodes nodes(url);
   auto check = [&](bool ok, const char* what) {
@@ -214,7 +214,8 @@ BackendReport run_keyed(const std::string& backend, const char* var, dblock::Str
 
   BackendReport rep;
   rep.notes.push_back(fmt::format(
-      "{0}: {1} at {2}, hiredis {3}.{4}.{5}; key namespace {6} (deleted at the end). Baselines (bare hiredis{7}): "
+      "{0}: {1} at {2}, hiredis {3}.{4}.{5}; the run's keys ({6}:* and the counters of its locks) deleted at the end. "
+      "Baselines (bare hiredis{7}): "
       "`select1` = PING (1 round trip), `set-nx-px+del` = `SET k v NX PX 30000` + `DEL k` (2 round trips); the "
       "{0} strategy is one EVALSHA to acquire and one to release{8}",
       backend, backend == "redis" ? "server" : "nodes", first->url(), HIREDIS_MAJOR, HIREDIS_MINOR, HIREDIS_PATCH,

@@ -21,6 +21,8 @@ Strategy parse_strategy(std::string_view text);
 struct ClientOptions {
   // The lock table: an identifier or schema.identifier ([A-Za-z_][A-Za-z0-9_]*, at most 40
   // characters each, so that the names derived from it fit every database's limit).
+  // Redis, Redlock and ZooKeeper ignore it: there a name is one lock with one fence
+  // sequence per server (separate applications by database number or root path).
   std::string table = "dblock_locks";
   std::size_t pool_size = 8;
   std::chrono::milliseconds connect_timeout{5000};

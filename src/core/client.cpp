@@ -22,6 +22,7 @@ Client::~Client() = default;
 
 Lock Client::lock(std::string name, LockOptions options) {
   detail::validate_name(name);
+  core_->backend->check_name(name);
   if (options.ttl.count() <= 0) throw UsageError("bad lock options: ttl must be positive");
   if (options.renew_every && (options.renew_every->count() <= 0 || *options.renew_every >= options.ttl))
     throw UsageError("bad lock options: renew_every must be positive and shorter than the ttl");
@@ -44,6 +45,7 @@ std::vector<LeaseInfo> Client::list() { return core_->backend->list(); }
 
 bool Client::force_release(const std::string& name) {
   detail::validate_name(name);
+  core_->backend->check_name(name);
   return core_->backend->force_release(name);
 }
 

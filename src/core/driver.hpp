@@ -92,6 +92,9 @@ class Backend {
   virtual std::vector<Strategy> strategies() const = 0;  // the first is the default
   // Throws UsageError for a strategy this backend does not offer.
   virtual std::unique_ptr<LockDriver> make_driver(Strategy strategy) = 0;
+  // Throws UsageError for a name this backend cannot lock (beyond the checks every backend
+  // makes, validate_name): one that would clash with the backend's own keys.
+  virtual void check_name(const std::string& name) const { (void)name; }
   virtual std::vector<std::string> migrate() = 0;  // the scripts applied now
   virtual std::size_t sweep(std::size_t batch) = 0;
   virtual std::vector<LeaseInfo> list() = 0;

@@ -4,7 +4,7 @@
 # postgresql and mysql use the server in DBLOCK_TEST_PG_URL or DBLOCK_TEST_MYSQL_URL, in a
 # fresh table, and restart it with DBLOCK_TEST_PG_RESTART or DBLOCK_TEST_MYSQL_RESTART.
 # redis and redlock use DBLOCK_TEST_REDIS_URL (restarted with DBLOCK_TEST_REDIS_RESTART) or
-# DBLOCK_TEST_REDLOCK_URL, in a fresh key namespace (--table); zookeeper uses
+# DBLOCK_TEST_REDLOCK_URL, in a fresh database; zookeeper uses
 # DBLOCK_TEST_ZK_URL, under a fresh root, and DBLOCK_TEST_ZK_RESTART.
 set -u
 DBLOCK=${1:?usage: cli_test.sh PATH/TO/dblock [sqlite|postgresql|mysql|redis|redlock|zookeeper]}
@@ -28,13 +28,7 @@ drop_tables() {
     case "$BACKEND" in
       postgresql) sql "DROP TABLE IF EXISTS $t, ${t}_schema_history; DROP SEQUENCE IF EXISTS ${t}_fence" ;;
       mysql) sql "DROP TABLE IF EXISTS $t, ${t}_schema_history, ${t}_fence; DROP PROCEDURE IF EXISTS ${t}_acquire; DROP PROCEDURE IF EXISTS ${t}_take" ;;
-      redis|redlock) /usr/bin/python3 -c '
-import sys, urllib.parse as p, redis
-u = p.urlsplit(sys.argv[1])
-for node in u.netloc.split("@")[-1].split(","):
-    host, port = node.rsplit(":", 1)
-    r = redis.Redis(host=host, port=int(port), password=p.unquote(u.password) if u.password else None)
-    for k in r.scan_iter(match=sys.argv[2] + ":*"): r.delete(k)' "$SERVER_URL" "$t" ;;
+      redis|redlock) redis_db flush ;;
     esac
   done
 }
@@ -52,6 +46,28 @@ use_server() {
   [ -n "$SERVER_URL" ] || { echo "cli: $1 is not set (scripts/test starts the server)"; echo "cli: 0 passed, 1 failed"; exit 1; }
   export DBLOCK_URL="$SERVER_URL" DBLOCK_TABLE="cli_$(date +%s%N | tail -c 10)"
   STRATEGIES="insert optimistic for-update advisory"
+}
+# The redis backends ignore --table (one lock, one fence counter, whatever the namespace):
+# this run takes a database of its own instead. redis_db pick: DBLOCK_URL = SERVER_URL with a
+# database picked at random and emptied on every node; redis_db flush: empties it again.
+redis_db() {
+  /usr/bin/python3 -c '
+import random, sys, urllib.parse as p, redis
+u = p.urlsplit(sys.argv[2])
+def node(hostport, db=0):
+    host, port = hostport.rsplit(":", 1)
+    return redis.Redis(host=host, port=int(port), db=db, password=p.unquote(u.password) if u.password else None)
+hosts = u.netloc.split("@")[-1].split(",")
+if sys.argv[1] == "pick":
+    db = random.randrange(1, int(node(hosts[0]).config_get("databases")["databases"]))
+    print(f"{sys.argv[2]}/{db}")
+else:
+    db = int(u.path.lstrip("/"))
+for h in hosts: node(h, db).flushdb()' "$1" "$([ "$1" = pick ] && echo "$SERVER_URL" || echo "$DBLOCK_URL")"
+}
+fresh_redis_db() {
+  DBLOCK_URL=$(redis_db pick) || { echo "cli: cannot pick a redis database"; exit 1; }
+  export DBLOCK_URL
 }
 # The strategies whose locks `dblock list` shows (leases).
 LISTED="insert optimistic redis redlock zookeeper"
@@ -71,9 +87,11 @@ print("|".join([p.unquote(u.username or ""), p.unquote(u.password or ""), u.host
                 str(u.port or 3306), p.unquote(u.path.lstrip("/"))]))' "$SERVER_URL") ;;
   redis)
     use_server DBLOCK_TEST_REDIS_URL DBLOCK_TEST_REDIS_RESTART
+    fresh_redis_db
     STRATEGIES=redis UNREACHABLE_PATH=/0 OTHER_STRATEGY=insert ;;
   redlock)
     use_server DBLOCK_TEST_REDLOCK_URL DBLOCK_TEST_REDLOCK_START
+    fresh_redis_db
     RESTART=""  # the nodes' restarts are tested in redis_tests.cpp
     STRATEGIES=redlock UNREACHABLE_PATH="" OTHER_STRATEGY=insert ;;
   zookeeper)

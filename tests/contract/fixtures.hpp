@@ -13,6 +13,9 @@
 
 #include "dblock/dblock.hpp"
 #include "support/servers.hpp"
+#ifdef DBLOCK_TEST_REDIS
+#include "support/redis_db.hpp"
+#endif
 #include "support/temp_dir.hpp"
 
 namespace dblock::test {
@@ -91,19 +94,17 @@ DBLOCK_SERVER_FIXTURE(MySqlAdvisory, ServerSessionFixture, mysql, advisory);
 #endif
 
 #ifdef DBLOCK_TEST_REDIS
-// A fresh namespace (ClientOptions::table, the key prefix) per test on the test server(s).
+// A fresh database per test on the test server(s) (the redis backends ignore the table).
 struct RedisFixture {
   static constexpr bool lease_based = true;
   static constexpr bool server_expires = true;
   TempDir dir;
   std::string url;
-  std::string table = "dblock_t_" + std::to_string(std::random_device{}());
-  explicit RedisFixture(const char* variable) : url(server_url(variable)) {}
-  Namespace make() const {
-    ClientOptions o;
-    o.table = table;
-    return Namespace{url, o};
-  }
+  explicit RedisFixture(const char* variable) : url(with_fresh_redis_db(server_url(variable))) {}
+  ~RedisFixture() { drop_redis_db(url); }
+  RedisFixture(const RedisFixture&) = delete;
+  RedisFixture& operator=(const RedisFixture&) = delete;
+  Namespace make() const { return Namespace{url, ClientOptions{}}; }
   void steal(Client& c, const std::string& name) const { REQUIRE(c.force_release(name)); }
 };
 struct RedisLock : RedisFixture {

@@ -15,6 +15,8 @@
 #include "contract/fixtures.hpp"
 #include "core/url.hpp"
 #include "support/process.hpp"
+#include "support/redis_db.hpp"
+#include "backends/redis/redis_scripts.hpp"
 
 using namespace std::chrono_literals;
 using dblock::test::eventually;
@@ -32,33 +34,22 @@ LockOptions opts(Strategy s, std::chrono::milliseconds ttl = 30s) {
   return o;
 }
 
-std::vector<dblock::detail::HostPort> hosts_of(const std::string& url) { return dblock::detail::parse_url(url).hosts; }
-
-// One raw command to one server, behind the library's back. Returns the reply as text
-// (integers in decimal), or "" when the server is unreachable or the connection drops.
-std::string raw(const dblock::detail::HostPort& hp, const std::vector<std::string>& argv) {
-  timeval tv{2, 0};
-  redisContext* c = redisConnectWithTimeout(hp.host.c_str(), hp.port, tv);
-  if (!c || c->err) {
-    if (c) redisFree(c);
-    return "";
-  }
-  std::vector<const char*> p;
-  std::vector<size_t> len;
-  for (const auto& a : argv) p.push_back(a.c_str()), len.push_back(a.size());
-  auto* r = static_cast<redisReply*>(redisCommandArgv(c, static_cast<int>(argv.size()), p.data(), len.data()));
-  std::string out;
-  if (r) {
-    if (r->type == REDIS_REPLY_INTEGER)
-      out = std::to_string(r->integer);
-    else if (r->str)
-      out.assign(r->str, r->len);
-    freeReplyObject(r);
-  }
-  redisFree(c);
+// A test's server or node: where it is, and the test's own database there.
+struct Node {
+  dblock::detail::HostPort hp;
+  int db = 0;
+};
+std::vector<Node> hosts_of(const std::string& url) {
+  auto u = dblock::detail::parse_url(url);
+  std::vector<Node> out;
+  for (const auto& hp : u.hosts) out.push_back(Node{hp, u.path.empty() ? 0 : std::stoi(u.path)});
   return out;
 }
 
+// One raw command behind the library's back, on the test's database (redis_raw).
+std::string raw(const Node& n, const std::vector<std::string>& argv) {
+  return dblock::test::redis_raw(n.hp, argv, n.db);
+}
 
 // Stops redlock nodes (SHUTDOWN NOSAVE over hiredis) and starts them again when it goes out
 // of scope (DBLOCK_TEST_REDLOCK_START), so a failing test leaves the nodes running.
@@ -141,13 +132,18 @@ TEST_CASE("redis: a busy attempt takes no fence number; an older dblock's lock i
   auto ns = f.make();
   auto c = ns.open(), other = ns.open();
   auto server = hosts_of(ns.url)[0];
+  const std::string counter = "dblock_locks:fence:numbered";
   auto first = c->lock("numbered", opts(Strategy::redis)).acquire();
-  // The acquire script INCRs before its SET NX and gives the number back when the name is
-  // busy: the next grant takes the very next number.
+  CHECK(raw(server, {"GET", counter}) == std::to_string(first.fence()));
+  // A busy attempt leaves the counter alone: it stays at the last fence granted.
   for (int i = 0; i < 5; ++i) CHECK_FALSE(other->lock("numbered", opts(Strategy::redis)).try_acquire());
+  CHECK(raw(server, {"GET", counter}) == std::to_string(first.fence()));
   first.release();
+  // With the counter set far ahead of the clock, the next grant takes the very next number.
+  const auto ahead = first.fence() + 1'000'000'000'000ULL;
+  REQUIRE(raw(server, {"SET", counter, std::to_string(ahead)}) == "OK");
   auto second = other->lock("numbered", opts(Strategy::redis)).acquire();
-  CHECK(second.fence() == first.fence() + 1);
+  CHECK(second.fence() == ahead + 1);
   CHECK(raw(server, {"GET", "numbered"}).find(std::to_string(second.fence()) + " 1 ") == 0);  // the record
   second.release();
   CHECK(raw(server, {"EXISTS", "numbered"}) == "0");
@@ -217,7 +213,7 @@ TEST_CASE("redis: an unreachable server is an UnavailableError that never shows 
   }
   // A wrong password on a server without one configured: refused, and not echoed either.
   auto real = dblock::test::server_url("DBLOCK_TEST_REDIS_URL");
-  auto hp = hosts_of(real)[0];
+  auto hp = hosts_of(real)[0].hp;
   try {
     dblock::Client::open("redis://someone:s3cr3t-pw@" + hp.host + ":" + std::to_string(hp.port));
     FAIL("opened with bad credentials");
@@ -338,11 +334,12 @@ TEST_CASE("redlock: an acquire won at a majority notices a late node out of step
   auto c = ns.open();
   auto lock = c->lock("job", opts(Strategy::redlock, 1s));  // per-node timeout 100 ms
   auto hosts = hosts_of(ns.url);
-  const std::string counter = f.table + ":fence:job";
+  const std::string counter = "dblock_locks:fence:job";
   auto first = lock.acquire();
   std::uint64_t last = first.fence();
   first.release();
-  REQUIRE(raw(hosts[4], {"SET", counter, "1000"}) == "OK");
+  const auto ahead = last + 1'000'000'000'000ULL;  // past the clock floor for 11 days
+  REQUIRE(raw(hosts[4], {"SET", counter, std::to_string(ahead)}) == "OK");
   const std::string spin =
       "local t = redis.call('TIME') local until_us = t[1] * 1000000 + t[2] + 60000 "
       "repeat t = redis.call('TIME') until t[1] * 1000000 + t[2] >= until_us return 1";
@@ -356,7 +353,7 @@ TEST_CASE("redlock: an acquire won at a majority notices a late node out of step
     lease->release();
     busy.join();
   }
-  CHECK(last > 1000);  // node 4's fence was seen (and written back to every node)
+  CHECK(last > ahead);  // node 4's fence was seen (and written back to every node)
   // Node 4's leftover hold (its release did not match) expires within its 1 s TTL.
   for (const auto& hp : hosts) CHECK(eventually([&] { return raw(hp, {"EXISTS", "job"}) == "0"; }, 3s));
   auto again = lock.acquire();
@@ -437,4 +434,186 @@ TEST_CASE("redlock: fences strictly increase when successive grants win differen
     std::this_thread::sleep_for(1200ms);
   }
   grant();
+}
+
+TEMPLATE_TEST_CASE("redis, redlock: one lock has one fence counter, whatever the namespace", "[redis]",
+                   dblock::test::RedisLock, dblock::test::Redlock) {
+  // The lock key is the bare name in every namespace (redis-py interop), so two namespaces
+  // share the lock; they must share its fences too, or X's fence 7 is followed by Y's 1.
+  TestType f;
+  auto ns = f.make();
+  auto a = ns.options, b = ns.options;
+  a.table = "app_a";
+  b.table = "app_b";
+  auto x = dblock::Client::open(ns.url, a), y = dblock::Client::open(ns.url, b);
+  const auto s = TestType::strategy;
+  std::uint64_t last = 0;
+  for (int i = 0; i < 3; ++i) {
+    auto held = x->lock("shared", opts(s)).acquire();
+    CHECK(held.fence() > last);
+    CHECK_FALSE(y->lock("shared", opts(s)).try_acquire());  // one lock: they exclude each other
+    CHECK(y->list().size() == 1);                           // and see each other's leases
+    held.release();
+    auto next = y->lock("shared", opts(s)).acquire();
+    CHECK(next.fence() > held.fence());
+    last = next.fence();
+    next.release();
+  }
+}
+
+TEMPLATE_TEST_CASE("redis, redlock: a name that is a fence counter is refused", "[redis]", dblock::test::RedisLock,
+                   dblock::test::Redlock) {
+  TestType f;
+  auto c = f.make().open();
+  auto held = c->lock("job", opts(TestType::strategy)).acquire();
+  CHECK_THROWS_AS(c->lock("dblock_locks:fence:job", opts(TestType::strategy)), dblock::UsageError);
+  CHECK_THROWS_AS(c->force_release("dblock_locks:fence:job"), dblock::UsageError);
+  CHECK(c->lock("dblock_locks:job", opts(TestType::strategy)).try_acquire());  // other names are data
+  for (const auto& n : hosts_of(f.url))
+    CHECK(raw(n, {"GET", "dblock_locks:fence:job"}) == std::to_string(held.fence()));
+}
+
+namespace {
+// The library's own connection to a test node, for calling its scripts by hand.
+std::unique_ptr<dblock::detail::redis::Connection> connect(const Node& n) {
+  dblock::detail::redis::Target t;
+  t.host = n.hp.host;
+  t.port = n.hp.port;
+  t.db = n.db;
+  t.where = "test node";
+  return std::make_unique<dblock::detail::redis::Connection>(t);
+}
+}  // namespace
+
+TEST_CASE("redis: a renewal keeps the longer of what is left and the new TTL", "[redis]") {
+  dblock::test::RedisLock f;
+  auto ns = f.make();
+  auto c = ns.open();
+  auto server = hosts_of(ns.url)[0];
+  auto lease = c->lock("job", opts(Strategy::redis, 30s)).acquire();
+  auto owner = c->list().at(0).owner;
+  // A renewal asking for 1 s (an outer hold's, under a re-entry that asked for 30 s) must not
+  // cut the key short, as the SQL strategies' renewals do not.
+  auto conn = connect(server);
+  auto r = conn->eval(dblock::detail::redis::renew_script(), {"job"}, {owner, std::to_string(lease.fence()), "1000"});
+  REQUIRE(r->type == REDIS_REPLY_INTEGER);
+  CHECK(r->integer > 20000);
+  CHECK(std::stoll(raw(server, {"PTTL", "job"})) > 20000);
+  // A longer one extends it.
+  r = conn->eval(dblock::detail::redis::renew_script(), {"job"}, {owner, std::to_string(lease.fence()), "60000"});
+  CHECK(std::stoll(raw(server, {"PTTL", "job"})) > 50000);
+  lease.release();
+}
+
+TEST_CASE("redlock: undoing a failed re-entry removes only what that attempt added", "[redis]") {
+  // A re-entry is granted on node 0 and its answers from nodes 1-4 time out, so it fails and
+  // its undo goes to all five: where the re-entry never ran, the undo must leave the holder's
+  // original hold alone, or another client wins a majority while the holder still believes
+  // it holds.
+  dblock::test::Redlock f;
+  auto ns = f.make();
+  auto c = ns.open(), other = ns.open();
+  auto nodes = hosts_of(ns.url);
+  auto lease = c->lock("job", opts(Strategy::redlock, 30s)).acquire();
+  auto owner = c->list().at(0).owner;
+  using dblock::detail::redis::abort_script;
+  using dblock::detail::redis::acquire_script;
+  auto since_epoch = std::chrono::system_clock::now().time_since_epoch();
+  auto now_ms = std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(since_epoch).count());
+  auto reentered = connect(nodes[0])->eval(acquire_script(), {"job", "dblock_locks:fence:job"},
+                                           {owner, "30000", "0", now_ms, "r-test", ""});
+  REQUIRE(reentered->type == REDIS_REPLY_ARRAY);  // {1, fence, remaining}: a re-entry
+  for (const auto& n : nodes) connect(n)->eval(abort_script(), {"job"}, {owner, "r-test", "dblock_locks:released"});
+  for (const auto& n : nodes) {
+    auto record = raw(n, {"GET", "job"});
+    INFO("node " << n.hp.port << ": " << record);
+    CHECK(record.find(std::to_string(lease.fence()) + " 1 ") == 0);  // held, once
+  }
+  CHECK_FALSE(other->lock("job", opts(Strategy::redlock)).try_acquire());
+  // An undo sent twice, or after the attempt's hold was undone, changes nothing either.
+  connect(nodes[0])->eval(abort_script(), {"job"}, {owner, "r-test", "dblock_locks:released"});
+  CHECK(raw(nodes[0], {"EXISTS", "job"}) == "1");
+  CHECK_FALSE(lease.lost());
+  lease.release();
+  for (const auto& n : nodes) CHECK(eventually([&] { return raw(n, {"EXISTS", "job"}) == "0"; }, 2s));
+}
+
+namespace {
+// Redis servers of the test's own, killed with SIGKILL (a crash, not a SHUTDOWN) and started
+// again on the same port and directory.
+class CrashableRedis {
+ public:
+  CrashableRedis(const std::string& dir, int port, std::vector<std::string> persistence)
+      : dir_(dir), port_(port), persistence_(std::move(persistence)) {
+    start();
+  }
+  ~CrashableRedis() { crash(); }
+  void start() {
+    const char* server = std::getenv("DBLOCK_REDIS_SERVER");
+    std::vector<std::string> argv{server && *server ? server : "/usr/bin/redis-server",
+                                  "--bind", "127.0.0.1", "--port", std::to_string(port_), "--dir", dir_,
+                                  "--daemonize", "no", "--protected-mode", "no", "--save", "", "--logfile",
+                                  dir_ + "/server.log"};
+    argv.insert(argv.end(), persistence_.begin(), persistence_.end());
+    REQUIRE(std::filesystem::exists(argv[0]));
+    pid_ = dblock::test::spawn(argv);
+    REQUIRE(eventually([&] { return raw(node(), {"PING"}) == "PONG"; }, 10s));
+  }
+  void crash() {
+    if (pid_ <= 0) return;
+    ::kill(pid_, SIGKILL);
+    dblock::test::wait_exit(pid_);
+    pid_ = 0;
+  }
+  Node node() const { return Node{dblock::detail::HostPort{"127.0.0.1", port_}, 0}; }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  std::string dir_;
+  int port_;
+  std::vector<std::string> persistence_;
+  pid_t pid_ = 0;
+};
+
+int test_port(int offset) { return 40000 + static_cast<int>(::getpid() % 4000) * 5 + offset; }
+}  // namespace
+
+TEST_CASE("redis, redlock: fences keep increasing across a crash that loses the counters", "[redis]") {
+  // SIGKILL right after grants. With no persistence every key is gone after the restart, as
+  // the last second of INCRs is with appendfsync everysec on a machine crash, or on a
+  // failover to a replica that had not seen them: the next fence must still be greater.
+  const std::vector<std::string> none{"--appendonly", "no"};
+  const std::vector<std::string> everysec{"--appendonly", "yes", "--appendfsync", "everysec"};
+  for (const auto& persistence : {none, everysec}) {
+    for (int nodes : {1, 3}) {
+      INFO("persistence " << persistence[1] << ", " << nodes << " node(s)");
+      dblock::test::TempDir dir;
+      std::vector<std::unique_ptr<CrashableRedis>> servers;
+      std::string url = nodes == 1 ? "redis://" : "redlock://";
+      for (int i = 0; i < nodes; ++i) {
+        const auto data = dir.path() + "/" + std::to_string(i);
+        std::filesystem::create_directory(data);
+        servers.push_back(std::make_unique<CrashableRedis>(data, test_port(i), persistence));
+        url += (i ? "," : "") + servers.back()->address();
+      }
+      const auto s = nodes == 1 ? Strategy::redis : Strategy::redlock;
+      std::uint64_t last = 0;
+      {
+        auto c = dblock::Client::open(url);
+        for (int i = 0; i < 20; ++i) {
+          auto lease = c->lock("crashing", opts(s)).acquire();
+          CHECK(lease.fence() > last);
+          last = lease.fence();
+          lease.release();
+        }
+      }
+      for (auto& srv : servers) srv->crash();
+      for (auto& srv : servers) srv->start();
+      auto c = dblock::Client::open(url);
+      auto next = c->lock("crashing", opts(s)).try_acquire(5s);
+      REQUIRE(next);
+      CHECK(next->fence() > last);
+      next->release();
+    }
+  }
 }

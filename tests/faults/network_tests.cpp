@@ -23,6 +23,9 @@
 #include "core/url.hpp"
 #include "support/eventually.hpp"
 #include "support/servers.hpp"
+#ifdef DBLOCK_TEST_REDIS
+#include "support/redis_db.hpp"
+#endif
 #include "support/tcp_proxy.hpp"
 
 using namespace std::chrono_literals;
@@ -327,9 +330,9 @@ TEST_CASE("network: mysql for-update through a stalled, dropped and restored net
 
 #ifdef DBLOCK_TEST_REDIS
 TEST_CASE("network: redis through a stalled, dropped and restored network", "[network][redis]") {
-  dblock::ClientOptions o;
-  o.table = "dblock_net_" + random_suffix();
-  network_faults({"redis", dblock::test::server_url("DBLOCK_TEST_REDIS_URL"), o, dblock::Strategy::redis, false,
+  // A database of its own: the redis backend ignores the table.
+  auto url = dblock::test::with_fresh_redis_db(dblock::test::server_url("DBLOCK_TEST_REDIS_URL"));
+  network_faults({"redis", url, {}, dblock::Strategy::redis, false,
                   statement_timeout + 500ms, false});
 }
 #endif

@@ -41,19 +41,17 @@ Target node_target(Target t, const HostPort& hp, const std::string& scheme) {
   return t;
 }
 
-Keys keys_for(const ClientOptions& o) { return Keys{o.table + ":"}; }
-
-// Describes the leases held now on one server. Every name this namespace ever granted has a
-// fence counter, so SCANning the counters finds every lease (and names no longer held, whose
+// Describes the leases held now on one server. Every name ever granted has a fence
+// counter, so SCANning the counters finds every lease (and names no longer held, whose
 // describe answers nil); the describes of one SCAN batch go out pipelined, as EVAL of the
 // text, which cannot meet NOSCRIPT.
-std::vector<LeaseInfo> list_on(Connection& c, const Keys& keys) {
+std::vector<LeaseInfo> list_on(Connection& c) {
   std::vector<LeaseInfo> out;
   std::string cursor = "0";
-  const auto prefix = keys.fence_prefix();
+  const auto& prefix = keys::fence_prefix;
   auto ms = [](std::int64_t v) { return std::chrono::system_clock::time_point(milliseconds{v}); };
   do {
-    auto r = c.command({"SCAN", cursor, "MATCH", keys.fence_pattern(), "COUNT", "1000"});
+    auto r = c.command({"SCAN", cursor, "MATCH", prefix + "*", "COUNT", "1000"});
     if (r->type != REDIS_REPLY_ARRAY || r->elements != 2) throw InternalError("redis: unexpected SCAN answer");
     cursor.assign(r->element[0]->str, r->element[0]->len);
     const auto& found = *r->element[1];
@@ -87,31 +85,30 @@ class RedisBackend final : public Backend {
  public:
   RedisBackend(Target t, const ClientOptions& o)
       : pool_(t, o.pool_size),
-        keys_(keys_for(o)),
-        sub_(o.notifications ? shared_subscriber(std::vector<Target>{t}, keys_.channel()) : nullptr) {
+        sub_(o.notifications ? shared_subscriber(std::vector<Target>{t}, keys::channel) : nullptr) {
     pool_.get();  // connect now: an unreachable server or refused credentials fail here
   }
   std::string_view name() const noexcept override { return "redis"; }
   std::vector<Strategy> strategies() const override { return {Strategy::redis}; }
+  void check_name(const std::string& name) const override { keys::check_name(name); }
   std::unique_ptr<LockDriver> make_driver(Strategy s) override {
     if (s != Strategy::redis)
       throw UsageError("the redis backend offers strategy redis only, not " + std::string(to_string(s)));
-    return std::make_unique<RedisDriver>(pool_, keys_, sub_.get());
+    return std::make_unique<RedisDriver>(pool_, sub_.get());
   }
   std::vector<std::string> migrate() override { return {}; }  // no schema: keys are made as needed
   std::size_t sweep(std::size_t) override { return 0; }       // the server expires keys itself
   std::vector<LeaseInfo> list() override {
     auto c = pool_.get();
-    return list_on(*c, keys_);
+    return list_on(*c);
   }
   bool force_release(const std::string& name) override {
     auto c = pool_.get();
-    return as_int(*c->eval(force_release_script(), {name}, {keys_.channel()})) == 1;
+    return as_int(*c->eval(force_release_script(), {name}, {keys::channel})) == 1;
   }
 
  private:
   Pool pool_;
-  Keys keys_;
   std::shared_ptr<Subscriber> sub_;  // shared with the process's other Clients on this server
 };
 
@@ -119,17 +116,17 @@ class RedlockBackend final : public Backend {
  public:
   RedlockBackend(std::vector<Target> nodes, const ClientOptions& o)
       : nodes_(nodes, o.pool_size),
-        keys_(keys_for(o)),
         statement_timeout_(o.statement_timeout),
-        sub_(o.notifications ? shared_subscriber(nodes, keys_.channel()) : nullptr) {
+        sub_(o.notifications ? shared_subscriber(nodes, keys::channel) : nullptr) {
     nodes_.connect_all();
   }
   std::string_view name() const noexcept override { return "redlock"; }
   std::vector<Strategy> strategies() const override { return {Strategy::redlock}; }
+  void check_name(const std::string& name) const override { keys::check_name(name); }
   std::unique_ptr<LockDriver> make_driver(Strategy s) override {
     if (s != Strategy::redlock)
       throw UsageError("the redlock backend offers strategy redlock only, not " + std::string(to_string(s)));
-    return std::make_unique<RedlockDriver>(nodes_, keys_, sub_.get(), statement_timeout_);
+    return std::make_unique<RedlockDriver>(nodes_, sub_.get(), statement_timeout_);
   }
   std::vector<std::string> migrate() override { return {}; }
   std::size_t sweep(std::size_t) override { return 0; }
@@ -140,7 +137,7 @@ class RedlockBackend final : public Backend {
     for (const auto& t : nodes_.targets()) {
       try {
         Connection c(t);
-        for (auto& li : list_on(c, keys_)) seen[{li.name, li.owner}].push_back(std::move(li));
+        for (auto& li : list_on(c)) seen[{li.name, li.owner}].push_back(std::move(li));
         ++answered;
       } catch (const Error&) {
       }
@@ -162,14 +159,13 @@ class RedlockBackend final : public Backend {
   }
   bool force_release(const std::string& name) override {
     auto answers =
-        nodes_.eval_all(force_release_script(), {name}, {keys_.channel()}, statement_timeout_);
+        nodes_.eval_all(force_release_script(), {name}, {keys::channel}, statement_timeout_);
     return std::any_of(answers.begin(), answers.end(),
                        [](const NodeAnswer& a) { return a.ok() && as_int(*a.reply) == 1; });
   }
 
  private:
   Nodes nodes_;
-  Keys keys_;
   milliseconds statement_timeout_;
   std::shared_ptr<Subscriber> sub_;  // shared with the process's other Clients on these nodes
 };

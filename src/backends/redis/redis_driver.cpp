@@ -23,8 +23,9 @@ Attempt parse_attempt(const redisReply& r, milliseconds ttl) {
 
 Attempt RedisDriver::try_acquire(const AcquireRequest& r) {
   auto c = pool_.get();
-  auto reply = c->eval(acquire_script(), {r.name, keys_.fence(r.name)},
-                       {r.owner, std::to_string(r.ttl.count()), sub_ ? "1" : "0", now_ms_text()});
+  // Attempt "-": nothing undoes a single server's grant. Fence floor "": the server's clock.
+  auto reply = c->eval(acquire_script(), {r.name, keys::fence(r.name)},
+                       {r.owner, std::to_string(r.ttl.count()), sub_ ? "1" : "0", now_ms_text(), "-", ""});
   return parse_attempt(*reply, r.ttl);
 }
 
@@ -38,7 +39,7 @@ Renewal RedisDriver::renew(const std::string& name, const std::string& owner, st
 
 bool RedisDriver::release(const std::string& name, const std::string& owner, std::uint64_t fence) {
   auto c = pool_.get();
-  auto reply = c->eval(release_script(), {name}, {owner, std::to_string(fence), keys_.channel()});
+  auto reply = c->eval(release_script(), {name}, {owner, std::to_string(fence), keys::channel});
   return as_int(*reply) != 0;
 }
 

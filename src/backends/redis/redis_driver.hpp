@@ -14,7 +14,7 @@ namespace dblock::detail::redis {
 class RedisDriver final : public LockDriver {
  public:
   // subscriber: null when notifications are off (waiters poll).
-  RedisDriver(Pool& pool, Keys keys, Subscriber* subscriber) : pool_(pool), keys_(std::move(keys)), sub_(subscriber) {}
+  RedisDriver(Pool& pool, Subscriber* subscriber) : pool_(pool), sub_(subscriber) {}
   Attempt try_acquire(const AcquireRequest& r) override;
   Renewal renew(const std::string& name, const std::string& owner, std::uint64_t fence, milliseconds ttl) override;
   bool release(const std::string& name, const std::string& owner, std::uint64_t fence) override;
@@ -22,7 +22,6 @@ class RedisDriver final : public LockDriver {
 
  private:
   Pool& pool_;
-  Keys keys_;
   Subscriber* sub_;
 };
 

@@ -1,39 +1,49 @@
 #include "backends/redis/redis_scripts.hpp"
 
+#include "dblock/errors.hpp"
+
 namespace dblock::detail::redis {
 
-// The lock key's value is the grant record, "<fence> <holds> <acquired_at> <waiting> <owner>"
-// (owner last: it may contain spaces), so a grant writes one key (SET NX PX) and a release
-// deletes one. Every redis.call from Lua costs about as much server time as a bare command's
-// whole execution, and a Redlock grant pays it on every node. Measured over five nodes in one
-// session, the same client sending each pair of scripts bare, as p50 of the cycle vs the
-// fenced floor: the record in a key of its own (3 calls to acquire, 3 to release) 1.18-1.21x,
-// the same without number conversions and table answers 1.06-1.14x, the record in the
-// value (2 and 2) 1.02-1.06x.
+void keys::check_name(const std::string& name) {
+  if (name.compare(0, fence_prefix.size(), fence_prefix) == 0)
+    throw UsageError("bad lock name '" + name + "': names beginning '" + fence_prefix +
+                     "' are the fence counters of the redis and redlock backends");
+}
+
+// The lock key's value is the grant record, "<fence> <holds> <acquired_at> <waiting> <attempt>
+// <owner>" (owner last: it may contain spaces), so a grant writes one key (SET NX PX) and a
+// release deletes one. Every redis.call from Lua costs about as much server time as a bare
+// command's whole execution, and a Redlock grant pays it on every node, so the scripts make
+// as few as they can and convert few numbers (a strtod or "%.14g" printf in the server).
 // with_record(): the script with two helpers in front, so each script reads and writes the
-// record the same way: parse(v) -> fence, holds, acquired_at, waiting, owner (all nil when v
-// is nil or not a record: a redis-py token, a value of an older dblock); record(...) -> the
-// string again.
+// record the same way: parse(v) -> fence, holds, acquired_at, waiting, attempt, owner (all
+// nil when v is nil or not a record: a redis-py token, a value of an older dblock);
+// record(...) -> the string again.
 namespace {
 std::string with_record(const char* body) {
   return std::string(R"lua(
 local function parse(v)
-  if v then return string.match(v, '^(%d+) (%d+) (%d+) (%d) (.*)$') end
+  if v then return string.match(v, '^(%d+) (%d+) (%d+) (%d) (%S+) (.*)$') end
 end
-local function record(f, h, at, w, o) return f .. ' ' .. h .. ' ' .. at .. ' ' .. w .. ' ' .. o end
+local function record(f, h, at, w, a, o) return f .. ' ' .. h .. ' ' .. at .. ' ' .. w .. ' ' .. a .. ' ' .. o end
 )lua") + body;
 }
 }  // namespace
 
-// Acquire or re-enter. The common case (a free name) comes first and costs two calls: INCR
-// the fence, then SET NX PX the record (the same SET NX PX redis-py takes its lock with); a
-// busy name gives the number back (DECR, in the same atomic step, so nobody ever sees it).
-// It answers just the fence (an integer: the lease is the TTL the caller asked for) and
-// touches no Lua number but the fence: ARGV[2] goes to PX as sent and the record's constant
-// fields are strings, because every number <-> string conversion is a strtod or a "%.14g"
-// printf in the server, and a table answer costs the server a second reply buffer.
+// Acquire or re-enter. The common case (a free name) comes first: the next fence, then
+// SET NX PX the record (the same SET NX PX redis-py takes its lock with), then the counter
+// raised to the fence. The fence is max(counter + 1, floor), the floor being a clock in
+// microseconds: ARGV[6] when given (Redlock sends the client's clock, so nodes whose
+// counters agree answer one fence), else the server's TIME. The counter orders grants
+// while Redis keeps it; the clock orders them when Redis lost it (a crash before the
+// append-only file's fsync, no persistence, an evicted key, a failover to a replica that
+// had not seen the last grants), unless that clock stepped back by more than the time
+// the loss took (docs/ARCHITECTURE.md, "Redis and Redlock"). Microseconds stay below 2^53
+// until the year 2255, so Lua's doubles hold every fence exactly.
+// It answers just the fence (an integer: the lease is the TTL the caller asked for).
 // acquired_at is the caller's clock (ARGV[4], ms; for listing only: expiry is the key's
-// PTTL, the server's).
+// PTTL, the server's). ARGV[5] names the attempt (Redlock's undo removes only what its own
+// attempt added; "-" where nothing is undone).
 // Re-entry (the record names our owner) adds a hold and extends the key to the longer of
 // what is left and the new TTL, keeping the fence: {1, fence, remaining}. A busy name
 // answers {0, holder, PTTL}, so that waiters sleep no longer than the holder's lease (0 for
@@ -46,21 +56,28 @@ local function record(f, h, at, w, o) return f .. ' ' .. h .. ' ' .. at .. ' ' .
 // anyway. Redlock tells a split vote from a holder with a majority by the holder named.
 const Script& acquire_script() {
   static const Script s(with_record(R"lua(
-local fence = redis.call('INCR', KEYS[2])
-if redis.call('SET', KEYS[1], record(string.format('%d', fence), '1', ARGV[4], '0', ARGV[1]), 'NX', 'PX', ARGV[2]) then
+local floor = tonumber(ARGV[6])
+if not floor then
+  local t = redis.call('TIME')
+  floor = t[1] * 1000000 + t[2]
+end
+local fence = tonumber(redis.call('GET', KEYS[2]) or '0') + 1
+if fence < floor then fence = floor end
+local fs = string.format('%d', fence)
+if redis.call('SET', KEYS[1], record(fs, '1', ARGV[4], '0', ARGV[5], ARGV[1]), 'NX', 'PX', ARGV[2]) then
+  redis.call('SET', KEYS[2], fs)
   return fence
 end
-redis.call('DECR', KEYS[2])
 local value = redis.call('GET', KEYS[1])
 local left = redis.call('PTTL', KEYS[1])
-local f, h, at, w, o = parse(value)
+local f, h, at, w, a, o = parse(value)
 if f and o == ARGV[1] then
   local ttl = tonumber(ARGV[2])
   if left < ttl then left = ttl end
-  redis.call('SET', KEYS[1], record(f, tonumber(h) + 1, at, w, o), 'PX', left)
+  redis.call('SET', KEYS[1], record(f, tonumber(h) + 1, at, w, ARGV[5], o), 'PX', left)
   return {1, tonumber(f), left}
 end
-if f and ARGV[3] == '1' and w == '0' then redis.call('SET', KEYS[1], record(f, h, at, '1', o), 'KEEPTTL') end
+if f and ARGV[3] == '1' and w == '0' then redis.call('SET', KEYS[1], record(f, h, at, '1', a, o), 'KEEPTTL') end
 if left < 0 then left = 0 end
 return {0, o or value or '', left}
 )lua"));
@@ -68,14 +85,19 @@ return {0, o or value or '', left}
 }
 
 // Renew: only the holder of this very grant (owner and fence) may extend, so a stale grant
-// of the same owner never resurrects or prolongs a newer one. Fences compare as decimal
-// strings: both sides are canonical (INCR's, std::to_string's), and no float is involved.
+// of the same owner never resurrects or prolongs a newer one. Like the SQL strategies it
+// keeps the longer of what is left and the new TTL (a re-entry with a longer TTL is not cut
+// short by the outer hold's renewal). Fences compare as decimal
+// strings: both sides are canonical (string.format('%d')'s, std::to_string's), and no float is involved.
 const Script& renew_script() {
   static const Script s(with_record(R"lua(
-local f, h, at, w, o = parse(redis.call('GET', KEYS[1]))
+local f, h, at, w, a, o = parse(redis.call('GET', KEYS[1]))
 if o ~= ARGV[1] or f ~= ARGV[2] then return false end
-redis.call('PEXPIRE', KEYS[1], ARGV[3])
-return tonumber(ARGV[3])
+local ttl = tonumber(ARGV[3])
+local left = redis.call('PTTL', KEYS[1])
+if left >= ttl then return left end
+redis.call('PEXPIRE', KEYS[1], ttl)
+return ttl
 )lua"));
   return s;
 }
@@ -86,10 +108,10 @@ return tonumber(ARGV[3])
 // number.
 const Script& release_script() {
   static const Script s(with_record(R"lua(
-local f, h, at, w, o = parse(redis.call('GET', KEYS[1]))
+local f, h, at, w, a, o = parse(redis.call('GET', KEYS[1]))
 if o ~= ARGV[1] or f ~= ARGV[2] then return 0 end
 if h ~= '1' then
-  redis.call('SET', KEYS[1], record(f, tonumber(h) - 1, at, w, o), 'KEEPTTL')
+  redis.call('SET', KEYS[1], record(f, tonumber(h) - 1, at, w, a, o), 'KEEPTTL')
   return 1
 end
 redis.call('DEL', KEYS[1])
@@ -99,32 +121,35 @@ return 2
   return s;
 }
 
-// Undo of a redlock attempt that did not win: the node may have granted with a fence we
-// never saw (its answer timed out), so only the owner is checked.
+// Undo of a redlock attempt that did not win. The node may have granted with a fence we
+// never saw (its answer timed out), so the fence is not checked; the attempt is: only a
+// record whose last grant or re-entry was this attempt gives up the hold it added. A
+// re-entry's undo leaves "-" as the attempt, so nothing undoes the hold beneath it, and an
+// undo that arrives where the attempt never ran (or after another one) changes nothing.
 const Script& abort_script() {
   static const Script s(with_record(R"lua(
-local f, h, at, w, o = parse(redis.call('GET', KEYS[1]))
-if o ~= ARGV[1] then return 0 end
+local f, h, at, w, a, o = parse(redis.call('GET', KEYS[1]))
+if o ~= ARGV[1] or a ~= ARGV[2] then return 0 end
 if h ~= '1' then
-  redis.call('SET', KEYS[1], record(f, tonumber(h) - 1, at, w, o), 'KEEPTTL')
+  redis.call('SET', KEYS[1], record(f, tonumber(h) - 1, at, w, '-', o), 'KEEPTTL')
   return 1
 end
 redis.call('DEL', KEYS[1])
-redis.call('PUBLISH', ARGV[2], KEYS[1])
+if w == '1' then redis.call('PUBLISH', ARGV[3], KEYS[1]) end
 return 2
 )lua"));
   return s;
 }
 
 // Redlock's fence write-back: raise the node's counter to the grant's fence F (so that the
-// next grant, whose majority overlaps this one, INCRs past F) and record F as the fence
+// next grant, whose majority overlaps this one, draws past F) and record F as the fence
 // of our hold there. Answers whether we hold the name on this node.
 const Script& fence_script() {
   static const Script s(with_record(R"lua(
 if tonumber(redis.call('GET', KEYS[2]) or '0') < tonumber(ARGV[2]) then redis.call('SET', KEYS[2], ARGV[2]) end
-local f, h, at, w, o = parse(redis.call('GET', KEYS[1]))
+local f, h, at, w, a, o = parse(redis.call('GET', KEYS[1]))
 if o ~= ARGV[1] then return 0 end
-redis.call('SET', KEYS[1], record(ARGV[2], h, at, w, o), 'KEEPTTL')
+redis.call('SET', KEYS[1], record(ARGV[2], h, at, w, a, o), 'KEEPTTL')
 return 1
 )lua"));
   return s;
@@ -145,7 +170,7 @@ return 1
 // One listed lease, read atomically, with the server's clock for expires_at.
 const Script& describe_script() {
   static const Script s(with_record(R"lua(
-local f, h, at, w, o = parse(redis.call('GET', KEYS[1]))
+local f, h, at, w, a, o = parse(redis.call('GET', KEYS[1]))
 if not f then return false end
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)

@@ -1,18 +1,25 @@
 // The Lua scripts of the redis and redlock backends, and the key layout they work on.
 //
-//   NAME                  the lock: its value is the grant record, a string "<fence> <holds>
-//                         <acquired_at ms> <waiting 0|1> <owner>" (waiting = 1 once a
-//                         subscribed waiter found NAME busy), its PTTL the lease. The bare
-//                         name, so that redis-py's Redis().lock(NAME) (SET NX on the same key,
-//                         its token as value) and dblock exclude each other.
-//   <table>:fence:NAME    the fence counter (INCR), never expires; list() finds names by it.
-//   <table>:released      pub/sub channel; a release that frees NAME publishes NAME if
-//                         someone waits (the record's `waiting` flag).
+//   NAME                         the lock: its value is the grant record, a string "<fence>
+//                                <holds> <acquired_at ms> <waiting 0|1> <attempt> <owner>"
+//                                (waiting = 1 once a subscribed waiter found NAME busy;
+//                                attempt: what Redlock's undo may remove), its PTTL the
+//                                lease. The bare name, so that redis-py's Redis().lock(NAME)
+//                                (SET NX on the same key, its token as value) and dblock
+//                                exclude each other.
+//   dblock_locks:fence:NAME      the fence counter: the last fence granted on NAME; never
+//                                expires; list() finds names by it. Names beginning
+//                                "dblock_locks:fence:" are refused (they would be counters).
+//   dblock_locks:released        pub/sub channel; a release that frees NAME publishes NAME
+//                                if someone waits (the record's `waiting` flag).
 //
-// Until 2026-11 the value was the owner alone and the record a key of its own
-// (<table>:grant:NAME, before that a hash <table>:meta:NAME), which this version neither reads
-// nor writes: an older dblock's lock is a foreign holder here and this version's is one
-// there, so mixed versions exclude each other and share the fence counter.
+// One lock has one counter and one channel, whatever ClientOptions::table says: the lock
+// key is the bare name for every client, so a counter per namespace would let two
+// namespaces draw fences for one lock independently. Applications keep apart by database
+// number (redis://host:port/N). The counter and channel keep the names the default
+// namespace always had, so older clients of the default namespace stay in step.
+// An older dblock's record has no attempt field, so this version reads it as a foreign
+// holder and the older reads this one's the same way: mixed versions exclude each other.
 //
 // Each script checks and writes in one atomic step (Redis runs a script alone).
 #pragma once
@@ -23,15 +30,16 @@
 
 namespace dblock::detail::redis {
 
-struct Keys {
-  std::string prefix;  // "<table>:"
-  std::string fence_prefix() const { return prefix + "fence:"; }
-  std::string fence(const std::string& name) const { return fence_prefix() + name; }
-  std::string channel() const { return prefix + "released"; }
-  std::string fence_pattern() const { return prefix + "fence:*"; }
-};
+namespace keys {
+inline const std::string fence_prefix = "dblock_locks:fence:";
+inline const std::string channel = "dblock_locks:released";
+inline std::string fence(const std::string& name) { return fence_prefix + name; }
+// UsageError for a name that is some lock's fence counter.
+void check_name(const std::string& name);
+}  // namespace keys
 
-// KEYS name, fence; ARGV owner, ttl_ms, flag_waiting 0|1, acquired_at_ms
+// KEYS name, fence; ARGV owner, ttl_ms, flag_waiting 0|1, acquired_at_ms, attempt,
+// fence floor in microseconds ("": the server's clock)
 //   -> fence (an integer: a fresh grant, for ttl_ms), or {1, fence, remaining_ms} (a
 //   re-entry), or {0, holder, holder's remaining_ms} (busy)
 const Script& acquire_script();
@@ -39,8 +47,8 @@ const Script& acquire_script();
 const Script& renew_script();
 // KEYS name; ARGV owner, fence, channel -> 0 not ours, 1 a hold counted down, 2 freed
 const Script& release_script();
-// KEYS name; ARGV owner, channel -> as release, without the fence check (redlock's undo of an
-// attempt on a node whose answer it did not get)
+// KEYS name; ARGV owner, attempt, channel -> as release, checking the attempt instead of the
+// fence (redlock's undo, also sent to nodes whose answer it did not get)
 const Script& abort_script();
 // KEYS name, fence; ARGV owner, fence -> 1 if we hold name there (redlock write-back)
 const Script& fence_script();

@@ -5,17 +5,20 @@
 // drift = ttl/100 + 2 ms for clock-rate differences between us and the nodes.
 //
 // Fences. No node sees every grant, so a node's own counter does not order grants. Each
-// node's acquire INCRs its counter; the grant takes F = the greatest value among the majority
-// it won. When every granting node gave F (every one whose answer was read: a majority),
-// the grant is won as it stands: that majority W's counters are F, set while the name was
-// held there. Otherwise it writes F back (counter =
-// max(counter, F), the record's fence = F) on the nodes, and only counts as won when a majority W
-// confirmed the write-back while still holding the name. Either way, the next grant needs a
-// majority too, which overlaps W in some node n; it can only take n after our key left n,
-// which is after n's counter reached >= F, so its INCR there gives more than F, and its own
-// maximum is more than F. Fences therefore strictly increase across grants. (The counters
-// must survive restarts: AOF persistence.) The write-back also brings the nodes' counters
-// back in step (a node that was down, a split vote's INCRs), so the next grant needs none.
+// node's acquire draws max(its counter + 1, our clock in microseconds) and raises its
+// counter to that; the grant takes F = the greatest value among the majority it won. When
+// every granting node gave F (every one whose answer was read: a majority), the grant is
+// won as it stands: that majority W's counters are F, set while the name was held there.
+// Otherwise it writes F back (counter = max(counter, F), the record's fence = F) on the
+// nodes, and only counts as won when a majority W confirmed the write-back while still
+// holding the name. Either way, the next grant needs a majority too, which overlaps W in
+// some node n; it can only take n after our key left n, which is after n's counter reached
+// >= F, so its draw there gives more than F, and its own maximum is more than F. Fences
+// therefore strictly increase across grants. A node that lost its counter (a restart
+// without its append-only file's last second) still draws past F through the clock, unless
+// the clocks of the two grants' clients differ by more than the time between the grants.
+// The write-back also brings the nodes' counters back in step (a node that was down, a
+// split vote's draws), so the next grant needs none.
 //
 // Split votes. Contenders that ask at once (all the waiters a release wakes) can each win
 // a minority of the nodes, and with every one of them backing off, the next round collides
@@ -79,10 +82,11 @@ milliseconds RedlockDriver::per_node_timeout(milliseconds ttl) const {
   return std::min(statement_timeout_, std::clamp(ttl / 10, milliseconds{20}, milliseconds{100}));
 }
 
-void RedlockDriver::abort(const std::string& name, const std::string& owner, const std::vector<NodeAnswer>& answers,
-                          milliseconds timeout) {
+void RedlockDriver::abort(const std::string& name, const std::string& owner, const std::string& attempt,
+                          const std::vector<NodeAnswer>& answers, milliseconds timeout) {
   // Undo where we may have been granted: nodes that granted, and nodes whose answer we did
-  // not get (the script may have run). Best effort: what is left expires with its TTL.
+  // not get (the script may have run there, or may not: the undo names the attempt, so it
+  // removes only a hold this attempt added). Best effort: what is left expires with its TTL.
   std::vector<bool> which(answers.size());
   bool any = false;
   for (std::size_t i = 0; i < answers.size(); ++i) {
@@ -92,15 +96,22 @@ void RedlockDriver::abort(const std::string& name, const std::string& owner, con
   }
   // Nobody reads the answers: the first one ends the wait, the rest are dropped on arrival.
   if (any)
-    nodes_.eval_all(abort_script(), {name}, {owner, keys_.channel()}, timeout, which,
+    nodes_.eval_all(abort_script(), {name}, {owner, attempt, keys::channel}, timeout, which,
                     [](const std::vector<NodeAnswer>&) { return std::optional<Nodes::Late>(Nodes::Late{}); });
 }
 
 Attempt RedlockDriver::try_acquire(const AcquireRequest& r) {
   const auto t0 = Clock::now();
   const auto timeout = per_node_timeout(r.ttl);
-  const std::vector<std::string> keys{r.name, keys_.fence(r.name)};
-  const std::vector<std::string> args{r.owner, std::to_string(r.ttl.count()), sub_ ? "1" : "0", now_ms_text()};
+  const std::vector<std::string> keys{r.name, keys::fence(r.name)};
+  // The fence floor is this machine's clock (not each node's), so that nodes whose counters
+  // agree answer one fence and the grant needs no write-back.
+  const auto now = std::chrono::system_clock::now().time_since_epoch();
+  const std::string attempt = "r" + std::to_string(++attempts_);
+  const auto now_ms = std::chrono::duration_cast<milliseconds>(now).count();
+  const auto now_us = std::chrono::duration_cast<std::chrono::microseconds>(now).count();
+  const std::vector<std::string> args{r.owner,    std::to_string(r.ttl.count()), sub_ ? "1" : "0",
+                                      std::to_string(now_ms), attempt, std::to_string(now_us)};
   const auto n = nodes_.size(), majority = nodes_.majority();
   // Won as soon as a majority granted with one fence F (see the top of this file: the next
   // grant's majority overlaps those nodes, whatever the others say), without waiting for
@@ -197,7 +208,7 @@ Attempt RedlockDriver::try_acquire(const AcquireRequest& r) {
     auto validity = least_granted - since(t0) - drift_for(r.ttl);
     if (confirmed >= majority && validity > milliseconds{0}) return Attempt{true, fence, validity};
   }
-  abort(r.name, r.owner, answers, timeout);
+  abort(r.name, r.owner, attempt, answers, timeout);
   if (down > n - majority)
     throw UnavailableError("redlock: " + std::to_string(down) + " of " + std::to_string(n) +
                            " nodes are unreachable, a majority (" + std::to_string(majority) + ") is needed");
@@ -223,7 +234,7 @@ Renewal RedlockDriver::renew(const std::string& name, const std::string& owner, 
 
 bool RedlockDriver::release(const std::string& name, const std::string& owner, std::uint64_t fence) {
   auto answers =
-      nodes_.eval_all(release_script(), {name}, {owner, std::to_string(fence), keys_.channel()},
+      nodes_.eval_all(release_script(), {name}, {owner, std::to_string(fence), keys::channel},
                       std::min(statement_timeout_, milliseconds{500}), {},
                       [&](const auto& a) { return settled(a, nodes_.majority()); });
   const Votes v(answers);

@@ -2,6 +2,8 @@
 // the validity time (see redlock_driver.cpp and docs/ARCHITECTURE.md, "Redis and Redlock").
 #pragma once
 
+#include <atomic>
+
 #include "backends/redis/redis_scripts.hpp"
 #include "backends/redis/redis_subscriber.hpp"
 #include "backends/redis/redlock_nodes.hpp"
@@ -11,8 +13,8 @@ namespace dblock::detail::redis {
 
 class RedlockDriver final : public LockDriver {
  public:
-  RedlockDriver(Nodes& nodes, Keys keys, Subscriber* subscriber, milliseconds statement_timeout)
-      : nodes_(nodes), keys_(std::move(keys)), sub_(subscriber), statement_timeout_(statement_timeout) {}
+  RedlockDriver(Nodes& nodes, Subscriber* subscriber, milliseconds statement_timeout)
+      : nodes_(nodes), sub_(subscriber), statement_timeout_(statement_timeout) {}
   Attempt try_acquire(const AcquireRequest& r) override;
   Renewal renew(const std::string& name, const std::string& owner, std::uint64_t fence, milliseconds ttl) override;
   bool release(const std::string& name, const std::string& owner, std::uint64_t fence) override;
@@ -23,12 +25,12 @@ class RedlockDriver final : public LockDriver {
   milliseconds per_node_timeout(milliseconds ttl) const;
 
  private:
-  void abort(const std::string& name, const std::string& owner, const std::vector<NodeAnswer>& answers,
-             milliseconds timeout);
+  void abort(const std::string& name, const std::string& owner, const std::string& attempt,
+             const std::vector<NodeAnswer>& answers, milliseconds timeout);
   Nodes& nodes_;
-  Keys keys_;
   Subscriber* sub_;
   milliseconds statement_timeout_;
+  std::atomic<std::uint64_t> attempts_{0};  // names each attempt, for its undo
 };
 
 }  // namespace dblock::detail::redis

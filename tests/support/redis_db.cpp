@@ -1,0 +1,63 @@
+#include "support/redis_db.hpp"
+
+#include <hiredis/hiredis.h>
+
+#include <catch2/catch.hpp>
+#include <random>
+
+namespace dblock::test {
+
+std::string redis_raw(const dblock::detail::HostPort& hp, const std::vector<std::string>& argv, int db) {
+  timeval tv{2, 0};
+  redisContext* c = redisConnectWithTimeout(hp.host.c_str(), hp.port, tv);
+  if (!c || c->err) {
+    if (c) redisFree(c);
+    return "";
+  }
+  auto command = [&](const std::vector<std::string>& args) {
+    std::vector<const char*> p;
+    std::vector<size_t> len;
+    for (const auto& a : args) p.push_back(a.c_str()), len.push_back(a.size());
+    auto* r = static_cast<redisReply*>(redisCommandArgv(c, static_cast<int>(args.size()), p.data(), len.data()));
+    std::string out;
+    if (r) {
+      if (r->type == REDIS_REPLY_INTEGER)
+        out = std::to_string(r->integer);
+      else if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[1]->str)  // CONFIG GET's pair
+        out.assign(r->element[1]->str, r->element[1]->len);
+      else if (r->str)
+        out.assign(r->str, r->len);
+      freeReplyObject(r);
+    }
+    return out;
+  };
+  std::string out;
+  if (db == 0 || command({"SELECT", std::to_string(db)}) == "OK") out = command(argv);
+  redisFree(c);
+  return out;
+}
+
+std::string with_fresh_redis_db(const std::string& url) {
+  auto parsed = dblock::detail::parse_url(url);
+  REQUIRE(parsed.path.empty());
+  REQUIRE_FALSE(parsed.hosts.empty());
+  auto databases = redis_raw(parsed.hosts[0], {"CONFIG", "GET", "databases"});
+  INFO("CONFIG GET databases on the first server: '" << databases << "'");
+  REQUIRE(!databases.empty());
+  const int n = std::stoi(databases);
+  REQUIRE(n > 1);
+  // Database 0 is left to the benchmark and to people trying things by hand.
+  const int db = 1 + static_cast<int>(std::random_device{}() % static_cast<unsigned>(n - 1));
+  for (const auto& hp : parsed.hosts) REQUIRE(redis_raw(hp, {"FLUSHDB"}, db) == "OK");
+  return url + "/" + std::to_string(db);
+}
+
+void drop_redis_db(const std::string& url) noexcept {
+  try {
+    auto parsed = dblock::detail::parse_url(url);
+    for (const auto& hp : parsed.hosts) redis_raw(hp, {"FLUSHDB"}, std::stoi(parsed.path));
+  } catch (...) {  // best effort: a test's leftovers, in a database nobody else picks soon
+  }
+}
+
+}  // namespace dblock::test
