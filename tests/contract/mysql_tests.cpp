@@ -330,3 +330,21 @@ TEST_CASE("mysql: a missing database is a schema error, a wrong password never s
   }
   CHECK_THROWS_AS(dblock::Client::open(base + "/dblock?sslmode=require"), dblock::UsageError);  // not a MySQL option
 }
+
+TEST_CASE("mysql: an advisory acquire sent again on its session is freed by one release", "[mysql]") {
+  // A text whose CALL was a deadlock victim (1213) is sent again whole. GET_LOCK counts per
+  // session: taken twice, one RELEASE_LOCK would leave the name held until the connection
+  // closes.
+  dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
+  auto raw = dblock::test::server_session(table.url()), other = dblock::test::server_session(table.url());
+  const auto& d = dblock::detail::sql::mysql_dialect();
+  const auto t = dblock::detail::parse_table_name(table.name());
+  const std::vector<Value> key{std::int64_t{0x5eed}};
+  const auto acquire = dblock::detail::sql::render(d.advisory_try, t, d.now_ms);
+  raw->run(acquire, key);
+  raw->run(acquire, key);
+  const std::string used = "SELECT IS_USED_LOCK(CONCAT('dblock:', LPAD(HEX(?1), 16, '0')))";
+  CHECK(other->run(used, key).rows.at(0).at(0) != Value{nullptr});
+  raw->run(dblock::detail::sql::render(d.advisory_unlock, t, d.now_ms), key);
+  CHECK(other->run(used, key).rows.at(0).at(0) == Value{nullptr});
+}

@@ -4,6 +4,8 @@
 
 #include "backends/postgresql/pg_listener.hpp"
 #include "backends/postgresql/pg_session.hpp"
+#include "core/validate.hpp"
+#include "sql/dialect.hpp"
 #include "sql/session_drivers.hpp"
 #include "support/servers.hpp"
 
@@ -49,4 +51,42 @@ TEST_CASE("postgresql: a release wakes a waiter through LISTEN/NOTIFY", "[postgr
   auto t1 = std::chrono::steady_clock::now();
   other->wait_until(t1 + 300ms);  // a release of another name does not wake this one
   CHECK(std::chrono::steady_clock::now() - t1 >= 300ms);
+}
+
+TEST_CASE("postgresql: a renewal that waited for the row lock extends from before the wait", "[postgresql]") {
+  // now() is the transaction's start, and the new valid_until is computed before the row
+  // lock is waited for (clock_timestamp() would read the same moment): the extension is
+  // measured from when the renewal was sent, as the core measures its lease, never from
+  // later. Conservative, and nobody can take the row while the blocker holds it.
+  dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::postgresql);
+  auto c = table.ns().open();
+  dblock::LockOptions o;
+  o.ttl = 30s;
+  auto lease = c->lock("job", o).acquire();
+  const auto owner = c->list().at(0).owner;
+  const auto& d = dblock::detail::sql::postgresql_dialect();
+  const auto t = dblock::detail::parse_table_name(table.name());
+  auto blocker = dblock::test::server_session(table.url()), renewer = dblock::test::server_session(table.url());
+  using dblock::detail::sql::Value;
+  blocker->run("BEGIN");
+  blocker->run("SELECT 1 FROM " + table.name() + " WHERE name = 'job' FOR UPDATE");
+  std::int64_t answered = 0;
+  std::thread renewal([&] {
+    auto r = renewer->run(dblock::detail::sql::render(d.renew, t, d.now_ms),
+                          {Value{std::string("job")}, Value{owner}, Value{static_cast<std::int64_t>(lease.fence())},
+                           Value{std::int64_t{30000}}});
+    REQUIRE(r.rows.size() == 1);
+    answered = dblock::detail::sql::as_int(r.rows[0][0]);
+  });
+  std::this_thread::sleep_for(600ms);
+  const auto freed_at = dblock::detail::sql::as_int(
+      blocker->run("SELECT (extract(epoch from clock_timestamp()) * 1000)::bigint").rows.at(0).at(0));
+  blocker->run("COMMIT");
+  renewal.join();
+  const auto until = dblock::detail::sql::as_int(
+      blocker->run("SELECT valid_until FROM " + table.name() + " WHERE name = 'job'").rows.at(0).at(0));
+  CHECK(until <= freed_at + 30000 - 500);  // from before the 600 ms wait
+  CHECK(until >= freed_at + 30000 - 5000);
+  CHECK(answered == 30000);
+  lease.release();
 }

@@ -27,6 +27,10 @@ const Dialect& postgresql_dialect() {
         "SELECT pg_notify('dblock_${table}', name), set_config('synchronous_commit', 'off', true)";
 
     d.holder = "SELECT owner, valid_until - ${now_ms} FROM ${table} WHERE name = $1 AND valid_until > ${now_ms}";
+    // now() is the transaction's start: a renewal that waited for the row lock extends from
+    // before the wait, so by less than its TTL, as the core measures it too (from when it
+    // sent the renewal). It may extend a row that expired during the wait: harmless, as the
+    // blocker held the row and nobody could take it (docs/ARCHITECTURE.md).
     d.renew =
         "UPDATE ${table} SET valid_until = GREATEST(valid_until, ${now_ms} + $4::bigint), version = version + 1 "
         "WHERE name = $1 AND owner = $2 AND fence = $3::bigint AND valid_until > ${now_ms} "
