@@ -9,6 +9,7 @@
 
 #include "dblock/lock.hpp"
 #include "dblock/options.hpp"
+#include "dblock/settings.hpp"
 
 namespace dblock {
 
@@ -32,6 +33,10 @@ class Client {
   std::size_t sweep(std::size_t batch = 1000); // delete expired leases in short batches; the count
   std::vector<LeaseInfo> list();               // locks held now (not expired), by name
   bool force_release(const std::string& name); // the operator's escape hatch; true if it was held
+  // Reads the server settings that exclusion and fences rely on (fsync, synchronous commit,
+  // Redis persistence and eviction, ...), one line each with a verdict (dblock/settings.hpp).
+  // Settings that cannot be read are `unknown`; throws only when the server cannot be reached.
+  std::vector<SettingCheck> check_settings();
 
   std::string_view backend() const noexcept;   // "sqlite", ...
   std::vector<Strategy> strategies() const;    // offered here; the first is the default

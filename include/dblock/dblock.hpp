@@ -6,4 +6,5 @@
 #include "dblock/lease.hpp"
 #include "dblock/lock.hpp"
 #include "dblock/options.hpp"
+#include "dblock/settings.hpp"
 #include "dblock/sweeper.hpp"

@@ -60,7 +60,7 @@ Invocation parse_command_line(int argc, const char* const* argv, std::ostream& o
 
   // One Common per subcommand: CLI11 writes the defaults of every subcommand's options into
   // their variables, so a shared one would lose the values given to the parsed subcommand.
-  Common migrate, sweep, list, release;
+  Common migrate, sweep, list, release, doctor;
   auto* migrate_cmd = app.add_subcommand("migrate", "Create or upgrade the lock table");
   add_common(migrate_cmd, migrate);
 
@@ -77,6 +77,12 @@ Invocation parse_command_line(int argc, const char* const* argv, std::ostream& o
   add_common(release_cmd, release);
   release_cmd->add_option("--name", inv.release_name, "Lock name")->required();
   release_cmd->add_flag("--force", inv.force, "Required: this frees the lock under its holder");
+
+  auto* doctor_cmd = app.add_subcommand("doctor", "Check the server settings the locks rely on");
+  add_common(doctor_cmd, doctor);
+  doctor_cmd->add_flag("--json", inv.json, "Print JSON");
+  doctor_cmd->footer("Exit status: 0 when every setting read is ok (unknown ones are listed), 78 when one "
+                     "weakens or breaks exclusion or fences; 69 when the server cannot be reached.");
 
   try {
     app.parse(split, argv);
@@ -112,6 +118,9 @@ Invocation parse_command_line(int argc, const char* const* argv, std::ostream& o
   } else if (release_cmd->parsed()) {
     inv.command = Invocation::Command::release;
     inv.common = release;
+  } else if (doctor_cmd->parsed()) {
+    inv.command = Invocation::Command::doctor;
+    inv.common = doctor;
   }
   return inv;
 }

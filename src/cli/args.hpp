@@ -11,16 +11,16 @@
 namespace dblock::cli {
 
 struct Invocation {
-  enum class Command { none, run, migrate, sweep, list, release };
+  enum class Command { none, run, migrate, sweep, list, release, doctor };
   Command command = Command::none;
   // >= 0: nothing to run; exit with this code (help or version printed, or a usage error
   // reported on the error stream).
   int exit_now = -1;
   RunArgs run;                   // run (its command: everything after the first "--")
-  Common common;                 // migrate, sweep, list, release
+  Common common;                 // migrate, sweep, list, release, doctor
   std::string every;             // sweep --every
   std::size_t batch = 1000;      // sweep --batch
-  bool json = false;             // list --json
+  bool json = false;             // list --json, doctor --json
   std::string release_name;      // release --name
   bool force = false;            // release --force
 };

@@ -19,7 +19,8 @@ enum Exit : int {
   software = 70,     // internal error
   busy = 75,         // the lock was not acquired (busy, or the wait timed out)
   lost = 76,         // the lock was lost while the command ran; the command was stopped
-  config = 78,       // lock table missing (run `dblock migrate`) or migrations changed
+  config = 78,       // lock table missing (run `dblock migrate`) or migrations changed, or
+                     // (dblock doctor) a server setting weakens or breaks the guarantees
 };
 
 int exit_code(ErrorKind kind) noexcept;
@@ -47,5 +48,9 @@ int migrate_command(const Common& c);
 int sweep_command(const Common& c, const std::string& every, std::size_t batch);
 int list_command(const Common& c, bool json);
 int release_command(const Common& c, const std::string& name, bool force);
+int doctor_command(const Common& c, bool json);
+// The settings doctor finds weakening or breaking a guarantee, as warnings on stderr
+// (`dblock migrate` prints them after its own output; its exit code stays its own).
+void warn_settings(Client& client) noexcept;
 
 }  // namespace dblock::cli

@@ -30,6 +30,8 @@ int migrate_command(const Common& c) {
   auto applied = client->migrate();
   if (applied.empty()) std::cout << "dblock: table " << c.table << " is up to date\n";
   for (const auto& script : applied) std::cout << "dblock: applied " << script << " to table " << c.table << "\n";
+  std::cout.flush();  // the warnings on stderr come after the output above
+  warn_settings(*client);
   return ok;
 }
 

@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
       case Invocation::Command::sweep: return sweep_command(inv.common, inv.every, inv.batch);
       case Invocation::Command::list: return list_command(inv.common, inv.json);
       case Invocation::Command::release: return release_command(inv.common, inv.release_name, inv.force);
+      case Invocation::Command::doctor: return doctor_command(inv.common, inv.json);
       case Invocation::Command::none: break;
     }
   } catch (const dblock::Error& e) {

@@ -49,6 +49,8 @@ bool Client::force_release(const std::string& name) {
   return core_->backend->force_release(name);
 }
 
+std::vector<SettingCheck> Client::check_settings() { return core_->backend->check_settings(); }
+
 std::string_view Client::backend() const noexcept { return core_->backend->name(); }
 std::vector<Strategy> Client::strategies() const { return core_->backend->strategies(); }
 std::string Client::url() const { return core_->url.redacted(); }

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "dblock/options.hpp"
+#include "dblock/settings.hpp"
 
 namespace dblock::detail {
 
@@ -99,6 +100,9 @@ class Backend {
   virtual std::size_t sweep(std::size_t batch) = 0;
   virtual std::vector<LeaseInfo> list() = 0;
   virtual bool force_release(const std::string& name) = 0;
+  // The server settings the guarantees rely on, read now (`dblock doctor`). A setting that
+  // cannot be read is an `unknown` line, not an error; an unreachable server throws.
+  virtual std::vector<SettingCheck> check_settings() = 0;
 };
 
 struct Url;

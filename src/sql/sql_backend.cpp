@@ -117,4 +117,10 @@ bool SqlBackend::force_release(const std::string& name) {
   return freed;
 }
 
+std::vector<SettingCheck> SqlBackend::check_settings() {
+  if (!settings_reader_) return {{"(settings)", "", Verdict::unknown, raw_.name + ": dblock reads no settings here"}};
+  auto s = pool_.get();
+  return settings_reader_(*s);
+}
+
 }  // namespace dblock::detail::sql

@@ -2,6 +2,7 @@
 // SQLite uses it as is; server databases add their session strategies on top.
 #pragma once
 
+#include <functional>
 #include <memory>
 
 #include "core/driver.hpp"
@@ -25,6 +26,12 @@ class SqlBackend : public Backend {
   std::size_t sweep(std::size_t batch) override;
   std::vector<LeaseInfo> list() override;
   bool force_release(const std::string& name) override;
+  std::vector<SettingCheck> check_settings() override;
+
+  // How this database's settings are read (src/sql/settings.hpp), on a pooled session: the
+  // very connection setup dblock's own statements run with.
+  using SettingsReader = std::function<std::vector<SettingCheck>(Session&)>;
+  void set_settings_reader(SettingsReader reader) { settings_reader_ = std::move(reader); }
 
   SessionPool& pool() noexcept { return pool_; }
 
@@ -37,6 +44,7 @@ class SqlBackend : public Backend {
   const std::chrono::milliseconds statement_timeout_;
   SessionPool pool_;
   std::shared_ptr<Notifier> notifier_;
+  SettingsReader settings_reader_;
 };
 
 }  // namespace dblock::detail::sql

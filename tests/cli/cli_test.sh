@@ -32,9 +32,11 @@ drop_tables() {
     esac
   done
 }
+REDIS_PIDS=() FLUSH_BACK=""
 cleanup() {
   kill $(jobs -p) 2>/dev/null
-  [ -n "$SERVER_URL" ] && drop_tables "$DBLOCK_TABLE" "other_$DBLOCK_TABLE" >/dev/null 2>&1
+  [ -n "$FLUSH_BACK" ] && sql "SET GLOBAL innodb_flush_log_at_trx_commit = $FLUSH_BACK" >/dev/null 2>&1
+  [ -n "$SERVER_URL" ] && drop_tables "$DBLOCK_TABLE" "other_$DBLOCK_TABLE" "doctor_$DBLOCK_TABLE" >/dev/null 2>&1
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -109,7 +111,9 @@ SQL=yes
 SESSION_STRATEGY=for-update LEASE_STRATEGY=insert
 [ "$BACKEND" = zookeeper ] && SESSION_STRATEGY=zookeeper LEASE_STRATEGY=zookeeper
 if [ -n "$SERVER_URL" ]; then
-  "$DBLOCK" migrate >/dev/null || { echo "cli: cannot migrate $DBLOCK_TABLE"; exit 1; }
+  # (its stderr kept for a failure: a success may warn of server settings, see doctor below)
+  "$DBLOCK" migrate >/dev/null 2>"$WORK/migrate.err" ||
+    { cat "$WORK/migrate.err"; echo "cli: cannot migrate $DBLOCK_TABLE"; exit 1; }
 fi
 echo "# backend $BACKEND, table $DBLOCK_TABLE"
 
@@ -389,6 +393,81 @@ sys.exit(got != want)' && ok "$strategy: list --json shows the special names byt
     [ -z "$bad" ] && ok "$strategy: the special-name holders stopped on SIGTERM (exit 143)" || fail "$strategy: holders:$bad"
   done
 fi
+
+# --- doctor: the server settings the guarantees rely on -------------------------------------
+# doctor_json_agrees: the last doctor run's exit code (in $1) is 78 exactly when its JSON (in
+# $WORK/out) has a verdict that weakens or breaks a guarantee, else 0.
+doctor_json_agrees() {
+  local want
+  want=$(python3 -c '
+import json, sys
+checks = json.load(open(sys.argv[1]))
+assert checks and all(set(c) == {"setting", "value", "verdict", "meaning"} and c["meaning"] for c in checks)
+assert all(c["verdict"] in ("ok", "unknown", "weakens fences", "weakens exclusion", "breaks exclusion") for c in checks)
+print(78 if any(c["verdict"] not in ("ok", "unknown") for c in checks) else 0)' "$WORK/out") &&
+    [ "$1" = "$want" ] && ok "doctor --json: exit $1 agrees with the verdicts" ||
+    fail "doctor --json: exit $1, verdicts: $(head -c 400 "$WORK/out")"
+}
+"$DBLOCK" doctor --json >"$WORK/out" 2>"$WORK/err"; doctor_json_agrees $?
+# A throwaway redis-server of this script's own (redis, redlock): never the shared servers.
+throwaway_redis() {  # throwaway_redis PORT ARGS...: started and answering, or the test fails
+  local port=$1; shift
+  /usr/bin/redis-server --port "$port" --bind 127.0.0.1 --dir "$WORK" --dbfilename "dump-$port.rdb" \
+    --appendfilename "aof-$port" --daemonize no --logfile "$WORK/redis-$port.log" "$@" &
+  REDIS_PIDS+=($!)
+  for _ in $(seq 1 100); do
+    [ "$(redis-cli -h 127.0.0.1 -p "$port" ping 2>/dev/null)" = PONG ] && return 0
+    sleep 0.1
+  done
+  fail "redis-server on $port did not start: $(tail -n 3 "$WORK/redis-$port.log")"
+}
+free_port() { python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
+case "$BACKEND" in
+  sqlite)
+    expect_exit 0 "doctor: dblock's SQLite connection is durable" "$DBLOCK" doctor
+    grep -q "synchronous = FULL" "$WORK/out" && grep -q "journal_mode = wal" "$WORK/out" &&
+      ok "doctor shows synchronous and journal_mode" || fail "doctor said: $(cat "$WORK/out")" ;;
+  postgresql)
+    off_url="$SERVER_URL?options=-c%20synchronous_commit%3Doff"
+    expect_exit 78 "doctor: synchronous_commit=off weakens exclusion" "$DBLOCK" doctor --url "$off_url"
+    grep -q "^weakens exclusion  synchronous_commit = off" "$WORK/out" && grep -q "^ok  *fsync = " "$WORK/out" &&
+      ok "doctor names the setting and its verdict" || fail "doctor said: $(cat "$WORK/out")"
+    expect_exit 0 "migrate: the same as warnings, exit code unchanged" "$DBLOCK" migrate --url "$off_url" --table "doctor_$DBLOCK_TABLE"
+    grep -q "applied V1" "$WORK/out" && grep -q "^dblock: warning: synchronous_commit = off weakens exclusion" "$WORK/err" &&
+      ok "migrate warns after its own output" || fail "migrate said: $(cat "$WORK/out" "$WORK/err")" ;;
+  mysql)
+    flush=$(sql "SELECT @@GLOBAL.innodb_flush_log_at_trx_commit" | tail -n 1)
+    FLUSH_BACK=${flush:-1}  # restored by cleanup too, should this script die before the line below
+    sql "SET GLOBAL innodb_flush_log_at_trx_commit = 2"
+    expect_exit 78 "doctor: innodb_flush_log_at_trx_commit=2 weakens exclusion" "$DBLOCK" doctor
+    # (a table of its own: the main one's migration was tampered with above)
+    expect_exit 0 "migrate: the same as a warning, exit code unchanged" "$DBLOCK" migrate --table "doctor_$DBLOCK_TABLE"
+    sql "SET GLOBAL innodb_flush_log_at_trx_commit = ${flush:-1}"  # the shared server's own value back
+    grep -q "^dblock: warning: innodb_flush_log_at_trx_commit = 2 weakens exclusion" "$WORK/err" &&
+      ok "migrate warns of it" || fail "migrate said: $(cat "$WORK/out" "$WORK/err")"
+    expect_exit 0 "doctor: flushed at every commit again" "$DBLOCK" doctor ;;
+  redis|redlock)
+    bad=$(free_port); throwaway_redis "$bad" --appendonly no --save '' --maxmemory 64mb --maxmemory-policy allkeys-lru
+    good=$(free_port); throwaway_redis "$good" --appendonly yes --appendfsync always --save '' --maxmemory-policy noeviction
+    if [ "$BACKEND" = redis ]; then bad_url="redis://127.0.0.1:$bad" good_url="redis://127.0.0.1:$good" prefix=""
+    else
+      bad_url="redlock://127.0.0.1:$good,127.0.0.1:$bad,${SERVER_URL#redlock://}" good_url="redlock://127.0.0.1:$good"
+      bad_url=$(printf '%s' "$bad_url" | cut -d, -f1-3) prefix="127.0.0.1:$bad "
+    fi
+    expect_exit 78 "doctor: no persistence and allkeys-lru break exclusion" "$DBLOCK" doctor --url "$bad_url"
+    grep -q "^breaks exclusion   ${prefix}appendonly = no" "$WORK/out" &&
+      grep -q "^breaks exclusion   ${prefix}maxmemory-policy = allkeys-lru" "$WORK/out" &&
+      ok "doctor names both settings" || fail "doctor said: $(cat "$WORK/out")"
+    expect_exit 0 "migrate: the same as warnings, exit code unchanged" "$DBLOCK" migrate --url "$bad_url"
+    [ "$(grep -c "^dblock: warning: ${prefix}.* breaks exclusion" "$WORK/err")" = 2 ] &&
+      ok "migrate warns of both" || fail "migrate said: $(cat "$WORK/err")"
+    expect_exit 0 "doctor: AOF fsynced always and noeviction are ok" "$DBLOCK" doctor --url "$good_url"
+    kill "${REDIS_PIDS[@]}" 2>/dev/null; wait "${REDIS_PIDS[@]}" 2>/dev/null; REDIS_PIDS=() ;;
+  zookeeper)
+    expect_exit 0 "doctor: forceSync cannot be read, which is not a failure" "$DBLOCK" doctor
+    grep -q "^unknown  *forceSync (not read)" "$WORK/out" && ok "doctor names forceSync" || fail "doctor said: $(cat "$WORK/out")" ;;
+esac
+[ -n "$SERVER_URL" ] && expect_exit 69 "doctor: an unreachable server" "$DBLOCK" doctor --url "${SERVER_URL%%://*}://dblock:x@127.0.0.1:1$UNREACHABLE_PATH" --timeout 2s
 
 # --- bad input: exit 64, one line, nothing written ------------------------------------------
 [ "$BACKEND" = sqlite ] && export DBLOCK_URL="sqlite:$WORK/bad.db"

@@ -86,6 +86,7 @@ class FakeBackend : public dblock::detail::Backend {
   std::size_t sweep(std::size_t) override { return 0; }
   std::vector<dblock::LeaseInfo> list() override { return {}; }
   bool force_release(const std::string&) override { return false; }
+  std::vector<dblock::SettingCheck> check_settings() override { return {}; }
 };
 
 struct Fixture {

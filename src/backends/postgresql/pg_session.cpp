@@ -149,8 +149,13 @@ PgSession::PgSession(const std::string& conninfo, const std::string& where, std:
   }
   guarded([&] {
     pqxx::nontransaction tx(*conn_);
-    // No statement may hang on a dead or stuck server (the contract's bounded waits).
-    tx.exec("SET statement_timeout = " + std::to_string(statement_timeout.count()));
+    // No statement may hang on a dead or stuck server (the contract's bounded waits). The
+    // upserts rely on READ COMMITTED (they see the row another transaction just committed);
+    // a server's, role's or URL's default of REPEATABLE READ or SERIALIZABLE would fail them
+    // with serialization errors, and pqxx::work sends a plain BEGIN: so it is pinned here,
+    // in the same round trip.
+    tx.exec("SET statement_timeout = " + std::to_string(statement_timeout.count()) +
+            "; SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL READ COMMITTED");
   });
 }
 

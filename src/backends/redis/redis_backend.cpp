@@ -7,6 +7,7 @@
 
 #include "backends/redis/redis_driver.hpp"
 #include "backends/redis/redis_pool.hpp"
+#include "backends/redis/redis_settings.hpp"
 #include "backends/redis/redlock_driver.hpp"
 #include "dblock/errors.hpp"
 
@@ -106,6 +107,10 @@ class RedisBackend final : public Backend {
     auto c = pool_.get();
     return as_int(*c->eval(force_release_script(), {name}, {keys::channel})) == 1;
   }
+  std::vector<SettingCheck> check_settings() override {
+    auto c = pool_.get();
+    return read_settings(*c);
+  }
 
  private:
   Pool pool_;
@@ -162,6 +167,23 @@ class RedlockBackend final : public Backend {
         nodes_.eval_all(force_release_script(), {name}, {keys::channel}, statement_timeout_);
     return std::any_of(answers.begin(), answers.end(),
                        [](const NodeAnswer& a) { return a.ok() && as_int(*a.reply) == 1; });
+  }
+  // Every node on its own, named: one node that loses its keys lets a second client win
+  // a majority with the nodes the first one did not need. A node down is `unknown`.
+  std::vector<SettingCheck> check_settings() override {
+    std::vector<SettingCheck> out;
+    for (const auto& t : nodes_.targets()) {
+      const auto prefix = t.host + ":" + std::to_string(t.port) + " ";
+      std::vector<SettingCheck> node;
+      try {
+        Connection c(t);
+        node = read_settings(c, prefix);
+      } catch (const Error& e) {
+        node = unreachable_settings(prefix, std::string("could not be read: ") + e.what());
+      }
+      out.insert(out.end(), node.begin(), node.end());
+    }
+    return out;
   }
 
  private:

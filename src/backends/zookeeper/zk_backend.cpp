@@ -82,6 +82,14 @@ class ZkBackend : public Backend {
     return false;
   }
 
+  // The client protocol reads no server configuration (the `conf` four-letter word, where
+  // enabled, leaves forceSync out), so the one setting that matters is named, not read.
+  std::vector<SettingCheck> check_settings() override {
+    return {{"forceSync", "", Verdict::unknown,
+             "not readable over the client protocol: keep forceSync=yes (the default), or a crash of a quorum's "
+             "machines can lose acknowledged lock nodes and reuse their zxids (fences)"}};
+  }
+
  private:
   std::shared_ptr<Pool> pool_;
   zk::Driver* driver_ = nullptr;

@@ -1,0 +1,37 @@
+// What Client::check_settings reports: the server settings dblock's guarantees rely on
+// (durability of a grant, locks that stay put), read from the server, each with a verdict.
+// dblock cannot enforce these itself: a database that acknowledges a commit it then loses
+// on a crash, or a Redis that evicts a lock key, takes a lock from a holder that still runs.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace dblock {
+
+// From harmless to worst. "Exclusion" is "one holder at a time"; "fences" are the fencing
+// tokens, which a resource uses to refuse a holder that was superseded.
+enum class Verdict {
+  ok,                 // the guarantee holds as documented (docs/RELIABILITY.md)
+  unknown,            // could not be read (no privilege, CONFIG disabled, not on the protocol)
+  weakens_fences,     // locks survive a crash, but a fence may be handed out again after it
+  weakens_exclusion,  // a crash can lose the latest grants: a holder may run beside a new one
+                      // until its next renewal (and fences may repeat)
+  breaks_exclusion,   // locks can vanish under their holders without a crash, or a crash can
+                      // corrupt the store: no guarantee is left
+};
+
+// "ok", "unknown", "weakens fences", "weakens exclusion", "breaks exclusion".
+std::string_view to_string(Verdict v) noexcept;
+
+// True for the verdicts that make `dblock doctor` fail: a guarantee is off.
+inline bool is_problem(Verdict v) noexcept { return v > Verdict::unknown; }
+
+struct SettingCheck {
+  std::string setting;  // the server's own name; on Redlock prefixed with the node: "host:port appendonly"
+  std::string value;    // as the server reports it; empty when unknown
+  Verdict verdict = Verdict::unknown;
+  std::string meaning;  // one line: what this value means for dblock's locks
+};
+
+}  // namespace dblock

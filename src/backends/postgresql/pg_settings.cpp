@@ -1,0 +1,68 @@
+// PostgreSQL: what makes a committed grant survive a crash (fsync, synchronous_commit), and
+// the isolation dblock's statements run under. Read with current_setting() on one of
+// dblock's own connections.
+#include "sql/settings.hpp"
+
+namespace dblock::detail::sql {
+
+namespace {
+
+std::optional<std::string> current(Session& s, const std::string& name) {
+  return read_setting(s, "SELECT current_setting('" + name + "')");
+}
+
+SettingCheck fsync_check(Session& s) {
+  auto v = current(s, "fsync");
+  if (!v) return {"fsync", "", Verdict::unknown, "could not be read"};
+  if (*v == "off")
+    return {"fsync", *v, Verdict::breaks_exclusion,
+            "an OS crash or power loss can corrupt the database: the lock table and fence counters with it"};
+  return {"fsync", *v, Verdict::ok, "commits are flushed to disk, so a crash loses no acknowledged grant"};
+}
+
+SettingCheck synchronous_commit_check(Session& s) {
+  auto v = current(s, "synchronous_commit");
+  if (!v) return {"synchronous_commit", "", Verdict::unknown, "could not be read"};
+  if (*v == "off")
+    return {"synchronous_commit", *v, Verdict::weakens_exclusion,
+            "a server crash can lose the last grants acknowledged (up to 3 x wal_writer_delay): their holders "
+            "run on while the lock is free again, and their fences can be handed out again"};
+  if (*v == "local") {
+    auto standbys = current(s, "synchronous_standby_names");
+    if (standbys && standbys->empty())
+      return {"synchronous_commit", *v, Verdict::ok,
+              "a grant is on local disk before dblock hears it committed (no synchronous standby is configured)"};
+    return {"synchronous_commit", *v, Verdict::weakens_exclusion,
+            "a grant is not waited for on the synchronous standbys: a failover can lose the last grants, whose "
+            "holders run on while the lock is free on the new primary"};
+  }
+  // on, remote_write, remote_apply
+  return {"synchronous_commit", *v, Verdict::ok, "a grant is on disk before dblock hears it committed"};
+}
+
+// dblock sets READ COMMITTED on its own connections (PgSession): its upserts rely on seeing
+// the row another transaction just committed, where REPEATABLE READ and SERIALIZABLE would
+// fail them with serialization errors. So the server's or role's default does not reach
+// dblock; this reports it, and what this connection actually runs.
+SettingCheck isolation_check(Session& s) {
+  const std::string name = "default_transaction_isolation";
+  auto configured = read_setting(s, "SELECT reset_val FROM pg_settings WHERE name = '" + name + "'");
+  auto running = current(s, "transaction_isolation");
+  if (!configured || !running) return {name, configured.value_or(""), Verdict::unknown, "could not be read"};
+  if (*running != "read committed")
+    return {name, *configured, Verdict::unknown,
+            "dblock's connection runs " + *running + ", not read committed: its statements may fail with "
+            "serialization errors"};
+  if (*configured == "read committed")
+    return {name, *configured, Verdict::ok, "dblock's statements run read committed, as it also sets itself"};
+  return {name, *configured, Verdict::ok,
+          "not used by dblock: it sets read committed on its own connections (this one runs " + *running + ")"};
+}
+
+}  // namespace
+
+std::vector<SettingCheck> postgresql_settings(Session& s) {
+  return {fsync_check(s), synchronous_commit_check(s), isolation_check(s)};
+}
+
+}  // namespace dblock::detail::sql
