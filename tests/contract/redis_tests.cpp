@@ -557,7 +557,10 @@ class CrashableRedis {
     argv.insert(argv.end(), persistence_.begin(), persistence_.end());
     REQUIRE(std::filesystem::exists(argv[0]));
     pid_ = dblock::test::spawn(argv);
-    REQUIRE(eventually([&] { return raw(node(), {"PING"}) == "PONG"; }, 10s));
+    if (!eventually([&] { return raw(node(), {"PING"}) == "PONG"; }, 10s)) {
+      std::ifstream log(dir_ + "/server.log");
+      FAIL("redis-server on port " << port_ << " did not answer; its log:\n" << log.rdbuf());
+    }
   }
   void crash() {
     if (pid_ <= 0) return;
@@ -575,7 +578,9 @@ class CrashableRedis {
   pid_t pid_ = 0;
 };
 
-int test_port(int offset) { return 40000 + static_cast<int>(::getpid() % 4000) * 5 + offset; }
+// Below the kernel's ephemeral ports (32768 and up), so that no client connection holds it,
+// and clear of the test services' ports.
+int test_port(int offset) { return 22000 + static_cast<int>(::getpid() % 1900) * 5 + offset; }
 }  // namespace
 
 TEST_CASE("redis, redlock: fences keep increasing across a crash that loses the counters", "[redis]") {
