@@ -9,19 +9,20 @@
 
 namespace dblock {
 
-// From harmless to worst. "Exclusion" is "one holder at a time"; "fences" are the fencing
-// tokens, which a resource uses to refuse a holder that was superseded.
+// From harmless to worst. "Exclusion" is "one holder at a time"; fences (the tokens a
+// resource uses to refuse a superseded holder) have no verdict of their own: every setting
+// that can hand a fence out again also loses the grant it belonged to, so it weakens
+// exclusion, and its meaning line says what happens to fences.
 enum class Verdict {
   ok,                 // the guarantee holds as documented (docs/RELIABILITY.md)
   unknown,            // could not be read (no privilege, CONFIG disabled, not on the protocol)
-  weakens_fences,     // locks survive a crash, but a fence may be handed out again after it
   weakens_exclusion,  // a crash can lose the latest grants: a holder may run beside a new one
                       // until its next renewal (and fences may repeat)
   breaks_exclusion,   // locks can vanish under their holders without a crash, or a crash can
                       // corrupt the store: no guarantee is left
 };
 
-// "ok", "unknown", "weakens fences", "weakens exclusion", "breaks exclusion".
+// "ok", "unknown", "weakens exclusion", "breaks exclusion".
 std::string_view to_string(Verdict v) noexcept;
 
 // True for the verdicts that make `dblock doctor` fail: a guarantee is off.

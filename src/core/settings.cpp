@@ -6,7 +6,6 @@ std::string_view to_string(Verdict v) noexcept {
   switch (v) {
     case Verdict::ok: return "ok";
     case Verdict::unknown: return "unknown";
-    case Verdict::weakens_fences: return "weakens fences";
     case Verdict::weakens_exclusion: return "weakens exclusion";
     case Verdict::breaks_exclusion: return "breaks exclusion";
   }
