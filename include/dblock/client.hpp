@@ -19,7 +19,8 @@ class ClientCore;
 
 class Client {
  public:
-  // url: sqlite:PATH | sqlite:///abs/path (later: postgresql://, mysql://, redis://, ...).
+  // url: sqlite:PATH | sqlite:///abs/path | postgresql://… | mysql://… | redis://… |
+  // redlock://host:port,… | zookeeper://host:port/root (README, "The command").
   // Throws UsageError on a bad URL or options, UnavailableError when the backend cannot be
   // reached, SchemaError when the lock table is missing (run `dblock migrate`).
   static std::shared_ptr<Client> open(std::string_view url, ClientOptions options = {});

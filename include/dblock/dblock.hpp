@@ -8,3 +8,4 @@
 #include "dblock/options.hpp"
 #include "dblock/settings.hpp"
 #include "dblock/sweeper.hpp"
+#include "dblock/version.hpp"

@@ -22,6 +22,7 @@ class Lease {
   // Releases the hold if still held. Never throws: a failure is left to the lease's TTL.
   ~Lease();
 
+  // A moved-from Lease names nothing: "" and fence 0.
   const std::string& name() const;
   const std::string& owner() const;
   // The fencing token: strictly greater than that of every earlier grant of this name.

@@ -5,6 +5,7 @@
 #include <cstring>
 
 #include "core/duration.hpp"
+#include "dblock/version.hpp"
 
 namespace dblock::cli {
 
@@ -20,7 +21,7 @@ ClientOptions Common::client_options(std::optional<bool> auto_migrate) const {
 namespace {
 
 void add_common(CLI::App* cmd, Common& c) {
-  cmd->add_option("--url", c.url, "Backend URL (sqlite:PATH, sqlite:///abs/path)")
+  cmd->add_option("--url", c.url, "Backend URL: sqlite:PATH, postgresql://, mysql://, redis://, redlock://, zookeeper://")
       ->envname("DBLOCK_URL")
       ->default_val("sqlite:dblock.db");
   cmd->add_option("--table", c.table, "Lock table: identifier or schema.identifier")
@@ -42,7 +43,7 @@ Invocation parse_command_line(int argc, const char* const* argv, std::ostream& o
     }
 
   CLI::App app{"dblock: distributed locks kept in the SQL database you already own"};
-  app.set_version_flag("--version", std::string("dblock 0.1.0"));
+  app.set_version_flag("--version", std::string("dblock " DBLOCK_VERSION));
   app.require_subcommand(1);
   app.fallthrough(false);
 

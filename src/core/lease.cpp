@@ -30,9 +30,13 @@ Lease::~Lease() {
   }
 }
 
-const std::string& Lease::name() const { return grant_->name; }
-const std::string& Lease::owner() const { return grant_->owner; }
-std::uint64_t Lease::fence() const { return grant_->fence; }
+namespace {
+const std::string none;  // what a moved-from Lease names
+}  // namespace
+
+const std::string& Lease::name() const { return grant_ ? grant_->name : none; }
+const std::string& Lease::owner() const { return grant_ ? grant_->owner : none; }
+std::uint64_t Lease::fence() const { return grant_ ? grant_->fence : 0; }
 bool Lease::lost() const noexcept { return grant_ && grant_->lost(); }
 bool Lease::held() const noexcept { return held_; }
 

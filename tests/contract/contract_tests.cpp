@@ -1,4 +1,4 @@
-// The contract every strategy must hold (DESIGN.md section 3), written once and run for
+// The contract every strategy must hold (docs/CONTRACT.md), written once and run for
 // every backend x strategy in DBLOCK_CONTRACT_FIXTURES. Each body is an ordinary function of
 // the fixture's run-time description (CONTRACT_TEST): compiled once, not once per fixture.
 #include <algorithm>

@@ -84,3 +84,21 @@ TEST_CASE("sqlite: many clients opening a new file at once migrate it once", "[s
   for (auto& t : ts) t.join();
   CHECK(failures == 0);
 }
+
+TEST_CASE("sqlite: a moved-from Lease names nothing and holds nothing", "[sqlite]") {
+  dblock::test::TempDir dir;
+  auto c = dblock::Client::open("sqlite:" + dir.path() + "/locks.db");
+  auto lease = c->lock("job").acquire();
+  auto moved = std::move(lease);
+  CHECK(lease.name().empty());  // NOLINT(bugprone-use-after-move): what this test is about
+  CHECK(lease.owner().empty());
+  CHECK(lease.fence() == 0);
+  CHECK_FALSE(lease.held());
+  CHECK_FALSE(lease.lost());
+  CHECK(lease.remaining().count() == 0);
+  CHECK_NOTHROW(lease.release());
+  CHECK(moved.name() == "job");
+  CHECK(moved.fence() > 0);
+  moved.release();
+  CHECK(c->list().empty());
+}

@@ -7,7 +7,10 @@ prefix=$(mktemp -d /tmp/dblock-install-XXXXXX)
 trap 'rm -rf "$prefix"' EXIT
 cmake --install "$build" --prefix "$prefix" >/dev/null
 test -x "$prefix/bin/dblock"
-"$prefix/bin/dblock" --version
+# One version: the installed header's (from project(VERSION)) is what the command prints.
+version=$(sed -n 's/^#define DBLOCK_VERSION "\(.*\)"$/\1/p' "$prefix/include/dblock/version.hpp")
+test -n "$version"
+test "$("$prefix/bin/dblock" --version)" = "dblock $version"
 test -f "$prefix/share/dblock/migrations/sqlite/V1__create_dblock_locks.sql"
 test -f "$prefix/include/dblock/dblock.hpp"
 

@@ -1,6 +1,7 @@
 // Release notifications on PostgreSQL: releases run pg_notify('dblock_<table>', name) in
-// the same statement (see pg_dialect.cpp), and one listener connection per Client LISTENs
-// on that channel and wakes the waiters of the name. Started at the first wait, so
+// the same statement (see pg_dialect.cpp), and one listener connection per process, server
+// and channel (shared by the Clients on them, pg_backend.cpp) LISTENs on that channel and
+// wakes the waiters of the name. Started at the first wait, so
 // uncontended clients open no extra connection.
 #pragma once
 

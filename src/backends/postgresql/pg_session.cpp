@@ -203,8 +203,6 @@ auto PgSession::guarded(F&& f) -> decltype(f()) {
   }
 }
 
-void PgSession::fail(const std::exception& e) { throw_pg_error(e, where_, &usable_); }
-
 bool PgSession::usable() const noexcept { return usable_ && conn_ && conn_->is_open(); }
 
 bool PgSession::still_connected() noexcept {

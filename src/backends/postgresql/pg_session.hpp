@@ -37,12 +37,10 @@ class PgSession final : public Session {
 
   // libpqxx's connection, for the listener and the session strategies.
   pqxx::connection_base& connection();
-  // Maps any exception from libpqxx to a dblock error (and marks the session unusable
-  // when the connection is gone). Public so the drivers that use connection() share it.
-  [[noreturn]] void fail(const std::exception& e);
 
  private:
-  // Runs f with the socket guarded (see above); maps libpqxx errors through fail().
+  // Runs f with the socket guarded (see above); maps libpqxx errors to dblock errors (and
+  // marks the session unusable when the connection is gone).
   template <class F>
   auto guarded(F&& f) -> decltype(f());
   std::chrono::milliseconds bound() const;

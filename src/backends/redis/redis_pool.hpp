@@ -31,7 +31,6 @@ class Pool {
   };
 
   Handle get();
-  const Target& target() const noexcept { return target_; }
 
  private:
   void give_back(std::unique_ptr<Connection> c) noexcept;

@@ -60,16 +60,10 @@ const Dialect& sqlite_dialect() {
         "(SELECT name FROM ${table} WHERE valid_until <= ${now_ms} LIMIT ?1)";
     d.force_release = "DELETE FROM ${table} WHERE name = ?1 AND valid_until > ${now_ms}";
     // One writer at a time: a sweep batch holds the database's write lock for its DELETE and
-    // commit, and the acquirers that find it taken poll (SqliteSession's busy handler, every
-    // 0.1 ms doubling to 2 ms) rather than queue. Batches back to back, 1000 rows each, left
-    // them almost no way in: acquirers' p50 went from ~3 ms to 0.2-0.6 s and some timed out
-    // (dblock-bench --scenario sweep: 200k expired rows, 4 paced acquirers, this 2-core VM).
-    // So a batch is at most 500 rows (a few ms) and the sweep pauses 10 ms after each, several
-    // of the busy handler's polls, so that whoever found the batch running gets in next.
-    // Measured (p99 during / without a sweep, medians; rows swept per second), with SQLite's
-    // default busy handler (polls growing to 25 ms and more): 1000 rows + 20 ms: 3-12x,
-    // 20-34k/s; 500 + 10 ms: ~3x (8 runs), 23-36k/s; 250 + 10 ms: 1-5x, 14-20k/s. With the
-    // session's busy handler: 500 + 10 ms: ~1.7x (4 runs), 18-33k/s; 500 + 5 ms: ~2.6x.
+    // commit, and the acquirers that find it taken poll (SqliteSession's busy handler) rather
+    // than queue. So a batch is at most 500 rows (a few ms) and the sweep pauses 10 ms after
+    // each, several of the busy handler's polls, so that whoever found the batch running gets
+    // in next (the measurements behind both numbers: docs/ARCHITECTURE.md, "Sweeping").
     d.sweep_batch_max = 500;
     d.sweep_pause = std::chrono::milliseconds(10);
 

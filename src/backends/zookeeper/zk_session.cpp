@@ -118,8 +118,6 @@ void Session::on_event(zhandle_t*, int type, int state, const char* path, void* 
 
 milliseconds Session::timeout() const { return milliseconds{zoo_recv_timeout(zh_)}; }
 
-std::int64_t Session::id() const { return zoo_client_id(zh_)->client_id; }
-
 bool Session::connected() const {
   std::lock_guard lk(mutex_);
   return state_ == ZOO_CONNECTED_STATE;

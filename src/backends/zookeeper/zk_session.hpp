@@ -38,7 +38,6 @@ class Session {
 
   // The negotiated session timeout.
   milliseconds timeout() const;
-  std::int64_t id() const;
   bool connected() const;
   // Expired or refused for good: this handle can never be used again.
   bool dead() const;
