@@ -39,6 +39,8 @@
 
 namespace dblock_bench {
 
+using dblock::detail::sql::Statement;
+
 std::optional<std::string> mysql_skip_reason() {
 #ifdef DBLOCK_WITH_MYSQL
   if (!env_url("DBLOCK_TEST_MYSQL_URL"))
@@ -206,7 +208,7 @@ BackendReport run_mysql(const Options& opt) {
     Conn c(url, client_options, "drop");
     c.run("SET SESSION lock_wait_timeout = 30");  // the metadata lock: not a year
     const auto& d = dblock::detail::sql::mysql_dialect();
-    c.run(dblock::detail::sql::render(d.drop_schema, dblock::detail::parse_table_name(name), d.now_ms));
+    c.run(dblock::detail::sql::render(d[Statement::drop_schema], dblock::detail::parse_table_name(name), d.now_ms));
   });
   client_options.table = table.name();
   client_options.auto_migrate = true;

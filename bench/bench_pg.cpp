@@ -29,6 +29,8 @@
 
 namespace dblock_bench {
 
+using dblock::detail::sql::Statement;
+
 std::optional<std::string> postgresql_skip_reason() {
 #ifdef DBLOCK_WITH_POSTGRESQL
   if (!env_url("DBLOCK_TEST_PG_URL"))
@@ -64,7 +66,7 @@ BackendReport run_postgresql(const Options& opt) {
     pqxx::nontransaction tx(c);
     tx.exec("SET statement_timeout = 30000");
     const auto& d = dblock::detail::sql::postgresql_dialect();
-    tx.exec(dblock::detail::sql::render(d.drop_schema, dblock::detail::parse_table_name(name), d.now_ms));
+    tx.exec(dblock::detail::sql::render(d[Statement::drop_schema], dblock::detail::parse_table_name(name), d.now_ms));
   });
   dblock::ClientOptions client_options;
   client_options.table = table.name();
@@ -94,7 +96,7 @@ BackendReport run_postgresql(const Options& opt) {
   conn.prepare("bench_try_lock", "SELECT pg_try_advisory_lock($1)");
   conn.prepare("bench_unlock", "SELECT pg_advisory_unlock($1)");
   // dblock's advisory try-lock, which draws the fence in the lock's own statement.
-  conn.prepare("bench_try_lock_fenced", dblock_text(dialect.advisory_try));
+  conn.prepare("bench_try_lock_fenced", dblock_text(dialect[Statement::advisory_try]));
   // The bare statements each strategy cannot avoid, on dblock's own lock table (same
   // indexes, same row shape), each on a name of its own.
   conn.prepare("bench_ins_insert",
@@ -122,7 +124,7 @@ BackendReport run_postgresql(const Options& opt) {
                fmt::format("INSERT INTO {} (name, owner, fence, holds, acquired_at, valid_until, version) "
                            "VALUES ($1, '', 0, 0, 0, 0, 0) ON CONFLICT (name) DO NOTHING",
                            t));
-  aux.prepare("bench_fence_next", dblock_text(dialect.fence_next));
+  aux.prepare("bench_fence_next", dblock_text(dialect[Statement::fence_next]));
   const std::int64_t key = 0x6462'6c6f'636b'0000LL + getpid();  // "dblock" + pid: nobody else's
   const std::string insert_name = "bench-bare-insert", optimistic_name = "bench-bare-optimistic",
                     for_update_name = "bench-bare-for-update", for_update_fenced_name = "bench-bare-for-update+fence";

@@ -1,5 +1,9 @@
 #include "sql/dialect.hpp"
 
+#include <algorithm>
+
+#include "dblock/errors.hpp"
+
 namespace dblock::detail::sql {
 
 std::string render(std::string_view text, const TableName& table, std::string_view now_ms) {
@@ -33,16 +37,60 @@ std::string with_markers(std::string_view text, std::size_t n, char marker) {
   return out;
 }
 
+namespace {
+
+// For check()'s message; the size check catches a statement added without its name.
+constexpr std::array<std::string_view, static_cast<std::size_t>(Statement::count_)> statement_names{
+    "holder",           "renew",           "release_hold",     "insert_acquire",        "insert_release",
+    "optimistic_read",  "optimistic_take", "optimistic_reenter", "optimistic_release",  "session_wait",
+    "ping",             "for_update_create", "for_update_try", "for_update_wait",       "fence_next",
+    "advisory_try",     "advisory_wait",   "advisory_unlock",  "advisory_wait_bounded", "list",
+    "sweep",            "sweep_pick",      "sweep_delete",     "force_release",         "migration_lock",
+    "migration_unlock", "history_create",  "history_select",   "history_insert",        "drop_schema"};
+
+bool required(const Dialect& d, Statement s) {
+  auto offers = [&](Strategy x) { return std::find(d.strategies.begin(), d.strategies.end(), x) != d.strategies.end(); };
+  switch (s) {
+    case Statement::advisory_wait_bounded:
+    case Statement::migration_lock:
+    case Statement::migration_unlock:
+      return false;
+    case Statement::session_wait:
+    case Statement::ping:
+      return offers(Strategy::for_update) || offers(Strategy::advisory);
+    case Statement::for_update_create:
+    case Statement::for_update_try:
+    case Statement::for_update_wait:
+    case Statement::fence_next:
+      return offers(Strategy::for_update);
+    case Statement::advisory_try:
+    case Statement::advisory_wait:
+    case Statement::advisory_unlock:
+      return offers(Strategy::advisory);
+    case Statement::sweep:
+      return !d.offers(Statement::sweep_pick);
+    case Statement::sweep_pick:
+    case Statement::sweep_delete:
+      return !d.offers(Statement::sweep);
+    default:
+      return true;
+  }
+}
+
+}  // namespace
+
+void Dialect::check() const {
+  std::string missing;
+  for (std::size_t i = 0; i < text.size(); ++i)
+    if (text[i].empty() && required(*this, static_cast<Statement>(i)))
+      missing += (missing.empty() ? "" : ", ") + std::string(statement_names[i]);
+  if (!settings) missing += (missing.empty() ? "" : ", ") + std::string("settings (the reader)");
+  if (!missing.empty()) throw InternalError("the " + name + " dialect lacks statements: " + missing);
+}
+
 Dialect Dialect::rendered(const TableName& t) const {
   Dialect d = *this;
-  for (auto* s : {&d.holder, &d.renew, &d.release_hold, &d.insert_acquire, &d.insert_release,
-                  &d.optimistic_read, &d.optimistic_take, &d.optimistic_reenter,
-                  &d.optimistic_release, &d.list, &d.sweep, &d.force_release, &d.migration_lock, &d.history_create,
-                  &d.session_wait, &d.ping, &d.for_update_create, &d.for_update_try,
-                  &d.for_update_wait, &d.advisory_try, &d.advisory_wait, &d.advisory_unlock,
-                  &d.advisory_wait_bounded, &d.fence_next, &d.sweep_pick, &d.sweep_delete, &d.migration_unlock,
-                  &d.history_select, &d.history_insert, &d.drop_schema})
-    *s = render(*s, t, now_ms);
+  for (auto& s : d.text) s = render(s, t, now_ms);
   return d;
 }
 

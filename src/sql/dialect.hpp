@@ -16,6 +16,7 @@
 // row deletion.
 #pragma once
 
+#include <array>
 #include <chrono>
 #include <string>
 #include <string_view>
@@ -23,21 +24,20 @@
 
 #include "core/validate.hpp"
 #include "dblock/options.hpp"
+#include "dblock/settings.hpp"
 
 namespace dblock::detail::sql {
 
-struct Dialect {
-  std::string name;                  // "sqlite": the migrations/<name>/ folder too
-  std::vector<Strategy> strategies;  // the SQL strategies offered; the first is the default
-  std::string now_ms;                // the expression ${now_ms} stands for
-  // The granularity of server-side lock waits: a wait is rounded down to it, and a wait
-  // shorter than one unit becomes a try (the client's loop polls out the rest).
-  std::chrono::milliseconds wait_unit{1};
+class Session;
 
+// The statements a dialect gives, each a text in Dialect::text. Parameters in brackets,
+// answers after the arrow. Optional ones (Dialect::offers) are marked; Dialect::check()
+// says which a dialect must give.
+enum class Statement : std::size_t {
   // Shared by the lease strategies.
-  std::string holder;        // (name) -> owner, remaining_ms of the unexpired holder, if any
-  std::string renew;         // (name, owner, fence, ttl_ms) -> remaining_ms; no row: not ours
-  std::string release_hold;  // (name, owner, fence): holds - 1 when holds > 1; affected 1 or 0
+  holder,        // (name) -> owner, remaining_ms of the unexpired holder, if any
+  renew,         // (name, owner, fence, ttl_ms) -> remaining_ms; no row: not ours
+  release_hold,  // (name, owner, fence): holds - 1 when holds > 1; affected 1 or 0
   // Releases try the last-hold statement first (the common case, one statement) and
   // release_hold only when it matched nothing.
 
@@ -45,83 +45,108 @@ struct Dialect {
   // (name, owner, ttl_ms) -> fence, remaining_ms. Busy: either no row (the driver then asks
   // `holder`) or, where the dialect can say it in the same round trip, fence 0 and the
   // holder's remaining_ms.
-  std::string insert_acquire;
-  std::string insert_release;  // (name, owner, fence): delete our row if holds = 1; affected 1 or 0
+  insert_acquire,
+  insert_release,  // (name, owner, fence): delete our row if holds = 1; affected 1 or 0
 
   // optimistic: a persistent row per name, taken by compare-and-set on version (a missing
   // row is created granted by insert_acquire). A take matches a free row only: the version
   // read may belong to a row the sweeper removed since, and a re-created row can reach the
   // same version while held (ABA).
-  std::string optimistic_read;     // (name) -> owner, version, remaining_ms
+  optimistic_read,  // (name) -> owner, version, remaining_ms
   // (name, owner, ttl_ms, version) -> fence, remaining_ms; no row: lost, read again. Where the
   // dialect can say more in the same round trip, a lost take returns fence 0 and the holder's
   // remaining_ms (busy; 0: someone is taking it right now, also busy) or -1 (read again).
-  std::string optimistic_take;
-  std::string optimistic_reenter;  // (name, owner, ttl_ms, version) -> fence, remaining_ms
+  optimistic_take,
+  optimistic_reenter,  // (name, owner, ttl_ms, version) -> fence, remaining_ms
   // (name, owner, fence): free our row if holds = 1; affected 1 or 0. Also one row whose
   // last column is the freed row's new version (RETURNING; MySQL: LAST_INSERT_ID(expr) and a
   // SELECT of it): this Client's next acquire tries the compare-and-set on it without
   // reading first.
-  std::string optimistic_release;
+  optimistic_release,
 
-  // Session strategies: the lock lives in one connection, pinned while held, and is freed by
-  // the server when that connection drops. Empty texts: the dialect does not offer them.
+  // Session strategies (given when the dialect offers them): the lock lives in one
+  // connection, pinned while held, and is freed by the server when that connection drops.
   // Fences are drawn only once the lock is held (a fence drawn before waiting could be
   // overtaken by a later grant), by advisory's lock statements themselves and by
   // fence_next for for-update.
-  std::string session_wait;       // (wait_ms): bound the next lock wait in this transaction
-  std::string ping;               // (): is the pinned connection alive
+  session_wait,  // (wait_ms): bound the next lock wait in this transaction
+  ping,          // (): is the pinned connection alive
   // for-update: a row per name, locked by SELECT ... FOR UPDATE in an open transaction.
-  std::string for_update_create;  // (name): the row, unless it exists
-  std::string for_update_try;     // (name) -> a row when locked; no row: no row yet; lock error: busy
-  std::string for_update_wait;    // (name) -> the same, waiting within session_wait's bound
-  // advisory: the database's own named locks on a 64-bit key (see advisory_key()).
-  std::string advisory_try;       // (key) -> fence when locked, 0 when busy
-  std::string advisory_wait;      // (key) -> fence; a lock-timeout error past session_wait's bound
-  std::string advisory_unlock;    // (key)
-  // Where set: (key, wait_ms) -> fence; a lock-timeout error past wait_ms. One statement that
-  // bounds its own wait and commits on its own (no BEGIN, session_wait, COMMIT around it), so
-  // a waiter woken by the release has nothing left to send. The driver keeps wait_ms below the
-  // session's statement timeout, which a statement cannot lift for itself.
-  std::string advisory_wait_bounded;
+  for_update_create,  // (name): the row, unless it exists
+  for_update_try,     // (name) -> a row when locked; no row: no row yet; lock error: busy
+  for_update_wait,    // (name) -> the same, waiting within session_wait's bound
   // (): draws a fence in a committed transaction of its own. for-update draws it with this
   // on another connection once its row is locked: a fence drawn inside the locking
   // transaction, which stays open while the lock is held and then rolls back, is not durable
   // (PostgreSQL flushes a sequence's WAL record at the drawing transaction's commit: after a
   // crash the same fence was granted again), and on MySQL it would keep the counter row
   // locked for the whole hold.
-  std::string fence_next;
+  fence_next,
+  // advisory: the database's own named locks on a 64-bit key (see advisory_key()).
+  advisory_try,     // (key) -> fence when locked, 0 when busy
+  advisory_wait,    // (key) -> fence; a lock-timeout error past session_wait's bound
+  advisory_unlock,  // (key)
+  // Optional: (key, wait_ms) -> fence; a lock-timeout error past wait_ms. One statement that
+  // bounds its own wait and commits on its own (no BEGIN, session_wait, COMMIT around it), so
+  // a waiter woken by the release has nothing left to send. The driver keeps wait_ms below the
+  // session's statement timeout, which a statement cannot lift for itself.
+  advisory_wait_bounded,
 
   // Operations on the table.
-  std::string list;           // () -> name, owner, fence, holds, acquired_at_ms, valid_until_ms
+  list,  // () -> name, owner, fence, holds, acquired_at_ms, valid_until_ms
   // The sweep deletes expired or free rows in batches, each batch a short transaction of its
   // own (SqlBackend::sweep), skipping rows someone holds locked rather than waiting for them.
   // Either one statement per batch:
-  std::string sweep;  // (batch): delete up to batch expired or free rows; affected = rows deleted
-  // or, where `sweep` is empty (MySQL: no DELETE ... SKIP LOCKED, no DELETE from a table the
-  // same statement selects from), two statements in one transaction:
-  std::string sweep_pick;    // (batch) -> names of up to batch expired rows, locked now
-  std::string sweep_delete;  // (names...): ${names} is a list of markers, one per name; deletes
-                             // those rows, still only if expired; affected = rows deleted
-  // At most this many rows per batch, whatever the caller asks (0: no cap).
-  std::size_t sweep_batch_max = 0;
-  // A pause after each full batch, for databases with one writer at a time (SQLite), so that
-  // the writers that found a batch running (they poll, they do not queue) get in before the
-  // next one.
-  std::chrono::microseconds sweep_pause{0};
-  char marker = '?';         // parameters are marker + number: ?1 (SQLite, MySQL), $1 (PostgreSQL)
-  std::string force_release;  // (name): delete the row if held; affected 1 or 0
+  sweep,  // (batch): delete up to batch expired or free rows; affected = rows deleted
+  // or, where `sweep` is not given (MySQL: no DELETE ... SKIP LOCKED, no DELETE from a table
+  // the same statement selects from), two statements in one transaction:
+  sweep_pick,    // (batch) -> names of up to batch expired rows, locked now
+  sweep_delete,  // (names...): ${names} is a list of markers, one per name; deletes those
+                 // rows, still only if expired; affected = rows deleted
+  force_release,  // (name): delete the row if held; affected 1 or 0
 
   // Migration history, Flyway's columns, one history table per lock table.
-  std::string migration_lock;  // (): serialises concurrent migrators, run first; may be empty.
-                               // A row with 0 means the lock was not had in time.
-  std::string migration_unlock;  // (): run after migrating, when the lock outlives the transaction
-  std::string history_create;  // ()
-  std::string history_select;  // () -> version, script, checksum, success, installed_rank; by rank
-  std::string history_insert;  // (rank, version, description, script, checksum, installed_by, ms)
+  migration_lock,    // optional, (): serialises concurrent migrators, run first; a row with 0
+                     // means the lock was not had in time
+  migration_unlock,  // optional, (): run after migrating, when the lock outlives the transaction
+  history_create,    // ()
+  history_select,    // () -> version, script, checksum, success, installed_rank; by rank
+  history_insert,    // (rank, version, description, script, checksum, installed_by, ms)
   // (): drops everything migrations/<name>/ made for the table. dblock never runs it; the
   // tests and the benchmark drop their scratch tables with it, so one place knows the list.
-  std::string drop_schema;
+  drop_schema,
+  count_  // not a statement: how many there are
+};
+
+struct Dialect {
+  std::string name;                  // "sqlite": the migrations/<name>/ folder too
+  std::vector<Strategy> strategies;  // the SQL strategies offered; the first is the default
+  std::string now_ms;                // the expression ${now_ms} stands for
+  char marker = '?';  // parameters are marker + number: ?1 (SQLite, MySQL), $1 (PostgreSQL)
+  // The granularity of server-side lock waits: a wait is rounded down to it, and a wait
+  // shorter than one unit becomes a try (the client's loop polls out the rest).
+  std::chrono::milliseconds wait_unit{1};
+  // At most this many rows per sweep batch, whatever the caller asks (0: no cap).
+  std::size_t sweep_batch_max = 0;
+  // A pause after each full sweep batch, for databases with one writer at a time (SQLite),
+  // so that the writers that found a batch running (they poll, they do not queue) get in
+  // before the next one.
+  std::chrono::microseconds sweep_pause{0};
+  // Reads the server settings the guarantees rely on (Client::check_settings, `dblock
+  // doctor`) on one of dblock's sessions; sql/settings.hpp has one per database.
+  std::vector<SettingCheck> (*settings)(Session&) = nullptr;
+
+  // Every statement's text, "" where the dialect does not give it. One array, so that
+  // rendering and checking go over all of them and none can be left out.
+  std::array<std::string, static_cast<std::size_t>(Statement::count_)> text;
+  std::string& operator[](Statement s) { return text[static_cast<std::size_t>(s)]; }
+  const std::string& operator[](Statement s) const { return text[static_cast<std::size_t>(s)]; }
+  bool offers(Statement s) const { return !(*this)[s].empty(); }
+
+  // Throws InternalError naming the statements this dialect must give and does not: every
+  // one but the optional ones, the session statements only with their strategies, and
+  // either sweep or both of sweep_pick and sweep_delete.
+  void check() const;
 
   // A copy with the placeholders filled in for one table.
   Dialect rendered(const TableName& table) const;

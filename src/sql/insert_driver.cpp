@@ -10,7 +10,7 @@ Attempt InsertDriver::try_acquire(const AcquireRequest& r) {
 }
 
 bool InsertDriver::release(const std::string& name, const std::string& owner, std::uint64_t fence) {
-  return release_with(d_.insert_release, name, owner, fence).has_value();
+  return release_with(d_[Statement::insert_release], name, owner, fence).has_value();
 }
 
 }  // namespace dblock::detail::sql

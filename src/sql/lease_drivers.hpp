@@ -25,7 +25,7 @@ class LeaseDriver : public LockDriver {
   Renewal renew(const std::string& name, const std::string& owner, std::uint64_t fence,
                 milliseconds ttl) override {
     auto s = pool_.get();
-    auto r = s->run(d_.renew, {name, owner, static_cast<std::int64_t>(fence), std::int64_t{ttl.count()}});
+    auto r = s->run(d_[Statement::renew], {name, owner, static_cast<std::int64_t>(fence), std::int64_t{ttl.count()}});
     if (r.rows.empty()) return Renewal{false, milliseconds{0}};
     return Renewal{true, milliseconds{as_int(r.rows.front()[0])}};
   }
@@ -34,7 +34,7 @@ class LeaseDriver : public LockDriver {
   // The insert strategy's upsert (the dialect's insert_acquire): creates the row granted to
   // us, takes over an expired one, counts a re-entry, or answers busy, in one atomic statement.
   Attempt upsert(Session& s, const AcquireRequest& r) {
-    auto won = s.run(d_.insert_acquire, {r.name, r.owner, std::int64_t{r.ttl.count()}});
+    auto won = s.run(d_[Statement::insert_acquire], {r.name, r.owner, std::int64_t{r.ttl.count()}});
     if (won.rows.empty()) return busy(s, r.name);
     const auto& row = won.rows.front();
     if (as_int(row[0]) == 0) return Attempt{false, 0, milliseconds{as_int(row[1])}};  // busy, holder's time
@@ -45,7 +45,7 @@ class LeaseDriver : public LockDriver {
   }
   // Not won: how long the current holder has left, so the waiter sleeps no longer.
   Attempt busy(Session& s, const std::string& name) {
-    auto h = s.run(d_.holder, {name});
+    auto h = s.run(d_[Statement::holder], {name});
     return Attempt{false, 0, h.rows.empty() ? milliseconds{0} : milliseconds{as_int(h.rows.front()[1])}};
   }
   // The release: the last hold frees the lock (and wakes waiters), an earlier one counts down.
@@ -60,7 +60,7 @@ class LeaseDriver : public LockDriver {
       if (notifier_) notifier_->released(name);
       return freed;
     }
-    if (s->run(d_.release_hold, params).affected == 1) return Result{};
+    if (s->run(d_[Statement::release_hold], params).affected == 1) return Result{};
     return std::nullopt;
   }
 

@@ -82,18 +82,18 @@ std::vector<std::string> migrate(Session& s, const Dialect& d, const Dialect& ra
       } catch (...) {  // the connection is going away: the server frees the lock with it
       }
     }
-  } unlock{s, d.migration_unlock};
+  } unlock{s, d[Statement::migration_unlock]};
   Transaction tx(s);  // DDL rolls back with it where the database can
-  if (!d.migration_lock.empty()) {  // SQLite: BEGIN IMMEDIATE already serialises
-    auto r = s.run(d.migration_lock);
+  if (d.offers(Statement::migration_lock)) {  // SQLite: BEGIN IMMEDIATE already serialises
+    auto r = s.run(d[Statement::migration_lock]);
     if (!r.rows.empty() && !r.rows[0].empty() && std::holds_alternative<std::int64_t>(r.rows[0][0]) &&
         std::get<std::int64_t>(r.rows[0][0]) == 0)
       throw TimeoutError("another `dblock migrate` of table " + table.qualified() + " is still running");
   }
-  s.run(d.history_create);
+  s.run(d[Statement::history_create]);
   std::map<std::string, std::int64_t> applied;
   std::int64_t rank = 0;
-  for (const auto& row : s.run(d.history_select).rows) {
+  for (const auto& row : s.run(d[Statement::history_select]).rows) {
     auto version = as_text(row[0]);
     auto script = as_text(row[1]);
     if (as_int(row[3]) == 0)
@@ -117,7 +117,7 @@ std::vector<std::string> migrate(Session& s, const Dialect& d, const Dialect& ra
     auto start = std::chrono::steady_clock::now();
     s.run_script(render(m.text, table, raw.now_ms));
     auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
-    s.run(d.history_insert, {++rank, m.version, m.description, m.script, std::int64_t{m.checksum}, installed_by,
+    s.run(d[Statement::history_insert], {++rank, m.version, m.description, m.script, std::int64_t{m.checksum}, installed_by,
                              std::int64_t{ms.count()}});
     done.push_back(m.script);
   }

@@ -32,14 +32,14 @@ Attempt OptimisticDriver::try_acquire(const AcquireRequest& r) {
   // or one of our owners holds it and re-enters: a release's hint can land just after
   // another of our threads took the name) goes on as if there had been no hint.
   if (auto version = take_hint(r.name)) {
-    auto won = s->run(d_.optimistic_take, {r.name, r.owner, std::int64_t{r.ttl.count()}, *version});
+    auto won = s->run(d_[Statement::optimistic_take], {r.name, r.owner, std::int64_t{r.ttl.count()}, *version});
     if (!won.rows.empty() && as_int(won.rows.front()[0]) != 0) return granted(won.rows.front());
   }
   // A lost compare-and-set means the row changed under us: read again. Each round either
   // finds a live holder (busy) or races a writer that just changed the row; a few rounds
   // settle it, and the caller's backoff covers the rest.
   for (int round = 0; round < 4; ++round) {
-    auto read = s->run(d_.optimistic_read, {r.name});
+    auto read = s->run(d_[Statement::optimistic_read], {r.name});
     // No row yet (or the sweeper removed a free one): there is no version to compare, so the
     // row is created already granted to us, atomically, by the insert strategy's upsert. A
     // separate "create a free row, then compare-and-set it" gave a sweep running meanwhile
@@ -51,7 +51,7 @@ Attempt OptimisticDriver::try_acquire(const AcquireRequest& r) {
     auto remaining = milliseconds{as_int(row[2])};
     bool live = remaining.count() > 0;
     if (live && owner != r.owner) return Attempt{false, 0, remaining};
-    const auto& cas = live ? d_.optimistic_reenter : d_.optimistic_take;
+    const auto& cas = live ? d_[Statement::optimistic_reenter] : d_[Statement::optimistic_take];
     auto won = s->run(cas, {r.name, r.owner, std::int64_t{r.ttl.count()}, version});
     if (won.rows.empty()) continue;  // lost the compare-and-set: read again
     const auto& answer = won.rows.front();
@@ -64,7 +64,7 @@ Attempt OptimisticDriver::try_acquire(const AcquireRequest& r) {
 }
 
 bool OptimisticDriver::release(const std::string& name, const std::string& owner, std::uint64_t fence) {
-  auto released = release_with(d_.optimistic_release, name, owner, fence);
+  auto released = release_with(d_[Statement::optimistic_release], name, owner, fence);
   if (released && !released->rows.empty() && !released->rows.front().empty())
     leave_hint(name, as_int(released->rows.front().back()));
   return released.has_value();

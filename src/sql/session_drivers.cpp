@@ -15,28 +15,11 @@ std::int64_t advisory_key(const std::string& table, const std::string& name) {
 
 SessionDriver::~SessionDriver() = default;
 
-std::unique_ptr<Session> SessionDriver::checkout() {
-  {
-    std::lock_guard lk(mutex_);
-    while (!idle_.empty()) {
-      auto s = std::move(idle_.back());
-      idle_.pop_back();
-      if (s->still_connected()) return s;
-    }
-  }
-  return connect_();
-}
-
-void SessionDriver::checkin(std::unique_ptr<Session> s) {
-  std::lock_guard lk(mutex_);
-  if (s->usable() && idle_.size() < max_idle_) idle_.push_back(std::move(s));
-}
-
 bool SessionDriver::alive(Held& held) {
   std::lock_guard use(held.use);
   if (!held.session || !held.session->usable()) return false;
   try {
-    held.session->run(d_.ping);
+    held.session->run(d_[Statement::ping]);
     return true;
   } catch (const Error&) {
     return false;
@@ -60,13 +43,10 @@ Attempt SessionDriver::try_acquire(const AcquireRequest& r) {
     std::lock_guard lk(mutex_);
     if (auto it = held_.find({r.name, r.owner}); it != held_.end() && it->second == mine) held_.erase(it);
   }
-  auto s = checkout();
+  auto s = sessions_.get();
   try {
     auto fence = lock(*s, r.name, r.wait - r.wait % d_.wait_unit);
-    if (fence == 0) {
-      checkin(std::move(s));
-      return Attempt{false, 0, milliseconds{0}};
-    }
+    if (fence == 0) return Attempt{false, 0, milliseconds{0}};  // s goes back to the idle list
     auto held = std::make_shared<Held>();
     held->fence = fence;
     held->holds = 1;
@@ -75,7 +55,13 @@ Attempt SessionDriver::try_acquire(const AcquireRequest& r) {
     held_[{r.name, r.owner}] = held;
     return Attempt{true, held->fence, r.ttl};
   } catch (...) {
-    if (s) s->rollback();  // a half-taken lock goes with the transaction or the connection
+    // A half-taken lock goes with the transaction or the connection (GET_LOCK is not
+    // transactional: a session given back could keep it).
+    try {
+      if (s) s->rollback();
+    } catch (...) {
+    }
+    s.discard();
     throw;
   }
 }
@@ -105,14 +91,17 @@ bool SessionDriver::release(const std::string& name, const std::string& owner, s
   }
   std::lock_guard use(held->use);
   auto s = std::move(held->session);
-  if (!s || !s->usable()) return false;  // the server already freed it: the lease was lost
+  if (!s || !s->usable()) {  // the server already freed it: the lease was lost
+    s.discard();
+    return false;
+  }
   try {
     unlock(*s, name);
   } catch (const Error&) {
+    s.discard();  // the lock may still be held on it: closing frees it
     return false;
   }
-  checkin(std::move(s));
-  return true;
+  return true;  // s goes back to the idle list
 }
 
 void SessionDriver::lost(const std::string& name, const std::string& owner, std::uint64_t fence) noexcept {
@@ -123,15 +112,12 @@ void SessionDriver::lost(const std::string& name, const std::string& owner, std:
     if (it == held_.end() || it->second->fence != fence) return;
     held = it->second;  // stays in held_: release() then reports the loss
   }
-  std::unique_ptr<Session> s;
+  SessionPool::Handle s;
   {
     std::lock_guard use(held->use);
     s = std::move(held->session);
   }
-  try {
-    s.reset();  // closes the connection (PostgreSQL first tries a bounded rollback)
-  } catch (...) {
-  }
+  s.discard();  // closes the connection (PostgreSQL first tries a bounded rollback)
 }
 
 std::uint64_t ForUpdateDriver::lock(Session& s, const std::string& name, milliseconds wait) {
@@ -140,11 +126,11 @@ std::uint64_t ForUpdateDriver::lock(Session& s, const std::string& name, millise
     try {
       Result r;
       if (wait.count() <= 0) {
-        r = s.run(d_.for_update_try, {name});
+        r = s.run(d_[Statement::for_update_try], {name});
       } else {
         s.allow_wait(wait);
-        s.run(d_.session_wait, {std::int64_t{wait.count()}});
-        r = s.run(d_.for_update_wait, {name});
+        s.run(d_[Statement::session_wait], {std::int64_t{wait.count()}});
+        r = s.run(d_[Statement::for_update_wait], {name});
       }
       if (!r.rows.empty()) return next_fence();  // locked: the transaction stays open
       s.rollback();
@@ -157,15 +143,14 @@ std::uint64_t ForUpdateDriver::lock(Session& s, const std::string& name, millise
     }
     // No row for this name yet (or the sweeper removed it): create it outside the
     // transaction and lock again. Only the first acquire of a name pays for this.
-    s.run(d_.for_update_create, {name});
+    s.run(d_[Statement::for_update_create], {name});
   }
   return 0;
 }
 
 std::uint64_t ForUpdateDriver::next_fence() {
-  auto aux = checkout();  // an idle connection of this driver's, or a new one
-  auto fence = static_cast<std::uint64_t>(as_int(aux->run(d_.fence_next).rows.at(0).at(0)));
-  checkin(std::move(aux));
+  auto aux = sessions_.get();  // an idle connection of this driver's, or a new one
+  auto fence = static_cast<std::uint64_t>(as_int(aux->run(d_[Statement::fence_next]).rows.at(0).at(0)));
   return fence;
 }
 
@@ -173,17 +158,17 @@ void ForUpdateDriver::unlock(Session& s, const std::string&) { s.rollback(); }
 
 std::uint64_t AdvisoryDriver::lock(Session& s, const std::string& name, milliseconds wait) {
   auto key = advisory_key(table_, name);
-  if (wait.count() <= 0) return static_cast<std::uint64_t>(as_int(s.run(d_.advisory_try, {key}).rows.at(0).at(0)));
+  if (wait.count() <= 0) return static_cast<std::uint64_t>(as_int(s.run(d_[Statement::advisory_try], {key}).rows.at(0).at(0)));
   // One statement per wait, in pieces that end well before the statement timeout (1 s of
   // margin for the statement's own work). A piece that times out is busy only when it was
   // the last: otherwise wait on, still inside the server.
   const milliseconds margin{1000}, piece = statement_timeout_ - margin;
-  if (!d_.advisory_wait_bounded.empty() && piece >= margin) {
+  if (d_.offers(Statement::advisory_wait_bounded) && piece >= margin) {
     for (auto left = wait;;) {
       auto now = std::min(left, piece);
       try {
         return static_cast<std::uint64_t>(
-            as_int(s.run(d_.advisory_wait_bounded, {key, std::int64_t{now.count()}}).rows.at(0).at(0)));
+            as_int(s.run(d_[Statement::advisory_wait_bounded], {key, std::int64_t{now.count()}}).rows.at(0).at(0)));
       } catch (const TimeoutError&) {
         left -= now;
         if (left.count() <= 0) return 0;
@@ -193,8 +178,8 @@ std::uint64_t AdvisoryDriver::lock(Session& s, const std::string& name, millisec
   s.begin();  // the wait bound is transaction-local; the advisory lock is session-level
   try {
     s.allow_wait(wait);
-    s.run(d_.session_wait, {std::int64_t{wait.count()}});
-    auto fence = static_cast<std::uint64_t>(as_int(s.run(d_.advisory_wait, {key}).rows.at(0).at(0)));
+    s.run(d_[Statement::session_wait], {std::int64_t{wait.count()}});
+    auto fence = static_cast<std::uint64_t>(as_int(s.run(d_[Statement::advisory_wait], {key}).rows.at(0).at(0)));
     s.commit();
     return fence;
   } catch (const TimeoutError&) {
@@ -207,7 +192,7 @@ std::uint64_t AdvisoryDriver::lock(Session& s, const std::string& name, millisec
 }
 
 void AdvisoryDriver::unlock(Session& s, const std::string& name) {
-  s.run(d_.advisory_unlock, {advisory_key(table_, name)});
+  s.run(d_[Statement::advisory_unlock], {advisory_key(table_, name)});
 }
 
 }  // namespace dblock::detail::sql

@@ -26,8 +26,9 @@ std::int64_t advisory_key(const std::string& table, const std::string& name);
 
 class SessionDriver : public LockDriver {
  public:
-  SessionDriver(SessionPool::Factory connect, const Dialect& d, std::size_t max_idle)
-      : d_(d), connect_(std::move(connect)), max_idle_(max_idle) {}
+  // Connections come from `connect`; at most max_idle are kept between holds.
+  SessionDriver(SessionPool::Open connect, const Dialect& d, std::size_t max_idle)
+      : d_(d), sessions_(std::move(connect), {SIZE_MAX, max_idle, milliseconds{0}, d.name + " session locks"}) {}
   ~SessionDriver() override;
 
   Attempt try_acquire(const AcquireRequest& r) override;
@@ -42,23 +43,19 @@ class SessionDriver : public LockDriver {
   // ready to unlock().
   virtual std::uint64_t lock(Session& s, const std::string& name, milliseconds wait) = 0;
   virtual void unlock(Session& s, const std::string& name) = 0;
-  std::unique_ptr<Session> checkout();
-  void checkin(std::unique_ptr<Session> s);
   const Dialect& d_;
+  SessionPool sessions_;  // pinned while a lock is held; unbounded (one per held lock)
 
  private:
   struct Held {
-    std::unique_ptr<Session> session;
+    SessionPool::Handle session;
     std::uint64_t fence = 0;
     int holds = 0;
     std::mutex use;  // the watchdog's ping and the owner's release share the connection
   };
   bool alive(Held& held);  // pings the pinned connection
 
-  SessionPool::Factory connect_;
-  std::size_t max_idle_;
   std::mutex mutex_;
-  std::vector<std::unique_ptr<Session>> idle_;
   std::map<std::pair<std::string, std::string>, std::shared_ptr<Held>> held_;  // (name, owner)
 };
 
@@ -76,7 +73,7 @@ class ForUpdateDriver final : public SessionDriver {
 
 class AdvisoryDriver final : public SessionDriver {
  public:
-  AdvisoryDriver(SessionPool::Factory connect, const Dialect& d, std::size_t max_idle, std::string table,
+  AdvisoryDriver(SessionPool::Open connect, const Dialect& d, std::size_t max_idle, std::string table,
                  milliseconds statement_timeout)
       : SessionDriver(std::move(connect), d, max_idle),
         table_(std::move(table)),

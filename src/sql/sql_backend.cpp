@@ -13,7 +13,7 @@
 
 namespace dblock::detail::sql {
 
-SqlBackend::SqlBackend(const Dialect& dialect, TableName table, SessionPool::Factory factory,
+SqlBackend::SqlBackend(const Dialect& dialect, TableName table, SessionPool::Open factory,
                        const ClientOptions& options, std::shared_ptr<Notifier> notifier)
     : raw_(dialect),
       table_(std::move(table)),
@@ -21,7 +21,8 @@ SqlBackend::SqlBackend(const Dialect& dialect, TableName table, SessionPool::Fac
       factory_(factory),
       max_idle_(options.pool_size),
       statement_timeout_(options.statement_timeout),
-      pool_(std::move(factory), options.pool_size, options.connect_timeout + options.statement_timeout),
+      pool_(std::move(factory), {options.pool_size, options.pool_size, options.connect_timeout + options.statement_timeout,
+                                 dialect.name + " sessions"}),
       notifier_(options.notifications ? std::move(notifier) : nullptr) {}
 
 std::unique_ptr<LockDriver> SqlBackend::make_driver(Strategy strategy) {
@@ -48,16 +49,16 @@ std::vector<std::string> SqlBackend::migrate() {
 std::size_t SqlBackend::sweep(std::size_t batch) {
   if (d_.sweep_batch_max > 0) batch = std::min(batch, d_.sweep_batch_max);
   const auto limit = static_cast<std::int64_t>(batch);
-  const bool picked = d_.sweep.empty();
+  const bool picked = !d_.offers(Statement::sweep);
   // One text for every batch: the list has `batch` markers, a short batch repeats a name.
-  const std::string remove = picked ? with_markers(d_.sweep_delete, batch, d_.marker) : std::string();
+  const std::string remove = picked ? with_markers(d_[Statement::sweep_delete], batch, d_.marker) : std::string();
   std::size_t total = 0;
   for (;;) {
     std::size_t found = 0;  // expired rows this batch found: fewer than asked, it was the last
     {
       auto s = pool_.get();
       if (!picked) {
-        found = static_cast<std::size_t>(s->run(d_.sweep, {limit}).affected);
+        found = static_cast<std::size_t>(s->run(d_[Statement::sweep], {limit}).affected);
         total += found;
       } else {
         // A batch can be a deadlock victim, which the session does not retry inside a
@@ -68,7 +69,7 @@ std::size_t SqlBackend::sweep(std::size_t batch) {
         for (int attempt = 1;; ++attempt) {
           try {
             Transaction tx(*s);
-            auto rows = s->run(d_.sweep_pick, {limit}).rows;
+            auto rows = s->run(d_[Statement::sweep_pick], {limit}).rows;
             found = rows.size();
             std::size_t deleted = 0;
             if (found > 0) {
@@ -97,7 +98,7 @@ std::vector<LeaseInfo> SqlBackend::list() {
   auto s = pool_.get();
   std::vector<LeaseInfo> out;
   using std::chrono::milliseconds;
-  for (const auto& row : s->run(d_.list).rows) {
+  for (const auto& row : s->run(d_[Statement::list]).rows) {
     LeaseInfo info;
     info.name = as_text(row[0]);
     info.owner = as_text(row[1]);
@@ -112,15 +113,20 @@ std::vector<LeaseInfo> SqlBackend::list() {
 
 bool SqlBackend::force_release(const std::string& name) {
   auto s = pool_.get();
-  bool freed = s->run(d_.force_release, {name}).affected > 0;
+  bool freed = s->run(d_[Statement::force_release], {name}).affected > 0;
   if (freed && notifier_) notifier_->released(name);
   return freed;
 }
 
 std::vector<SettingCheck> SqlBackend::check_settings() {
-  if (!settings_reader_) return {{"(settings)", "", Verdict::unknown, raw_.name + ": dblock reads no settings here"}};
+  // On a pooled session: the very connection setup dblock's own statements run with.
   auto s = pool_.get();
-  return settings_reader_(*s);
+  return raw_.settings(*s);
+}
+
+void SqlBackend::start(bool auto_migrate) {
+  pool_.get();
+  if (auto_migrate) migrate();
 }
 
 }  // namespace dblock::detail::sql

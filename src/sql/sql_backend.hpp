@@ -16,7 +16,7 @@ namespace dblock::detail::sql {
 class SqlBackend : public Backend {
  public:
   // notifier may be null: the backend cannot tell waiters of releases, and they poll.
-  SqlBackend(const Dialect& dialect, TableName table, SessionPool::Factory factory, const ClientOptions& options,
+  SqlBackend(const Dialect& dialect, TableName table, SessionPool::Open factory, const ClientOptions& options,
              std::shared_ptr<Notifier> notifier = nullptr);
 
   std::string_view name() const noexcept override { return raw_.name; }
@@ -28,10 +28,9 @@ class SqlBackend : public Backend {
   bool force_release(const std::string& name) override;
   std::vector<SettingCheck> check_settings() override;
 
-  // How this database's settings are read (src/sql/settings.hpp), on a pooled session: the
-  // very connection setup dblock's own statements run with.
-  using SettingsReader = std::function<std::vector<SettingCheck>(Session&)>;
-  void set_settings_reader(SettingsReader reader) { settings_reader_ = std::move(reader); }
+  // Opens one session now, so that an unreachable server, a refused password or a bad file
+  // fails here rather than at first use; then applies missing migrations if asked.
+  void start(bool auto_migrate);
 
   SessionPool& pool() noexcept { return pool_; }
 
@@ -39,12 +38,11 @@ class SqlBackend : public Backend {
   const Dialect& raw_;
   const TableName table_;
   const Dialect d_;  // rendered for table_
-  const SessionPool::Factory factory_;  // session strategies pin connections of their own
+  const SessionPool::Open factory_;  // session strategies pin connections of their own
   const std::size_t max_idle_;
   const std::chrono::milliseconds statement_timeout_;
   SessionPool pool_;
   std::shared_ptr<Notifier> notifier_;
-  SettingsReader settings_reader_;
 };
 
 }  // namespace dblock::detail::sql

@@ -13,6 +13,7 @@ using namespace std::chrono_literals;
 using dblock::detail::sql::splice_params;
 using dblock::detail::sql::split_statements;
 using dblock::detail::sql::Value;
+using dblock::detail::sql::Statement;
 
 TEST_CASE("mysql: parameters are spliced as literals no byte of which is SQL", "[mysql]") {
   CHECK(splice_params("SELECT ?1, ?2", {std::int64_t{-42}, std::string("a'b\\;")}) == "SELECT -42, X'6127625C3B'");
@@ -162,7 +163,7 @@ TEST_CASE("mysql: concurrent migrations apply the script once", "[mysql]") {
   auto s = dblock::test::server_session(url);
   CHECK(s->run("SELECT COUNT(*) FROM " + o.table + "_schema_history", {}).rows[0][0] == Value{std::int64_t{3}});
   const auto& d = dblock::detail::sql::mysql_dialect();
-  s->run_script(dblock::detail::sql::render(d.drop_schema, dblock::detail::parse_table_name(o.table), d.now_ms));
+  s->run_script(dblock::detail::sql::render(d[Statement::drop_schema], dblock::detail::parse_table_name(o.table), d.now_ms));
 }
 
 TEST_CASE("mysql: a table migrated before V2 asks for `dblock migrate`, which adds the procedures", "[mysql]") {
@@ -312,7 +313,7 @@ TEST_CASE("mysql: where the fence cache cannot be created, V3 still applies", "[
   }
   raw->run("DROP VIEW " + o.table + "_fence_cache");
   const auto& d = dblock::detail::sql::mysql_dialect();
-  raw->run_script(dblock::detail::sql::render(d.drop_schema, dblock::detail::parse_table_name(o.table), d.now_ms));
+  raw->run_script(dblock::detail::sql::render(d[Statement::drop_schema], dblock::detail::parse_table_name(o.table), d.now_ms));
 }
 
 TEST_CASE("mysql: a missing database is a schema error, a wrong password never shows", "[mysql]") {
@@ -340,11 +341,11 @@ TEST_CASE("mysql: an advisory acquire sent again on its session is freed by one 
   const auto& d = dblock::detail::sql::mysql_dialect();
   const auto t = dblock::detail::parse_table_name(table.name());
   const std::vector<Value> key{std::int64_t{0x5eed}};
-  const auto acquire = dblock::detail::sql::render(d.advisory_try, t, d.now_ms);
+  const auto acquire = dblock::detail::sql::render(d[Statement::advisory_try], t, d.now_ms);
   raw->run(acquire, key);
   raw->run(acquire, key);
   const std::string used = "SELECT IS_USED_LOCK(CONCAT('dblock:', LPAD(HEX(?1), 16, '0')))";
   CHECK(other->run(used, key).rows.at(0).at(0) != Value{nullptr});
-  raw->run(dblock::detail::sql::render(d.advisory_unlock, t, d.now_ms), key);
+  raw->run(dblock::detail::sql::render(d[Statement::advisory_unlock], t, d.now_ms), key);
   CHECK(other->run(used, key).rows.at(0).at(0) == Value{nullptr});
 }

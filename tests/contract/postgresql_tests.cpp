@@ -10,6 +10,7 @@
 #include "support/servers.hpp"
 
 using namespace std::chrono_literals;
+using dblock::detail::sql::Statement;
 
 TEST_CASE("postgresql: advisory keys are a stable FNV-1a 64 of table:name", "[postgresql]") {
   using dblock::detail::sql::advisory_key;
@@ -72,7 +73,7 @@ TEST_CASE("postgresql: a renewal that waited for the row lock extends from befor
   blocker->run("SELECT 1 FROM " + table.name() + " WHERE name = 'job' FOR UPDATE");
   std::int64_t answered = 0;
   std::thread renewal([&] {
-    auto r = renewer->run(dblock::detail::sql::render(d.renew, t, d.now_ms),
+    auto r = renewer->run(dblock::detail::sql::render(d[Statement::renew], t, d.now_ms),
                           {Value{std::string("job")}, Value{owner}, Value{static_cast<std::int64_t>(lease.fence())},
                            Value{std::int64_t{30000}}});
     REQUIRE(r.rows.size() == 1);

@@ -96,7 +96,7 @@ ScratchTable::~ScratchTable() {
 #ifdef DBLOCK_TEST_MYSQL
     if (server_ == Server::mysql) d = &detail::sql::mysql_dialect();
 #endif
-    if (d) server_session(url_)->run_script(detail::sql::render(d->drop_schema, detail::parse_table_name(table_), d->now_ms));
+    if (d) server_session(url_)->run_script(detail::sql::render((*d)[detail::sql::Statement::drop_schema], detail::parse_table_name(table_), d->now_ms));
   } catch (...) {  // a leftover table in a throwaway server is harmless
   }
 }

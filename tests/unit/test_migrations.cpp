@@ -168,16 +168,14 @@ TEST_CASE("Dialect::rendered fills every placeholder of the SQLite dialect", "[m
   auto t = parse_table_name("locks");
   const auto& raw = sqlite_dialect();
   auto d = raw.rendered(t);
-  CHECK(raw.insert_acquire.find("${table}") != std::string::npos);
-  for (const std::string* s : {&d.holder, &d.renew, &d.release_hold, &d.insert_acquire, &d.insert_release,
-                               &d.optimistic_read, &d.optimistic_take,
-                               &d.optimistic_reenter, &d.optimistic_release, &d.list, &d.sweep,
-                               &d.force_release, &d.history_create, &d.history_select, &d.history_insert}) {
-    INFO(*s);
-    CHECK_FALSE(s->empty());
-    CHECK(s->find("${") == std::string::npos);
+  CHECK(raw[Statement::insert_acquire].find("${table}") != std::string::npos);
+  CHECK_NOTHROW(d.check());
+  for (const auto& s : d.text) {
+    INFO(s);
+    CHECK(s.find("${table") == std::string::npos);
+    CHECK(s.find("${now_ms}") == std::string::npos);
   }
-  CHECK(d.history_create.find("locks_schema_history") != std::string::npos);
+  CHECK(d[Statement::history_create].find("locks_schema_history") != std::string::npos);
 }
 
 TEST_CASE("migrate: applies V1 to a fresh SQLite file, then is idempotent", "[migrations][sqlite]") {
@@ -286,4 +284,17 @@ TEST_CASE("migrate: a migration recorded as failed stops migrate with SchemaErro
   REQUIRE_FALSE(migrate(session, rendered, d, t, migrations, "test").empty());
   session.run("UPDATE locks_schema_history SET success = 0 WHERE version = '1'", {});
   CHECK_THROWS_AS(migrate(session, rendered, d, t, migrations, "test"), SchemaError);
+}
+
+TEST_CASE("Dialect::check names the statements a dialect must give and does not", "[migrations]") {
+  auto d = sqlite_dialect();
+  CHECK_NOTHROW(d.check());
+  d[Statement::renew].clear();
+  CHECK_THROWS_WITH(d.check(), Catch::Contains("renew"));
+  d = sqlite_dialect();
+  d[Statement::sweep].clear();  // neither sweep nor the pick-and-delete pair
+  CHECK_THROWS_WITH(d.check(), Catch::Contains("sweep, sweep_pick, sweep_delete"));
+  d = sqlite_dialect();
+  d.strategies.push_back(dblock::Strategy::advisory);  // offered, but without its statements
+  CHECK_THROWS_WITH(d.check(), Catch::Contains("session_wait, ping, advisory_try, advisory_wait, advisory_unlock"));
 }

@@ -6,7 +6,6 @@
 
 #include "backends/mysql/mysql_session.hpp"
 #include "dblock/errors.hpp"
-#include "sql/settings.hpp"
 #include "sql/sql_backend.hpp"
 
 namespace dblock::detail {
@@ -42,9 +41,7 @@ std::unique_ptr<Backend> open_mysql(const Url& url, const ClientOptions& options
   ClientOptions qualified = options;
   qualified.table = table.qualified();
   auto backend = std::make_unique<sql::SqlBackend>(sql::mysql_dialect(), table, connect, qualified);
-  backend->set_settings_reader(sql::mysql_settings);
-  backend->pool().get();  // connect now: an unreachable server or a bad password fails here
-  if (options.auto_migrate.value_or(false)) backend->migrate();
+  backend->start(options.auto_migrate.value_or(false));
   return backend;
 }
 

@@ -11,11 +11,13 @@
 // ${now_ms} is the server's clock (UTC_TIMESTAMP: no time zone or DST in play), constant
 // within one statement.
 #include "sql/dialect.hpp"
+#include "sql/settings.hpp"
 
 namespace dblock::detail::sql {
 
 const Dialect& mysql_dialect() {
   static const Dialect d = [] {
+    using S = Statement;
     Dialect d;
     d.name = "mysql";
     d.strategies = {Strategy::insert, Strategy::optimistic, Strategy::for_update, Strategy::advisory};
@@ -23,26 +25,26 @@ const Dialect& mysql_dialect() {
     // GET_LOCK and innodb_lock_wait_timeout count whole seconds; shorter waits are polled.
     d.wait_unit = std::chrono::milliseconds{1000};
 
-    d.holder = "SELECT owner, valid_until - ${now_ms} FROM ${table} WHERE name = ?1 AND valid_until > ${now_ms}";
+    d[S::holder] = "SELECT owner, valid_until - ${now_ms} FROM ${table} WHERE name = ?1 AND valid_until > ${now_ms}";
     // ROW_COUNT() is the previous statement's count: whether the UPDATE matched.
-    d.renew =
+    d[S::renew] =
         "UPDATE ${table} SET valid_until = GREATEST(valid_until, ${now_ms} + ?4), version = version + 1 "
         "WHERE name = ?1 AND owner = ?2 AND fence = ?3 AND valid_until > ${now_ms}; "
         "SET @dblock_won = ROW_COUNT(); "
         "SELECT valid_until - ${now_ms} FROM ${table} WHERE name = ?1 AND @dblock_won = 1";
-    d.release_hold =
+    d[S::release_hold] =
         "UPDATE ${table} SET holds = holds - 1, version = version + 1 "
         "WHERE name = ?1 AND owner = ?2 AND fence = ?3 AND holds > 1";
 
     // The two lease acquires are stored procedures (migrations/mysql/V2__acquire_procedures.sql,
     // where their logic is explained): as texts of six statements each, parsing alone cost
     // about 300 us per acquire. Each answers one result set, like the texts did.
-    d.insert_acquire = "CALL ${table}_acquire(?1, ?2, ?3)";
-    d.insert_release = "DELETE FROM ${table} WHERE name = ?1 AND owner = ?2 AND fence = ?3 AND holds <= 1";
+    d[S::insert_acquire] = "CALL ${table}_acquire(?1, ?2, ?3)";
+    d[S::insert_release] = "DELETE FROM ${table} WHERE name = ?1 AND owner = ?2 AND fence = ?3 AND holds <= 1";
 
-    d.optimistic_read = "SELECT owner, version, valid_until - ${now_ms} FROM ${table} WHERE name = ?1";
-    d.optimistic_take = "CALL ${table}_take(?1, ?2, ?3, ?4)";
-    d.optimistic_reenter =
+    d[S::optimistic_read] = "SELECT owner, version, valid_until - ${now_ms} FROM ${table} WHERE name = ?1";
+    d[S::optimistic_take] = "CALL ${table}_take(?1, ?2, ?3, ?4)";
+    d[S::optimistic_reenter] =
         "UPDATE ${table} SET holds = holds + 1, valid_until = GREATEST(valid_until, ${now_ms} + ?3), "
         "version = version + 1 WHERE name = ?1 AND version = ?4 AND owner = ?2 AND valid_until > ${now_ms}; "
         "SET @dblock_won = ROW_COUNT(); "
@@ -50,16 +52,16 @@ const Dialect& mysql_dialect() {
     // Answers the version it left (LAST_INSERT_ID(expr) remembers expr for this session, as
     // the fence draws do), so that this Client's next acquire of the name can try the
     // compare-and-set at once instead of reading first (OptimisticDriver's hint).
-    d.optimistic_release =
+    d[S::optimistic_release] =
         "UPDATE ${table} SET owner = '', holds = 0, valid_until = 0, version = LAST_INSERT_ID(version + 1) "
         "WHERE name = ?1 AND owner = ?2 AND fence = ?3 AND holds <= 1; "
         "SELECT LAST_INSERT_ID() FROM DUAL WHERE ROW_COUNT() = 1";
 
     // Session strategies. The wait bound goes to both mechanisms (a user variable for
     // GET_LOCK, the session's row-lock timeout for FOR UPDATE), in whole seconds.
-    d.session_wait = "SET @dblock_wait = ?1 DIV 1000, SESSION innodb_lock_wait_timeout = GREATEST(1, ?1 DIV 1000)";
-    d.ping = "SELECT 1";
-    d.for_update_create =
+    d[S::session_wait] = "SET @dblock_wait = ?1 DIV 1000, SESSION innodb_lock_wait_timeout = GREATEST(1, ?1 DIV 1000)";
+    d[S::ping] = "SELECT 1";
+    d[S::for_update_create] =
         "INSERT INTO ${table} (name, owner, fence, holds, acquired_at, valid_until, version) "
         "VALUES (?1, '', 0, 0, ${now_ms}, 0, 0) ON DUPLICATE KEY UPDATE name = name";
     // The row lock is the open transaction, so its fence cannot come from the counter in
@@ -67,9 +69,9 @@ const Dialect& mysql_dialect() {
     // on another connection once the row is locked. Session locks draw with
     // ${table}_fence_draw (V3): from a block of the counter reserved ahead, so that a grant
     // does not wait for a redo log flush (the fence was a session lock's only write).
-    d.for_update_try = "SELECT 1 FROM ${table} WHERE name = ?1 FOR UPDATE NOWAIT";
-    d.for_update_wait = "SELECT 1 FROM ${table} WHERE name = ?1 FOR UPDATE";
-    d.fence_next = "CALL ${table}_fence_draw(1)";
+    d[S::for_update_try] = "SELECT 1 FROM ${table} WHERE name = ?1 FOR UPDATE NOWAIT";
+    d[S::for_update_wait] = "SELECT 1 FROM ${table} WHERE name = ?1 FOR UPDATE";
+    d[S::fence_next] = "CALL ${table}_fence_draw(1)";
     // GET_LOCK names are server-wide, at most 64 characters and case-insensitive: the key
     // is "dblock:" and the 16 hex digits of advisory_key(<database>.<table>, name).
     // GET_LOCK is not transactional, so the fence is drawn after it, in the same text; the
@@ -79,13 +81,13 @@ const Dialect& mysql_dialect() {
     // RELEASE_LOCK must free it. (Re-entry never gets here: the driver counts it.)
     const std::string lock_name = "CONCAT('dblock:', LPAD(HEX(?1), 16, '0'))";
     const std::string ours = "IS_USED_LOCK(" + lock_name + ") <=> CONNECTION_ID()";
-    d.advisory_try = "SET @dblock_got = IF(" + ours + ", 1, GET_LOCK(" + lock_name +
+    d[S::advisory_try] = "SET @dblock_got = IF(" + ours + ", 1, GET_LOCK(" + lock_name +
                      ", 0)); CALL ${table}_fence_draw(@dblock_got)";
-    d.advisory_wait = "SET @dblock_got = IF(" + ours + ", 1, GET_LOCK(" + lock_name +
+    d[S::advisory_wait] = "SET @dblock_got = IF(" + ours + ", 1, GET_LOCK(" + lock_name +
                       ", @dblock_wait)); CALL ${table}_fence_draw(@dblock_got)";
-    d.advisory_unlock = "DO RELEASE_LOCK(" + lock_name + ")";
+    d[S::advisory_unlock] = "DO RELEASE_LOCK(" + lock_name + ")";
 
-    d.list =
+    d[S::list] =
         "SELECT name, owner, fence, holds, acquired_at, valid_until FROM ${table} "
         "WHERE valid_until > ${now_ms} ORDER BY name";
     // MySQL cannot DELETE ... SKIP LOCKED, nor delete from a table it selects from: a batch
@@ -95,29 +97,31 @@ const Dialect& mysql_dialect() {
     // can have taken them over): a live lease is never swept. At most 1000 names per
     // DELETE: each is spliced in as a hex literal (up to 512 bytes), which must stay well
     // under max_allowed_packet.
-    d.sweep_pick = "SELECT name FROM ${table} WHERE valid_until <= ${now_ms} LIMIT ?1 FOR UPDATE SKIP LOCKED";
-    d.sweep_delete = "DELETE FROM ${table} WHERE name IN (${names}) AND valid_until <= ${now_ms}";
+    d[S::sweep_pick] = "SELECT name FROM ${table} WHERE valid_until <= ${now_ms} LIMIT ?1 FOR UPDATE SKIP LOCKED";
+    d[S::sweep_delete] = "DELETE FROM ${table} WHERE name IN (${names}) AND valid_until <= ${now_ms}";
     d.sweep_batch_max = 1000;
-    d.force_release = "DELETE FROM ${table} WHERE name = ?1 AND valid_until > ${now_ms}";
+    d[S::force_release] = "DELETE FROM ${table} WHERE name = ?1 AND valid_until > ${now_ms}";
 
     // GET_LOCK is held by the connection, so it is released explicitly after migrating.
-    d.migration_lock = "SELECT GET_LOCK(CONCAT('dblock:migrate:', LEFT(SHA1('${table}'), 24)), 60)";
-    d.migration_unlock = "DO RELEASE_LOCK(CONCAT('dblock:migrate:', LEFT(SHA1('${table}'), 24)))";
-    d.drop_schema =
+    d[S::migration_lock] = "SELECT GET_LOCK(CONCAT('dblock:migrate:', LEFT(SHA1('${table}'), 24)), 60)";
+    d[S::migration_unlock] = "DO RELEASE_LOCK(CONCAT('dblock:migrate:', LEFT(SHA1('${table}'), 24)))";
+    d[S::drop_schema] =
         "DROP TABLE IF EXISTS ${table}, ${table}_schema_history, ${table}_fence, ${table}_fence_cache; "
         "DROP PROCEDURE IF EXISTS ${table}_acquire; DROP PROCEDURE IF EXISTS ${table}_take; "
         "DROP PROCEDURE IF EXISTS ${table}_fence_draw";
-    d.history_create =
+    d[S::history_create] =
         "CREATE TABLE IF NOT EXISTS ${table}_schema_history ("
         "installed_rank INT NOT NULL PRIMARY KEY, version VARCHAR(50), description VARCHAR(200) NOT NULL, "
         "type VARCHAR(20) NOT NULL, script VARCHAR(1000) NOT NULL, checksum INT, "
         "installed_by VARCHAR(100) NOT NULL, installed_on TIMESTAMP NOT NULL DEFAULT CURRENT_TIMESTAMP, "
         "execution_time INT NOT NULL, success TINYINT(1) NOT NULL) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4";
-    d.history_select =
+    d[S::history_select] =
         "SELECT version, script, checksum, success, installed_rank FROM ${table}_schema_history ORDER BY installed_rank";
-    d.history_insert =
+    d[S::history_insert] =
         "INSERT INTO ${table}_schema_history (installed_rank, version, description, type, script, checksum, "
         "installed_by, execution_time, success) VALUES (?1, ?2, ?3, 'SQL', ?4, ?5, ?6, ?7, 1)";
+    d.settings = mysql_settings;
+    d.check();
     return d;
   }();
   return d;

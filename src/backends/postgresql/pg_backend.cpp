@@ -4,7 +4,6 @@
 #include "backends/postgresql/pg_listener.hpp"
 #include "backends/postgresql/pg_session.hpp"
 #include "core/process_shared.hpp"
-#include "sql/settings.hpp"
 #include "sql/sql_backend.hpp"
 
 namespace dblock::detail {
@@ -40,9 +39,7 @@ std::unique_ptr<Backend> open_postgresql(const Url& url, const ClientOptions& op
   auto listener = process_shared<sql::PgListener>(info + '\n' + channel,
                                                   [&] { return std::make_shared<sql::PgListener>(connect, channel); });
   auto backend = std::make_unique<sql::SqlBackend>(sql::postgresql_dialect(), table, connect, options, listener);
-  backend->set_settings_reader(sql::postgresql_settings);
-  backend->pool().get();  // connect now: an unreachable server or a bad password fails here
-  if (options.auto_migrate.value_or(false)) backend->migrate();
+  backend->start(options.auto_migrate.value_or(false));
   return backend;
 }
 

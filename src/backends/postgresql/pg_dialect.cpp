@@ -4,11 +4,13 @@
 // the same statement with pg_notify. ${now_ms} is the server's clock at the start of the
 // statement.
 #include "sql/dialect.hpp"
+#include "sql/settings.hpp"
 
 namespace dblock::detail::sql {
 
 const Dialect& postgresql_dialect() {
   static const Dialect d = [] {
+    using S = Statement;
     Dialect d;
     d.name = "postgresql";
     d.marker = '$';
@@ -26,16 +28,16 @@ const Dialect& postgresql_dialect() {
     const std::string notify_async =
         "SELECT pg_notify('dblock_${table}', name), set_config('synchronous_commit', 'off', true)";
 
-    d.holder = "SELECT owner, valid_until - ${now_ms} FROM ${table} WHERE name = $1 AND valid_until > ${now_ms}";
+    d[S::holder] = "SELECT owner, valid_until - ${now_ms} FROM ${table} WHERE name = $1 AND valid_until > ${now_ms}";
     // now() is the transaction's start: a renewal that waited for the row lock extends from
     // before the wait, so by less than its TTL, as the core measures it too (from when it
     // sent the renewal). It may extend a row that expired during the wait: harmless, as the
     // blocker held the row and nobody could take it (docs/ARCHITECTURE.md).
-    d.renew =
+    d[S::renew] =
         "UPDATE ${table} SET valid_until = GREATEST(valid_until, ${now_ms} + $4::bigint), version = version + 1 "
         "WHERE name = $1 AND owner = $2 AND fence = $3::bigint AND valid_until > ${now_ms} "
         "RETURNING valid_until - ${now_ms}";
-    d.release_hold =
+    d[S::release_hold] =
         "UPDATE ${table} SET holds = holds - 1, version = version + 1 "
         "WHERE name = $1 AND owner = $2 AND fence = $3::bigint AND holds > 1";
 
@@ -53,7 +55,7 @@ const Dialect& postgresql_dialect() {
     //   statement), so a re-entrant try-lock never fails because someone else just tried.
     // - A busy answer carries the holder's time left, from the same snapshot, so a waiter's
     //   attempt is one round trip.
-    d.insert_acquire =
+    d[S::insert_acquire] =
         "WITH won AS (INSERT INTO ${table} AS t (name, owner, fence, holds, acquired_at, valid_until, version) "
         "SELECT $1, $2, nextval('${table}_fence'), 1, ${now_ms}, ${now_ms} + $3::bigint, 1 "
         "WHERE NOT EXISTS (SELECT 1 FROM ${table} AS live WHERE live.name = $1 AND live.valid_until > ${now_ms} "
@@ -72,11 +74,11 @@ const Dialect& postgresql_dialect() {
         "SELECT fence, remaining FROM won UNION ALL "
         "SELECT 0, COALESCE((SELECT valid_until - ${now_ms} FROM ${table} WHERE name = $1), 0) "
         "WHERE NOT EXISTS (SELECT 1 FROM won)";
-    d.insert_release =
+    d[S::insert_release] =
         "WITH gone AS (DELETE FROM ${table} WHERE name = $1 AND owner = $2 AND fence = $3::bigint AND holds <= 1 "
         "RETURNING name) " + notify_async + " FROM gone";
 
-    d.optimistic_read = "SELECT owner, version, valid_until - ${now_ms} FROM ${table} WHERE name = $1";
+    d[S::optimistic_read] = "SELECT owner, version, valid_until - ${now_ms} FROM ${table} WHERE name = $1";
     // The waiters one release wakes all read the same free version and race to take it. An
     // UPDATE that loses that race waits for the winner's row lock and then locks the row
     // itself to recheck it, which costs it a transaction id and a WAL flush at commit (1.5
@@ -86,7 +88,7 @@ const Dialect& postgresql_dialect() {
     // instead of making the driver read again: fence 0 and the holder's time left (busy), 0
     // when someone else is taking the row right now (busy: their release will notify), or
     // -1 when the row is free and nobody holds the turn (the version moved: read again).
-    d.optimistic_take =
+    d[S::optimistic_take] =
         "WITH won AS (UPDATE ${table} SET owner = $2, fence = nextval('${table}_fence'), holds = 1, "
         "acquired_at = ${now_ms}, valid_until = ${now_ms} + $3::bigint, version = version + 1 "
         "WHERE name = $1 AND CASE WHEN version = $4::bigint AND valid_until <= ${now_ms} "
@@ -97,44 +99,44 @@ const Dialect& postgresql_dialect() {
         "THEN (SELECT valid_until FROM ${table} WHERE name = $1) - ${now_ms} "
         "WHEN pg_try_advisory_xact_lock(hashtextextended('${table}:' || $1, 0)) THEN -1 ELSE 0 END "
         "WHERE NOT EXISTS (SELECT 1 FROM won)";
-    d.optimistic_reenter =
+    d[S::optimistic_reenter] =
         "UPDATE ${table} SET holds = holds + 1, valid_until = GREATEST(valid_until, ${now_ms} + $3::bigint), "
         "version = version + 1 WHERE name = $1 AND version = $4::bigint AND owner = $2 AND valid_until > ${now_ms} "
         "RETURNING fence, valid_until - ${now_ms}";
-    d.optimistic_release =
+    d[S::optimistic_release] =
         "WITH freed AS (UPDATE ${table} SET owner = '', holds = 0, valid_until = 0, version = version + 1 "
         "WHERE name = $1 AND owner = $2 AND fence = $3::bigint AND holds <= 1 RETURNING name, version) " +
         notify_async + ", version FROM freed";
 
     // set_config(..., true) is SET LOCAL: it ends with the transaction. The statement
     // timeout is lifted past the lock wait, which lock_timeout bounds.
-    d.session_wait =
+    d[S::session_wait] =
         "SELECT set_config('lock_timeout', $1::bigint || 'ms', true), "
         "set_config('statement_timeout', ($1::bigint + 5000) || 'ms', true)";
-    d.ping = "SELECT 1";
-    d.for_update_create =
+    d[S::ping] = "SELECT 1";
+    d[S::for_update_create] =
         "INSERT INTO ${table} (name, owner, fence, holds, acquired_at, valid_until, version) "
         "VALUES ($1, '', 0, 0, ${now_ms}, 0, 0) ON CONFLICT (name) DO NOTHING";
     // The fence is not drawn here but by fence_next on another connection (see dialect.hpp):
     // a nextval in this transaction, which stays open while the lock is held, was lost by a
     // crash and granted again (tests/faults: "postgresql crash").
-    d.for_update_try = "SELECT 1 FROM ${table} WHERE name = $1 FOR UPDATE NOWAIT";
-    d.for_update_wait = "SELECT 1 FROM ${table} WHERE name = $1 FOR UPDATE";
-    d.fence_next = "SELECT nextval('${table}_fence')";
+    d[S::for_update_try] = "SELECT 1 FROM ${table} WHERE name = $1 FOR UPDATE NOWAIT";
+    d[S::for_update_wait] = "SELECT 1 FROM ${table} WHERE name = $1 FOR UPDATE";
+    d[S::fence_next] = "SELECT nextval('${table}_fence')";
     // CASE evaluates the lock first and draws a fence only when it was won.
-    d.advisory_try = "SELECT CASE WHEN pg_try_advisory_lock($1::bigint) THEN nextval('${table}_fence') ELSE 0 END";
-    d.advisory_wait = "SELECT nextval('${table}_fence') FROM (SELECT pg_advisory_lock($1::bigint)) AS locked";
-    d.advisory_unlock = "SELECT pg_advisory_unlock($1::bigint)";
+    d[S::advisory_try] = "SELECT CASE WHEN pg_try_advisory_lock($1::bigint) THEN nextval('${table}_fence') ELSE 0 END";
+    d[S::advisory_wait] = "SELECT nextval('${table}_fence') FROM (SELECT pg_advisory_lock($1::bigint)) AS locked";
+    d[S::advisory_unlock] = "SELECT pg_advisory_unlock($1::bigint)";
     // The same wait in one statement: the innermost subquery sets lock_timeout (SET LOCAL,
     // so it ends with this statement's own transaction) before the lock is asked for; the
     // subqueries contain volatile functions, so they are not flattened and run inside out.
     // A waiter woken by the unlock then has its fence in the same round trip (the old form
     // needed BEGIN, set_config and the lock before the wait, and a COMMIT after it).
-    d.advisory_wait_bounded =
+    d[S::advisory_wait_bounded] =
         "SELECT nextval('${table}_fence') FROM (SELECT pg_advisory_lock($1::bigint) FROM "
         "(SELECT set_config('lock_timeout', $2::bigint || 'ms', true)) AS bounded) AS locked";
 
-    d.list =
+    d[S::list] =
         "SELECT name, owner, fence, holds, acquired_at, valid_until FROM ${table} "
         "WHERE valid_until > ${now_ms} ORDER BY name";
     // SKIP LOCKED: a row being taken over right now is not worth waiting for. The picked names
@@ -142,28 +144,30 @@ const Dialect& postgresql_dialect() {
     // written `name IN (SELECT ...)` the planner hash-joined the subquery with a sequential
     // scan of the whole table, every batch (105 ms per 1000 rows out of 200k, against 10 ms).
     // The picked rows stay locked until the DELETE: no one can have taken them over.
-    d.sweep =
+    d[S::sweep] =
         "DELETE FROM ${table} WHERE name = ANY(ARRAY(SELECT name FROM ${table} WHERE valid_until <= ${now_ms} "
         "LIMIT $1::bigint FOR UPDATE SKIP LOCKED))";
-    d.force_release =
+    d[S::force_release] =
         "WITH gone AS (DELETE FROM ${table} WHERE name = $1 AND valid_until > ${now_ms} RETURNING name) " + notify +
         "gone";
 
-    d.migration_lock = "SELECT pg_advisory_xact_lock(hashtext('dblock migrate ${table}'))";
-    d.drop_schema = "DROP TABLE IF EXISTS ${table}, ${table}_schema_history; DROP SEQUENCE IF EXISTS ${table}_fence";
-    d.history_create =
+    d[S::migration_lock] = "SELECT pg_advisory_xact_lock(hashtext('dblock migrate ${table}'))";
+    d[S::drop_schema] = "DROP TABLE IF EXISTS ${table}, ${table}_schema_history; DROP SEQUENCE IF EXISTS ${table}_fence";
+    d[S::history_create] =
         "CREATE TABLE IF NOT EXISTS ${table}_schema_history ("
         "installed_rank integer NOT NULL PRIMARY KEY, version varchar(50), description varchar(200) NOT NULL, "
         "type varchar(20) NOT NULL, script varchar(1000) NOT NULL, checksum integer, "
         "installed_by varchar(100) NOT NULL, installed_on timestamp NOT NULL DEFAULT now(), "
         "execution_time integer NOT NULL, success boolean NOT NULL)";
-    d.history_select =
+    d[S::history_select] =
         "SELECT version, script, checksum, CASE WHEN success THEN 1 ELSE 0 END, installed_rank "
         "FROM ${table}_schema_history ORDER BY installed_rank";
-    d.history_insert =
+    d[S::history_insert] =
         "INSERT INTO ${table}_schema_history (installed_rank, version, description, type, script, checksum, "
         "installed_by, execution_time, success) VALUES ($1::integer, $2, $3, 'SQL', $4, $5::integer, $6, "
         "$7::integer, true)";
+    d.settings = postgresql_settings;
+    d.check();
     return d;
   }();
   return d;

@@ -6,7 +6,6 @@
 #include <map>
 
 #include "backends/redis/redis_driver.hpp"
-#include "backends/redis/redis_pool.hpp"
 #include "backends/redis/redis_settings.hpp"
 #include "backends/redis/redlock_driver.hpp"
 #include "dblock/errors.hpp"
@@ -85,7 +84,7 @@ std::vector<LeaseInfo> list_on(Connection& c) {
 class RedisBackend final : public Backend {
  public:
   RedisBackend(Target t, const ClientOptions& o)
-      : pool_(t, o.pool_size),
+      : pool_(opener(t), pool_limits(t, o.pool_size)),
         sub_(o.notifications ? shared_subscriber(std::vector<Target>{t}, keys::channel) : nullptr) {
     pool_.get();  // connect now: an unreachable server or refused credentials fail here
   }

@@ -120,7 +120,7 @@ void Connection::open(const Target& t, milliseconds connect_timeout) {
   if (t.db != 0) command({"SELECT", std::to_string(t.db)});
 }
 
-bool Connection::still_open() const noexcept {
+bool Connection::still_connected() const noexcept {
   if (!usable()) return false;
   // An idle connection has nothing to read; readable means EOF (or garbage): either way unusable.
   pollfd p{ctx_->fd, POLLIN, 0};
@@ -270,6 +270,14 @@ Reply Connection::read() {
     fail_io();
   }
   return Reply(static_cast<redisReply*>(out));
+}
+
+Pool::Limits pool_limits(const Target& t, std::size_t size) {
+  return Pool::Limits{size, size, t.command_timeout + t.connect_timeout, "redis at " + t.where};
+}
+
+Pool::Open opener(Target t) {
+  return [t = std::move(t)] { return std::make_unique<Connection>(t); };
 }
 
 }  // namespace dblock::detail::redis

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "core/pool.hpp"
+
 namespace dblock::detail::redis {
 
 using std::chrono::milliseconds;
@@ -85,7 +87,7 @@ class Connection {
   bool usable() const noexcept { return ctx_ && ctx_->err == 0; }
   // For a connection that sat idle: false if the server closed it meanwhile (a restart), so
   // that a pool hands out a fresh one instead of failing the next command.
-  bool still_open() const noexcept;
+  bool still_connected() const noexcept;
   redisContext* context() noexcept { return ctx_; }
   const std::string& where() const noexcept { return where_; }
 
@@ -113,5 +115,12 @@ std::string format_eval(const Script& s, bool by_sha, const std::vector<std::str
 // Helpers to read replies.
 bool is_error(const redisReply& r, const char* prefix = nullptr);
 std::int64_t as_int(const redisReply& r);  // an integer reply (or a numeric string)
+
+// A small pool of connections to one server (ClientOptions::pool_size): commands of
+// concurrent threads (waiters, the renewal thread, releases) do not queue behind each other.
+using Pool = detail::Pool<Connection>;
+// Its limits for `size` connections to t: a get() waits at most one command and one connect.
+Pool::Limits pool_limits(const Target& t, std::size_t size);
+Pool::Open opener(Target t);
 
 }  // namespace dblock::detail::redis

@@ -4,7 +4,7 @@
 
 #include <memory>
 
-#include "backends/redis/redis_pool.hpp"
+#include "backends/redis/redis_connection.hpp"
 #include "backends/redis/redis_scripts.hpp"
 #include "backends/redis/redis_subscriber.hpp"
 #include "core/driver.hpp"

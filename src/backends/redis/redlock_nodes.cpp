@@ -72,7 +72,7 @@ void Nodes::failed(std::size_t i) { retry_at_[i] = (Clock::now() + retry_down_no
 
 void Nodes::ensure(Set& s, const std::vector<bool>& which, milliseconds connect_timeout, bool resting_too) {
   // An idle connection has nothing to read: readable (EOF, an error) means the server closed
-  // it meanwhile (a restart). One poll() for all the nodes, not Connection::still_open()'s
+  // it meanwhile (a restart). One poll() for all the nodes, not Connection::still_connected()'s
   // one per node: a syscall per node and round was a tenth of a Redlock cycle's CPU.
   // One still owed an answer is readable for that answer, so for it only the server's
   // close (POLLRDHUP: its FIN arrived) or a reset counts.

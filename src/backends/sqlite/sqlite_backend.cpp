@@ -7,7 +7,6 @@
 
 #include "backends/sqlite/sqlite_session.hpp"
 #include "backends/sqlite/wake_file.hpp"
-#include "sql/settings.hpp"
 #include "sql/sql_backend.hpp"
 
 namespace dblock::detail {
@@ -36,9 +35,7 @@ std::unique_ptr<Backend> open_sqlite(const Url& url, const ClientOptions& option
   auto backend = std::make_unique<sql::SqlBackend>(
       sql::sqlite_dialect(), table, [path, timeout] { return std::make_unique<sql::SqliteSession>(path, timeout); },
       options, sql::WakeFile::open(path + "-" + table.qualified() + ".wake"));
-  backend->set_settings_reader(sql::sqlite_settings);
-  backend->pool().get();  // open one connection now: a bad file fails here, not at first use
-  if (auto_migrate) backend->migrate();
+  backend->start(auto_migrate);
   return backend;
 }
 

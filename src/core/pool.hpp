@@ -1,0 +1,123 @@
+// Pool<Conn>: the one list of idle connections, used for SQL sessions (a Client's shared
+// pool, and the session strategies' connections pinned while a lock is held) and for Redis
+// connections. Conn needs `bool usable()` (no error left it in an unknown state) and
+// `bool still_connected()` (an idle connection the server has not closed meanwhile).
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "dblock/errors.hpp"
+
+namespace dblock::detail {
+
+template <class Conn>
+class Pool {
+ public:
+  using Open = std::function<std::unique_ptr<Conn>()>;
+  struct Limits {
+    std::size_t max_open;  // borrowed + idle; a get() beyond it waits for a give-back
+    std::size_t max_idle;  // kept for reuse; the rest are closed when given back
+    std::chrono::milliseconds wait;  // how long get() waits for a free slot
+    std::string what;                // names the pool in the timeout error
+  };
+
+  Pool(Open open, Limits limits) : open_(std::move(open)), limits_(std::move(limits)) {}
+  Pool(const Pool&) = delete;
+  Pool& operator=(const Pool&) = delete;
+
+  // A borrowed connection, given back when destroyed (dropped if an error left it unusable).
+  class Handle {
+   public:
+    Handle() = default;  // empty
+    Handle(Pool& pool, std::unique_ptr<Conn> c) : pool_(&pool), c_(std::move(c)) {}
+    Handle(Handle&& o) noexcept = default;
+    Handle& operator=(Handle&& o) noexcept {
+      if (this != &o) {
+        give_back();
+        pool_ = o.pool_;
+        c_ = std::move(o.c_);
+      }
+      return *this;
+    }
+    ~Handle() { give_back(); }
+    Conn* operator->() const { return c_.get(); }
+    Conn& operator*() const { return *c_; }
+    explicit operator bool() const noexcept { return c_ != nullptr; }
+    // Closes the connection instead of giving it back: what it holds on the server (a
+    // session lock, an open transaction) must go with it.
+    void discard() noexcept {
+      if (!c_) return;
+      c_.reset();
+      pool_->forget();
+    }
+
+   private:
+    void give_back() noexcept {
+      if (c_) pool_->give_back(std::move(c_));
+    }
+    Pool* pool_ = nullptr;
+    std::unique_ptr<Conn> c_;
+  };
+
+  // An idle connection the server still has, or a new one; waits up to Limits::wait while
+  // max_open are borrowed, then throws TimeoutError. Connects without holding the lock.
+  Handle get() {
+    std::unique_lock lk(mutex_);
+    if (!freed_.wait_for(lk, limits_.wait, [&] { return !idle_.empty() || open_count_ < limits_.max_open; }))
+      throw TimeoutError(limits_.what + ": no free connection within " + std::to_string(limits_.wait.count()) +
+                         " ms (pool of " + std::to_string(limits_.max_open) + ")");
+    while (!idle_.empty()) {
+      auto c = std::move(idle_.back());
+      idle_.pop_back();
+      if (c->still_connected()) return Handle(*this, std::move(c));
+      --open_count_;  // closed under us (a server restart): replace it
+    }
+    ++open_count_;  // the slot is ours; connect outside the lock
+    lk.unlock();
+    try {
+      return Handle(*this, open_());
+    } catch (...) {
+      lk.lock();
+      --open_count_;
+      freed_.notify_one();
+      throw;
+    }
+  }
+
+ private:
+  void forget() noexcept {
+    {
+      std::lock_guard lk(mutex_);
+      --open_count_;
+    }
+    freed_.notify_one();
+  }
+  void give_back(std::unique_ptr<Conn> c) noexcept {
+    std::unique_ptr<Conn> closing;  // closed outside the lock
+    {
+      std::lock_guard lk(mutex_);
+      if (c->usable() && idle_.size() < limits_.max_idle) {
+        idle_.push_back(std::move(c));
+      } else {
+        closing = std::move(c);
+        --open_count_;
+      }
+    }
+    freed_.notify_one();
+  }
+
+  const Open open_;
+  const Limits limits_;
+  std::mutex mutex_;
+  std::condition_variable freed_;
+  std::vector<std::unique_ptr<Conn>> idle_;
+  std::size_t open_count_ = 0;  // borrowed + idle
+};
+
+}  // namespace dblock::detail
