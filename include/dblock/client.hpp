@@ -7,6 +7,7 @@
 #include <string_view>
 #include <vector>
 
+#include "dblock/export.hpp"
 #include "dblock/lock.hpp"
 #include "dblock/options.hpp"
 #include "dblock/settings.hpp"
@@ -17,7 +18,7 @@ namespace detail {
 class ClientCore;
 }
 
-class Client {
+class DBLOCK_EXPORT Client {
  public:
   // url: sqlite:PATH | sqlite:///abs/path | postgresql://… | mysql://… | redis://… |
   // redlock://host:port,… | zookeeper://host:port/root (README, "The command").

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "dblock/client.hpp"
+#include "dblock/duration.hpp"
 #include "dblock/errors.hpp"
 #include "dblock/lease.hpp"
 #include "dblock/lock.hpp"

@@ -4,6 +4,8 @@
 #include <stdexcept>
 #include <string>
 
+#include "dblock/export.hpp"
+
 namespace dblock {
 
 enum class ErrorKind {
@@ -16,7 +18,7 @@ enum class ErrorKind {
   internal,     // a bug or an unexpected backend answer (70)
 };
 
-class Error : public std::runtime_error {
+class DBLOCK_EXPORT Error : public std::runtime_error {
  public:
   Error(ErrorKind kind, const std::string& message) : std::runtime_error(message), kind_(kind) {}
   ErrorKind kind() const noexcept { return kind_; }
@@ -25,25 +27,25 @@ class Error : public std::runtime_error {
   ErrorKind kind_;
 };
 
-struct UsageError : Error {
+struct DBLOCK_EXPORT UsageError : Error {
   explicit UsageError(const std::string& m) : Error(ErrorKind::usage, m) {}
 };
-struct UnavailableError : Error {
+struct DBLOCK_EXPORT UnavailableError : Error {
   explicit UnavailableError(const std::string& m) : Error(ErrorKind::unavailable, m) {}
 };
-struct SchemaError : Error {
+struct DBLOCK_EXPORT SchemaError : Error {
   explicit SchemaError(const std::string& m) : Error(ErrorKind::schema, m) {}
 };
-struct TimeoutError : Error {
+struct DBLOCK_EXPORT TimeoutError : Error {
   explicit TimeoutError(const std::string& m) : Error(ErrorKind::timeout, m) {}
 };
-struct NotOwnerError : Error {
+struct DBLOCK_EXPORT NotOwnerError : Error {
   explicit NotOwnerError(const std::string& m) : Error(ErrorKind::not_owner, m) {}
 };
-struct LockLostError : Error {
+struct DBLOCK_EXPORT LockLostError : Error {
   explicit LockLostError(const std::string& m) : Error(ErrorKind::lost, m) {}
 };
-struct InternalError : Error {
+struct DBLOCK_EXPORT InternalError : Error {
   explicit InternalError(const std::string& m) : Error(ErrorKind::internal, m) {}
 };
 

@@ -6,6 +6,8 @@
 #include <memory>
 #include <string>
 
+#include "dblock/export.hpp"
+
 namespace dblock {
 
 namespace detail {
@@ -13,7 +15,7 @@ struct Grant;
 class ClientCore;
 }  // namespace detail
 
-class Lease {
+class DBLOCK_EXPORT Lease {
  public:
   Lease(Lease&& other) noexcept;
   Lease& operator=(Lease&& other) noexcept;

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "dblock/export.hpp"
 #include "dblock/lease.hpp"
 
 namespace dblock {
@@ -16,7 +17,7 @@ namespace detail {
 struct LockState;
 }
 
-class Lock {
+class DBLOCK_EXPORT Lock {
  public:
   // Copies share one state, so one Lock can be used from many threads like a std::mutex:
   // each thread's holds are its own, and threads of one process queue locally (FIFO)

@@ -9,14 +9,16 @@
 #include <string>
 #include <string_view>
 
+#include "dblock/export.hpp"
+
 namespace dblock {
 
 enum class Strategy { insert, for_update, optimistic, advisory, redis, redlock, zookeeper };
 
 // "insert", "for-update", "optimistic", "advisory", "redis", "redlock", "zookeeper".
-std::string_view to_string(Strategy s) noexcept;
+DBLOCK_EXPORT std::string_view to_string(Strategy s) noexcept;
 // The inverse; throws UsageError naming the known strategies.
-Strategy parse_strategy(std::string_view text);
+DBLOCK_EXPORT Strategy parse_strategy(std::string_view text);
 
 struct ClientOptions {
   // The lock table: an identifier or schema.identifier ([A-Za-z_][A-Za-z0-9_]*, at most 40

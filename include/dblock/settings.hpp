@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "dblock/export.hpp"
+
 namespace dblock {
 
 // From harmless to worst. "Exclusion" is "one holder at a time"; fences (the tokens a
@@ -23,7 +25,7 @@ enum class Verdict {
 };
 
 // "ok", "unknown", "weakens exclusion", "breaks exclusion".
-std::string_view to_string(Verdict v) noexcept;
+DBLOCK_EXPORT std::string_view to_string(Verdict v) noexcept;
 
 // True for the verdicts that make `dblock doctor` fail: a guarantee is off.
 inline bool is_problem(Verdict v) noexcept { return v > Verdict::unknown; }

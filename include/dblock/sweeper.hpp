@@ -11,6 +11,7 @@
 
 #include "dblock/client.hpp"
 #include "dblock/errors.hpp"
+#include "dblock/export.hpp"
 
 namespace dblock {
 
@@ -21,7 +22,7 @@ struct SweeperOptions {
   std::function<void(const Error&)> on_error;         // a failed pass; the next one still runs
 };
 
-class Sweeper {
+class DBLOCK_EXPORT Sweeper {
  public:
   Sweeper(std::shared_ptr<Client> client, SweeperOptions options = {});
   ~Sweeper();  // stops the background thread

@@ -4,7 +4,7 @@
 #include <CLI/CLI.hpp>
 #include <cstring>
 
-#include "core/duration.hpp"
+#include "dblock/duration.hpp"
 #include "dblock/version.hpp"
 
 namespace dblock::cli {
@@ -12,7 +12,7 @@ namespace dblock::cli {
 ClientOptions Common::client_options(std::optional<bool> auto_migrate) const {
   ClientOptions o;
   o.table = table;
-  o.connect_timeout = o.statement_timeout = detail::parse_duration(timeout);
+  o.connect_timeout = o.statement_timeout = parse_duration(timeout);
   if (o.statement_timeout.count() == 0) throw UsageError("bad --timeout: must be positive");
   o.auto_migrate = auto_migrate;
   return o;

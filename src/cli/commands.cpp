@@ -8,7 +8,7 @@
 #include <fmt/format.h>
 
 #include "cli/cli.hpp"
-#include "core/duration.hpp"
+#include "dblock/duration.hpp"
 
 namespace dblock::cli {
 namespace {
@@ -38,7 +38,7 @@ int migrate_command(const Common& c) {
 int sweep_command(const Common& c, const std::string& every, std::size_t batch) {
   std::optional<std::chrono::milliseconds> period;
   if (!every.empty()) {
-    period = detail::parse_duration(every);
+    period = parse_duration(every);
     if (period->count() == 0) throw UsageError("bad --every: must be positive");
   }
   if (!period) {

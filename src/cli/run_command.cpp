@@ -21,7 +21,7 @@
 #include <iostream>
 
 #include "cli/cli.hpp"
-#include "core/duration.hpp"
+#include "dblock/duration.hpp"
 
 namespace dblock::cli {
 namespace {
@@ -68,11 +68,11 @@ int pending_stop_signal(const sigset_t& set) {
 int run_command(const RunArgs& a) {
   LockOptions lo;
   if (!a.strategy.empty()) lo.strategy = parse_strategy(a.strategy);
-  lo.ttl = detail::parse_duration(a.ttl);
-  auto grace = detail::parse_duration(a.grace);
+  lo.ttl = parse_duration(a.ttl);
+  auto grace = parse_duration(a.grace);
   std::optional<milliseconds> wait;
   if (a.no_wait) wait = milliseconds{0};
-  else if (!a.wait.empty()) wait = detail::parse_duration(a.wait);
+  else if (!a.wait.empty()) wait = parse_duration(a.wait);
   lo.on_lost = [](const std::string&, std::uint64_t) { kill(getpid(), SIGUSR1); };
 
   sigset_t set, old_mask;
@@ -96,7 +96,7 @@ int run_command(const RunArgs& a) {
     if (int sig = pending_stop_signal(set)) return 128 + sig;
     if (Clock::now() >= deadline) {
       if (wait->count() == 0) std::cerr << "dblock: lock '" << a.name << "' is busy\n";
-      else std::cerr << "dblock: timed out after " << detail::format_duration(*wait) << " waiting for lock '" << a.name << "'\n";
+      else std::cerr << "dblock: timed out after " << format_duration(*wait) << " waiting for lock '" << a.name << "'\n";
       return busy;
     }
   }

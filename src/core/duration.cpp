@@ -1,11 +1,11 @@
-#include "core/duration.hpp"
+#include "dblock/duration.hpp"
 
 #include <cstdint>
 #include <limits>
 
 #include "dblock/errors.hpp"
 
-namespace dblock::detail {
+namespace dblock {
 
 std::chrono::milliseconds parse_duration(std::string_view text) {
   auto bad = [&](const std::string& why) {
@@ -45,4 +45,4 @@ std::string format_duration(std::chrono::milliseconds d) {
   return std::to_string(ms) + "ms";
 }
 
-}  // namespace dblock::detail
+}  // namespace dblock

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "cli/args.hpp"
-#include "core/duration.hpp"
+#include "dblock/duration.hpp"
 #include "core/url.hpp"
 #include "core/validate.hpp"
 #include "fuzz_check.hpp"
@@ -48,7 +48,7 @@ std::optional<std::string> given(const std::vector<std::string>& args, std::vect
 }
 
 void check_duration(const std::string& text) {
-  accepts([&] { dblock::detail::parse_duration(text); });
+  accepts([&] { dblock::parse_duration(text); });
 }
 
 }  // namespace

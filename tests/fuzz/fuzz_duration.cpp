@@ -1,4 +1,4 @@
-// parse_duration and format_duration (src/core/duration.hpp) on hostile input. Properties:
+// parse_duration and format_duration (dblock/duration.hpp) on hostile input. Properties:
 //  - bad input throws UsageError and nothing else;
 //  - exactly the texts <digits><ms|s|m|h> up to the documented cap are accepted, with the
 //    value a 128-bit reference computation gives;
@@ -12,11 +12,11 @@
 #include <limits>
 #include <string>
 
-#include "core/duration.hpp"
+#include "dblock/duration.hpp"
 #include "fuzz_check.hpp"
 
-using dblock::detail::format_duration;
-using dblock::detail::parse_duration;
+using dblock::format_duration;
+using dblock::parse_duration;
 using fuzz::accepts;
 using std::chrono::milliseconds;
 

@@ -22,4 +22,27 @@ pc=$(dirname "$(find "$prefix" -name dblock.pc | head -n 1)")
 PKG_CONFIG_PATH="$pc" c++ -std=c++17 "$consumer/main.cpp" -o "$prefix/consumer-pc" \
   $(PKG_CONFIG_PATH="$pc" pkg-config --cflags --libs dblock)
 "$prefix/consumer-pc" "sqlite:$prefix/pc.db"
-echo "install: 3 passed, 0 failed"
+test ! -e "$prefix/bin/dblock-bench"  # a development tool, installed only when asked
+
+# A shared build, as a distribution packages it: its own tree (unoptimised, library and
+# command only), a SONAME with the major version, and only the public API exported.
+src=$(cd "$consumer/../../.." && pwd)
+cmake -S "$src" -B "$prefix/shared-build" -DBUILD_SHARED_LIBS=ON -DBUILD_TESTING=OFF -DDBLOCK_BUILD_BENCH=OFF \
+  -DCMAKE_BUILD_TYPE= >/dev/null
+cmake --build "$prefix/shared-build" -j "$(nproc)" >/dev/null
+cmake --install "$prefix/shared-build" --prefix "$prefix/shared" >/dev/null
+lib=$(find "$prefix/shared" -name "libdblock.so.*.*.*" | head -n 1)
+test -n "$lib"
+major=${version%%.*}
+readelf -d "$lib" | grep -q "SONAME.*libdblock.so.$major\]"
+# Exported: dblock:: names only, none of dblock::detail (the backends, the core).
+exported=$(nm -D --defined-only -C "$lib" | grep -c " dblock::" || true)
+leaked=$(nm -D --defined-only -C "$lib" | grep " dblock::detail::" || true)
+test "$exported" -gt 10
+[ -z "$leaked" ] || { echo "install: the shared library exports internals:"; echo "$leaked" | head; exit 1; }
+test "$("$prefix/shared/bin/dblock" --version)" = "dblock $version"
+"$prefix/shared/bin/dblock" run --url "sqlite:$prefix/shared-cli.db" --name job -- true
+cmake -S "$consumer" -B "$prefix/consumer-shared" -DCMAKE_PREFIX_PATH="$prefix/shared" >/dev/null
+cmake --build "$prefix/consumer-shared" >/dev/null
+"$prefix/consumer-shared/consumer" "sqlite:$prefix/shared.db"
+echo "install: 4 passed, 0 failed"

@@ -30,7 +30,7 @@
 #include <thread>
 #include <vector>
 
-#include "core/duration.hpp"  // the CLI's duration syntax (1000ms, 2s)
+#include "dblock/duration.hpp"  // the CLI's duration syntax (1000ms, 2s)
 #include "dblock/dblock.hpp"
 #include "support/process.hpp"
 #include "torture/resource.hpp"
@@ -123,7 +123,7 @@ struct Args {
 };
 
 milliseconds duration_arg(const std::string& v) {
-  return dblock::detail::parse_duration(v);
+  return dblock::parse_duration(v);
 }
 
 Args parse(int argc, char** argv) {

@@ -1,15 +1,15 @@
-// parse_duration and format_duration (src/core/duration.hpp).
+// parse_duration and format_duration (dblock/duration.hpp).
 #include <catch2/catch.hpp>
 
 #include <chrono>
 #include <string>
 
-#include "core/duration.hpp"
+#include "dblock/duration.hpp"
 #include "dblock/errors.hpp"
 
 using dblock::UsageError;
-using dblock::detail::format_duration;
-using dblock::detail::parse_duration;
+using dblock::format_duration;
+using dblock::parse_duration;
 using std::chrono::milliseconds;
 
 TEST_CASE("parse_duration: each unit (ms, s, m, h) scales to milliseconds", "[duration]") {
