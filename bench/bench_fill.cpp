@@ -15,6 +15,10 @@
 
 #include <fmt/format.h>
 
+#include "backends/mysql/mysql_dialect.hpp"
+#include "backends/postgresql/pg_dialect.hpp"
+#include "backends/sqlite/sqlite_dialect.hpp"
+#include "backends/sqlite/sqlite_session.hpp"
 #include "bench_mysql.hpp"
 #include "bench_pg.hpp"
 #include "bench_redis.hpp"
@@ -23,7 +27,6 @@
 #include "core/validate.hpp"
 #include "sql/dialect.hpp"
 #include "sql/session.hpp"
-#include "backends/sqlite/sqlite_session.hpp"
 
 #ifdef DBLOCK_WITH_POSTGRESQL
 #include "backends/postgresql/pg_session.hpp"

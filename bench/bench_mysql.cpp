@@ -10,6 +10,7 @@
 
 #include <fmt/format.h>
 
+#include "backends/mysql/mysql_dialect.hpp"
 #include "bench_util.hpp"
 
 #ifdef DBLOCK_WITH_MYSQL

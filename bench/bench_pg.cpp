@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include "backends/postgresql/pg_dialect.hpp"
 #include "bench_util.hpp"
 
 #ifdef DBLOCK_WITH_POSTGRESQL

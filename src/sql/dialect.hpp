@@ -158,8 +158,5 @@ std::string render(std::string_view text, const TableName& table, std::string_vi
 // `text` (sweep_delete) with ${names} replaced by n parameter markers: "?1, ?2, ..., ?n".
 std::string with_markers(std::string_view text, std::size_t n, char marker);
 
-const Dialect& sqlite_dialect();
-const Dialect& postgresql_dialect();
-const Dialect& mysql_dialect();
 
 }  // namespace dblock::detail::sql

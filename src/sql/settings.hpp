@@ -12,10 +12,6 @@
 
 namespace dblock::detail::sql {
 
-std::vector<SettingCheck> sqlite_settings(Session& s);
-std::vector<SettingCheck> postgresql_settings(Session& s);
-std::vector<SettingCheck> mysql_settings(Session& s);
-
 // One value read with `sql`, the first column of the first row; nullopt when the statement
 // fails or returns nothing (the caller reports `unknown`). Connection failures still throw.
 std::optional<std::string> read_setting(Session& s, const std::string& sql);

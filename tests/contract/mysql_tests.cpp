@@ -4,6 +4,7 @@
 #include <random>
 #include <thread>
 
+#include "backends/mysql/mysql_dialect.hpp"
 #include "backends/mysql/mysql_session.hpp"
 #include "core/validate.hpp"
 #include "sql/dialect.hpp"

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 #include <thread>
 
+#include "backends/postgresql/pg_dialect.hpp"
 #include "backends/postgresql/pg_listener.hpp"
 #include "backends/postgresql/pg_session.hpp"
 #include "core/validate.hpp"

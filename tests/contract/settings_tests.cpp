@@ -10,6 +10,7 @@
 #include <catch2/catch.hpp>
 #include <thread>
 
+#include "backends/sqlite/sqlite_dialect.hpp"
 #include "backends/sqlite/sqlite_session.hpp"
 #include "sql/settings.hpp"
 #include "support/process.hpp"

@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <thread>
 
+#include "backends/mysql/mysql_dialect.hpp"
+#include "backends/postgresql/pg_dialect.hpp"
 #include "core/url.hpp"
 #include "core/validate.hpp"
 #include "sql/dialect.hpp"

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/sqlite/sqlite_dialect.hpp"
 #include "support/temp_dir.hpp"
 #include "backends/sqlite/sqlite_session.hpp"
 #include "core/validate.hpp"

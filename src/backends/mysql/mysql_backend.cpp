@@ -4,6 +4,7 @@
 // inside the server.
 #include "backends/mysql/mysql_backend.hpp"
 
+#include "backends/mysql/mysql_dialect.hpp"
 #include "backends/mysql/mysql_session.hpp"
 #include "dblock/errors.hpp"
 #include "sql/sql_backend.hpp"

@@ -10,8 +10,7 @@
 // reserved ahead (migrations/mysql/V3__fence_cache.sql).
 // ${now_ms} is the server's clock (UTC_TIMESTAMP: no time zone or DST in play), constant
 // within one statement.
-#include "sql/dialect.hpp"
-#include "sql/settings.hpp"
+#include "backends/mysql/mysql_dialect.hpp"
 
 namespace dblock::detail::sql {
 

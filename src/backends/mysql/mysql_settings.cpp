@@ -2,6 +2,7 @@
 // and with a binary log its sync, which crash recovery trusts over InnoDB's own log), and
 // the isolation dblock's statements run under. Read with @@ variables on one of dblock's
 // own connections.
+#include "backends/mysql/mysql_dialect.hpp"
 #include "sql/settings.hpp"
 
 namespace dblock::detail::sql {

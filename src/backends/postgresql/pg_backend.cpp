@@ -1,6 +1,7 @@
 // PostgreSQL through the generic SqlBackend, with LISTEN/NOTIFY wake-ups.
 #include "backends/postgresql/pg_backend.hpp"
 
+#include "backends/postgresql/pg_dialect.hpp"
 #include "backends/postgresql/pg_listener.hpp"
 #include "backends/postgresql/pg_session.hpp"
 #include "core/process_shared.hpp"

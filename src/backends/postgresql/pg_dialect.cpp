@@ -3,8 +3,7 @@
 // crash) drawn while the name is held (see insert_acquire), and releases notify waiters in
 // the same statement with pg_notify. ${now_ms} is the server's clock at the start of the
 // statement.
-#include "sql/dialect.hpp"
-#include "sql/settings.hpp"
+#include "backends/postgresql/pg_dialect.hpp"
 
 namespace dblock::detail::sql {
 

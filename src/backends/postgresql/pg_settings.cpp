@@ -1,6 +1,7 @@
 // PostgreSQL: what makes a committed grant survive a crash (fsync, synchronous_commit), and
 // the isolation dblock's statements run under. Read with current_setting() on one of
 // dblock's own connections.
+#include "backends/postgresql/pg_dialect.hpp"
 #include "sql/settings.hpp"
 
 namespace dblock::detail::sql {

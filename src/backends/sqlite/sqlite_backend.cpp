@@ -5,6 +5,7 @@
 
 #include <filesystem>
 
+#include "backends/sqlite/sqlite_dialect.hpp"
 #include "backends/sqlite/sqlite_session.hpp"
 #include "backends/sqlite/wake_file.hpp"
 #include "sql/sql_backend.hpp"

@@ -1,8 +1,7 @@
 // SQLite's statement texts. Every statement is one atomic write; the fence counter is
 // advanced by triggers on the lock table (migrations/sqlite/V1__...), so an acquire stays a
 // single statement. ${now_ms} is SQLite's clock, which is this host's.
-#include "sql/dialect.hpp"
-#include "sql/settings.hpp"
+#include "backends/sqlite/sqlite_dialect.hpp"
 
 namespace dblock::detail::sql {
 

@@ -1,6 +1,7 @@
 // SQLite: what makes a committed grant survive a crash or power loss. dblock sets WAL and
 // synchronous=FULL on every connection it opens (SqliteSession); this reads back what the
 // connection has, which is what a file system or build that refuses WAL leaves.
+#include "backends/sqlite/sqlite_dialect.hpp"
 #include "sql/settings.hpp"
 
 namespace dblock::detail::sql {

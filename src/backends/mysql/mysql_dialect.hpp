@@ -1,0 +1,15 @@
+// MySQL/MariaDB's statement texts (mysql_dialect.cpp) and its settings check (mysql_settings.cpp).
+#pragma once
+
+#include <vector>
+
+#include "dblock/settings.hpp"
+#include "sql/dialect.hpp"
+#include "sql/session.hpp"
+
+namespace dblock::detail::sql {
+
+const Dialect& mysql_dialect();
+std::vector<SettingCheck> mysql_settings(Session& s);
+
+}  // namespace dblock::detail::sql

@@ -1,0 +1,15 @@
+// PostgreSQL's statement texts (pg_dialect.cpp) and its settings check (pg_settings.cpp).
+#pragma once
+
+#include <vector>
+
+#include "dblock/settings.hpp"
+#include "sql/dialect.hpp"
+#include "sql/session.hpp"
+
+namespace dblock::detail::sql {
+
+const Dialect& postgresql_dialect();
+std::vector<SettingCheck> postgresql_settings(Session& s);
+
+}  // namespace dblock::detail::sql

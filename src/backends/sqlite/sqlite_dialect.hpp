@@ -1,0 +1,15 @@
+// SQLite's statement texts (sqlite_dialect.cpp) and its settings check (sqlite_settings.cpp).
+#pragma once
+
+#include <vector>
+
+#include "dblock/settings.hpp"
+#include "sql/dialect.hpp"
+#include "sql/session.hpp"
+
+namespace dblock::detail::sql {
+
+const Dialect& sqlite_dialect();
+std::vector<SettingCheck> sqlite_settings(Session& s);
+
+}  // namespace dblock::detail::sql
