@@ -74,17 +74,16 @@ const Dialect& mysql_dialect() {
     // GET_LOCK names are server-wide, at most 64 characters and case-insensitive: the key
     // is "dblock:" and the 16 hex digits of advisory_key(<database>.<table>, name).
     // GET_LOCK is not transactional, so the fence is drawn after it, in the same text; the
-    // procedure answers 0 when GET_LOCK did not answer 1. A text whose CALL failed as a
-    // deadlock victim is sent again whole (MySqlSession::run), and GET_LOCK counts per
-    // session, so the lock is taken only when this session does not hold it already: one
-    // RELEASE_LOCK must free it. (Re-entry never gets here: the driver counts it.)
+    // procedure answers 0 when GET_LOCK did not answer 1.
     const std::string lock_name = "CONCAT('dblock:', LPAD(HEX(?1), 16, '0'))";
-    const std::string ours = "IS_USED_LOCK(" + lock_name + ") <=> CONNECTION_ID()";
-    d[S::advisory_try] = "SET @dblock_got = IF(" + ours + ", 1, GET_LOCK(" + lock_name +
-                     ", 0)); CALL ${table}_fence_draw(@dblock_got)";
-    d[S::advisory_wait] = "SET @dblock_got = IF(" + ours + ", 1, GET_LOCK(" + lock_name +
-                      ", @dblock_wait)); CALL ${table}_fence_draw(@dblock_got)";
-    d[S::advisory_unlock] = "DO RELEASE_LOCK(" + lock_name + ")";
+    d[S::advisory_try] = "SET @dblock_got = GET_LOCK(" + lock_name + ", 0); CALL ${table}_fence_draw(@dblock_got)";
+    d[S::advisory_wait] =
+        "SET @dblock_got = GET_LOCK(" + lock_name + ", @dblock_wait); CALL ${table}_fence_draw(@dblock_got)";
+    // A text whose CALL was a deadlock victim is sent again whole (MySqlSession::run), and
+    // GET_LOCK counts per session: the lock can be taken twice. The pinned session holds this
+    // one name's lock and nothing else (each grant pins a session of its own; re-entry never
+    // gets here), so the unlock frees everything it holds, however often it was taken.
+    d[S::advisory_unlock] = "DO RELEASE_ALL_LOCKS()";
 
     d[S::list] =
         "SELECT name, owner, fence, holds, acquired_at, valid_until FROM ${table} "
