@@ -1,7 +1,7 @@
 // Bulk leases for the table-size and sweep scenarios. The SQL backends fill with one
 // INSERT ... SELECT from a generated series, written in the dialect's own clock units
 // (${now_ms} from the library's dialect, rendered by the library's render()), through the
-// library's own Session adapters; Redis and Redlock with pipelined commands; ZooKeeper with
+// library's own Connection adapters; Redis and Redlock with pipelined commands; ZooKeeper with
 // asynchronous creates, a window of them in flight.
 #include "bench_fill.hpp"
 
@@ -18,7 +18,7 @@
 #include "backends/mysql/mysql_dialect.hpp"
 #include "backends/postgresql/pg_dialect.hpp"
 #include "backends/sqlite/sqlite_dialect.hpp"
-#include "backends/sqlite/sqlite_session.hpp"
+#include "backends/sqlite/sqlite_connection.hpp"
 #include "bench_mysql.hpp"
 #include "bench_pg.hpp"
 #include "bench_redis.hpp"
@@ -26,13 +26,13 @@
 #include "core/url.hpp"
 #include "core/validate.hpp"
 #include "sql/dialect.hpp"
-#include "sql/session.hpp"
+#include "sql/connection.hpp"
 
 #ifdef DBLOCK_WITH_POSTGRESQL
-#include "backends/postgresql/pg_session.hpp"
+#include "backends/postgresql/pg_connection.hpp"
 #endif
 #ifdef DBLOCK_WITH_MYSQL
-#include "backends/mysql/mysql_session.hpp"
+#include "backends/mysql/mysql_connection.hpp"
 #endif
 #ifdef DBLOCK_WITH_REDIS
 #include <hiredis/hiredis.h>
@@ -94,11 +94,11 @@ class SqlFiller final : public Filler {
       if (t.backend == b.backend) sql_ = &b;
     if (t.backend == "sqlite") {
       dialect_ = &dsql::sqlite_dialect();
-      session_ = std::make_unique<dsql::SqliteSession>(url.path, kBulkTimeout);
+      session_ = std::make_unique<dsql::SqliteConnection>(url.path, kBulkTimeout);
     } else if (t.backend == "postgresql") {
 #ifdef DBLOCK_WITH_POSTGRESQL
       dialect_ = &dsql::postgresql_dialect();
-      session_ = std::make_unique<dsql::PgSession>(url.original, url.redacted(), kBulkTimeout);
+      session_ = std::make_unique<dsql::PgConnection>(url.original, url.redacted(), kBulkTimeout);
 #endif
     } else if (t.backend == "mysql") {
 #ifdef DBLOCK_WITH_MYSQL
@@ -115,7 +115,7 @@ class SqlFiller final : public Filler {
       m.statement_timeout = kBulkTimeout;
       m.where = url.redacted();
       if (table_.schema.empty()) table_.schema = m.database;  // as open_mysql() qualifies it
-      session_ = std::make_unique<dsql::MySqlSession>(m);
+      session_ = std::make_unique<dsql::MySqlConnection>(m);
 #endif
     }
     if (!session_ || !sql_) throw std::runtime_error(t.backend + ": no bulk SQL for this backend (not built in?)");
@@ -143,7 +143,7 @@ class SqlFiller final : public Filler {
   dblock::detail::TableName table_;
   const BulkSql* sql_ = nullptr;
   const dsql::Dialect* dialect_ = nullptr;
-  std::unique_ptr<dsql::Session> session_;
+  std::unique_ptr<dsql::Connection> session_;
 };
 
 #ifdef DBLOCK_WITH_REDIS

@@ -32,7 +32,7 @@
 #include <unordered_map>
 #include <vector>
 
-#include "backends/mysql/mysql_session.hpp"  // results_of: how many results a text answers
+#include "backends/mysql/mysql_connection.hpp"  // results_of: how many results a text answers
 #include "core/url.hpp"  // the library's own URL parser: the baselines reach the same server
 #include "core/validate.hpp"
 #include "sql/dialect.hpp"  // drop_schema: what the migrations made
@@ -125,8 +125,8 @@ class Conn {
   Conn(const Conn&) = delete;
   Conn& operator=(const Conn&) = delete;
 
-  // Sends `text` in one round trip and reads every result, as MySqlSession::send does,
-  // counting them as MySqlSession::run does: once per distinct text, with the library's
+  // Sends `text` in one round trip and reads every result, as MySqlConnection::send does,
+  // counting them as MySqlConnection::run does: once per distinct text, with the library's
   // results_of (a CALL answers two: its SELECT, then its status).
   Sent run(const std::string& text) {
     auto& statements = results_[text];

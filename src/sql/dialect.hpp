@@ -28,7 +28,7 @@
 
 namespace dblock::detail::sql {
 
-class Session;
+class Connection;
 
 // The statements a dialect gives, each a text in Dialect::text. Parameters in brackets,
 // answers after the arrow. Optional ones (Dialect::offers) are marked; Dialect::check()
@@ -134,7 +134,7 @@ struct Dialect {
   std::chrono::microseconds sweep_pause{0};
   // Reads the server settings the guarantees rely on (Client::check_settings, `dblock
   // doctor`) on one of dblock's sessions; sql/settings.hpp has one per database.
-  std::vector<SettingCheck> (*settings)(Session&) = nullptr;
+  std::vector<SettingCheck> (*settings)(Connection&) = nullptr;
 
   // Every statement's text, "" where the dialect does not give it. One array, so that
   // rendering and checking go over all of them and none can be left out.

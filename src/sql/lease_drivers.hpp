@@ -9,13 +9,13 @@
 #include "core/driver.hpp"
 #include "sql/dialect.hpp"
 #include "sql/notifier.hpp"
-#include "sql/session_pool.hpp"
+#include "sql/connection_pool.hpp"
 
 namespace dblock::detail::sql {
 
 class LeaseDriver : public LockDriver {
  public:
-  LeaseDriver(SessionPool& pool, const Dialect& d, std::shared_ptr<Notifier> notifier)
+  LeaseDriver(ConnectionPool& pool, const Dialect& d, std::shared_ptr<Notifier> notifier)
       : pool_(pool), d_(d), notifier_(std::move(notifier)) {}
 
   std::unique_ptr<ReleaseWatch> watch(const std::string& name) override {
@@ -33,7 +33,7 @@ class LeaseDriver : public LockDriver {
  protected:
   // The insert strategy's upsert (the dialect's insert_acquire): creates the row granted to
   // us, takes over an expired one, counts a re-entry, or answers busy, in one atomic statement.
-  Attempt upsert(Session& s, const AcquireRequest& r) {
+  Attempt upsert(Connection& s, const AcquireRequest& r) {
     auto won = s.run(d_[Statement::insert_acquire], {r.name, r.owner, std::int64_t{r.ttl.count()}});
     if (won.rows.empty()) return busy(s, r.name);
     const auto& row = won.rows.front();
@@ -44,7 +44,7 @@ class LeaseDriver : public LockDriver {
     return Attempt{true, static_cast<std::uint64_t>(as_int(row[0])), milliseconds{as_int(row[1])}};
   }
   // Not won: how long the current holder has left, so the waiter sleeps no longer.
-  Attempt busy(Session& s, const std::string& name) {
+  Attempt busy(Connection& s, const std::string& name) {
     auto h = s.run(d_[Statement::holder], {name});
     return Attempt{false, 0, h.rows.empty() ? milliseconds{0} : milliseconds{as_int(h.rows.front()[1])}};
   }
@@ -64,7 +64,7 @@ class LeaseDriver : public LockDriver {
     return std::nullopt;
   }
 
-  SessionPool& pool_;
+  ConnectionPool& pool_;
   const Dialect& d_;
   std::shared_ptr<Notifier> notifier_;
 };

@@ -69,11 +69,11 @@ std::vector<Migration> migrations_for(const std::string& dialect, const std::vec
   return out;
 }
 
-std::vector<std::string> migrate(Session& s, const Dialect& d, const Dialect& raw, const TableName& table,
+std::vector<std::string> migrate(Connection& s, const Dialect& d, const Dialect& raw, const TableName& table,
                                  const std::vector<Migration>& migrations, const std::string& installed_by) {
   // A lock that outlives the transaction (MySQL's GET_LOCK) is released on every way out.
   struct Unlock {
-    Session& s;
+    Connection& s;
     const std::string& sql;
     ~Unlock() {
       if (sql.empty() || !s.usable()) return;

@@ -8,7 +8,7 @@
 #include "core/validate.hpp"
 #include "sql/dialect.hpp"
 #include "sql/migration_files.hpp"
-#include "sql/session.hpp"
+#include "sql/connection.hpp"
 
 namespace dblock::detail::sql {
 
@@ -24,7 +24,7 @@ struct Migration {
 std::vector<Migration> migrations_for(const std::string& dialect, const std::vector<MigrationFile>& files);
 
 // Returns the scripts applied now (empty: already up to date). `d` is the rendered dialect.
-std::vector<std::string> migrate(Session& s, const Dialect& d, const Dialect& raw, const TableName& table,
+std::vector<std::string> migrate(Connection& s, const Dialect& d, const Dialect& raw, const TableName& table,
                                  const std::vector<Migration>& migrations, const std::string& installed_by);
 
 }  // namespace dblock::detail::sql

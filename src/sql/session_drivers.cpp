@@ -43,7 +43,7 @@ Attempt SessionDriver::try_acquire(const AcquireRequest& r) {
     std::lock_guard lk(mutex_);
     if (auto it = held_.find({r.name, r.owner}); it != held_.end() && it->second == mine) held_.erase(it);
   }
-  auto s = sessions_.get();
+  auto s = connections_.get();
   try {
     auto fence = lock(*s, r.name, r.wait - r.wait % d_.wait_unit);
     if (fence == 0) return Attempt{false, 0, milliseconds{0}};  // s goes back to the idle list
@@ -112,7 +112,7 @@ void SessionDriver::lost(const std::string& name, const std::string& owner, std:
     if (it == held_.end() || it->second->fence != fence) return;
     held = it->second;  // stays in held_: release() then reports the loss
   }
-  SessionPool::Handle s;
+  ConnectionPool::Handle s;
   {
     std::lock_guard use(held->use);
     s = std::move(held->session);
@@ -120,7 +120,7 @@ void SessionDriver::lost(const std::string& name, const std::string& owner, std:
   s.discard();  // closes the connection (PostgreSQL first tries a bounded rollback)
 }
 
-std::uint64_t ForUpdateDriver::lock(Session& s, const std::string& name, milliseconds wait) {
+std::uint64_t ForUpdateDriver::lock(Connection& s, const std::string& name, milliseconds wait) {
   for (int round = 0; round < 3; ++round) {
     s.begin();
     try {
@@ -149,14 +149,14 @@ std::uint64_t ForUpdateDriver::lock(Session& s, const std::string& name, millise
 }
 
 std::uint64_t ForUpdateDriver::next_fence() {
-  auto aux = sessions_.get();  // an idle connection of this driver's, or a new one
+  auto aux = connections_.get();  // an idle connection of this driver's, or a new one
   auto fence = static_cast<std::uint64_t>(as_int(aux->run(d_[Statement::fence_next]).rows.at(0).at(0)));
   return fence;
 }
 
-void ForUpdateDriver::unlock(Session& s, const std::string&) { s.rollback(); }
+void ForUpdateDriver::unlock(Connection& s, const std::string&) { s.rollback(); }
 
-std::uint64_t AdvisoryDriver::lock(Session& s, const std::string& name, milliseconds wait) {
+std::uint64_t AdvisoryDriver::lock(Connection& s, const std::string& name, milliseconds wait) {
   auto key = advisory_key(table_, name);
   if (wait.count() <= 0) return static_cast<std::uint64_t>(as_int(s.run(d_[Statement::advisory_try], {key}).rows.at(0).at(0)));
   // One statement per wait, in pieces that end well before the statement timeout (1 s of
@@ -191,7 +191,7 @@ std::uint64_t AdvisoryDriver::lock(Session& s, const std::string& name, millisec
   }
 }
 
-void AdvisoryDriver::unlock(Session& s, const std::string& name) {
+void AdvisoryDriver::unlock(Connection& s, const std::string& name) {
   s.run(d_[Statement::advisory_unlock], {advisory_key(table_, name)});
 }
 

@@ -14,7 +14,7 @@
 
 #include "core/driver.hpp"
 #include "sql/dialect.hpp"
-#include "sql/session_pool.hpp"
+#include "sql/connection_pool.hpp"
 
 namespace dblock::detail::sql {
 
@@ -27,8 +27,8 @@ std::int64_t advisory_key(const std::string& table, const std::string& name);
 class SessionDriver : public LockDriver {
  public:
   // Connections come from `connect`; at most max_idle are kept between holds.
-  SessionDriver(SessionPool::Open connect, const Dialect& d, std::size_t max_idle)
-      : d_(d), sessions_(std::move(connect), {SIZE_MAX, max_idle, milliseconds{0}, d.name + " session locks"}) {}
+  SessionDriver(ConnectionPool::Open connect, const Dialect& d, std::size_t max_idle)
+      : d_(d), connections_(std::move(connect), {SIZE_MAX, max_idle, milliseconds{0}, d.name + " session locks"}) {}
   ~SessionDriver() override;
 
   Attempt try_acquire(const AcquireRequest& r) override;
@@ -41,14 +41,14 @@ class SessionDriver : public LockDriver {
  protected:
   // Takes the lock on the pinned session s and returns its fence; 0 when busy. Leaves s
   // ready to unlock().
-  virtual std::uint64_t lock(Session& s, const std::string& name, milliseconds wait) = 0;
-  virtual void unlock(Session& s, const std::string& name) = 0;
+  virtual std::uint64_t lock(Connection& s, const std::string& name, milliseconds wait) = 0;
+  virtual void unlock(Connection& s, const std::string& name) = 0;
   const Dialect& d_;
-  SessionPool sessions_;  // pinned while a lock is held; unbounded (one per held lock)
+  ConnectionPool connections_;  // pinned while a lock is held; unbounded (one per held lock)
 
  private:
   struct Held {
-    SessionPool::Handle session;
+    ConnectionPool::Handle session;
     std::uint64_t fence = 0;
     int holds = 0;
     std::mutex use;  // the watchdog's ping and the owner's release share the connection
@@ -64,8 +64,8 @@ class ForUpdateDriver final : public SessionDriver {
   using SessionDriver::SessionDriver;
 
  protected:
-  std::uint64_t lock(Session& s, const std::string& name, milliseconds wait) override;
-  void unlock(Session& s, const std::string& name) override;
+  std::uint64_t lock(Connection& s, const std::string& name, milliseconds wait) override;
+  void unlock(Connection& s, const std::string& name) override;
 
  private:
   std::uint64_t next_fence();  // Dialect::fence_next, on another connection
@@ -73,15 +73,15 @@ class ForUpdateDriver final : public SessionDriver {
 
 class AdvisoryDriver final : public SessionDriver {
  public:
-  AdvisoryDriver(SessionPool::Open connect, const Dialect& d, std::size_t max_idle, std::string table,
+  AdvisoryDriver(ConnectionPool::Open connect, const Dialect& d, std::size_t max_idle, std::string table,
                  milliseconds statement_timeout)
       : SessionDriver(std::move(connect), d, max_idle),
         table_(std::move(table)),
         statement_timeout_(statement_timeout) {}
 
  protected:
-  std::uint64_t lock(Session& s, const std::string& name, milliseconds wait) override;
-  void unlock(Session& s, const std::string& name) override;
+  std::uint64_t lock(Connection& s, const std::string& name, milliseconds wait) override;
+  void unlock(Connection& s, const std::string& name) override;
 
  private:
   std::string table_;

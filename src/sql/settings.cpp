@@ -2,7 +2,7 @@
 
 namespace dblock::detail::sql {
 
-std::optional<std::string> read_setting(Session& s, const std::string& sql) {
+std::optional<std::string> read_setting(Connection& s, const std::string& sql) {
   try {
     auto r = s.run(sql);
     if (r.rows.empty() || r.rows.front().empty()) return std::nullopt;

@@ -8,12 +8,12 @@
 #include <vector>
 
 #include "dblock/settings.hpp"
-#include "sql/session.hpp"
+#include "sql/connection.hpp"
 
 namespace dblock::detail::sql {
 
 // One value read with `sql`, the first column of the first row; nullopt when the statement
 // fails or returns nothing (the caller reports `unknown`). Connection failures still throw.
-std::optional<std::string> read_setting(Session& s, const std::string& sql);
+std::optional<std::string> read_setting(Connection& s, const std::string& sql);
 
 }  // namespace dblock::detail::sql

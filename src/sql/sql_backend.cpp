@@ -13,7 +13,7 @@
 
 namespace dblock::detail::sql {
 
-SqlBackend::SqlBackend(const Dialect& dialect, TableName table, SessionPool::Open factory,
+SqlBackend::SqlBackend(const Dialect& dialect, TableName table, ConnectionPool::Open factory,
                        const ClientOptions& options, std::shared_ptr<Notifier> notifier)
     : raw_(dialect),
       table_(std::move(table)),
@@ -22,7 +22,7 @@ SqlBackend::SqlBackend(const Dialect& dialect, TableName table, SessionPool::Ope
       max_idle_(options.pool_size),
       statement_timeout_(options.statement_timeout),
       pool_(std::move(factory), {options.pool_size, options.pool_size, options.connect_timeout + options.statement_timeout,
-                                 dialect.name + " sessions"}),
+                                 dialect.name + " connections"}),
       notifier_(options.notifications ? std::move(notifier) : nullptr) {}
 
 std::unique_ptr<LockDriver> SqlBackend::make_driver(Strategy strategy) {

@@ -9,14 +9,14 @@
 #include "core/validate.hpp"
 #include "sql/dialect.hpp"
 #include "sql/notifier.hpp"
-#include "sql/session_pool.hpp"
+#include "sql/connection_pool.hpp"
 
 namespace dblock::detail::sql {
 
 class SqlBackend : public Backend {
  public:
   // notifier may be null: the backend cannot tell waiters of releases, and they poll.
-  SqlBackend(const Dialect& dialect, TableName table, SessionPool::Open factory, const ClientOptions& options,
+  SqlBackend(const Dialect& dialect, TableName table, ConnectionPool::Open factory, const ClientOptions& options,
              std::shared_ptr<Notifier> notifier = nullptr);
 
   std::string_view name() const noexcept override { return raw_.name; }
@@ -32,16 +32,16 @@ class SqlBackend : public Backend {
   // fails here rather than at first use; then applies missing migrations if asked.
   void start(bool auto_migrate);
 
-  SessionPool& pool() noexcept { return pool_; }
+  ConnectionPool& pool() noexcept { return pool_; }
 
  protected:
   const Dialect& raw_;
   const TableName table_;
   const Dialect d_;  // rendered for table_
-  const SessionPool::Open factory_;  // session strategies pin connections of their own
+  const ConnectionPool::Open factory_;  // session strategies pin connections of their own
   const std::size_t max_idle_;
   const std::chrono::milliseconds statement_timeout_;
-  SessionPool pool_;
+  ConnectionPool pool_;
   std::shared_ptr<Notifier> notifier_;
 };
 

@@ -5,7 +5,7 @@
 #include <thread>
 
 #include "backends/mysql/mysql_dialect.hpp"
-#include "backends/mysql/mysql_session.hpp"
+#include "backends/mysql/mysql_connection.hpp"
 #include "core/validate.hpp"
 #include "sql/dialect.hpp"
 #include "support/servers.hpp"
@@ -72,8 +72,8 @@ TEST_CASE("mysql: the backend offers all four strategies, insert first", "[mysql
 
 TEST_CASE("mysql: an InnoDB deadlock surfaces as a TimeoutError, and the session stays usable", "[mysql]") {
   dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
-  auto s1 = dblock::test::server_session(table.url());
-  auto s2 = dblock::test::server_session(table.url());
+  auto s1 = dblock::test::server_connection(table.url());
+  auto s2 = dblock::test::server_connection(table.url());
   const auto t = table.name();
   s1->run("INSERT INTO " + t + " VALUES ('a', '', 0, 0, 0, 0, 0), ('b', '', 0, 0, 0, 0, 0)", {});
   s1->begin();
@@ -139,7 +139,7 @@ TEST_CASE("mysql: the sweep skips a row a for-update holder has locked instead o
   dblock::LockOptions session;
   session.strategy = dblock::Strategy::for_update;
   auto held = c->lock("held", session).acquire();  // its row is free-looking but locked
-  auto raw = dblock::test::server_session(table.url());  // five leases long expired
+  auto raw = dblock::test::server_connection(table.url());  // five leases long expired
   for (int i = 0; i < 5; ++i)
     raw->run("INSERT INTO " + table.name() + " VALUES (?1, 'gone', 1, 1, 0, 1, 1)", {"brief" + std::to_string(i)});
   auto t0 = std::chrono::steady_clock::now();
@@ -161,7 +161,7 @@ TEST_CASE("mysql: concurrent migrations apply the script once", "[mysql]") {
     ts.emplace_back([&] { applied += static_cast<int>(dblock::Client::open(url, o)->migrate().size()); });
   for (auto& t : ts) t.join();
   CHECK(applied == 3);  // V1, V2 and V3, each once
-  auto s = dblock::test::server_session(url);
+  auto s = dblock::test::server_connection(url);
   CHECK(s->run("SELECT COUNT(*) FROM " + o.table + "_schema_history", {}).rows[0][0] == Value{std::int64_t{3}});
   const auto& d = dblock::detail::sql::mysql_dialect();
   s->run_script(dblock::detail::sql::render(d[Statement::drop_schema], dblock::detail::parse_table_name(o.table), d.now_ms));
@@ -169,7 +169,7 @@ TEST_CASE("mysql: concurrent migrations apply the script once", "[mysql]") {
 
 TEST_CASE("mysql: a table migrated before V2 asks for `dblock migrate`, which adds the procedures", "[mysql]") {
   dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
-  auto raw = dblock::test::server_session(table.url());  // back to what an older dblock migrated
+  auto raw = dblock::test::server_connection(table.url());  // back to what an older dblock migrated
   raw->run_script("DROP PROCEDURE " + table.name() + "_acquire; DROP PROCEDURE " + table.name() + "_take; DROP PROCEDURE " +
                   table.name() + "_fence_draw; DROP TABLE " + table.name() + "_fence_cache; DELETE FROM " + table.name() +
                   "_schema_history WHERE version IN ('2', '3')");
@@ -199,7 +199,7 @@ TEST_CASE("mysql: a table migrated before V2 asks for `dblock migrate`, which ad
 // tells an operator to do) leaves a hole in installed_rank: the new row takes MAX + 1.
 TEST_CASE("mysql: a history row deleted by hand is applied again under a free rank", "[mysql]") {
   dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
-  auto raw = dblock::test::server_session(table.url());
+  auto raw = dblock::test::server_connection(table.url());
   raw->run_script("DROP PROCEDURE " + table.name() + "_acquire; DROP PROCEDURE " + table.name() + "_take; DELETE FROM " +
                   table.name() + "_schema_history WHERE version = '2'");
   auto c = table.ns().open();
@@ -212,7 +212,7 @@ TEST_CASE("mysql: a history row deleted by hand is applied again under a free ra
 
 TEST_CASE("mysql: a table migrated before V3 asks for `dblock migrate` for session locks only", "[mysql]") {
   dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
-  auto raw = dblock::test::server_session(table.url());
+  auto raw = dblock::test::server_connection(table.url());
   raw->run_script("DROP PROCEDURE " + table.name() + "_fence_draw; DROP TABLE " + table.name() + "_fence_cache; DELETE FROM " +
                   table.name() + "_schema_history WHERE version = '3'");
   auto c = table.ns().open();
@@ -234,7 +234,7 @@ TEST_CASE("mysql: a table migrated before V3 asks for `dblock migrate` for sessi
 }
 
 namespace {
-std::int64_t fence_counter(dblock::detail::sql::Session& raw, const std::string& table) {
+std::int64_t fence_counter(dblock::detail::sql::Connection& raw, const std::string& table) {
   return dblock::detail::sql::as_int(raw.run("SELECT value FROM " + table + "_fence WHERE id = 1").rows.at(0).at(0));
 }
 }  // namespace
@@ -245,7 +245,7 @@ std::int64_t fence_counter(dblock::detail::sql::Session& raw, const std::string&
 // strategies, so moving a name from one strategy to another never goes back.
 TEST_CASE("mysql: session fences come from reserved blocks and stay above every lease fence", "[mysql]") {
   dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
-  auto raw = dblock::test::server_session(table.url());
+  auto raw = dblock::test::server_connection(table.url());
   auto c = table.ns().open();
   auto options = [](dblock::Strategy s) {
     dblock::LockOptions o;
@@ -277,7 +277,7 @@ TEST_CASE("mysql: session fences come from reserved blocks and stay above every 
 // of its own, as before V3: slower, still correct.
 TEST_CASE("mysql: without a usable fence cache, session fences still grow one by one", "[mysql]") {
   dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
-  auto raw = dblock::test::server_session(table.url());
+  auto raw = dblock::test::server_connection(table.url());
   raw->run("DROP TABLE " + table.name() + "_fence_cache");
   auto c = table.ns().open();
   std::uint64_t last = 0;
@@ -299,7 +299,7 @@ TEST_CASE("mysql: where the fence cache cannot be created, V3 still applies", "[
   auto url = dblock::test::server_url("DBLOCK_TEST_MYSQL_URL");
   dblock::ClientOptions o;
   o.table = "dblock_nocache_" + std::to_string(std::random_device{}());
-  auto raw = dblock::test::server_session(url);
+  auto raw = dblock::test::server_connection(url);
   raw->run("CREATE VIEW " + o.table + "_fence_cache AS SELECT 1 AS id, 0 AS given, 0 AS reserved_to");
   auto c = dblock::Client::open(url, o);
   CHECK(c->migrate().size() == 3);
@@ -338,7 +338,7 @@ TEST_CASE("mysql: an advisory acquire sent again on its session is freed by one 
   // session: taken twice, one RELEASE_LOCK would leave the name held until the connection
   // closes.
   dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
-  auto raw = dblock::test::server_session(table.url()), other = dblock::test::server_session(table.url());
+  auto raw = dblock::test::server_connection(table.url()), other = dblock::test::server_connection(table.url());
   const auto& d = dblock::detail::sql::mysql_dialect();
   const auto t = dblock::detail::parse_table_name(table.name());
   const std::vector<Value> key{std::int64_t{0x5eed}};

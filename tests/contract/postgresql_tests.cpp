@@ -4,7 +4,7 @@
 
 #include "backends/postgresql/pg_dialect.hpp"
 #include "backends/postgresql/pg_listener.hpp"
-#include "backends/postgresql/pg_session.hpp"
+#include "backends/postgresql/pg_connection.hpp"
 #include "core/validate.hpp"
 #include "sql/dialect.hpp"
 #include "sql/session_drivers.hpp"
@@ -35,12 +35,12 @@ TEST_CASE("postgresql: a release wakes a waiter through LISTEN/NOTIFY", "[postgr
   dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::postgresql);
   auto url = table.url();
   dblock::detail::sql::PgListener listener(
-      [url] { return std::make_unique<dblock::detail::sql::PgSession>(url, "test", 10s); },
+      [url] { return std::make_unique<dblock::detail::sql::PgConnection>(url, "test", 10s); },
       "dblock_" + table.name());
   auto watch = listener.watch("job");
   REQUIRE(watch);  // LISTEN is in place before watch() returns
   auto other = listener.watch("other");
-  dblock::detail::sql::PgSession notifier(url, "test", 10s);
+  dblock::detail::sql::PgConnection notifier(url, "test", 10s);
   std::thread release([&] {
     std::this_thread::sleep_for(200ms);
     notifier.run("SELECT pg_notify('dblock_" + table.name() + "', 'job')", {});
@@ -68,7 +68,7 @@ TEST_CASE("postgresql: a renewal that waited for the row lock extends from befor
   const auto owner = c->list().at(0).owner;
   const auto& d = dblock::detail::sql::postgresql_dialect();
   const auto t = dblock::detail::parse_table_name(table.name());
-  auto blocker = dblock::test::server_session(table.url()), renewer = dblock::test::server_session(table.url());
+  auto blocker = dblock::test::server_connection(table.url()), renewer = dblock::test::server_connection(table.url());
   using dblock::detail::sql::Value;
   blocker->run("BEGIN");
   blocker->run("SELECT 1 FROM " + table.name() + " WHERE name = 'job' FOR UPDATE");

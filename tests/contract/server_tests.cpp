@@ -21,7 +21,7 @@ namespace {
   auto held = holder->lock("job", short_lease).acquire();
   std::this_thread::sleep_for(400ms);  // expired: an acquire will now try to take the row over
   // Another session locks the row, so the takeover must wait on it past its timeout.
-  auto blocker = dblock::test::server_session(table.url());
+  auto blocker = dblock::test::server_connection(table.url());
   blocker->begin();
   blocker->run("SELECT 1 FROM " + table.name() + " WHERE name = 'job' FOR UPDATE", {});
   auto opts = table.options();
@@ -54,7 +54,7 @@ namespace {
   const auto owner = first.owner();
   const auto fence = static_cast<std::int64_t>(first.fence());
   first.release();
-  auto raw = dblock::test::server_session(table.url());
+  auto raw = dblock::test::server_connection(table.url());
   auto until = std::chrono::duration_cast<std::chrono::milliseconds>(
                    (std::chrono::system_clock::now() + 60s).time_since_epoch()).count();
   raw->run("UPDATE " + table.name() + " SET owner = '" + owner + "', holds = 1, fence = " + std::to_string(fence) +

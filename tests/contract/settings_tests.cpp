@@ -11,13 +11,13 @@
 #include <thread>
 
 #include "backends/sqlite/sqlite_dialect.hpp"
-#include "backends/sqlite/sqlite_session.hpp"
+#include "backends/sqlite/sqlite_connection.hpp"
 #include "sql/settings.hpp"
 #include "support/process.hpp"
 #include "support/servers.hpp"
 #include "support/temp_dir.hpp"
 #ifdef DBLOCK_TEST_POSTGRESQL
-#include "backends/postgresql/pg_session.hpp"
+#include "backends/postgresql/pg_connection.hpp"
 #endif
 #ifdef DBLOCK_TEST_REDIS
 #include "backends/redis/redis_connection.hpp"
@@ -65,8 +65,8 @@ TEST_CASE("sqlite: doctor reads synchronous=FULL and WAL on dblock's own connect
 
 TEST_CASE("sqlite: doctor flags synchronous OFF and NORMAL and an in-memory journal") {
   dblock::test::TempDir dir;
-  dblock::detail::sql::SqliteSession session(dir.path() + "/locks.db", 5s);  // WAL, FULL, as dblock opens it
-  dblock::detail::sql::Session& s = session;
+  dblock::detail::sql::SqliteConnection session(dir.path() + "/locks.db", 5s);  // WAL, FULL, as dblock opens it
+  dblock::detail::sql::Connection& s = session;
   s.run("PRAGMA synchronous=OFF");
   CHECK(find(dblock::detail::sql::sqlite_settings(s), "synchronous").verdict == Verdict::breaks_exclusion);
   s.run("PRAGMA synchronous=NORMAL");
@@ -105,7 +105,7 @@ TEST_CASE("postgresql: a serializable default does not reach dblock's statements
   dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::postgresql);
   auto url = with_param(table.url(), "options=-c%20default_transaction_isolation%3Dserializable");
   {  // dblock's session: the transactions its upserts run in are READ COMMITTED
-    dblock::detail::sql::PgSession s(url, "test", 10s);
+    dblock::detail::sql::PgConnection s(url, "test", 10s);
     CHECK(dblock::detail::sql::as_text(s.run("SELECT current_setting('default_transaction_isolation')", {}).rows.at(0).at(0)) ==
           "read committed");
     s.begin();
@@ -153,18 +153,18 @@ TEST_CASE("mysql: doctor finds the test server's durability settings ok") {
 
 TEST_CASE("mysql: doctor flags innodb_flush_log_at_trx_commit=2") {
   auto url = dblock::test::server_url("DBLOCK_TEST_MYSQL_URL");
-  auto admin = dblock::test::server_session(url);
+  auto admin = dblock::test::server_connection(url);
   auto before = dblock::detail::sql::as_text(admin->run("SELECT @@GLOBAL.innodb_flush_log_at_trx_commit").rows.at(0).at(0));
   // The shared server gets its setting back however this test ends.
   struct Restore {
-    dblock::test::Session& s;
+    dblock::test::Connection& s;
     std::string value;
     ~Restore() {
       try {
         s.run("SET GLOBAL innodb_flush_log_at_trx_commit = " + value);
       } catch (...) {
         try {
-          dblock::test::server_session(dblock::test::server_url("DBLOCK_TEST_MYSQL_URL"))
+          dblock::test::server_connection(dblock::test::server_url("DBLOCK_TEST_MYSQL_URL"))
               ->run("SET GLOBAL innodb_flush_log_at_trx_commit = " + value);
         } catch (...) {
         }

@@ -193,7 +193,7 @@ void fences_survive_a_crash(const ServerUnderTest& server) {
     const std::string name = "crash-" + std::string(dblock::to_string(strategy));
     INFO("strategy " << name);
     if (server.server == Server::postgresql) {
-      auto raw = dblock::test::server_session(table.url());
+      auto raw = dblock::test::server_connection(table.url());
       const std::string seq = table.name() + "_fence";
       for (int i = 0; i < 40 && dblock::detail::sql::as_int(raw->run("SELECT log_cnt FROM " + seq).rows.at(0).at(0)) != 0;
            ++i)

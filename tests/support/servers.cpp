@@ -10,10 +10,10 @@
 #include "sql/dialect.hpp"
 #include "sql/session_drivers.hpp"
 #ifdef DBLOCK_TEST_POSTGRESQL
-#include "backends/postgresql/pg_session.hpp"
+#include "backends/postgresql/pg_connection.hpp"
 #endif
 #ifdef DBLOCK_TEST_MYSQL
-#include "backends/mysql/mysql_session.hpp"
+#include "backends/mysql/mysql_connection.hpp"
 #endif
 
 namespace dblock::test {
@@ -23,7 +23,7 @@ namespace {
 bool is_mysql(const std::string& url) { return url.rfind("mysql:", 0) == 0 || url.rfind("mariadb:", 0) == 0; }
 
 #ifdef DBLOCK_TEST_MYSQL
-int kill_mysql_lock_holders(Session& s, const std::string& url, const std::string& table, const std::string& name) {
+int kill_mysql_lock_holders(Connection& s, const std::string& url, const std::string& table, const std::string& name) {
   char key[17];
   auto db = detail::parse_url(url).path;
   std::snprintf(key, sizeof key, "%016llX",
@@ -53,7 +53,7 @@ int kill_mysql_lock_holders(Session& s, const std::string& url, const std::strin
 
 }  // namespace
 
-std::unique_ptr<Session> server_session(const std::string& url) {
+std::unique_ptr<Connection> server_connection(const std::string& url) {
 #ifdef DBLOCK_TEST_MYSQL
   if (is_mysql(url)) {
     auto u = detail::parse_url(url);
@@ -64,18 +64,18 @@ std::unique_ptr<Session> server_session(const std::string& url) {
     t.password = u.password;
     t.database = u.path;
     t.where = "test server";
-    return std::make_unique<detail::sql::MySqlSession>(t);
+    return std::make_unique<detail::sql::MySqlConnection>(t);
   }
 #endif
 #ifdef DBLOCK_TEST_POSTGRESQL
-  if (!is_mysql(url)) return std::make_unique<detail::sql::PgSession>(url, "test server", std::chrono::seconds(10));
+  if (!is_mysql(url)) return std::make_unique<detail::sql::PgConnection>(url, "test server", std::chrono::seconds(10));
 #endif
   FAIL("no test server session for " << url << " in this build");
   return nullptr;
 }
 
 int terminate_lock_holders(const std::string& url, const std::string& table, const std::string& name) {
-  auto s = server_session(url);
+  auto s = server_connection(url);
 #ifdef DBLOCK_TEST_MYSQL
   if (is_mysql(url)) return kill_mysql_lock_holders(*s, url, table, name);
 #endif
@@ -98,7 +98,7 @@ ScratchTable::~ScratchTable() {
 #ifdef DBLOCK_TEST_MYSQL
     if (server_ == Server::mysql) d = &detail::sql::mysql_dialect();
 #endif
-    if (d) server_session(url_)->run_script(detail::sql::render((*d)[detail::sql::Statement::drop_schema], detail::parse_table_name(table_), d->now_ms));
+    if (d) server_connection(url_)->run_script(detail::sql::render((*d)[detail::sql::Statement::drop_schema], detail::parse_table_name(table_), d->now_ms));
   } catch (...) {  // a leftover table in a throwaway server is harmless
   }
 }

@@ -9,7 +9,7 @@
 #include <string>
 
 #include "dblock/dblock.hpp"
-#include "sql/session.hpp"
+#include "sql/connection.hpp"
 
 namespace dblock::test {
 
@@ -37,8 +37,8 @@ int terminate_lock_holders(const std::string& url, const std::string& table, con
 
 // A raw session on the test server at `url` (PostgreSQL or MySQL, by its scheme), for
 // tests that inspect or disturb the server behind the library's back.
-using Session = dblock::detail::sql::Session;
-std::unique_ptr<Session> server_session(const std::string& url);
+using Connection = dblock::detail::sql::Connection;
+std::unique_ptr<Connection> server_connection(const std::string& url);
 
 // A fresh lock table with a random name, migrated at construction and dropped at
 // destruction, so tests never see each other's locks.

@@ -12,7 +12,7 @@
 
 #include "backends/sqlite/sqlite_dialect.hpp"
 #include "support/temp_dir.hpp"
-#include "backends/sqlite/sqlite_session.hpp"
+#include "backends/sqlite/sqlite_connection.hpp"
 #include "core/validate.hpp"
 #include "dblock/errors.hpp"
 #include "sql/dialect.hpp"
@@ -188,7 +188,7 @@ TEST_CASE("migrate: applies V1 to a fresh SQLite file, then is idempotent", "[mi
   auto t = parse_table_name("locks");
   auto rendered = d.rendered(t);
   {
-    SqliteSession session(path, std::chrono::milliseconds(5000));
+    SqliteConnection session(path, std::chrono::milliseconds(5000));
     auto applied = migrate(session, rendered, d, t, migrations, "test");
     REQUIRE_FALSE(applied.empty());
     CHECK(applied.front() == v1_script);
@@ -216,7 +216,7 @@ TEST_CASE("migrate: applies V1 to a fresh SQLite file, then is idempotent", "[mi
     CHECK(migrate(session, rendered, d, t, migrations, "test").empty());
   }
   // A new connection to the same file sees it up to date too.
-  SqliteSession again(path, std::chrono::milliseconds(5000));
+  SqliteConnection again(path, std::chrono::milliseconds(5000));
   CHECK(migrate(again, rendered, d, t, migrations, "test").empty());
   CHECK(again.run("SELECT COUNT(*) FROM locks_schema_history", {}).rows.at(0).at(0) ==
         Value{std::int64_t(migrations.size())});
@@ -227,7 +227,7 @@ TEST_CASE("migrate: two tables in one file are migrated independently", "[migrat
   auto path = dir.path() + "/locks.db";
   auto migrations = migrations_for("sqlite", embedded_migrations());
   const auto& d = sqlite_dialect();
-  SqliteSession session(path, std::chrono::milliseconds(5000));
+  SqliteConnection session(path, std::chrono::milliseconds(5000));
   auto a = parse_table_name("locks_a");
   auto b = parse_table_name("locks_b");
   auto applied_a = migrate(session, d.rendered(a), d, a, migrations, "test");
@@ -249,7 +249,7 @@ TEST_CASE("migrate: a script changed after it was applied throws SchemaError men
   const auto& d = sqlite_dialect();
   auto t = parse_table_name("locks");
   auto rendered = d.rendered(t);
-  SqliteSession session(path, std::chrono::milliseconds(5000));
+  SqliteConnection session(path, std::chrono::milliseconds(5000));
   REQUIRE(migrate(session, rendered, d, t, migrations, "test").size() == migrations.size());
 
   auto changed = migrations;
@@ -281,7 +281,7 @@ TEST_CASE("migrate: a migration recorded as failed stops migrate with SchemaErro
   const auto& d = sqlite_dialect();
   auto t = parse_table_name("locks");
   auto rendered = d.rendered(t);
-  SqliteSession session(path, std::chrono::milliseconds(5000));
+  SqliteConnection session(path, std::chrono::milliseconds(5000));
   REQUIRE_FALSE(migrate(session, rendered, d, t, migrations, "test").empty());
   session.run("UPDATE locks_schema_history SET success = 0 WHERE version = '1'", {});
   CHECK_THROWS_AS(migrate(session, rendered, d, t, migrations, "test"), SchemaError);

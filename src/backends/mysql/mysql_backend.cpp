@@ -5,7 +5,7 @@
 #include "backends/mysql/mysql_backend.hpp"
 
 #include "backends/mysql/mysql_dialect.hpp"
-#include "backends/mysql/mysql_session.hpp"
+#include "backends/mysql/mysql_connection.hpp"
 #include "dblock/errors.hpp"
 #include "sql/sql_backend.hpp"
 
@@ -38,7 +38,7 @@ std::unique_ptr<Backend> open_mysql(const Url& url, const ClientOptions& options
           "or give the table as database.table");
     table.schema = t.database;
   }
-  auto connect = [t]() -> std::unique_ptr<sql::Session> { return std::make_unique<sql::MySqlSession>(t); };
+  auto connect = [t]() -> std::unique_ptr<sql::Connection> { return std::make_unique<sql::MySqlConnection>(t); };
   ClientOptions qualified = options;
   qualified.table = table.qualified();
   auto backend = std::make_unique<sql::SqlBackend>(sql::mysql_dialect(), table, connect, qualified);

@@ -1,7 +1,7 @@
 // MySQL's and MariaDB's statement texts (one text for both: MySQL 8 and MariaDB 10.11).
 //
 // MySQL has no RETURNING and no sequences, so an operation that must write and report is
-// several statements in one text, sent in one round trip (see MySqlSession), or, for the
+// several statements in one text, sent in one round trip (see MySqlConnection), or, for the
 // two acquires sent most, a stored procedure (migrations/mysql/V2__...). Parameters
 // are ?1, ?2, ... spliced in as literals. Fences come from the one-row ${table}_fence
 // counter, bumped with LAST_INSERT_ID(expr), which hands the new value to this connection
@@ -79,7 +79,7 @@ const Dialect& mysql_dialect() {
     d[S::advisory_try] = "SET @dblock_got = GET_LOCK(" + lock_name + ", 0); CALL ${table}_fence_draw(@dblock_got)";
     d[S::advisory_wait] =
         "SET @dblock_got = GET_LOCK(" + lock_name + ", @dblock_wait); CALL ${table}_fence_draw(@dblock_got)";
-    // A text whose CALL was a deadlock victim is sent again whole (MySqlSession::run), and
+    // A text whose CALL was a deadlock victim is sent again whole (MySqlConnection::run), and
     // GET_LOCK counts per session: the lock can be taken twice. The pinned session holds this
     // one name's lock and nothing else (each grant pins a session of its own; re-entry never
     // gets here), so the unlock frees everything it holds, however often it was taken.

@@ -9,11 +9,11 @@ namespace dblock::detail::sql {
 
 namespace {
 
-std::optional<std::string> variable(Session& s, const std::string& name) {
+std::optional<std::string> variable(Connection& s, const std::string& name) {
   return read_setting(s, "SELECT @@" + name);
 }
 
-SettingCheck flush_log_check(Session& s) {
+SettingCheck flush_log_check(Connection& s) {
   const std::string name = "innodb_flush_log_at_trx_commit";
   auto v = variable(s, "GLOBAL." + name);
   if (!v) return {name, "", Verdict::unknown, "could not be read"};
@@ -28,7 +28,7 @@ SettingCheck flush_log_check(Session& s) {
           "again, and their fences can be handed out again"};
 }
 
-SettingCheck sync_binlog_check(Session& s) {
+SettingCheck sync_binlog_check(Connection& s) {
   const std::string name = "sync_binlog";
   auto log_bin = variable(s, "GLOBAL.log_bin");
   auto v = variable(s, "GLOBAL." + name);
@@ -42,9 +42,9 @@ SettingCheck sync_binlog_check(Session& s) {
           "were acknowledged, and replicas never see them"};
 }
 
-// dblock sets READ COMMITTED on its own connections (MySqlSession), so the server's default
+// dblock sets READ COMMITTED on its own connections (MySqlConnection), so the server's default
 // does not reach its statements; this reports it, and what this connection actually runs.
-SettingCheck isolation_check(Session& s) {
+SettingCheck isolation_check(Connection& s) {
   // MySQL 8 and MariaDB 11.1+ call it transaction_isolation, older MariaDB tx_isolation.
   std::string name = "transaction_isolation";
   auto configured = variable(s, "GLOBAL." + name);
@@ -67,7 +67,7 @@ SettingCheck isolation_check(Session& s) {
 
 }  // namespace
 
-std::vector<SettingCheck> mysql_settings(Session& s) {
+std::vector<SettingCheck> mysql_settings(Connection& s) {
   return {flush_log_check(s), sync_binlog_check(s), isolation_check(s)};
 }
 

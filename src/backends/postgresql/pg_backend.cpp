@@ -3,7 +3,7 @@
 
 #include "backends/postgresql/pg_dialect.hpp"
 #include "backends/postgresql/pg_listener.hpp"
-#include "backends/postgresql/pg_session.hpp"
+#include "backends/postgresql/pg_connection.hpp"
 #include "core/process_shared.hpp"
 #include "sql/sql_backend.hpp"
 
@@ -32,8 +32,8 @@ std::unique_ptr<Backend> open_postgresql(const Url& url, const ClientOptions& op
   auto info = conninfo(url, options);
   auto where = url.redacted();
   auto timeout = options.statement_timeout;
-  auto connect = [info, where, timeout]() -> std::unique_ptr<sql::Session> {
-    return std::make_unique<sql::PgSession>(info, where, timeout);
+  auto connect = [info, where, timeout]() -> std::unique_ptr<sql::Connection> {
+    return std::make_unique<sql::PgConnection>(info, where, timeout);
   };
   // One listener per process, server and channel (core/process_shared.hpp).
   const std::string channel = "dblock_" + table.qualified();

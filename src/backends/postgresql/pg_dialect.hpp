@@ -5,11 +5,11 @@
 
 #include "dblock/settings.hpp"
 #include "sql/dialect.hpp"
-#include "sql/session.hpp"
+#include "sql/connection.hpp"
 
 namespace dblock::detail::sql {
 
 const Dialect& postgresql_dialect();
-std::vector<SettingCheck> postgresql_settings(Session& s);
+std::vector<SettingCheck> postgresql_settings(Connection& s);
 
 }  // namespace dblock::detail::sql

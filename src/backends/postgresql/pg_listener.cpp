@@ -2,7 +2,7 @@
 
 #include <pqxx/pqxx>
 
-#include "backends/postgresql/pg_session.hpp"
+#include "backends/postgresql/pg_connection.hpp"
 #include "core/wake_table.hpp"
 
 namespace dblock::detail::sql {
@@ -26,7 +26,7 @@ class Receiver final : public pqxx::notification_receiver {
 
 }  // namespace
 
-PgListener::PgListener(std::function<std::unique_ptr<Session>()> connect, std::string channel)
+PgListener::PgListener(std::function<std::unique_ptr<Connection>()> connect, std::string channel)
     : connect_(std::move(connect)), channel_(std::move(channel)), state_(std::make_shared<State>()) {}
 
 PgListener::~PgListener() {
@@ -47,7 +47,7 @@ void PgListener::run() {
     }
     try {
       auto session = connect_();
-      auto& conn = static_cast<PgSession&>(*session).connection();
+      auto& conn = static_cast<PgConnection&>(*session).connection();
       Receiver receiver(conn, channel_, [st](const std::string& name) { st->bump(name); });
       conn.get_notifs();  // makes the LISTEN take effect now
       {

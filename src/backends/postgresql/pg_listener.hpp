@@ -14,13 +14,13 @@
 #include <thread>
 
 #include "sql/notifier.hpp"
-#include "sql/session.hpp"
+#include "sql/connection.hpp"
 
 namespace dblock::detail::sql {
 
 class PgListener final : public Notifier {
  public:
-  PgListener(std::function<std::unique_ptr<Session>()> connect, std::string channel);
+  PgListener(std::function<std::unique_ptr<Connection>()> connect, std::string channel);
   ~PgListener() override;
   void released(const std::string&) noexcept override {}  // the release statement notified
   std::unique_ptr<ReleaseWatch> watch(const std::string& name) override;  // null: cannot listen now
@@ -29,7 +29,7 @@ class PgListener final : public Notifier {
 
  private:
   void run();
-  std::function<std::unique_ptr<Session>()> connect_;
+  std::function<std::unique_ptr<Connection>()> connect_;
   std::string channel_;
   std::shared_ptr<State> state_;
   std::thread thread_;

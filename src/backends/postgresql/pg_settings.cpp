@@ -8,11 +8,11 @@ namespace dblock::detail::sql {
 
 namespace {
 
-std::optional<std::string> current(Session& s, const std::string& name) {
+std::optional<std::string> current(Connection& s, const std::string& name) {
   return read_setting(s, "SELECT current_setting('" + name + "')");
 }
 
-SettingCheck fsync_check(Session& s) {
+SettingCheck fsync_check(Connection& s) {
   auto v = current(s, "fsync");
   if (!v) return {"fsync", "", Verdict::unknown, "could not be read"};
   if (*v == "off")
@@ -21,7 +21,7 @@ SettingCheck fsync_check(Session& s) {
   return {"fsync", *v, Verdict::ok, "commits are flushed to disk, so a crash loses no acknowledged grant"};
 }
 
-SettingCheck synchronous_commit_check(Session& s) {
+SettingCheck synchronous_commit_check(Connection& s) {
   auto v = current(s, "synchronous_commit");
   if (!v) return {"synchronous_commit", "", Verdict::unknown, "could not be read"};
   if (*v == "off")
@@ -41,11 +41,11 @@ SettingCheck synchronous_commit_check(Session& s) {
   return {"synchronous_commit", *v, Verdict::ok, "a grant is on disk before dblock hears it committed"};
 }
 
-// dblock sets READ COMMITTED on its own connections (PgSession): its upserts rely on seeing
+// dblock sets READ COMMITTED on its own connections (PgConnection): its upserts rely on seeing
 // the row another transaction just committed, where REPEATABLE READ and SERIALIZABLE would
 // fail them with serialization errors. So the server's or role's default does not reach
 // dblock; this reports it, and what this connection actually runs.
-SettingCheck isolation_check(Session& s) {
+SettingCheck isolation_check(Connection& s) {
   const std::string name = "default_transaction_isolation";
   auto configured = read_setting(s, "SELECT reset_val FROM pg_settings WHERE name = '" + name + "'");
   auto running = current(s, "transaction_isolation");
@@ -62,7 +62,7 @@ SettingCheck isolation_check(Session& s) {
 
 }  // namespace
 
-std::vector<SettingCheck> postgresql_settings(Session& s) {
+std::vector<SettingCheck> postgresql_settings(Connection& s) {
   return {fsync_check(s), synchronous_commit_check(s), isolation_check(s)};
 }
 

@@ -6,7 +6,7 @@
 #include <filesystem>
 
 #include "backends/sqlite/sqlite_dialect.hpp"
-#include "backends/sqlite/sqlite_session.hpp"
+#include "backends/sqlite/sqlite_connection.hpp"
 #include "backends/sqlite/wake_file.hpp"
 #include "sql/sql_backend.hpp"
 
@@ -34,7 +34,7 @@ std::unique_ptr<Backend> open_sqlite(const Url& url, const ClientOptions& option
   auto timeout = options.statement_timeout;
   auto table = parse_table_name(options.table);
   auto backend = std::make_unique<sql::SqlBackend>(
-      sql::sqlite_dialect(), table, [path, timeout] { return std::make_unique<sql::SqliteSession>(path, timeout); },
+      sql::sqlite_dialect(), table, [path, timeout] { return std::make_unique<sql::SqliteConnection>(path, timeout); },
       options, sql::WakeFile::open(path + "-" + table.qualified() + ".wake"));
   backend->start(auto_migrate);
   return backend;

@@ -61,7 +61,7 @@ const Dialect& sqlite_dialect() {
         "(SELECT name FROM ${table} WHERE valid_until <= ${now_ms} LIMIT ?1)";
     d[S::force_release] = "DELETE FROM ${table} WHERE name = ?1 AND valid_until > ${now_ms}";
     // One writer at a time: a sweep batch holds the database's write lock for its DELETE and
-    // commit, and the acquirers that find it taken poll (SqliteSession's busy handler) rather
+    // commit, and the acquirers that find it taken poll (SqliteConnection's busy handler) rather
     // than queue. So a batch is at most 500 rows (a few ms) and the sweep pauses 10 ms after
     // each, several of the busy handler's polls, so that whoever found the batch running gets
     // in next (the measurements behind both numbers: docs/ARCHITECTURE.md, "Sweeping").

@@ -1,5 +1,5 @@
 // SQLite: what makes a committed grant survive a crash or power loss. dblock sets WAL and
-// synchronous=FULL on every connection it opens (SqliteSession); this reads back what the
+// synchronous=FULL on every connection it opens (SqliteConnection); this reads back what the
 // connection has, which is what a file system or build that refuses WAL leaves.
 #include "backends/sqlite/sqlite_dialect.hpp"
 #include "sql/settings.hpp"
@@ -45,7 +45,7 @@ SettingCheck synchronous_check(const std::optional<std::string>& level, const st
 
 }  // namespace
 
-std::vector<SettingCheck> sqlite_settings(Session& s) {
+std::vector<SettingCheck> sqlite_settings(Connection& s) {
   auto mode = read_setting(s, "PRAGMA journal_mode");
   if (mode) mode = lower(*mode);
   auto level = read_setting(s, "PRAGMA synchronous");

@@ -39,14 +39,6 @@ int unknown_outcome(int rc) { return rc == ZOPERATIONTIMEOUT ? ZCONNECTIONLOSS :
 
 }  // namespace
 
-#if defined(__SANITIZE_THREAD__)
-// The C client formats "host:port" into one static buffer (format_endpoint_info, reached
-// through its connection-error paths) from the I/O thread of every handle: two sessions
-// reconnecting at once race on that buffer (TSan reports vsprintf from libzookeeper_mt). It
-// only garbles log text, which we discard. The library has no symbols for a narrower match.
-extern "C" const char* __tsan_default_suppressions() { return "race:libzookeeper_mt.so\n"; }
-#endif
-
 void throw_error(int rc, const std::string& what) {
   std::string m = "zookeeper: " + what + ": " + zerror(rc);
   switch (rc) {

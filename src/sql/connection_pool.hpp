@@ -1,12 +1,12 @@
-// The pool of SQL sessions: a Client's shared one (lease strategies, list, sweep, migrate)
+// The pool of SQL connections: a Client's shared one (lease strategies, list, sweep, migrate)
 // and the session strategies' own, whose connections stay pinned while a lock is held.
 #pragma once
 
 #include "core/pool.hpp"
-#include "sql/session.hpp"
+#include "sql/connection.hpp"
 
 namespace dblock::detail::sql {
 
-using SessionPool = Pool<Session>;
+using ConnectionPool = Pool<Connection>;
 
 }  // namespace dblock::detail::sql

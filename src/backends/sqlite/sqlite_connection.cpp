@@ -1,4 +1,4 @@
-#include "backends/sqlite/sqlite_session.hpp"
+#include "backends/sqlite/sqlite_connection.hpp"
 
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <sqlite3.h>
@@ -14,7 +14,7 @@ namespace dblock::detail::sql {
 // explicit transaction nothing was done yet, so such an early BUSY is retried here until the
 // same timeout; one that comes after the timeout is real.
 template <class F>
-auto SqliteSession::busy_retried(F&& f) {
+auto SqliteConnection::busy_retried(F&& f) {
   const auto start = std::chrono::steady_clock::now();
   for (auto pause = std::chrono::milliseconds{1};; pause = std::min(pause * 2, std::chrono::milliseconds{20})) {
     try {
@@ -30,7 +30,7 @@ auto SqliteSession::busy_retried(F&& f) {
 }
 
 // Every SQLite error becomes a dblock error here, and nowhere else.
-void SqliteSession::fail(const std::exception& e) {
+void SqliteConnection::fail(const std::exception& e) {
   auto* se = dynamic_cast<const SQLite::Exception*>(&e);
   std::string msg = e.what();
   int code = se ? se->getErrorCode() : SQLITE_ERROR;
@@ -60,12 +60,12 @@ void SqliteSession::fail(const std::exception& e) {
   throw InternalError("sqlite: " + msg);
 }
 
-SqliteSession::SqliteSession(const std::string& path, std::chrono::milliseconds busy_timeout)
+SqliteConnection::SqliteConnection(const std::string& path, std::chrono::milliseconds busy_timeout)
     : path_(path), busy_timeout_(busy_timeout) {
   try {
     db_ = std::make_unique<SQLite::Database>(path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE,
                                              static_cast<int>(busy_timeout.count()));
-    sqlite3_busy_handler(db_->getHandle(), &SqliteSession::busy_wait, this);
+    sqlite3_busy_handler(db_->getHandle(), &SqliteConnection::busy_wait, this);
     // WAL lets readers run beside the one writer; synchronous=FULL makes every commit
     // durable, so a fence handed out is never handed out again after a power loss.
     busy_retried([&] { return db_->exec("PRAGMA journal_mode=WAL"); });
@@ -80,8 +80,8 @@ SqliteSession::SqliteSession(const std::string& path, std::chrono::milliseconds 
 // whole short transaction of another writer, and misses the gaps between them (a sweep's
 // batches, other acquirers' cycles). This one polls every 0.1 ms doubling to 2 ms, up to the
 // same timeout.
-int SqliteSession::busy_wait(void* self, int count) noexcept {
-  auto* s = static_cast<SqliteSession*>(self);
+int SqliteConnection::busy_wait(void* self, int count) noexcept {
+  auto* s = static_cast<SqliteConnection*>(self);
   auto now = std::chrono::steady_clock::now();
   if (count == 0) s->busy_since_ = now;
   if (now - s->busy_since_ >= s->busy_timeout_) return 0;
@@ -90,15 +90,15 @@ int SqliteSession::busy_wait(void* self, int count) noexcept {
   return 1;
 }
 
-SqliteSession::~SqliteSession() = default;
+SqliteConnection::~SqliteConnection() = default;
 
-SQLite::Statement& SqliteSession::prepared(const std::string& sql) {
+SQLite::Statement& SqliteConnection::prepared(const std::string& sql) {
   auto& slot = cache_[sql];
   if (!slot) slot = std::make_unique<SQLite::Statement>(*db_, sql);
   return *slot;
 }
 
-Result SqliteSession::run(const std::string& sql, const std::vector<Value>& params) {
+Result SqliteConnection::run(const std::string& sql, const std::vector<Value>& params) {
   SQLite::Statement* st = nullptr;
   try {
     st = &prepared(sql);
@@ -110,7 +110,7 @@ Result SqliteSession::run(const std::string& sql, const std::vector<Value>& para
 
 // Binds, runs to the end and resets (a statement left open would pin a read snapshot), also
 // when it fails, so that it can be run again.
-Result SqliteSession::step(SQLite::Statement& statement, const std::vector<Value>& params) {
+Result SqliteConnection::step(SQLite::Statement& statement, const std::vector<Value>& params) {
   auto* st = &statement;
   try {
     for (std::size_t i = 0; i < params.size(); ++i) {
@@ -147,7 +147,7 @@ Result SqliteSession::step(SQLite::Statement& statement, const std::vector<Value
   }
 }
 
-void SqliteSession::run_script(const std::string& sql) {
+void SqliteConnection::run_script(const std::string& sql) {
   try {
     db_->exec(sql);
   } catch (const std::exception& e) {
@@ -155,15 +155,15 @@ void SqliteSession::run_script(const std::string& sql) {
   }
 }
 
-void SqliteSession::begin() {
+void SqliteConnection::begin() {
   try {
     busy_retried([&] { return db_->exec("BEGIN IMMEDIATE"); });
   } catch (const std::exception& e) {
     fail(e);
   }
 }
-void SqliteSession::commit() { run_script("COMMIT"); }
-void SqliteSession::rollback() noexcept {
+void SqliteConnection::commit() { run_script("COMMIT"); }
+void SqliteConnection::rollback() noexcept {
   try {
     db_->exec("ROLLBACK");
   } catch (...) {  // nothing to roll back (already ended): fine

@@ -1,4 +1,4 @@
-// Session: the thin interface the SQL strategies are written against. A backend adapter
+// Connection: the thin interface the SQL strategies are written against. A backend adapter
 // (SQLiteCpp, libpqxx, mysqlcppconn) implements it and maps its driver's errors to
 // dblock's error types in one place.
 #pragma once
@@ -21,9 +21,9 @@ struct Result {
   std::int64_t affected = 0;  // rows changed by an INSERT/UPDATE/DELETE
 };
 
-class Session {
+class Connection {
  public:
-  virtual ~Session() = default;
+  virtual ~Connection() = default;
   // One statement with positional parameters in the dialect's marker syntax.
   virtual Result run(const std::string& sql, const std::vector<Value>& params = {}) = 0;
   // Several statements without parameters (migration scripts).
@@ -57,7 +57,7 @@ inline std::string as_text(const Value& v) {
 // Rolls back unless committed; never throws from its destructor (SQLiteCpp's style).
 class Transaction {
  public:
-  explicit Transaction(Session& s) : s_(s) { s_.begin(); }
+  explicit Transaction(Connection& s) : s_(s) { s_.begin(); }
   ~Transaction() {
     if (!done_) s_.rollback();
   }
@@ -69,7 +69,7 @@ class Transaction {
   Transaction& operator=(const Transaction&) = delete;
 
  private:
-  Session& s_;
+  Connection& s_;
   bool done_ = false;
 };
 

@@ -1,4 +1,4 @@
-#include "backends/mysql/mysql_session.hpp"
+#include "backends/mysql/mysql_connection.hpp"
 
 #include <cppconn/datatype.h>
 #include <cppconn/exception.h>
@@ -201,7 +201,7 @@ std::string splice_params(const std::string& sql, const std::vector<Value>& para
   return out;
 }
 
-MySqlSession::MySqlSession(const MySqlTarget& t) : where_(t.where) {
+MySqlConnection::MySqlConnection(const MySqlTarget& t) : where_(t.where) {
   try {
     ::sql::ConnectOptionsMap o;
     if (t.socket.empty()) {
@@ -237,7 +237,7 @@ MySqlSession::MySqlSession(const MySqlTarget& t) : where_(t.where) {
   last_used_ = std::chrono::steady_clock::now();
 }
 
-MySqlSession::~MySqlSession() {
+MySqlConnection::~MySqlConnection() {
   try {
     stmt_.reset();
     if (conn_) conn_->close();
@@ -245,13 +245,13 @@ MySqlSession::~MySqlSession() {
   }
 }
 
-void MySqlSession::fail(const ::sql::SQLException& e) {
+void MySqlConnection::fail(const ::sql::SQLException& e) {
   throw_mysql_error(e.getErrorCode(), e.getSQLStateCStr(), e.what(), where_, &usable_);
 }
 
-bool MySqlSession::usable() const noexcept { return usable_ && conn_ != nullptr; }
+bool MySqlConnection::usable() const noexcept { return usable_ && conn_ != nullptr; }
 
-bool MySqlSession::still_connected() noexcept {
+bool MySqlConnection::still_connected() noexcept {
   if (!usable()) return false;
   // Connector/C++ cannot peek at its socket, so a connection idle for a while (long enough
   // for a server restart to have closed it) is pinged before it is handed out.
@@ -265,7 +265,7 @@ bool MySqlSession::still_connected() noexcept {
   return usable_;
 }
 
-Result MySqlSession::send(const std::string& text, std::size_t statements) {
+Result MySqlConnection::send(const std::string& text, std::size_t statements) {
   Result out;
   bool rows = stmt_->execute(text);
   // Every result must be read, or the connection is out of step. Connector/C++ 1.1 cannot
@@ -295,7 +295,7 @@ Result MySqlSession::send(const std::string& text, std::size_t statements) {
   return out;
 }
 
-Result MySqlSession::run(const std::string& sql, const std::vector<Value>& params) {
+Result MySqlConnection::run(const std::string& sql, const std::vector<Value>& params) {
   // Counted on the text before splicing (literals hold no ';'), once per distinct text:
   // the dialect's texts are a small fixed set, sent over and over.
   auto& statements_in_sql = statement_counts_[sql];
@@ -326,7 +326,7 @@ Result MySqlSession::run(const std::string& sql, const std::vector<Value>& param
   }
 }
 
-void MySqlSession::run_script(const std::string& sql) {
+void MySqlConnection::run_script(const std::string& sql) {
   try {
     for (const auto& statement : split_statements(sql)) send(statement, 1);
   } catch (const ::sql::SQLException& e) {
@@ -334,13 +334,13 @@ void MySqlSession::run_script(const std::string& sql) {
   }
 }
 
-void MySqlSession::begin() {
+void MySqlConnection::begin() {
   if (in_transaction_) throw InternalError("mysql session: nested transaction");
   in_transaction_ = true;
   begin_pending_ = true;
 }
 
-void MySqlSession::commit() {
+void MySqlConnection::commit() {
   bool sent = !begin_pending_;
   in_transaction_ = begin_pending_ = false;
   if (!sent) return;
@@ -351,7 +351,7 @@ void MySqlSession::commit() {
   }
 }
 
-void MySqlSession::rollback() noexcept {
+void MySqlConnection::rollback() noexcept {
   bool sent = in_transaction_ && !begin_pending_;
   in_transaction_ = begin_pending_ = false;
   if (!sent || !usable()) return;

@@ -1,4 +1,4 @@
-// The PostgreSQL Session over libpqxx 6.4: one connection with connect and statement
+// The PostgreSQL Connection over libpqxx 6.4: one connection with connect and statement
 // timeouts always set, statements prepared once per connection. libpq has no read timeout,
 // and the server's statement_timeout cannot answer through a stalled network, so every round
 // trip is also bounded on the client: past statement_timeout + 1 s (or a lock wait allowed
@@ -11,7 +11,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "sql/session.hpp"
+#include "sql/connection.hpp"
 
 namespace pqxx {
 class connection_base;
@@ -20,12 +20,12 @@ class dbtransaction;
 
 namespace dblock::detail::sql {
 
-class PgSession final : public Session {
+class PgConnection final : public Connection {
  public:
   // conninfo: a libpq URI (the user's URL, with connect_timeout added). `where` names the
   // server in messages without the password.
-  PgSession(const std::string& conninfo, const std::string& where, std::chrono::milliseconds statement_timeout);
-  ~PgSession() override;
+  PgConnection(const std::string& conninfo, const std::string& where, std::chrono::milliseconds statement_timeout);
+  ~PgConnection() override;
   Result run(const std::string& sql, const std::vector<Value>& params) override;
   void run_script(const std::string& sql) override;
   void begin() override;
@@ -47,9 +47,9 @@ class PgSession final : public Session {
 
   // The concrete pqxx::connection, owned through a pimpl: deleting it through
   // connection_base (whose destructor does not close) would leak the connection.
-  struct Connection;
+  struct Pqxx;
   std::string where_;
-  std::unique_ptr<Connection> owned_;
+  std::unique_ptr<Pqxx> owned_;
   pqxx::connection_base* conn_ = nullptr;
   std::unique_ptr<pqxx::dbtransaction> tx_;  // between begin() and commit()/rollback()
   std::unordered_map<std::string, std::string> prepared_;  // sql -> statement name

@@ -1,4 +1,4 @@
-// The SQLite Session over SQLiteCpp: one connection, WAL journal, a busy timeout equal to
+// The SQLite Connection over SQLiteCpp: one connection, WAL journal, a busy timeout equal to
 // the statement timeout, prepared statements cached per connection.
 #pragma once
 
@@ -7,7 +7,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "sql/session.hpp"
+#include "sql/connection.hpp"
 
 namespace SQLite {
 class Database;
@@ -16,10 +16,10 @@ class Statement;
 
 namespace dblock::detail::sql {
 
-class SqliteSession final : public Session {
+class SqliteConnection final : public Connection {
  public:
-  SqliteSession(const std::string& path, std::chrono::milliseconds busy_timeout);
-  ~SqliteSession() override;
+  SqliteConnection(const std::string& path, std::chrono::milliseconds busy_timeout);
+  ~SqliteConnection() override;
   Result run(const std::string& sql, const std::vector<Value>& params) override;
   void run_script(const std::string& sql) override;
   void begin() override;

@@ -1,4 +1,4 @@
-// The MySQL/MariaDB Session over Connector/C++ 1.1 (the JDBC-style API). One connection
+// The MySQL/MariaDB Connection over Connector/C++ 1.1 (the JDBC-style API). One connection
 // with connect, read and write timeouts always set.
 //
 // Statements go out as text, with parameters spliced in as literals by splice_params(): integers in
@@ -12,7 +12,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "sql/session.hpp"
+#include "sql/connection.hpp"
 
 namespace sql {
 class Connection;
@@ -38,10 +38,10 @@ struct MySqlTarget {
 // waits are sliced by the client's waiting loop.
 inline constexpr std::chrono::milliseconds max_lock_wait{10'000};
 
-class MySqlSession final : public Session {
+class MySqlConnection final : public Connection {
  public:
-  explicit MySqlSession(const MySqlTarget& target);
-  ~MySqlSession() override;
+  explicit MySqlConnection(const MySqlTarget& target);
+  ~MySqlConnection() override;
   // `sql` may hold several statements separated by ';'. The result: the rows of the last
   // statement that returned rows; `affected` only for a text that is one statement and is
   // not the first of a transaction (Connector/C++ 1.1 reports no row counts after the first

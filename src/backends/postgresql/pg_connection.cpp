@@ -1,4 +1,4 @@
-#include "backends/postgresql/pg_session.hpp"
+#include "backends/postgresql/pg_connection.hpp"
 
 #include <sys/socket.h>
 
@@ -134,15 +134,15 @@ void throw_pg_error(const std::exception& e, const std::string& where, bool* usa
   throw InternalError("postgresql at " + where + ": " + msg);
 }
 
-struct PgSession::Connection {
-  explicit Connection(const std::string& conninfo) : c(conninfo) {}
+struct PgConnection::Pqxx {
+  explicit Pqxx(const std::string& conninfo) : c(conninfo) {}
   pqxx::connection c;
 };
 
-PgSession::PgSession(const std::string& conninfo, const std::string& where, std::chrono::milliseconds statement_timeout)
+PgConnection::PgConnection(const std::string& conninfo, const std::string& where, std::chrono::milliseconds statement_timeout)
     : where_(where), statement_timeout_(statement_timeout) {
   try {
-    owned_ = std::make_unique<Connection>(conninfo);  // bounded by libpq's connect_timeout
+    owned_ = std::make_unique<Pqxx>(conninfo);  // bounded by libpq's connect_timeout
     conn_ = &owned_->c;
   } catch (const std::exception& e) {
     throw_pg_error(e, where_, &usable_);
@@ -159,7 +159,7 @@ PgSession::PgSession(const std::string& conninfo, const std::string& where, std:
   });
 }
 
-PgSession::~PgSession() {
+PgConnection::~PgConnection() {
   try {
     guarded([&] { tx_.reset(); });  // an open transaction is rolled back: a round trip
   } catch (...) {
@@ -167,7 +167,7 @@ PgSession::~PgSession() {
   tx_.reset();
 }
 
-std::chrono::milliseconds PgSession::bound() const {
+std::chrono::milliseconds PgConnection::bound() const {
   // A lock wait lifts the transaction's statement_timeout to the wait + 5 s (the dialect's
   // session_wait).
   auto server = std::max(statement_timeout_, wait_allowed_.count() > 0 ? wait_allowed_ + std::chrono::seconds(5)
@@ -176,7 +176,7 @@ std::chrono::milliseconds PgSession::bound() const {
 }
 
 template <class F>
-auto PgSession::guarded(F&& f) -> decltype(f()) {
+auto PgConnection::guarded(F&& f) -> decltype(f()) {
   int fd = conn_ ? conn_->sock() : -1;
   auto& guard = SocketGuard::instance();
   auto id = fd >= 0 ? guard.arm(fd, SocketGuard::Clock::now() + bound()) : 0;
@@ -203,9 +203,9 @@ auto PgSession::guarded(F&& f) -> decltype(f()) {
   }
 }
 
-bool PgSession::usable() const noexcept { return usable_ && conn_ && conn_->is_open(); }
+bool PgConnection::usable() const noexcept { return usable_ && conn_ && conn_->is_open(); }
 
-bool PgSession::still_connected() noexcept {
+bool PgConnection::still_connected() noexcept {
   if (!usable()) return false;
   try {
     conn_->get_notifs();  // PQconsumeInput: reads what is there (EOF too) without blocking
@@ -215,9 +215,9 @@ bool PgSession::still_connected() noexcept {
   return usable();
 }
 
-pqxx::connection_base& PgSession::connection() { return *conn_; }
+pqxx::connection_base& PgConnection::connection() { return *conn_; }
 
-Result PgSession::run(const std::string& sql, const std::vector<Value>& params) {
+Result PgConnection::run(const std::string& sql, const std::vector<Value>& params) {
   return guarded([&] {
     auto& name = prepared_[sql];
     if (name.empty()) {
@@ -254,18 +254,18 @@ Result PgSession::run(const std::string& sql, const std::vector<Value>& params) 
   });
 }
 
-void PgSession::run_script(const std::string& sql) {
+void PgConnection::run_script(const std::string& sql) {
   guarded([&] {
     if (tx_) tx_->exec(sql);
     else pqxx::nontransaction(*conn_).exec(sql);
   });
 }
 
-void PgSession::begin() {
+void PgConnection::begin() {
   guarded([&] { tx_ = std::make_unique<pqxx::work>(*conn_); });
 }
 
-void PgSession::commit() {
+void PgConnection::commit() {
   try {
     guarded([&] {
       tx_->commit();
@@ -279,7 +279,7 @@ void PgSession::commit() {
   wait_allowed_ = std::chrono::milliseconds{0};
 }
 
-void PgSession::rollback() noexcept {
+void PgConnection::rollback() noexcept {
   try {
     guarded([&] {
       if (tx_) tx_->abort();
