@@ -1,0 +1,80 @@
+// Pool<Conn> (src/core/pool.hpp) with a stand-in connection: the bookkeeping alone (what is
+// reused, dropped, closed and waited for). The pools over real servers run in every suite.
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <thread>
+
+#include "core/pool.hpp"
+
+using namespace std::chrono_literals;
+using dblock::detail::Pool;
+
+namespace {
+
+struct FakeConn {
+  FakeConn(int i, int* c) : id(i), closed(c) {}
+  int id;
+  int* closed;  // counts the connections closed (destroyed)
+  bool usable_ = true, connected_ = true;
+  ~FakeConn() { ++*closed; }
+  bool usable() const { return usable_; }
+  bool still_connected() const { return connected_; }
+};
+
+struct Fixture {
+  int opened = 0, closed = 0;
+  Pool<FakeConn> pool;
+  explicit Fixture(std::size_t max_open, std::size_t max_idle)
+      : pool([this] { return std::make_unique<FakeConn>(++opened, &closed); },
+             {max_open, max_idle, 50ms, "test pool"}) {}
+};
+
+}  // namespace
+
+TEST_CASE("Pool: a connection given back is reused; an unusable one is dropped", "[pool]") {
+  Fixture f(2, 2);
+  { auto h = f.pool.get(); CHECK(h->id == 1); }
+  { auto h = f.pool.get(); CHECK(h->id == 1); h->usable_ = false; }  // an error left it unknown
+  CHECK(f.closed == 1);
+  auto h = f.pool.get();
+  CHECK(h->id == 2);
+}
+
+TEST_CASE("Pool: an idle connection the server closed is replaced", "[pool]") {
+  Fixture f(2, 2);
+  { auto h = f.pool.get(); h->connected_ = false; }  // given back, then closed under us
+  auto h = f.pool.get();
+  CHECK(h->id == 2);
+  CHECK(f.closed == 1);
+}
+
+TEST_CASE("Pool: past max_open a get() waits, then times out naming the pool", "[pool]") {
+  Fixture f(1, 1);
+  auto held = f.pool.get();
+  auto t0 = std::chrono::steady_clock::now();
+  CHECK_THROWS_WITH(f.pool.get(), Catch::Contains("test pool") && Catch::Contains("pool of 1"));
+  CHECK(std::chrono::steady_clock::now() - t0 >= 50ms);
+  // A give-back from another thread ends the wait.
+  std::thread giver([&] {
+    std::this_thread::sleep_for(10ms);
+    auto gone = std::move(held);
+  });
+  auto next = f.pool.get();
+  giver.join();
+  CHECK(next->id == 1);
+}
+
+TEST_CASE("Pool: discard closes the connection and frees its slot; max_idle caps what is kept", "[pool]") {
+  Fixture f(3, 1);
+  auto a = f.pool.get(), b = f.pool.get(), c = f.pool.get();
+  a.discard();  // it may still hold a lock on the server: closed, never reused
+  CHECK(f.closed == 1);
+  CHECK_FALSE(a);
+  auto d = f.pool.get();  // the slot is free again
+  CHECK(d->id == 4);
+  { auto gone = std::move(b); }  // kept idle (max_idle 1)
+  { auto gone = std::move(c); }  // closed: the idle list is full
+  CHECK(f.closed == 2);
+  auto e = f.pool.get();
+  CHECK(e->id == 2);
+}
