@@ -13,4 +13,19 @@ std::optional<std::string> read_setting(Connection& s, const std::string& sql) {
   }
 }
 
+SettingCheck isolation_verdict(const std::string& name, const std::optional<std::string>& configured,
+                               const std::optional<std::string>& running, const std::string& read_committed,
+                               const std::string& otherwise) {
+  if (!configured || !running) return {name, configured.value_or(""), Verdict::unknown, "could not be read"};
+  if (*running != read_committed)
+    return {name, *configured, Verdict::unknown,
+            "dblock's connection runs " + *running + ", not " + read_committed + ": " + otherwise};
+  if (*configured == read_committed)
+    return {name, *configured, Verdict::ok,
+            "dblock's statements run " + read_committed + ", as it also sets itself"};
+  return {name, *configured, Verdict::ok,
+          "not used by dblock: it sets " + read_committed + " on its own connections (this one runs " + *running +
+              ")"};
+}
+
 }  // namespace dblock::detail::sql

@@ -16,4 +16,12 @@ namespace dblock::detail::sql {
 // fails or returns nothing (the caller reports `unknown`). Connection failures still throw.
 std::optional<std::string> read_setting(Connection& s, const std::string& sql);
 
+// The isolation line of the server databases: dblock pins read committed on its own
+// connections, so the configured default (`configured`) is reported and what this
+// connection runs (`running`) is judged. `read_committed` is the server's spelling of it;
+// `otherwise` says what another level would do to dblock's statements.
+SettingCheck isolation_verdict(const std::string& name, const std::optional<std::string>& configured,
+                               const std::optional<std::string>& running, const std::string& read_committed,
+                               const std::string& otherwise);
+
 }  // namespace dblock::detail::sql

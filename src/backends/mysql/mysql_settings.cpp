@@ -54,15 +54,8 @@ SettingCheck isolation_check(Connection& s) {
     configured = variable(s, "GLOBAL." + name);
     running = variable(s, "SESSION." + name);
   }
-  if (!configured || !running) return {"transaction_isolation", "", Verdict::unknown, "could not be read"};
-  if (*running != "READ-COMMITTED")
-    return {name, *configured, Verdict::unknown,
-            "dblock's connection runs " + *running + ", not READ-COMMITTED: its statements may wait on gap locks "
-            "or fail with deadlocks"};
-  if (*configured == "READ-COMMITTED")
-    return {name, *configured, Verdict::ok, "dblock's statements run READ-COMMITTED, as it also sets itself"};
-  return {name, *configured, Verdict::ok,
-          "not used by dblock: it sets READ-COMMITTED on its own connections (this one runs " + *running + ")"};
+  return isolation_verdict(name, configured, running, "READ-COMMITTED",
+                           "its statements may wait on gap locks or fail with deadlocks");
 }
 
 }  // namespace

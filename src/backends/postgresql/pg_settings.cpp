@@ -49,15 +49,8 @@ SettingCheck isolation_check(Connection& s) {
   const std::string name = "default_transaction_isolation";
   auto configured = read_setting(s, "SELECT reset_val FROM pg_settings WHERE name = '" + name + "'");
   auto running = current(s, "transaction_isolation");
-  if (!configured || !running) return {name, configured.value_or(""), Verdict::unknown, "could not be read"};
-  if (*running != "read committed")
-    return {name, *configured, Verdict::unknown,
-            "dblock's connection runs " + *running + ", not read committed: its statements may fail with "
-            "serialization errors"};
-  if (*configured == "read committed")
-    return {name, *configured, Verdict::ok, "dblock's statements run read committed, as it also sets itself"};
-  return {name, *configured, Verdict::ok,
-          "not used by dblock: it sets read committed on its own connections (this one runs " + *running + ")"};
+  return isolation_verdict(name, configured, running, "read committed",
+                           "its statements may fail with serialization errors");
 }
 
 }  // namespace
