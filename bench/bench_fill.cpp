@@ -45,7 +45,7 @@
 #endif
 
 namespace fs = std::filesystem;
-namespace dsql = dblock::detail::sql;
+namespace dsql = dblock::detail::sqldb;
 
 namespace dblock_bench {
 
@@ -130,7 +130,7 @@ class SqlFiller final : public Filler {
     return static_cast<std::size_t>(session_->run(render(text), {}).affected);
   }
 
-  void clear() override { session_->run_script(render((*dialect_)[dblock::detail::sql::Statement::drop_schema])); }
+  void clear() override { session_->run_script(render((*dialect_)[dblock::detail::sqldb::Statement::drop_schema])); }
 
   std::string method() const override {
     return fmt::format("one `{}`", replace_all(replace_all(sql_->fill, "${now_ms}", "now"), "${table}", "t"));

@@ -191,6 +191,12 @@ int run(const Options& opt) {
       "series, a backend's series (baselines included) interleaved in {} rotating rounds; {} warm-up cycles "
       "first and {} untimed cycles each time a series resumes; ops/s = 1e6 / mean cycle time",
       opt.iterations, interleaved_rounds(opt), opt.warmup, kRewarm));
+  if (opt.wants_scenario("reentrant"))
+    notes.push_back(fmt::format(
+        "reentrant: one thread holds a lease per strategy (its own Client) and times try_acquire() then release() "
+        "of the same name again: a re-entrant hold under the outer one, which the Client counts and writes to the "
+        "server's hold count (lease strategies); {} timed cycles per series, interleaved as uncontended's",
+        opt.iterations));
   if (opt.wants_scenario("handoff") || opt.wants_scenario("handoff-polling"))
     notes.push_back(fmt::format(
         "handoff: {} threads, each with its own Client, contend for one name; latency = when the next holder "

@@ -40,7 +40,7 @@
 
 namespace dblock_bench {
 
-using dblock::detail::sql::Statement;
+using dblock::detail::sqldb::Statement;
 
 std::optional<std::string> mysql_skip_reason() {
 #ifdef DBLOCK_WITH_MYSQL
@@ -130,7 +130,7 @@ class Conn {
   // results_of (a CALL answers two: its SELECT, then its status).
   Sent run(const std::string& text) {
     auto& statements = results_[text];
-    if (statements == 0) statements = dblock::detail::sql::results_of(text);
+    if (statements == 0) statements = dblock::detail::sqldb::results_of(text);
     Sent out;
     try {
       bool rows = stmt_->execute(text);
@@ -208,8 +208,8 @@ BackendReport run_mysql(const Options& opt) {
   ScratchTable table("mysql", [&](const std::string& name) {  // dropped after everything below is gone
     Conn c(url, client_options, "drop");
     c.run("SET SESSION lock_wait_timeout = 30");  // the metadata lock: not a year
-    const auto& d = dblock::detail::sql::mysql_dialect();
-    c.run(dblock::detail::sql::render(d[Statement::drop_schema], dblock::detail::parse_table_name(name), d.now_ms));
+    const auto& d = dblock::detail::sqldb::mysql_dialect();
+    c.run(dblock::detail::sqldb::render(d[Statement::drop_schema], dblock::detail::parse_table_name(name), d.now_ms));
   });
   client_options.table = table.name();
   client_options.auto_migrate = true;

@@ -30,7 +30,7 @@
 
 namespace dblock_bench {
 
-using dblock::detail::sql::Statement;
+using dblock::detail::sqldb::Statement;
 
 std::optional<std::string> postgresql_skip_reason() {
 #ifdef DBLOCK_WITH_POSTGRESQL
@@ -66,8 +66,8 @@ BackendReport run_postgresql(const Options& opt) {
     pqxx::connection c(url);
     pqxx::nontransaction tx(c);
     tx.exec("SET statement_timeout = 30000");
-    const auto& d = dblock::detail::sql::postgresql_dialect();
-    tx.exec(dblock::detail::sql::render(d[Statement::drop_schema], dblock::detail::parse_table_name(name), d.now_ms));
+    const auto& d = dblock::detail::sqldb::postgresql_dialect();
+    tx.exec(dblock::detail::sqldb::render(d[Statement::drop_schema], dblock::detail::parse_table_name(name), d.now_ms));
   });
   dblock::ClientOptions client_options;
   client_options.table = table.name();
@@ -89,9 +89,9 @@ BackendReport run_postgresql(const Options& opt) {
   }
   const std::string& t = table.name();
   // dblock's own text, where a baseline is a statement dblock sends as it is.
-  const auto& dialect = dblock::detail::sql::postgresql_dialect();
+  const auto& dialect = dblock::detail::sqldb::postgresql_dialect();
   auto dblock_text = [&](const std::string& text) {
-    return dblock::detail::sql::render(text, dblock::detail::parse_table_name(t), dialect.now_ms);
+    return dblock::detail::sqldb::render(text, dblock::detail::parse_table_name(t), dialect.now_ms);
   };
   conn.prepare("bench_select1", "SELECT 1");
   conn.prepare("bench_try_lock", "SELECT pg_try_advisory_lock($1)");

@@ -237,6 +237,43 @@ HandoffResult run_handoff(const std::string& backend, const std::string& url, co
   return r;
 }
 
+// One more hold of a lock the thread already holds, given back at once (a re-entrant
+// lock()+unlock() under an outer hold): one statement each way on the lease strategies (the
+// count the server shows is written), none on the session strategies.
+std::vector<Row> run_reentrant_scenario(const std::string& backend, const std::string& url,
+                                        const dblock::ClientOptions& options,
+                                        const std::vector<dblock::Strategy>& strategies, const Options& opt,
+                                        const std::vector<Row>& baselines) {
+  std::vector<std::shared_ptr<dblock::Client>> clients;
+  std::vector<dblock::Lease> outer;
+  std::vector<Series> series;
+  for (auto strategy : strategies) {
+    auto client = dblock::Client::open(url, options);
+    dblock::LockOptions lock_options;
+    lock_options.strategy = strategy;
+    auto lock = client->lock(fmt::format("bench-reentrant-{}", dblock::to_string(strategy)), lock_options);
+    client->force_release(lock.name());
+    outer.push_back(lock.try_acquire(std::chrono::seconds(10)).value());
+    const auto fence = outer.back().fence();
+    series.push_back({std::string(dblock::to_string(strategy)), [lock, fence]() mutable {
+                        auto inner = lock.try_acquire();
+                        if (!inner || inner->fence() != fence)
+                          throw std::runtime_error(fmt::format("lock '{}': a re-entry did not share the outer hold's fence",
+                                                               lock.name()));
+                        inner->release();
+                      }, {}});
+    clients.push_back(std::move(client));
+  }
+  run_interleaved(backend + " reentrant", series, opt);
+  std::vector<Row> rows;
+  for (auto& s : series) {
+    Row row{backend, s.strategy, "reentrant", 1, summarize(s.samples), {}};
+    for (const auto& b : baselines) row.vs.push_back(compare(row, b));
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
 BackendReport run_handoff_scenarios(const std::string& backend, const std::string& url,
                                     const dblock::ClientOptions& options,
                                     const std::vector<dblock::Strategy>& strategies, const Options& opt,
@@ -249,6 +286,7 @@ BackendReport run_handoff_scenarios(const std::string& backend, const std::strin
   BackendReport rep;
   std::string back_to_prev;  // the note on who won the hand-offs
   std::string per_handoff;   // the note on server counters per hand-off
+  if (opt.wants_scenario("reentrant")) rep.rows = run_reentrant_scenario(backend, url, options, strategies, opt, baselines);
   auto row_of = [&](dblock::Strategy strategy, const char* scenario, const dblock::ClientOptions& o) {
     auto name = fmt::format("bench-{}-{}", scenario, dblock::to_string(strategy));
     std::vector<double> before;

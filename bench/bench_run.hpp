@@ -74,7 +74,9 @@ struct ServerCounters {
   std::string what;                           // how to read the figures (for the note)
 };
 
-// The selected hand-off scenarios for each strategy, one after the other per strategy:
+// The `reentrant` rows (each strategy timed re-entering a lock it holds, compared with each of
+// `baselines`) when selected, then the selected hand-off scenarios for each strategy, one
+// after the other per strategy:
 // `handoff` with `options` as given, then `handoff-polling` with options.notifications =
 // false (waiters poll with backoff), each on a name of its own, holding each lease
 // opt.hold_ms. Returns the handoff rows, then the handoff-polling rows, and a note on who

@@ -34,8 +34,8 @@ struct Options {
 };
 
 inline const std::vector<std::string> kBackends{"sqlite", "postgresql", "mysql", "redis", "redlock", "zookeeper"};
-inline const std::vector<std::string> kScenarios{"uncontended", "handoff", "handoff-polling", "contended",
-                                                 "resources", "table-size", "sweep"};
+inline const std::vector<std::string> kScenarios{"uncontended", "reentrant", "handoff", "handoff-polling",
+                                                 "contended", "resources", "table-size", "sweep"};
 
 // Throws UsageProblem.
 Options parse_options(int argc, char** argv);

@@ -41,7 +41,7 @@ std::size_t Client::sweep(std::size_t batch) {
   return core_->backend->sweep(batch);
 }
 
-std::vector<LeaseInfo> Client::list() { return core_->backend->list(); }
+std::vector<LeaseInfo> Client::list() { return core_->list(); }
 
 bool Client::force_release(const std::string& name) {
   detail::validate_name(name);

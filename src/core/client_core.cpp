@@ -22,11 +22,15 @@ std::optional<Lease> ClientCore::acquire(const std::shared_ptr<ClientCore>& self
                                          std::optional<Clock::time_point> deadline) {
   auto gate = gates_.enter(spec.name, deadline);
   if (!gate) return std::nullopt;  // another thread of this process had it until the deadline
-  const std::string base = identity + thread_suffix();
-  const std::string owner = owner_for(spec.name, base);
+  const std::string owner = identity + thread_suffix();
   try {
+    if (auto held = live_grant(spec.name, owner))
+      if (auto lease = reenter(held, spec)) return lease;
+    // A fresh grant: this owner holds none that is live, so anything the server still shows
+    // for it is a leftover the driver takes over with a new fence (LockDriver::try_acquire).
     Backoff backoff;
     std::unique_ptr<ReleaseWatch> watch;  // armed at the first busy answer, then kept
+    std::unique_ptr<QueuePlace> place;    // kept between attempts; dropped on the way out
     for (;;) {
       auto sent = Clock::now();
       // Session strategies may wait inside the server; they do so in slices of at most
@@ -34,8 +38,10 @@ std::optional<Lease> ClientCore::acquire(const std::shared_ptr<ClientCore>& self
       constexpr milliseconds slice{10'000};
       auto wait = deadline ? std::clamp(std::chrono::ceil<milliseconds>(*deadline - sent), milliseconds{0}, slice)
                            : slice;
-      Attempt a = spec.driver->try_acquire({spec.name, owner, spec.options.ttl, wait});
-      if (a.acquired) return Lease(adopt(self, spec, owner, gate, a, sent));
+      AcquireRequest request{spec.name, owner, spec.options.ttl, wait, std::move(place)};
+      Attempt a = spec.driver->try_acquire(request);
+      if (a.acquired()) return Lease(adopt(self, spec, owner, gate, a, sent));
+      place = std::move(a.place);
       auto now = Clock::now();
       if (deadline && now >= *deadline) break;
       if (!watch && (watch = spec.driver->watch(spec.name))) {
@@ -50,94 +56,93 @@ std::optional<Lease> ClientCore::acquire(const std::shared_ptr<ClientCore>& self
       else std::this_thread::sleep_until(until);
     }
   } catch (...) {
-    spec.driver->abandon(spec.name, owner);  // e.g. ZooKeeper deletes the node it queued
-    forget_unless_held(spec.name, base, owner);
     gates_.leave(spec.name, gate);
     throw;
   }
-  spec.driver->abandon(spec.name, owner);  // the deadline passed: drop any place kept in a queue
   gates_.leave(spec.name, gate);
   return std::nullopt;
 }
 
-// Owners and leftovers. A grant the server may still hold although we no longer track it (an
-// acquire whose answer was lost, a last release that failed) would otherwise be *re-entered*
-// by the next acquire of the same thread: same owner, so the backend counts a second hold and
-// hands out the old fence again, and the leftover hold keeps the lock until its TTL (the
-// torture run caught this around a PostgreSQL restart). So after such a failure the thread's
-// owner string for that name changes (":e<N>"): the leftover is then someone else's lease,
-// waited for like any other, and the next grant gets a new fence.
-std::string ClientCore::owner_for(const std::string& name, const std::string& base) {
+std::shared_ptr<Grant> ClientCore::live_grant(const std::string& name, const std::string& owner) {
   std::lock_guard lk(grants_mutex_);
-  auto it = epochs_.find({name, base});
-  return it == epochs_.end() ? base : base + ":e" + std::to_string(it->second);
+  auto it = grants_.find({name, owner});
+  if (it == grants_.end()) return nullptr;
+  auto g = it->second.lock();
+  return g && !g->lost() ? g : nullptr;
 }
 
-void ClientCore::forget_unless_held(const std::string& name, const std::string& base, const std::string& owner) {
-  std::lock_guard lk(grants_mutex_);
-  for (auto it = grants_.lower_bound(std::make_tuple(name, owner, std::uint64_t{0}));
-       it != grants_.end() && std::get<0>(it->first) == name && std::get<1>(it->first) == owner; ++it)
-    if (auto g = it->second.lock(); g && !g->lost()) return;  // a failed re-entry: the owner must stay
-  ++epochs_[{name, base}];
+// A re-entry tells the server the new count and extends the lease, in one statement that
+// also checks the grant is still ours. Not ours any more: the grant is lost (its holders
+// are told), and the caller acquires afresh.
+std::optional<Lease> ClientCore::reenter(const std::shared_ptr<Grant>& g, const LockSpec& spec) {
+  {
+    std::lock_guard use(g->use);
+    if (g->released || g->lost()) return std::nullopt;
+    const auto sent = Clock::now();
+    auto r = g->handle->renew(spec.options.ttl, g->holds + 1);
+    if (r.held) {
+      ++g->holds;
+      g->set_deadline(sent + r.remaining);
+      return Lease(g);
+    }
+  }
+  g->mark_lost();
+  return std::nullopt;
 }
 
 std::shared_ptr<Grant> ClientCore::adopt(const std::shared_ptr<ClientCore>& self, const LockSpec& spec,
-                                         const std::string& owner, const std::shared_ptr<Gate>& gate,
-                                         const Attempt& a, Clock::time_point sent) {
-  std::unique_lock lk(grants_mutex_);
-  auto key = std::make_tuple(spec.name, owner, a.fence);
-  if (auto it = grants_.find(key); it != grants_.end())
-    if (auto g = it->second.lock(); g && !g->lost()) {  // a re-entrant hold of a live grant
-      ++g->holds;
-      g->set_deadline(sent + a.remaining);
-      return g;
-    }
+                                         const std::string& owner, const std::shared_ptr<Gate>& gate, Attempt& a,
+                                         Clock::time_point sent) {
   auto g = std::make_shared<Grant>();
   g->core = self;
-  g->driver = spec.driver;
   g->gate = gate;
   g->name = spec.name;
   g->owner = owner;
-  g->owner_base = identity + thread_suffix();  // adopt runs on the acquiring thread
   g->fence = a.fence;
   g->ttl = spec.options.ttl;
   g->renew_every = spec.options.renew_every.value_or(spec.options.ttl / 3);
   g->auto_renew = spec.options.auto_renew;
   g->on_lost = spec.options.on_lost;
+  g->handle = std::move(a.grant);
   g->holds = 1;
   g->set_deadline(sent + a.remaining);
-  grants_[key] = g;
-  lk.unlock();
+  {
+    std::lock_guard lk(grants_mutex_);
+    grants_[{spec.name, owner}] = g;  // replaces a lost grant of this owner's
+  }
   watchdog_.watch(g);
   return g;
 }
 
 void ClientCore::release(const std::shared_ptr<Grant>& g) {
-  bool last;
-  {
-    std::lock_guard lk(grants_mutex_);
-    last = --g->holds == 0;
-    if (last) {
-      auto it = grants_.find(std::make_tuple(g->name, g->owner, g->fence));
-      if (it != grants_.end() && it->second.lock() == g) grants_.erase(it);
-    }
-  }
-  // Stop renewing before the row goes, so the renewal thread cannot mistake our own
-  // release for a loss.
-  if (last) watchdog_.unwatch(g.get());
   struct LeaveGate {
     ClientCore* core;
     const std::shared_ptr<Grant>& g;
     ~LeaveGate() { core->gates_.leave(g->name, g->gate); }
   } leave{this, g};
-  bool released;
-  try {
-    released = release_on_server(*g, last);
-  } catch (...) {
-    if (last) forget_unless_held(g->name, g->owner_base, g->owner);
-    throw;
+  bool ours = true, last;
+  {
+    std::lock_guard use(g->use);
+    last = --g->holds == 0;
+    // An earlier hold: only the server's copy of the count changes. If this throws, the
+    // count here is still one less; the next renewal writes it.
+    if (!last) ours = g->handle->renew(milliseconds{0}, g->holds).held;
+    // The last: from here on nothing else calls the handle (re-entries and renewals check
+    // `released`), so the release below runs without holding `use`.
+    g->released = last;
   }
-  if (!released) {
+  if (last) {
+    {
+      std::lock_guard lk(grants_mutex_);
+      auto it = grants_.find({g->name, g->owner});
+      if (it != grants_.end() && it->second.lock() == g) grants_.erase(it);
+    }
+    // Stop renewing before the lock goes, so the renewal thread cannot mistake our own
+    // release for a loss.
+    watchdog_.unwatch(g.get());
+    ours = release_on_server(*g);
+  }
+  if (!ours) {
     g->mark_lost();
     throw LockLostError("lock '" + g->name + "' (fence " + std::to_string(g->fence) +
                         ") was lost before release: it expired or another owner took it");
@@ -146,18 +151,17 @@ void ClientCore::release(const std::shared_ptr<Grant>& g) {
 
 // A last release that fails on a transient error (the server restarting, a dropped connection)
 // is retried for up to the statement timeout, but never past the lease's own expiry: left
-// alone, the lock would stay taken until its TTL. Only the last hold is retried, because only
-// it is idempotent: a lost reply to a count-down would count down twice. A retry that finds
-// the lock no longer ours cannot tell "our first try went through" from "it expired", and
-// either way we do not hold it: that is a release, not a loss.
-bool ClientCore::release_on_server(const Grant& g, bool last) {
-  if (!last) return g.driver->release(g.name, g.owner, g.fence);
+// alone, the lock would stay taken until its TTL. A retry that finds the lock no longer ours
+// cannot tell "our first try went through" from "it expired", and either way we do not hold
+// it: that is a release, not a loss. Should every try fail, what the server still holds is
+// the owner's leftover: its TTL frees it, or the owner's next acquire takes it over.
+bool ClientCore::release_on_server(Grant& g) {
   const auto until = std::min(Clock::now() + options.statement_timeout, g.deadline());
   Backoff backoff(milliseconds{50}, milliseconds{1000});
   for (bool retried = false;; retried = true) {
     auto pause = backoff.next(milliseconds{0});
     try {
-      return g.driver->release(g.name, g.owner, g.fence) || retried;
+      return g.handle->release() || retried;
     } catch (const UnavailableError&) {
       if (Clock::now() + pause >= until) throw;
     } catch (const TimeoutError&) {
@@ -165,6 +169,21 @@ bool ClientCore::release_on_server(const Grant& g, bool last) {
     }
     std::this_thread::sleep_for(pause);
   }
+}
+
+std::vector<LeaseInfo> ClientCore::list() {
+  auto leases = backend->list();
+  for (auto& l : leases) {
+    std::shared_ptr<Grant> g;
+    {
+      std::lock_guard lk(grants_mutex_);  // not held with `use`: release() takes them the other way round
+      if (auto it = grants_.find({l.name, l.owner}); it != grants_.end()) g = it->second.lock();
+    }
+    if (!g || g->fence != l.fence) continue;
+    std::lock_guard use(g->use);
+    if (!g->released) l.holds = static_cast<std::uint32_t>(g->holds);
+  }
+  return leases;
 }
 
 }  // namespace dblock::detail

@@ -1,5 +1,5 @@
 // ClientCore: the shared state behind Client, Lock and Lease, and the one implementation of
-// waiting, re-entry bookkeeping and release over any backend's LockDriver.
+// waiting, re-entry and release over any backend's LockDriver and GrantHandle.
 #pragma once
 
 #include <map>
@@ -7,7 +7,6 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <tuple>
 #include <unordered_map>
 #include <vector>
 
@@ -40,6 +39,9 @@ class ClientCore {
                                std::optional<Clock::time_point> deadline);
   // One hold of the grant back; throws LockLostError when the backend shows it was not ours.
   void release(const std::shared_ptr<Grant>& grant);
+  // The backend's list, with the hold counts of this Client's own grants (the core keeps
+  // them; a backend that cannot show them, ZooKeeper, lists 1).
+  std::vector<LeaseInfo> list();
 
   const Url url;
   const ClientOptions options;
@@ -47,18 +49,18 @@ class ClientCore {
   const std::unique_ptr<Backend> backend;
 
  private:
+  std::shared_ptr<Grant> live_grant(const std::string& name, const std::string& owner);
+  std::optional<Lease> reenter(const std::shared_ptr<Grant>& grant, const LockSpec& spec);
   std::shared_ptr<Grant> adopt(const std::shared_ptr<ClientCore>& self, const LockSpec& spec,
-                               const std::string& owner, const std::shared_ptr<Gate>& gate,
-                               const Attempt& attempt, Clock::time_point sent);
-  bool release_on_server(const Grant& grant, bool last);
-  std::string owner_for(const std::string& name, const std::string& base);
-  void forget_unless_held(const std::string& name, const std::string& base, const std::string& owner);
+                               const std::string& owner, const std::shared_ptr<Gate>& gate, Attempt& attempt,
+                               Clock::time_point sent);
+  bool release_on_server(Grant& grant);
 
   std::mutex drivers_mutex_;
   std::map<Strategy, std::unique_ptr<LockDriver>> drivers_;
   std::mutex grants_mutex_;
-  std::map<std::tuple<std::string, std::string, std::uint64_t>, std::weak_ptr<Grant>> grants_;
-  std::map<std::pair<std::string, std::string>, std::uint64_t> epochs_;  // (name, owner base): see owner_for
+  // Each owner's grant per name, found again by its re-entries.
+  std::map<std::pair<std::string, std::string>, std::weak_ptr<Grant>> grants_;
   GateTable gates_;
   Watchdog watchdog_;  // last: destroyed first, before the drivers it calls
 };

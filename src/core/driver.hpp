@@ -1,11 +1,15 @@
 // The two internal seams every backend implements.
 //
-//   Backend     one per Client: connections, migrations, sweep, list, and a LockDriver
-//               for each strategy it offers.
-//   LockDriver  one strategy on one backend, reduced to "do I have it?": one attempt to
-//               acquire, renew, release. Waiting, re-entry bookkeeping, local queueing,
-//               renewal and loss reporting are written once, in ClientCore and Watchdog
-//               (Curator's split between recipe and driver).
+//   Backend      one per Client: connections, migrations, sweep, list, and a LockDriver
+//                for each strategy it offers.
+//   LockDriver   one strategy on one backend, reduced to "do I have it?": one attempt to
+//                acquire, which on success hands back a GrantHandle.
+//   GrantHandle  one grant as the backend holds it (its row, record, pinned connection or
+//                node): renew, release, give up. Owned by the core's Grant; drivers keep no
+//                map of their grants.
+// Waiting, re-entry, local queueing, renewal and loss reporting are written once, in
+// ClientCore and Watchdog (Curator's split between recipe and driver, DistributedLock's
+// per-grant handle).
 #pragma once
 
 #include <chrono>
@@ -24,6 +28,38 @@ namespace dblock::detail {
 using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
+struct Renewal {
+  bool held = false;        // false: the lease is not ours any more (lost)
+  milliseconds remaining{0};
+};
+
+// One grant on the server. The core calls it from one thread at a time (Grant::use).
+class GrantHandle {
+ public:
+  virtual ~GrantHandle() = default;  // frees nothing on the server: release() or lost() do
+  // Extends the lease to at least `ttl` from now (keeping a longer one) and records `holds`,
+  // the owner's hold count, where the backend shows it (the `holds` column of `dblock list`).
+  // The core is the one counter of holds (an owner is one thread of one Client, so it sees
+  // every re-entry); the backend's copy is written whole, never incremented, so a retried
+  // or repeated call does no harm. ttl 0 only records the count (a hold given back; its
+  // `remaining` is then not used).
+  // Checks ownership and writes in one atomic step. Errors throw; "not ours" is held = false.
+  virtual Renewal renew(milliseconds ttl, int holds) = 0;
+  // Frees the lock (the last hold went) and wakes waiters. False: it was not ours any more.
+  // Safe to repeat after an error: a grant already freed answers false.
+  virtual bool release() = 0;
+  // The core declared this grant lost (its local deadline passed, or renew said so): a
+  // session lock frees what the server may still hold for it, so it blocks nobody.
+  virtual void lost() noexcept {}
+};
+
+// A place in the server's queue that an acquire keeps between its attempts (ZooKeeper's
+// sequential node), so that a waiter does not lose its turn. Destroying it gives it up.
+class QueuePlace {
+ public:
+  virtual ~QueuePlace() = default;
+};
+
 struct AcquireRequest {
   const std::string& name;
   const std::string& owner;
@@ -31,19 +67,20 @@ struct AcquireRequest {
   // How long the driver may block inside the server (session strategies: lock_timeout,
   // GET_LOCK's timeout). Lease drivers make one non-blocking attempt and ignore it.
   milliseconds wait;
+  // The place the previous attempt of this acquire left (Attempt::place), or null.
+  std::unique_ptr<QueuePlace> place;
 };
 
 struct Attempt {
-  bool acquired = false;
-  std::uint64_t fence = 0;  // acquired: the grant's fence
+  std::unique_ptr<GrantHandle> grant;  // set when acquired
+  std::uint64_t fence = 0;             // acquired: the grant's fence
   // acquired: our lease's time left on the server's clock when the statement ran.
   // busy: the holder's time left (zero when unknown), so waiters never sleep past it.
   milliseconds remaining{0};
-};
+  std::unique_ptr<QueuePlace> place;  // busy: a place kept for the next attempt
 
-struct Renewal {
-  bool held = false;        // false: the lease is not ours any more (lost)
-  milliseconds remaining{0};
+  static Attempt busy(milliseconds holder_remaining) { return Attempt{nullptr, 0, holder_remaining, nullptr}; }
+  bool acquired() const noexcept { return grant != nullptr; }
 };
 
 // A subscription to "this name may have been freed", armed before an attempt so that a
@@ -58,31 +95,17 @@ class ReleaseWatch {
 class LockDriver {
  public:
   virtual ~LockDriver() = default;
-  virtual Attempt try_acquire(const AcquireRequest& request) = 0;
-  // Both check ownership and write in one atomic statement. Errors throw; a clear "not
-  // ours" answer is `held == false` / `false`.
-  virtual Renewal renew(const std::string& name, const std::string& owner, std::uint64_t fence,
-                        milliseconds ttl) = 0;
-  virtual bool release(const std::string& name, const std::string& owner, std::uint64_t fence) = 0;
+  // A fresh grant for `owner`, which the core knows holds no live grant of the name, so a
+  // lease the server still shows for that owner is a leftover (an acquire whose answer was
+  // lost, a release that failed): the lease strategies take it over with a new fence, never
+  // re-enter it. (A session lock's leftover is a connection or session of its own, busy
+  // until it goes.)
+  virtual Attempt try_acquire(AcquireRequest& request) = 0;
   // Release notifications for waiters (SQLite: inotify on a wake file; PostgreSQL: LISTEN;
   // Redis: pub/sub). Null: the backend has none, and waiters back off and poll.
   virtual std::unique_ptr<ReleaseWatch> watch(const std::string& name) {
     (void)name;
     return nullptr;
-  }
-  // The caller gave up on `name` (a timed acquire ended without the lock, or threw): a
-  // driver that keeps a place in a queue across try_acquire calls (ZooKeeper's queued node)
-  // drops it here. Never called while `owner` holds the lock.
-  virtual void abandon(const std::string& name, const std::string& owner) noexcept {
-    (void)name;
-    (void)owner;
-  }
-  // The core declared this grant lost (its local deadline passed, or renew said so): a
-  // session driver frees what the server still holds for it, so it blocks nobody.
-  virtual void lost(const std::string& name, const std::string& owner, std::uint64_t fence) noexcept {
-    (void)name;
-    (void)owner;
-    (void)fence;
   }
 };
 

@@ -1,9 +1,10 @@
-// Grant: one successful acquire as the backend granted it (one fence). Re-entrant acquires
-// by the same owner that return the same fence share one Grant; each Lease is one hold.
+// Grant: one successful acquire as the backend granted it (one fence, one GrantHandle).
+// Re-entrant acquires by the same owner share one Grant; each Lease is one hold.
 #pragma once
 
 #include <atomic>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "core/driver.hpp"
@@ -15,16 +16,19 @@ class ClientCore;
 
 struct Grant {
   std::shared_ptr<ClientCore> core;  // keeps the client (and driver) alive while held
-  LockDriver* driver = nullptr;      // owned by core
   std::shared_ptr<Gate> gate;
   std::string name, owner;
-  std::string owner_base;  // owner without its ":e<N>" epoch (ClientCore::owner_for)
   std::uint64_t fence = 0;
   milliseconds ttl{0}, renew_every{0};
   bool auto_renew = true;
   LostCallback on_lost;
 
-  int holds = 0;  // guarded by ClientCore's grant mutex
+  // One call on the handle at a time: the watchdog's renewals, the owner's re-entries and
+  // releases (a session lock's pinned connection serves them all).
+  std::mutex use;
+  std::unique_ptr<GrantHandle> handle;  // guarded by use
+  int holds = 0;                        // guarded by use: the one count of this owner's holds
+  bool released = false;                // guarded by use: the last hold went
 
   // Local, conservative deadline on the monotonic clock: send time of the last successful
   // acquire/renewal plus the time the server said was left.

@@ -70,7 +70,7 @@ void Watchdog::run(std::shared_ptr<State> st) {
       if (now >= g->deadline() && g->auto_renew && !it->renewing && it->late_check_until == Clock::time_point::min()) {
         // Nobody renewed in time, but no renewal is stuck either: the process did not run.
         // Declaring the loss now would be wrong for a session lock the server still holds
-        // (and its driver's lost() would then hand the lock over while the holder resumes
+        // (and its handle's lost() would then hand the lock over while the holder resumes
         // mid-section): ask the server, and give the answer one renewal interval.
         it->late_check_until = now + std::max<Clock::duration>(g->renew_every, milliseconds{100});
         it->renewing = true;
@@ -118,6 +118,13 @@ void Watchdog::run(std::shared_ptr<State> st) {
   }
 }
 
+// A grant declared lost: its handle frees what the server may still hold for it (a session
+// lock's connection), unless its owner released it meanwhile.
+void Watchdog::let_go(Grant& g) noexcept {
+  std::lock_guard use(g.use);
+  if (!g.released) g.handle->lost();
+}
+
 void Watchdog::renew_loop(std::shared_ptr<State> st) {
   std::unique_lock lk(st->mutex);
   for (;;) {
@@ -133,22 +140,27 @@ void Watchdog::renew_loop(std::shared_ptr<State> st) {
     // References are taken and dropped with the mutex released (see run()).
     if (auto g = watched ? job.grant.lock() : nullptr) {
       if (job.lost) {
-        g->driver->lost(g->name, g->owner, g->fence);  // e.g. ZooKeeper deletes the node
+        let_go(*g);  // e.g. ZooKeeper deletes the node
       } else {
         auto sent = Clock::now();
         std::optional<Renewal> r;
-        try {
-          r = g->driver->renew(g->name, g->owner, g->fence, g->ttl);
-        } catch (const std::exception&) {
-          // Transient (or not): keep the old deadline and try again soon; the deadline
-          // check in run() turns a failure that lasts into a loss.
+        bool released;
+        {
+          std::lock_guard use(g->use);
+          released = g->released;
+          try {
+            if (!released) r = g->handle->renew(g->ttl, g->holds);
+          } catch (const std::exception&) {
+            // Transient (or not): keep the old deadline and try again soon; the deadline
+            // check in run() turns a failure that lasts into a loss.
+          }
         }
         bool lose = false, cleanup = false;
         lk.lock();
         if (st->stop) return;
         auto it = std::find_if(st->entries.begin(), st->entries.end(),
                                [&](const Entry& e) { return e.key == g.get(); });
-        if (it != st->entries.end()) {  // else released, or declared lost meanwhile
+        if (it != st->entries.end() && !released) {  // else released, or declared lost meanwhile
           it->renewing = false;
           bool late = it->late_check_until != Clock::time_point::min();
           it->late_check_until = Clock::time_point::min();
@@ -166,7 +178,7 @@ void Watchdog::renew_loop(std::shared_ptr<State> st) {
         }
         lk.unlock();
         if (lose) g->mark_lost();
-        if (cleanup) g->driver->lost(g->name, g->owner, g->fence);
+        if (cleanup) let_go(*g);
       }
     }
     lk.lock();

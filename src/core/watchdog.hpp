@@ -59,6 +59,7 @@ class Watchdog {
   };
   static void run(std::shared_ptr<State> state);
   static void renew_loop(std::shared_ptr<State> state);
+  static void let_go(Grant& grant) noexcept;
 
   std::shared_ptr<State> state_;
   std::thread thread_, renewer_;

@@ -2,7 +2,7 @@
 
 #include "sql/migration_files.hpp"
 
-namespace dblock::detail::sql {
+namespace dblock::detail::sqldb {
 
 std::int32_t flyway_checksum(const std::string& text) {
   uLong crc = crc32(0L, Z_NULL, 0);
@@ -19,4 +19,4 @@ std::int32_t flyway_checksum(const std::string& text) {
   return static_cast<std::int32_t>(static_cast<std::uint32_t>(crc));
 }
 
-}  // namespace dblock::detail::sql
+}  // namespace dblock::detail::sqldb

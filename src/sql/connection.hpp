@@ -11,7 +11,7 @@
 
 #include "dblock/errors.hpp"
 
-namespace dblock::detail::sql {
+namespace dblock::detail::sqldb {
 
 using Value = std::variant<std::nullptr_t, std::int64_t, std::string>;
 using Row = std::vector<Value>;
@@ -73,4 +73,4 @@ class Transaction {
   bool done_ = false;
 };
 
-}  // namespace dblock::detail::sql
+}  // namespace dblock::detail::sqldb

@@ -5,8 +5,8 @@
 #include "core/pool.hpp"
 #include "sql/connection.hpp"
 
-namespace dblock::detail::sql {
+namespace dblock::detail::sqldb {
 
 using ConnectionPool = Pool<Connection>;
 
-}  // namespace dblock::detail::sql
+}  // namespace dblock::detail::sqldb

@@ -4,7 +4,7 @@
 
 #include "dblock/errors.hpp"
 
-namespace dblock::detail::sql {
+namespace dblock::detail::sqldb {
 
 std::string render(std::string_view text, const TableName& table, std::string_view now_ms) {
   std::string out;
@@ -41,8 +41,8 @@ namespace {
 
 // For check()'s message; the size check catches a statement added without its name.
 constexpr std::array<std::string_view, static_cast<std::size_t>(Statement::count_)> statement_names{
-    "holder",           "renew",           "release_hold",     "insert_acquire",        "insert_release",
-    "optimistic_read",  "optimistic_take", "optimistic_reenter", "optimistic_release",  "session_wait",
+    "holder",           "renew",           "insert_acquire",   "insert_release",        "optimistic_read",
+    "optimistic_take",  "optimistic_release", "session_wait",
     "ping",             "for_update_create", "for_update_try", "for_update_wait",       "fence_next",
     "advisory_try",     "advisory_wait",   "advisory_unlock",  "advisory_wait_bounded", "list",
     "sweep",            "sweep_pick",      "sweep_delete",     "force_release",         "migration_lock",
@@ -94,4 +94,4 @@ Dialect Dialect::rendered(const TableName& t) const {
   return d;
 }
 
-}  // namespace dblock::detail::sql
+}  // namespace dblock::detail::sqldb

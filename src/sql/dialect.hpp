@@ -26,7 +26,7 @@
 #include "dblock/options.hpp"
 #include "dblock/settings.hpp"
 
-namespace dblock::detail::sql {
+namespace dblock::detail::sqldb {
 
 class Connection;
 
@@ -35,33 +35,32 @@ class Connection;
 // says which a dialect must give.
 enum class Statement : std::size_t {
   // Shared by the lease strategies.
-  holder,        // (name) -> owner, remaining_ms of the unexpired holder, if any
-  renew,         // (name, owner, fence, ttl_ms) -> remaining_ms; no row: not ours
-  release_hold,  // (name, owner, fence): holds - 1 when holds > 1; affected 1 or 0
-  // Releases try the last-hold statement first (the common case, one statement) and
-  // release_hold only when it matched nothing.
+  holder,  // (name) -> owner, remaining_ms of the unexpired holder, if any
+  // (name, owner, fence, ttl_ms, holds) -> remaining_ms; no row: not ours. Extends to at
+  // least ttl_ms from now (ttl 0: not at all) and writes the owner's hold count, which the
+  // core keeps (re-entries and the renewals by the watchdog both come through here).
+  renew,
 
-  // insert: a row per held lock; an upsert wins it, takes over an expired row, or re-enters.
-  // (name, owner, ttl_ms) -> fence, remaining_ms. Busy: either no row (the driver then asks
-  // `holder`) or, where the dialect can say it in the same round trip, fence 0 and the
-  // holder's remaining_ms.
+  // insert: a row per held lock; an upsert wins it, takes over an expired row or a leftover
+  // of the same owner's (always with a new fence: the core never acquires afresh what it
+  // holds). (name, owner, ttl_ms) -> fence, remaining_ms. Busy: either no row (the driver
+  // then asks `holder`) or, where the dialect can say it in the same round trip, fence 0 and
+  // the holder's remaining_ms.
   insert_acquire,
-  insert_release,  // (name, owner, fence): delete our row if holds = 1; affected 1 or 0
+  insert_release,  // (name, owner, fence): delete our row; affected 1 or 0
 
   // optimistic: a persistent row per name, taken by compare-and-set on version (a missing
-  // row is created granted by insert_acquire). A take matches a free row only: the version
-  // read may belong to a row the sweeper removed since, and a re-created row can reach the
-  // same version while held (ABA).
+  // row, or a leftover of the same owner's, goes through insert_acquire). A take matches a
+  // free row only: the version read may belong to a row the sweeper removed since, and a
+  // re-created row can reach the same version while held (ABA).
   optimistic_read,  // (name) -> owner, version, remaining_ms
   // (name, owner, ttl_ms, version) -> fence, remaining_ms; no row: lost, read again. Where the
   // dialect can say more in the same round trip, a lost take returns fence 0 and the holder's
   // remaining_ms (busy; 0: someone is taking it right now, also busy) or -1 (read again).
   optimistic_take,
-  optimistic_reenter,  // (name, owner, ttl_ms, version) -> fence, remaining_ms
-  // (name, owner, fence): free our row if holds = 1; affected 1 or 0. Also one row whose
-  // last column is the freed row's new version (RETURNING; MySQL: LAST_INSERT_ID(expr) and a
-  // SELECT of it): this Client's next acquire tries the compare-and-set on it without
-  // reading first.
+  // (name, owner, fence): free our row; affected 1 or 0. Also one row whose last column is
+  // the freed row's new version (RETURNING; MySQL: LAST_INSERT_ID(expr) and a SELECT of it):
+  // this Client's next acquire tries the compare-and-set on it without reading first.
   optimistic_release,
 
   // Session strategies (given when the dialect offers them): the lock lives in one
@@ -159,4 +158,4 @@ std::string render(std::string_view text, const TableName& table, std::string_vi
 std::string with_markers(std::string_view text, std::size_t n, char marker);
 
 
-}  // namespace dblock::detail::sql
+}  // namespace dblock::detail::sqldb

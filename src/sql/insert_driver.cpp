@@ -2,15 +2,15 @@
 // insert_acquire), released by deleting our own row.
 #include "sql/lease_drivers.hpp"
 
-namespace dblock::detail::sql {
+namespace dblock::detail::sqldb {
 
-Attempt InsertDriver::try_acquire(const AcquireRequest& r) {
+Attempt InsertDriver::try_acquire(AcquireRequest& r) {
   auto s = pool_.get();
   return upsert(*s, r);
 }
 
 bool InsertDriver::release(const std::string& name, const std::string& owner, std::uint64_t fence) {
-  return release_with(d_[Statement::insert_release], name, owner, fence).has_value();
+  return free_row(d_[Statement::insert_release], name, owner, fence).has_value();
 }
 
-}  // namespace dblock::detail::sql
+}  // namespace dblock::detail::sqldb

@@ -1,5 +1,6 @@
 // The lease strategies on SQL (insert, optimistic): what they share lives in LeaseDriver,
-// what differs is acquire and release.
+// what differs is acquire and release. A grant is our row, found again by (name, owner,
+// fence): its handle is a KeyedGrant.
 #pragma once
 
 #include <mutex>
@@ -7,11 +8,12 @@
 #include <unordered_map>
 
 #include "core/driver.hpp"
+#include "core/keyed_grant.hpp"
 #include "sql/dialect.hpp"
 #include "sql/notifier.hpp"
 #include "sql/connection_pool.hpp"
 
-namespace dblock::detail::sql {
+namespace dblock::detail::sqldb {
 
 class LeaseDriver : public LockDriver {
  public:
@@ -22,46 +24,46 @@ class LeaseDriver : public LockDriver {
     return notifier_ ? notifier_->watch(name) : nullptr;
   }
 
-  Renewal renew(const std::string& name, const std::string& owner, std::uint64_t fence,
-                milliseconds ttl) override {
+  // A grant's renewal and release (its handle is a KeyedGrant). Renewal extends our row and
+  // writes the hold count; release is the strategy's own.
+  Renewal renew(const std::string& name, const std::string& owner, std::uint64_t fence, milliseconds ttl,
+                int holds) {
     auto s = pool_.get();
-    auto r = s->run(d_[Statement::renew], {name, owner, static_cast<std::int64_t>(fence), std::int64_t{ttl.count()}});
+    auto r = s->run(d_[Statement::renew], {name, owner, static_cast<std::int64_t>(fence), std::int64_t{ttl.count()},
+                                           std::int64_t{holds}});
     if (r.rows.empty()) return Renewal{false, milliseconds{0}};
     return Renewal{true, milliseconds{as_int(r.rows.front()[0])}};
   }
+  virtual bool release(const std::string& name, const std::string& owner, std::uint64_t fence) = 0;
 
  protected:
+  Attempt granted(const AcquireRequest& r, const Row& row) {
+    return keyed_grant(*this, r, static_cast<std::uint64_t>(as_int(row[0])), milliseconds{as_int(row[1])});
+  }
   // The insert strategy's upsert (the dialect's insert_acquire): creates the row granted to
-  // us, takes over an expired one, counts a re-entry, or answers busy, in one atomic statement.
+  // us, takes over an expired row or a leftover of ours, or answers busy, in one atomic
+  // statement.
   Attempt upsert(Connection& s, const AcquireRequest& r) {
     auto won = s.run(d_[Statement::insert_acquire], {r.name, r.owner, std::int64_t{r.ttl.count()}});
     if (won.rows.empty()) return busy(s, r.name);
     const auto& row = won.rows.front();
-    if (as_int(row[0]) == 0) return Attempt{false, 0, milliseconds{as_int(row[1])}};  // busy, holder's time
-    return granted(row);
-  }
-  static Attempt granted(const Row& row) {
-    return Attempt{true, static_cast<std::uint64_t>(as_int(row[0])), milliseconds{as_int(row[1])}};
+    if (as_int(row[0]) == 0) return Attempt::busy(milliseconds{as_int(row[1])});  // the holder's time
+    return granted(r, row);
   }
   // Not won: how long the current holder has left, so the waiter sleeps no longer.
   Attempt busy(Connection& s, const std::string& name) {
     auto h = s.run(d_[Statement::holder], {name});
-    return Attempt{false, 0, h.rows.empty() ? milliseconds{0} : milliseconds{as_int(h.rows.front()[1])}};
+    return Attempt::busy(h.rows.empty() ? milliseconds{0} : milliseconds{as_int(h.rows.front()[1])});
   }
-  // The release: the last hold frees the lock (and wakes waiters), an earlier one counts down.
-  // Returns the last-hold statement's result when it freed the lock, an empty one when an
-  // earlier hold counted down, nothing when the lease was not ours any more.
-  std::optional<Result> release_with(const std::string& last_hold_sql, const std::string& name,
-                                     const std::string& owner, std::uint64_t fence) {
+  // Frees our row with the strategy's release statement and wakes the waiters. Its result
+  // when it did, nothing when the row was not ours any more.
+  std::optional<Result> free_row(const std::string& sql, const std::string& name, const std::string& owner,
+                                 std::uint64_t fence) {
     auto s = pool_.get();
-    std::vector<Value> params{name, owner, static_cast<std::int64_t>(fence)};
-    auto freed = s->run(last_hold_sql, params);
-    if (freed.affected == 1) {
-      if (notifier_) notifier_->released(name);
-      return freed;
-    }
-    if (s->run(d_[Statement::release_hold], params).affected == 1) return Result{};
-    return std::nullopt;
+    auto freed = s->run(sql, {name, owner, static_cast<std::int64_t>(fence)});
+    if (freed.affected != 1) return std::nullopt;
+    if (notifier_) notifier_->released(name);
+    return freed;
   }
 
   ConnectionPool& pool_;
@@ -72,14 +74,14 @@ class LeaseDriver : public LockDriver {
 class InsertDriver final : public LeaseDriver {
  public:
   using LeaseDriver::LeaseDriver;
-  Attempt try_acquire(const AcquireRequest& r) override;
+  Attempt try_acquire(AcquireRequest& r) override;
   bool release(const std::string& name, const std::string& owner, std::uint64_t fence) override;
 };
 
 class OptimisticDriver final : public LeaseDriver {
  public:
   using LeaseDriver::LeaseDriver;
-  Attempt try_acquire(const AcquireRequest& r) override;
+  Attempt try_acquire(AcquireRequest& r) override;
   bool release(const std::string& name, const std::string& owner, std::uint64_t fence) override;
 
  private:
@@ -92,4 +94,4 @@ class OptimisticDriver final : public LeaseDriver {
   std::unordered_map<std::string, std::int64_t> hints_;
 };
 
-}  // namespace dblock::detail::sql
+}  // namespace dblock::detail::sqldb

@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-namespace dblock::detail::sql {
+namespace dblock::detail::sqldb {
 
 struct MigrationFile {
   std::string dialect;  // folder name
@@ -20,4 +20,4 @@ const std::vector<MigrationFile>& embedded_migrations();
 // Flyway's checksum: CRC-32 over the script's lines without their line endings.
 std::int32_t flyway_checksum(const std::string& text);
 
-}  // namespace dblock::detail::sql
+}  // namespace dblock::detail::sqldb

@@ -4,7 +4,7 @@
 #include <chrono>
 #include <map>
 
-namespace dblock::detail::sql {
+namespace dblock::detail::sqldb {
 namespace {
 
 // "1.2" -> {1, 2}, for numeric ordering as Flyway does.
@@ -125,4 +125,4 @@ std::vector<std::string> migrate(Connection& s, const Dialect& d, const Dialect&
   return done;
 }
 
-}  // namespace dblock::detail::sql
+}  // namespace dblock::detail::sqldb

@@ -10,7 +10,7 @@
 #include "sql/migration_files.hpp"
 #include "sql/connection.hpp"
 
-namespace dblock::detail::sql {
+namespace dblock::detail::sqldb {
 
 struct Migration {
   std::string version;      // "1", "1.1"
@@ -27,4 +27,4 @@ std::vector<Migration> migrations_for(const std::string& dialect, const std::vec
 std::vector<std::string> migrate(Connection& s, const Dialect& d, const Dialect& raw, const TableName& table,
                                  const std::vector<Migration>& migrations, const std::string& installed_by);
 
-}  // namespace dblock::detail::sql
+}  // namespace dblock::detail::sqldb

@@ -1,6 +1,6 @@
 // Notifier: how a SQL backend tells waiters that a lock was freed, if it can. The lease
-// drivers call released() after a release that freed the lock (not after a re-entrant
-// hold's), and hand watch() to the waiting loop.
+// drivers call released() after a release that freed the lock, and hand watch() to the
+// waiting loop.
 #pragma once
 
 #include <memory>
@@ -8,7 +8,7 @@
 
 #include "core/driver.hpp"
 
-namespace dblock::detail::sql {
+namespace dblock::detail::sqldb {
 
 class Notifier {
  public:
@@ -17,4 +17,4 @@ class Notifier {
   virtual std::unique_ptr<ReleaseWatch> watch(const std::string& name) = 0;  // null: cannot now
 };
 
-}  // namespace dblock::detail::sql
+}  // namespace dblock::detail::sqldb

@@ -3,7 +3,7 @@
 // own, on the version that release left); whoever updates one row wins.
 #include "sql/lease_drivers.hpp"
 
-namespace dblock::detail::sql {
+namespace dblock::detail::sqldb {
 
 namespace {
 constexpr std::size_t max_hints = 4096;
@@ -24,16 +24,16 @@ void OptimisticDriver::leave_hint(const std::string& name, std::int64_t version)
   hints_[name] = version;
 }
 
-Attempt OptimisticDriver::try_acquire(const AcquireRequest& r) {
+Attempt OptimisticDriver::try_acquire(AcquireRequest& r) {
   auto s = pool_.get();
   // Our own last release of the name left this version: try the compare-and-set on it at
   // once, a round trip fewer than reading first (a Client that takes and releases a name in
-  // turn). Only a free row still at that version is won. Any miss (taken or changed since,
-  // or one of our owners holds it and re-enters: a release's hint can land just after
-  // another of our threads took the name) goes on as if there had been no hint.
+  // turn). Only a free row still at that version is won. Any miss (taken or changed since:
+  // a release's hint can land just after another of our threads took the name) goes on as
+  // if there had been no hint.
   if (auto version = take_hint(r.name)) {
     auto won = s->run(d_[Statement::optimistic_take], {r.name, r.owner, std::int64_t{r.ttl.count()}, *version});
-    if (!won.rows.empty() && as_int(won.rows.front()[0]) != 0) return granted(won.rows.front());
+    if (!won.rows.empty() && as_int(won.rows.front()[0]) != 0) return granted(r, won.rows.front());
   }
   // A lost compare-and-set means the row changed under us: read again. Each round either
   // finds a live holder (busy) or races a writer that just changed the row; a few rounds
@@ -44,30 +44,29 @@ Attempt OptimisticDriver::try_acquire(const AcquireRequest& r) {
     // row is created already granted to us, atomically, by the insert strategy's upsert. A
     // separate "create a free row, then compare-and-set it" gave a sweep running meanwhile
     // (which removes free rows) a window to win every round, and cost a round trip more.
+    // The upsert also takes over a live row that still names us: a leftover (see
+    // LockDriver::try_acquire).
     if (read.rows.empty()) return upsert(*s, r);
     const auto& row = read.rows.front();
-    auto owner = as_text(row[0]);
     auto version = as_int(row[1]);
     auto remaining = milliseconds{as_int(row[2])};
-    bool live = remaining.count() > 0;
-    if (live && owner != r.owner) return Attempt{false, 0, remaining};
-    const auto& cas = live ? d_[Statement::optimistic_reenter] : d_[Statement::optimistic_take];
-    auto won = s->run(cas, {r.name, r.owner, std::int64_t{r.ttl.count()}, version});
+    if (remaining.count() > 0) return as_text(row[0]) == r.owner ? upsert(*s, r) : Attempt::busy(remaining);
+    auto won = s->run(d_[Statement::optimistic_take], {r.name, r.owner, std::int64_t{r.ttl.count()}, version});
     if (won.rows.empty()) continue;  // lost the compare-and-set: read again
     const auto& answer = won.rows.front();
-    if (as_int(answer[0]) != 0) return granted(answer);
+    if (as_int(answer[0]) != 0) return granted(r, answer);
     // The dialect said why it lost (see Dialect::optimistic_take): a holder, or a rival
     // taking it now, is busy; only a row that is free for nobody is worth reading again.
-    if (auto left = as_int(answer[1]); left >= 0) return Attempt{false, 0, milliseconds{left}};
+    if (auto left = as_int(answer[1]); left >= 0) return Attempt::busy(milliseconds{left});
   }
   return busy(*s, r.name);
 }
 
 bool OptimisticDriver::release(const std::string& name, const std::string& owner, std::uint64_t fence) {
-  auto released = release_with(d_[Statement::optimistic_release], name, owner, fence);
+  auto released = free_row(d_[Statement::optimistic_release], name, owner, fence);
   if (released && !released->rows.empty() && !released->rows.front().empty())
     leave_hint(name, as_int(released->rows.front().back()));
   return released.has_value();
 }
 
-}  // namespace dblock::detail::sql
+}  // namespace dblock::detail::sqldb

@@ -1,6 +1,6 @@
 #include "sql/session_drivers.hpp"
 
-namespace dblock::detail::sql {
+namespace dblock::detail::sqldb {
 
 std::int64_t advisory_key(const std::string& table, const std::string& name) {
   std::uint64_t h = 14695981039346656037ull;  // FNV-1a 64
@@ -15,45 +15,58 @@ std::int64_t advisory_key(const std::string& table, const std::string& name) {
 
 SessionDriver::~SessionDriver() = default;
 
-bool SessionDriver::alive(Held& held) {
-  std::lock_guard use(held.use);
-  if (!held.session || !held.session->usable()) return false;
-  try {
-    held.session->run(d_[Statement::ping]);
-    return true;
-  } catch (const Error&) {
-    return false;
-  }
-}
+// A held session lock: the connection it lives in, pinned until release. "Renewal" pings it:
+// a dropped connection or a server restart took the lock with it. Giving it back frees the
+// lock (unlock), and closing it frees it too (a lost grant's connection is closed at once).
+class SessionDriver::Pinned final : public GrantHandle {
+ public:
+  Pinned(SessionDriver& driver, std::string name, ConnectionPool::Handle session)
+      : driver_(driver), name_(std::move(name)), session_(std::move(session)) {}
 
-Attempt SessionDriver::try_acquire(const AcquireRequest& r) {
-  std::shared_ptr<Held> mine;
-  {
-    std::lock_guard lk(mutex_);
-    if (auto it = held_.find({r.name, r.owner}); it != held_.end()) mine = it->second;
+  Renewal renew(milliseconds ttl, int) override {
+    if (!session_ || !session_->usable()) return Renewal{};
+    try {
+      session_->run(driver_.d_[Statement::ping]);
+      return Renewal{true, ttl};
+    } catch (const Error&) {
+      return Renewal{};
+    }
   }
-  // Re-entry shares the pinned connection, but only while it still holds the lock: after a
-  // dropped connection, the old grant is lost and this is a new acquire.
-  if (mine && alive(*mine)) {
-    std::lock_guard lk(mutex_);
-    ++mine->holds;
-    return Attempt{true, mine->fence, r.ttl};
+
+  bool release() override {
+    auto s = std::move(session_);
+    if (!s || !s->usable()) {  // the server already freed it: the lease was lost
+      s.discard();
+      return false;
+    }
+    try {
+      driver_.unlock(*s, name_);
+    } catch (const Error&) {
+      s.discard();  // the lock may still be held on it: closing frees it
+      return false;
+    }
+    return true;  // s goes back to the idle list
   }
-  if (mine) {
-    std::lock_guard lk(mutex_);
-    if (auto it = held_.find({r.name, r.owner}); it != held_.end() && it->second == mine) held_.erase(it);
-  }
+
+  // Closes the connection of a grant declared lost, so that the server frees its lock as soon
+  // as it sees the close, instead of when the owner gets round to release() (PostgreSQL
+  // first tries a bounded rollback).
+  void lost() noexcept override { session_.discard(); }
+  // Never given back holding the lock (an acquire that failed after the grant, say).
+  ~Pinned() override { session_.discard(); }
+
+ private:
+  SessionDriver& driver_;
+  const std::string name_;
+  ConnectionPool::Handle session_;
+};
+
+Attempt SessionDriver::try_acquire(AcquireRequest& r) {
   auto s = connections_.get();
   try {
     auto fence = lock(*s, r.name, r.wait - r.wait % d_.wait_unit);
-    if (fence == 0) return Attempt{false, 0, milliseconds{0}};  // s goes back to the idle list
-    auto held = std::make_shared<Held>();
-    held->fence = fence;
-    held->holds = 1;
-    held->session = std::move(s);
-    std::lock_guard lk(mutex_);
-    held_[{r.name, r.owner}] = held;
-    return Attempt{true, held->fence, r.ttl};
+    if (fence == 0) return Attempt::busy(milliseconds{0});  // s goes back to the idle list
+    return Attempt{std::make_unique<Pinned>(*this, r.name, std::move(s)), fence, r.ttl, nullptr};
   } catch (...) {
     // A half-taken lock goes with the transaction or the connection (GET_LOCK is not
     // transactional: a session given back could keep it).
@@ -64,60 +77,6 @@ Attempt SessionDriver::try_acquire(const AcquireRequest& r) {
     s.discard();
     throw;
   }
-}
-
-Renewal SessionDriver::renew(const std::string& name, const std::string& owner, std::uint64_t fence,
-                             milliseconds ttl) {
-  std::shared_ptr<Held> held;
-  {
-    std::lock_guard lk(mutex_);
-    auto it = held_.find({name, owner});
-    if (it == held_.end() || it->second->fence != fence) return Renewal{false, milliseconds{0}};
-    held = it->second;
-  }
-  // The connection is gone, and the lock with it: lost.
-  return alive(*held) ? Renewal{true, ttl} : Renewal{false, milliseconds{0}};
-}
-
-bool SessionDriver::release(const std::string& name, const std::string& owner, std::uint64_t fence) {
-  std::shared_ptr<Held> held;
-  {
-    std::lock_guard lk(mutex_);
-    auto it = held_.find({name, owner});
-    if (it == held_.end() || it->second->fence != fence) return false;
-    held = it->second;
-    if (--held->holds > 0) return true;
-    held_.erase(it);
-  }
-  std::lock_guard use(held->use);
-  auto s = std::move(held->session);
-  if (!s || !s->usable()) {  // the server already freed it: the lease was lost
-    s.discard();
-    return false;
-  }
-  try {
-    unlock(*s, name);
-  } catch (const Error&) {
-    s.discard();  // the lock may still be held on it: closing frees it
-    return false;
-  }
-  return true;  // s goes back to the idle list
-}
-
-void SessionDriver::lost(const std::string& name, const std::string& owner, std::uint64_t fence) noexcept {
-  std::shared_ptr<Held> held;
-  {
-    std::lock_guard lk(mutex_);
-    auto it = held_.find({name, owner});
-    if (it == held_.end() || it->second->fence != fence) return;
-    held = it->second;  // stays in held_: release() then reports the loss
-  }
-  ConnectionPool::Handle s;
-  {
-    std::lock_guard use(held->use);
-    s = std::move(held->session);
-  }
-  s.discard();  // closes the connection (PostgreSQL first tries a bounded rollback)
 }
 
 std::uint64_t ForUpdateDriver::lock(Connection& s, const std::string& name, milliseconds wait) {
@@ -195,4 +154,4 @@ void AdvisoryDriver::unlock(Connection& s, const std::string& name) {
   s.run(d_[Statement::advisory_unlock], {advisory_key(table_, name)});
 }
 
-}  // namespace dblock::detail::sql
+}  // namespace dblock::detail::sqldb

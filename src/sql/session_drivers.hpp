@@ -3,20 +3,18 @@
 // Each held grant costs one database connection (taken from a small idle list, or opened).
 // Waiting happens inside the server (lock_timeout / NOWAIT); "renewal" pings the pinned
 // connection, so a dropped connection or a server restart is reported as a loss within
-// one renewal interval. Re-entrant holds by the same owner share the pinned connection.
+// one renewal interval. A grant's handle is its pinned connection (SessionDriver::Pinned).
 #pragma once
 
-#include <map>
 #include <memory>
 #include <mutex>
-#include <tuple>
 #include <vector>
 
 #include "core/driver.hpp"
 #include "sql/dialect.hpp"
 #include "sql/connection_pool.hpp"
 
-namespace dblock::detail::sql {
+namespace dblock::detail::sqldb {
 
 // The advisory lock key for a name: FNV-1a 64 over "<table>:<name>", as a signed 64-bit
 // integer. Stable across processes, versions and platforms; distinct names collide with
@@ -31,12 +29,7 @@ class SessionDriver : public LockDriver {
       : d_(d), connections_(std::move(connect), {SIZE_MAX, max_idle, milliseconds{0}, d.name + " session locks"}) {}
   ~SessionDriver() override;
 
-  Attempt try_acquire(const AcquireRequest& r) override;
-  Renewal renew(const std::string& name, const std::string& owner, std::uint64_t fence, milliseconds ttl) override;
-  bool release(const std::string& name, const std::string& owner, std::uint64_t fence) override;
-  // Closes the pinned connection of a grant declared lost, so that the server frees its
-  // lock as soon as it sees the close, instead of when the owner gets round to release().
-  void lost(const std::string& name, const std::string& owner, std::uint64_t fence) noexcept override;
+  Attempt try_acquire(AcquireRequest& r) override;
 
  protected:
   // Takes the lock on the pinned session s and returns its fence; 0 when busy. Leaves s
@@ -47,16 +40,7 @@ class SessionDriver : public LockDriver {
   ConnectionPool connections_;  // pinned while a lock is held; unbounded (one per held lock)
 
  private:
-  struct Held {
-    ConnectionPool::Handle session;
-    std::uint64_t fence = 0;
-    int holds = 0;
-    std::mutex use;  // the watchdog's ping and the owner's release share the connection
-  };
-  bool alive(Held& held);  // pings the pinned connection
-
-  std::mutex mutex_;
-  std::map<std::pair<std::string, std::string>, std::shared_ptr<Held>> held_;  // (name, owner)
+  class Pinned;
 };
 
 class ForUpdateDriver final : public SessionDriver {
@@ -88,4 +72,4 @@ class AdvisoryDriver final : public SessionDriver {
   milliseconds statement_timeout_;  // the sessions' own, which bounds a one-statement wait
 };
 
-}  // namespace dblock::detail::sql
+}  // namespace dblock::detail::sqldb

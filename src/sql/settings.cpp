@@ -1,6 +1,6 @@
 #include "sql/settings.hpp"
 
-namespace dblock::detail::sql {
+namespace dblock::detail::sqldb {
 
 std::optional<std::string> read_setting(Connection& s, const std::string& sql) {
   try {
@@ -28,4 +28,4 @@ SettingCheck isolation_verdict(const std::string& name, const std::optional<std:
               ")"};
 }
 
-}  // namespace dblock::detail::sql
+}  // namespace dblock::detail::sqldb

@@ -10,7 +10,7 @@
 #include "dblock/settings.hpp"
 #include "sql/connection.hpp"
 
-namespace dblock::detail::sql {
+namespace dblock::detail::sqldb {
 
 // One value read with `sql`, the first column of the first row; nullopt when the statement
 // fails or returns nothing (the caller reports `unknown`). Connection failures still throw.
@@ -24,4 +24,4 @@ SettingCheck isolation_verdict(const std::string& name, const std::optional<std:
                                const std::optional<std::string>& running, const std::string& read_committed,
                                const std::string& otherwise);
 
-}  // namespace dblock::detail::sql
+}  // namespace dblock::detail::sqldb

@@ -11,7 +11,7 @@
 #include "sql/session_drivers.hpp"
 #include "sql/migrator.hpp"
 
-namespace dblock::detail::sql {
+namespace dblock::detail::sqldb {
 
 SqlBackend::SqlBackend(const Dialect& dialect, TableName table, ConnectionPool::Open factory,
                        const ClientOptions& options, std::shared_ptr<Notifier> notifier)
@@ -40,7 +40,7 @@ std::unique_ptr<LockDriver> SqlBackend::make_driver(Strategy strategy) {
 
 std::vector<std::string> SqlBackend::migrate() {
   auto s = pool_.get();
-  return sql::migrate(*s, d_, raw_, table_, migrations_for(raw_.name, embedded_migrations()),
+  return sqldb::migrate(*s, d_, raw_, table_, migrations_for(raw_.name, embedded_migrations()),
                                "dblock@" + host_name());
 }
 
@@ -129,4 +129,4 @@ void SqlBackend::start(bool auto_migrate) {
   if (auto_migrate) migrate();
 }
 
-}  // namespace dblock::detail::sql
+}  // namespace dblock::detail::sqldb

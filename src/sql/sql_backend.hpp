@@ -11,7 +11,7 @@
 #include "sql/notifier.hpp"
 #include "sql/connection_pool.hpp"
 
-namespace dblock::detail::sql {
+namespace dblock::detail::sqldb {
 
 class SqlBackend : public Backend {
  public:
@@ -45,4 +45,4 @@ class SqlBackend : public Backend {
   std::shared_ptr<Notifier> notifier_;
 };
 
-}  // namespace dblock::detail::sql
+}  // namespace dblock::detail::sqldb

@@ -11,10 +11,10 @@
 #include "support/servers.hpp"
 
 using namespace std::chrono_literals;
-using dblock::detail::sql::splice_params;
-using dblock::detail::sql::split_statements;
-using dblock::detail::sql::Value;
-using dblock::detail::sql::Statement;
+using dblock::detail::sqldb::splice_params;
+using dblock::detail::sqldb::split_statements;
+using dblock::detail::sqldb::Value;
+using dblock::detail::sqldb::Statement;
 
 TEST_CASE("mysql: parameters are spliced as literals no byte of which is SQL", "[mysql]") {
   CHECK(splice_params("SELECT ?1, ?2", {std::int64_t{-42}, std::string("a'b\\;")}) == "SELECT -42, X'6127625C3B'");
@@ -56,10 +56,10 @@ TEST_CASE("mysql: DELIMITER lines keep a procedure body whole; a CALL answers tw
   CHECK(s[2] == "SELECT 2");
   CHECK(s[3] == "DELIMITERS are words too");
   CHECK(s[4] == "SELECT 3");
-  CHECK(dblock::detail::sql::results_of("START TRANSACTION; SELECT 1; COMMIT") == 3);
-  CHECK(dblock::detail::sql::results_of("CALL t_acquire(?1, ?2, ?3)") == 2);
-  CHECK(dblock::detail::sql::results_of("call t_take(1); SELECT 1") == 3);
-  CHECK(dblock::detail::sql::results_of("CALLS") == 1);
+  CHECK(dblock::detail::sqldb::results_of("START TRANSACTION; SELECT 1; COMMIT") == 3);
+  CHECK(dblock::detail::sqldb::results_of("CALL t_acquire(?1, ?2, ?3)") == 2);
+  CHECK(dblock::detail::sqldb::results_of("call t_take(1); SELECT 1") == 3);
+  CHECK(dblock::detail::sqldb::results_of("CALLS") == 1);
 }
 
 TEST_CASE("mysql: the backend offers all four strategies, insert first", "[mysql]") {
@@ -160,19 +160,19 @@ TEST_CASE("mysql: concurrent migrations apply the script once", "[mysql]") {
   for (int i = 0; i < 4; ++i)
     ts.emplace_back([&] { applied += static_cast<int>(dblock::Client::open(url, o)->migrate().size()); });
   for (auto& t : ts) t.join();
-  CHECK(applied == 3);  // V1, V2 and V3, each once
+  CHECK(applied == 4);  // V1 to V4, each once
   auto s = dblock::test::server_connection(url);
-  CHECK(s->run("SELECT COUNT(*) FROM " + o.table + "_schema_history", {}).rows[0][0] == Value{std::int64_t{3}});
-  const auto& d = dblock::detail::sql::mysql_dialect();
-  s->run_script(dblock::detail::sql::render(d[Statement::drop_schema], dblock::detail::parse_table_name(o.table), d.now_ms));
+  CHECK(s->run("SELECT COUNT(*) FROM " + o.table + "_schema_history", {}).rows[0][0] == Value{std::int64_t{4}});
+  const auto& d = dblock::detail::sqldb::mysql_dialect();
+  s->run_script(dblock::detail::sqldb::render(d[Statement::drop_schema], dblock::detail::parse_table_name(o.table), d.now_ms));
 }
 
 TEST_CASE("mysql: a table migrated before V2 asks for `dblock migrate`, which adds the procedures", "[mysql]") {
   dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
   auto raw = dblock::test::server_connection(table.url());  // back to what an older dblock migrated
   raw->run_script("DROP PROCEDURE " + table.name() + "_acquire; DROP PROCEDURE " + table.name() + "_take; DROP PROCEDURE " +
-                  table.name() + "_fence_draw; DROP TABLE " + table.name() + "_fence_cache; DELETE FROM " + table.name() +
-                  "_schema_history WHERE version IN ('2', '3')");
+                  table.name() + "_fence_draw; DROP TABLE " + table.name() + "_fence_cache; DROP PROCEDURE " +
+                  table.name() + "_grant; DELETE FROM " + table.name() + "_schema_history WHERE version IN ('2', '3', '4')");
   auto c = table.ns().open();
   for (auto strategy : {dblock::Strategy::insert, dblock::Strategy::optimistic}) {
     dblock::LockOptions o;
@@ -185,7 +185,8 @@ TEST_CASE("mysql: a table migrated before V2 asks for `dblock migrate`, which ad
     }
   }
   CHECK(c->list().empty());  // nothing was written
-  CHECK(c->migrate() == std::vector<std::string>{"V2__acquire_procedures.sql", "V3__fence_cache.sql"});
+  CHECK(c->migrate() ==
+        std::vector<std::string>{"V2__acquire_procedures.sql", "V3__fence_cache.sql", "V4__grant_procedure.sql"});
   for (auto strategy : {dblock::Strategy::insert, dblock::Strategy::optimistic}) {
     dblock::LockOptions o;
     o.strategy = strategy;
@@ -205,9 +206,25 @@ TEST_CASE("mysql: a history row deleted by hand is applied again under a free ra
   auto c = table.ns().open();
   CHECK(c->migrate() == std::vector<std::string>{"V2__acquire_procedures.sql"});
   CHECK(raw->run("SELECT installed_rank FROM " + table.name() + "_schema_history WHERE version = '2'").rows.at(0).at(0) ==
-        Value{std::int64_t{4}});
+        Value{std::int64_t{5}});
   dblock::LockOptions lease;
   CHECK(c->lock("job", lease).try_acquire());
+}
+
+// V4's procedure takes over a leftover of the caller's own owner with a new fence, where
+// V2's re-entered it: the insert strategy must not run on V2's alone.
+TEST_CASE("mysql: a table migrated before V4 asks for `dblock migrate`, which adds the grant procedure", "[mysql]") {
+  dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
+  auto raw = dblock::test::server_connection(table.url());
+  raw->run_script("DROP PROCEDURE " + table.name() + "_grant; DELETE FROM " + table.name() +
+                  "_schema_history WHERE version = '4'");
+  auto c = table.ns().open();
+  CHECK_THROWS_WITH(c->lock("job", dblock::LockOptions{}).try_acquire(), Catch::Contains("dblock migrate"));
+  CHECK(c->list().empty());
+  CHECK(c->migrate() == std::vector<std::string>{"V4__grant_procedure.sql"});
+  auto lease = c->lock("job", dblock::LockOptions{}).try_acquire();
+  REQUIRE(lease);
+  CHECK(lease->fence() > 0);
 }
 
 TEST_CASE("mysql: a table migrated before V3 asks for `dblock migrate` for session locks only", "[mysql]") {
@@ -222,7 +239,7 @@ TEST_CASE("mysql: a table migrated before V3 asks for `dblock migrate` for sessi
     CHECK_THROWS_WITH(c->lock("job", o).try_acquire(), Catch::Contains("dblock migrate"));
   }
   dblock::LockOptions lease;
-  CHECK(c->lock("job", lease).try_acquire());  // the lease strategies need V2 only
+  CHECK(c->lock("job", lease).try_acquire());  // the lease strategies need V2 and V4 only
   CHECK(c->migrate() == std::vector<std::string>{"V3__fence_cache.sql"});
   for (auto strategy : {dblock::Strategy::for_update, dblock::Strategy::advisory}) {
     dblock::LockOptions o;
@@ -234,8 +251,8 @@ TEST_CASE("mysql: a table migrated before V3 asks for `dblock migrate` for sessi
 }
 
 namespace {
-std::int64_t fence_counter(dblock::detail::sql::Connection& raw, const std::string& table) {
-  return dblock::detail::sql::as_int(raw.run("SELECT value FROM " + table + "_fence WHERE id = 1").rows.at(0).at(0));
+std::int64_t fence_counter(dblock::detail::sqldb::Connection& raw, const std::string& table) {
+  return dblock::detail::sqldb::as_int(raw.run("SELECT value FROM " + table + "_fence WHERE id = 1").rows.at(0).at(0));
 }
 }  // namespace
 
@@ -302,7 +319,7 @@ TEST_CASE("mysql: where the fence cache cannot be created, V3 still applies", "[
   auto raw = dblock::test::server_connection(url);
   raw->run("CREATE VIEW " + o.table + "_fence_cache AS SELECT 1 AS id, 0 AS given, 0 AS reserved_to");
   auto c = dblock::Client::open(url, o);
-  CHECK(c->migrate().size() == 3);
+  CHECK(c->migrate().size() == 4);  // V1 to V4
   std::uint64_t last = 0;
   for (int i = 0; i < 3; ++i) {
     dblock::LockOptions lo;
@@ -313,8 +330,8 @@ TEST_CASE("mysql: where the fence cache cannot be created, V3 still applies", "[
     last = held->fence();
   }
   raw->run("DROP VIEW " + o.table + "_fence_cache");
-  const auto& d = dblock::detail::sql::mysql_dialect();
-  raw->run_script(dblock::detail::sql::render(d[Statement::drop_schema], dblock::detail::parse_table_name(o.table), d.now_ms));
+  const auto& d = dblock::detail::sqldb::mysql_dialect();
+  raw->run_script(dblock::detail::sqldb::render(d[Statement::drop_schema], dblock::detail::parse_table_name(o.table), d.now_ms));
 }
 
 TEST_CASE("mysql: a missing database is a schema error, a wrong password never shows", "[mysql]") {
@@ -339,14 +356,14 @@ TEST_CASE("mysql: an advisory acquire sent again on its session is freed by one 
   // closes.
   dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
   auto raw = dblock::test::server_connection(table.url()), other = dblock::test::server_connection(table.url());
-  const auto& d = dblock::detail::sql::mysql_dialect();
+  const auto& d = dblock::detail::sqldb::mysql_dialect();
   const auto t = dblock::detail::parse_table_name(table.name());
   const std::vector<Value> key{std::int64_t{0x5eed}};
-  const auto acquire = dblock::detail::sql::render(d[Statement::advisory_try], t, d.now_ms);
+  const auto acquire = dblock::detail::sqldb::render(d[Statement::advisory_try], t, d.now_ms);
   raw->run(acquire, key);
   raw->run(acquire, key);
   const std::string used = "SELECT IS_USED_LOCK(CONCAT('dblock:', LPAD(HEX(?1), 16, '0')))";
   CHECK(other->run(used, key).rows.at(0).at(0) != Value{nullptr});
-  raw->run(dblock::detail::sql::render(d[Statement::advisory_unlock], t, d.now_ms), key);
+  raw->run(dblock::detail::sqldb::render(d[Statement::advisory_unlock], t, d.now_ms), key);
   CHECK(other->run(used, key).rows.at(0).at(0) == Value{nullptr});
 }

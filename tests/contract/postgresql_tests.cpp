@@ -11,10 +11,10 @@
 #include "support/servers.hpp"
 
 using namespace std::chrono_literals;
-using dblock::detail::sql::Statement;
+using dblock::detail::sqldb::Statement;
 
 TEST_CASE("postgresql: advisory keys are a stable FNV-1a 64 of table:name", "[postgresql]") {
-  using dblock::detail::sql::advisory_key;
+  using dblock::detail::sqldb::advisory_key;
   // Pinned values (also computed independently): changing the hash would let old and new
   // clients hold one name at the same time.
   CHECK(advisory_key("dblock_locks", "job") == -5573123621031060298LL);
@@ -34,13 +34,13 @@ TEST_CASE("postgresql: the session strategies are offered, and the default is in
 TEST_CASE("postgresql: a release wakes a waiter through LISTEN/NOTIFY", "[postgresql]") {
   dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::postgresql);
   auto url = table.url();
-  dblock::detail::sql::PgListener listener(
-      [url] { return std::make_unique<dblock::detail::sql::PgConnection>(url, "test", 10s); },
+  dblock::detail::sqldb::PgListener listener(
+      [url] { return std::make_unique<dblock::detail::sqldb::PgConnection>(url, "test", 10s); },
       "dblock_" + table.name());
   auto watch = listener.watch("job");
   REQUIRE(watch);  // LISTEN is in place before watch() returns
   auto other = listener.watch("other");
-  dblock::detail::sql::PgConnection notifier(url, "test", 10s);
+  dblock::detail::sqldb::PgConnection notifier(url, "test", 10s);
   std::thread release([&] {
     std::this_thread::sleep_for(200ms);
     notifier.run("SELECT pg_notify('dblock_" + table.name() + "', 'job')", {});
@@ -66,26 +66,26 @@ TEST_CASE("postgresql: a renewal that waited for the row lock extends from befor
   o.ttl = 30s;
   auto lease = c->lock("job", o).acquire();
   const auto owner = c->list().at(0).owner;
-  const auto& d = dblock::detail::sql::postgresql_dialect();
+  const auto& d = dblock::detail::sqldb::postgresql_dialect();
   const auto t = dblock::detail::parse_table_name(table.name());
   auto blocker = dblock::test::server_connection(table.url()), renewer = dblock::test::server_connection(table.url());
-  using dblock::detail::sql::Value;
+  using dblock::detail::sqldb::Value;
   blocker->run("BEGIN");
   blocker->run("SELECT 1 FROM " + table.name() + " WHERE name = 'job' FOR UPDATE");
   std::int64_t answered = 0;
   std::thread renewal([&] {
-    auto r = renewer->run(dblock::detail::sql::render(d[Statement::renew], t, d.now_ms),
+    auto r = renewer->run(dblock::detail::sqldb::render(d[Statement::renew], t, d.now_ms),
                           {Value{std::string("job")}, Value{owner}, Value{static_cast<std::int64_t>(lease.fence())},
-                           Value{std::int64_t{30000}}});
+                           Value{std::int64_t{30000}}, Value{std::int64_t{1}}});
     REQUIRE(r.rows.size() == 1);
-    answered = dblock::detail::sql::as_int(r.rows[0][0]);
+    answered = dblock::detail::sqldb::as_int(r.rows[0][0]);
   });
   std::this_thread::sleep_for(600ms);
-  const auto freed_at = dblock::detail::sql::as_int(
+  const auto freed_at = dblock::detail::sqldb::as_int(
       blocker->run("SELECT (extract(epoch from clock_timestamp()) * 1000)::bigint").rows.at(0).at(0));
   blocker->run("COMMIT");
   renewal.join();
-  const auto until = dblock::detail::sql::as_int(
+  const auto until = dblock::detail::sqldb::as_int(
       blocker->run("SELECT valid_until FROM " + table.name() + " WHERE name = 'job'").rows.at(0).at(0));
   CHECK(until <= freed_at + 30000 - 500);  // from before the 600 ms wait
   CHECK(until >= freed_at + 30000 - 5000);

@@ -65,18 +65,18 @@ TEST_CASE("sqlite: doctor reads synchronous=FULL and WAL on dblock's own connect
 
 TEST_CASE("sqlite: doctor flags synchronous OFF and NORMAL and an in-memory journal") {
   dblock::test::TempDir dir;
-  dblock::detail::sql::SqliteConnection session(dir.path() + "/locks.db", 5s);  // WAL, FULL, as dblock opens it
-  dblock::detail::sql::Connection& s = session;
+  dblock::detail::sqldb::SqliteConnection session(dir.path() + "/locks.db", 5s);  // WAL, FULL, as dblock opens it
+  dblock::detail::sqldb::Connection& s = session;
   s.run("PRAGMA synchronous=OFF");
-  CHECK(find(dblock::detail::sql::sqlite_settings(s), "synchronous").verdict == Verdict::breaks_exclusion);
+  CHECK(find(dblock::detail::sqldb::sqlite_settings(s), "synchronous").verdict == Verdict::breaks_exclusion);
   s.run("PRAGMA synchronous=NORMAL");
-  auto normal = find(dblock::detail::sql::sqlite_settings(s), "synchronous");
+  auto normal = find(dblock::detail::sqldb::sqlite_settings(s), "synchronous");
   CHECK(normal.value == "NORMAL");
   CHECK(normal.verdict == Verdict::weakens_exclusion);
   s.run("PRAGMA synchronous=EXTRA");
-  CHECK(find(dblock::detail::sql::sqlite_settings(s), "synchronous").verdict == Verdict::ok);
+  CHECK(find(dblock::detail::sqldb::sqlite_settings(s), "synchronous").verdict == Verdict::ok);
   s.run("PRAGMA journal_mode=MEMORY");
-  auto journal = find(dblock::detail::sql::sqlite_settings(s), "journal_mode");
+  auto journal = find(dblock::detail::sqldb::sqlite_settings(s), "journal_mode");
   CHECK(journal.value == "memory");
   CHECK(journal.verdict == Verdict::breaks_exclusion);
 }
@@ -105,15 +105,15 @@ TEST_CASE("postgresql: a serializable default does not reach dblock's statements
   dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::postgresql);
   auto url = with_param(table.url(), "options=-c%20default_transaction_isolation%3Dserializable");
   {  // dblock's session: the transactions its upserts run in are READ COMMITTED
-    dblock::detail::sql::PgConnection s(url, "test", 10s);
-    CHECK(dblock::detail::sql::as_text(s.run("SELECT current_setting('default_transaction_isolation')", {}).rows.at(0).at(0)) ==
+    dblock::detail::sqldb::PgConnection s(url, "test", 10s);
+    CHECK(dblock::detail::sqldb::as_text(s.run("SELECT current_setting('default_transaction_isolation')", {}).rows.at(0).at(0)) ==
           "read committed");
     s.begin();
-    CHECK(dblock::detail::sql::as_text(s.run("SELECT current_setting('transaction_isolation')", {}).rows.at(0).at(0)) ==
+    CHECK(dblock::detail::sqldb::as_text(s.run("SELECT current_setting('transaction_isolation')", {}).rows.at(0).at(0)) ==
           "read committed");
     s.rollback();
     // ... while a plain connection with the same URL would run serializable.
-    auto plain = dblock::detail::sql::as_text(
+    auto plain = dblock::detail::sqldb::as_text(
         s.run("SELECT reset_val FROM pg_settings WHERE name = 'default_transaction_isolation'", {}).rows.at(0).at(0));
     CHECK(plain == "serializable");
   }
@@ -154,7 +154,7 @@ TEST_CASE("mysql: doctor finds the test server's durability settings ok") {
 TEST_CASE("mysql: doctor flags innodb_flush_log_at_trx_commit=2") {
   auto url = dblock::test::server_url("DBLOCK_TEST_MYSQL_URL");
   auto admin = dblock::test::server_connection(url);
-  auto before = dblock::detail::sql::as_text(admin->run("SELECT @@GLOBAL.innodb_flush_log_at_trx_commit").rows.at(0).at(0));
+  auto before = dblock::detail::sqldb::as_text(admin->run("SELECT @@GLOBAL.innodb_flush_log_at_trx_commit").rows.at(0).at(0));
   // The shared server gets its setting back however this test ends.
   struct Restore {
     dblock::test::Connection& s;

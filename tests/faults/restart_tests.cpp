@@ -195,7 +195,7 @@ void fences_survive_a_crash(const ServerUnderTest& server) {
     if (server.server == Server::postgresql) {
       auto raw = dblock::test::server_connection(table.url());
       const std::string seq = table.name() + "_fence";
-      for (int i = 0; i < 40 && dblock::detail::sql::as_int(raw->run("SELECT log_cnt FROM " + seq).rows.at(0).at(0)) != 0;
+      for (int i = 0; i < 40 && dblock::detail::sqldb::as_int(raw->run("SELECT log_cnt FROM " + seq).rows.at(0).at(0)) != 0;
            ++i)
         raw->run("SELECT nextval('" + seq + "')");
     }

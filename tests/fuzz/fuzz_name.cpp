@@ -62,7 +62,7 @@ void check_table(const std::string& text) {
 void check_advisory_key(const std::string& table, const std::string& name) {
   std::uint64_t h = 14695981039346656037ull;
   for (unsigned char c : table + ":" + name) h = (h ^ c) * 1099511628211ull;
-  FUZZ_CHECK(sql::advisory_key(table, name) == static_cast<std::int64_t>(h));
+  FUZZ_CHECK(sqldb::advisory_key(table, name) == static_cast<std::int64_t>(h));
 }
 
 void check_zookeeper_paths(const std::string& text) {

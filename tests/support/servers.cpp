@@ -27,7 +27,7 @@ int kill_mysql_lock_holders(Connection& s, const std::string& url, const std::st
   char key[17];
   auto db = detail::parse_url(url).path;
   std::snprintf(key, sizeof key, "%016llX",
-                static_cast<unsigned long long>(detail::sql::advisory_key(db + "." + table, name)));
+                static_cast<unsigned long long>(detail::sqldb::advisory_key(db + "." + table, name)));
   // InnoDB refreshes its INFORMATION_SCHEMA transaction tables only when they were not
   // read for 0.1 s: poll slower than that, or see the same stale copy forever.
   for (int round = 0; round < 20; ++round) {
@@ -57,18 +57,18 @@ std::unique_ptr<Connection> server_connection(const std::string& url) {
 #ifdef DBLOCK_TEST_MYSQL
   if (is_mysql(url)) {
     auto u = detail::parse_url(url);
-    detail::sql::MySqlTarget t;
+    detail::sqldb::MySqlTarget t;
     t.host = u.hosts.at(0).host;
     if (u.hosts[0].port) t.port = u.hosts[0].port;
     t.user = u.user;
     t.password = u.password;
     t.database = u.path;
     t.where = "test server";
-    return std::make_unique<detail::sql::MySqlConnection>(t);
+    return std::make_unique<detail::sqldb::MySqlConnection>(t);
   }
 #endif
 #ifdef DBLOCK_TEST_POSTGRESQL
-  if (!is_mysql(url)) return std::make_unique<detail::sql::PgConnection>(url, "test server", std::chrono::seconds(10));
+  if (!is_mysql(url)) return std::make_unique<detail::sqldb::PgConnection>(url, "test server", std::chrono::seconds(10));
 #endif
   FAIL("no test server session for " << url << " in this build");
   return nullptr;
@@ -80,7 +80,7 @@ int terminate_lock_holders(const std::string& url, const std::string& table, con
   if (is_mysql(url)) return kill_mysql_lock_holders(*s, url, table, name);
 #endif
   // pg_locks shows a bigint advisory key as classid (high 32 bits) and objid (low 32 bits).
-  auto key = static_cast<std::uint64_t>(detail::sql::advisory_key(table, name));
+  auto key = static_cast<std::uint64_t>(detail::sqldb::advisory_key(table, name));
   auto r = s->run(
       "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE pid <> pg_backend_pid() AND ("
       "(locktype = 'relation' AND relation = $1::regclass AND mode = 'RowShareLock') OR "
@@ -91,14 +91,14 @@ int terminate_lock_holders(const std::string& url, const std::string& table, con
 
 ScratchTable::~ScratchTable() {
   try {
-    const detail::sql::Dialect* d = nullptr;
+    const detail::sqldb::Dialect* d = nullptr;
 #ifdef DBLOCK_TEST_POSTGRESQL
-    if (server_ == Server::postgresql) d = &detail::sql::postgresql_dialect();
+    if (server_ == Server::postgresql) d = &detail::sqldb::postgresql_dialect();
 #endif
 #ifdef DBLOCK_TEST_MYSQL
-    if (server_ == Server::mysql) d = &detail::sql::mysql_dialect();
+    if (server_ == Server::mysql) d = &detail::sqldb::mysql_dialect();
 #endif
-    if (d) server_connection(url_)->run_script(detail::sql::render((*d)[detail::sql::Statement::drop_schema], detail::parse_table_name(table_), d->now_ms));
+    if (d) server_connection(url_)->run_script(detail::sqldb::render((*d)[detail::sqldb::Statement::drop_schema], detail::parse_table_name(table_), d->now_ms));
   } catch (...) {  // a leftover table in a throwaway server is harmless
   }
 }

@@ -37,7 +37,7 @@ int terminate_lock_holders(const std::string& url, const std::string& table, con
 
 // A raw session on the test server at `url` (PostgreSQL or MySQL, by its scheme), for
 // tests that inspect or disturb the server behind the library's back.
-using Connection = dblock::detail::sql::Connection;
+using Connection = dblock::detail::sqldb::Connection;
 std::unique_ptr<Connection> server_connection(const std::string& url);
 
 // A fresh lock table with a random name, migrated at construction and dropped at

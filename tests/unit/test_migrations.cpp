@@ -22,7 +22,7 @@
 using dblock::InternalError;
 using dblock::SchemaError;
 using dblock::detail::parse_table_name;
-using namespace dblock::detail::sql;
+using namespace dblock::detail::sqldb;
 
 namespace {
 

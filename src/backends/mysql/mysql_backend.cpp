@@ -15,7 +15,7 @@ std::unique_ptr<Backend> open_mysql(const Url& url, const ClientOptions& options
   for (const auto& [key, value] : url.query)
     if (key != "socket") throw UsageError("unknown mysql URL parameter '" + key + "' (known: socket)");
   if (url.hosts.size() > 1) throw UsageError("a mysql URL names one server, not " + std::to_string(url.hosts.size()));
-  sql::MySqlTarget t;
+  sqldb::MySqlTarget t;
   if (!url.hosts.empty()) {
     t.host = url.hosts[0].host.empty() ? "127.0.0.1" : url.hosts[0].host;
     if (url.hosts[0].port) t.port = url.hosts[0].port;
@@ -38,10 +38,10 @@ std::unique_ptr<Backend> open_mysql(const Url& url, const ClientOptions& options
           "or give the table as database.table");
     table.schema = t.database;
   }
-  auto connect = [t]() -> std::unique_ptr<sql::Connection> { return std::make_unique<sql::MySqlConnection>(t); };
+  auto connect = [t]() -> std::unique_ptr<sqldb::Connection> { return std::make_unique<sqldb::MySqlConnection>(t); };
   ClientOptions qualified = options;
   qualified.table = table.qualified();
-  auto backend = std::make_unique<sql::SqlBackend>(sql::mysql_dialect(), table, connect, qualified);
+  auto backend = std::make_unique<sqldb::SqlBackend>(sqldb::mysql_dialect(), table, connect, qualified);
   backend->start(options.auto_migrate.value_or(false));
   return backend;
 }

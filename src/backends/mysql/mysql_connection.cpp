@@ -13,7 +13,7 @@
 #include <mutex>
 #include <string_view>
 
-namespace dblock::detail::sql {
+namespace dblock::detail::sqldb {
 
 namespace {
 
@@ -39,7 +39,7 @@ int whole_seconds(std::chrono::milliseconds ms) {  // rounded up, at least 1
     case 1305:  // no such procedure: a table migrated by an older dblock (before V2 or V3)
       throw SchemaError(what + " (run `dblock migrate` with the same --table)");
     case 1370:  // EXECUTE denied on a procedure
-      throw UnavailableError(what + " (dblock CALLs <table>_acquire, <table>_take and <table>_fence_draw: GRANT EXECUTE on them)");
+      throw UnavailableError(what + " (dblock CALLs <table>_grant, <table>_take and <table>_fence_draw: GRANT EXECUTE on them)");
     case 1205:  // lock wait timeout (and MariaDB's NOWAIT)
     case 3572:  // MySQL 8's NOWAIT
     case 1213:  // deadlock: InnoDB rolled the transaction back
@@ -362,4 +362,4 @@ void MySqlConnection::rollback() noexcept {
   }
 }
 
-}  // namespace dblock::detail::sql
+}  // namespace dblock::detail::sqldb

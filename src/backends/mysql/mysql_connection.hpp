@@ -20,7 +20,7 @@ class Statement;
 class SQLException;
 }  // namespace sql
 
-namespace dblock::detail::sql {
+namespace dblock::detail::sqldb {
 
 struct MySqlTarget {
   std::string host = "127.0.0.1";
@@ -79,4 +79,4 @@ std::size_t results_of(const std::string& sql);
 // `sql` with each ?N replaced by parameter N as a literal (1-based).
 std::string splice_params(const std::string& sql, const std::vector<Value>& params);
 
-}  // namespace dblock::detail::sql
+}  // namespace dblock::detail::sqldb

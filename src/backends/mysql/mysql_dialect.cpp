@@ -12,7 +12,7 @@
 // within one statement.
 #include "backends/mysql/mysql_dialect.hpp"
 
-namespace dblock::detail::sql {
+namespace dblock::detail::sqldb {
 
 const Dialect& mysql_dialect() {
   static const Dialect d = [] {
@@ -27,33 +27,25 @@ const Dialect& mysql_dialect() {
     d[S::holder] = "SELECT owner, valid_until - ${now_ms} FROM ${table} WHERE name = ?1 AND valid_until > ${now_ms}";
     // ROW_COUNT() is the previous statement's count: whether the UPDATE matched.
     d[S::renew] =
-        "UPDATE ${table} SET valid_until = GREATEST(valid_until, ${now_ms} + ?4), version = version + 1 "
+        "UPDATE ${table} SET valid_until = GREATEST(valid_until, ${now_ms} + ?4), holds = ?5, version = version + 1 "
         "WHERE name = ?1 AND owner = ?2 AND fence = ?3 AND valid_until > ${now_ms}; "
         "SET @dblock_won = ROW_COUNT(); "
         "SELECT valid_until - ${now_ms} FROM ${table} WHERE name = ?1 AND @dblock_won = 1";
-    d[S::release_hold] =
-        "UPDATE ${table} SET holds = holds - 1, version = version + 1 "
-        "WHERE name = ?1 AND owner = ?2 AND fence = ?3 AND holds > 1";
 
     // The two lease acquires are stored procedures (migrations/mysql/V2__acquire_procedures.sql,
-    // where their logic is explained): as texts of six statements each, parsing alone cost
-    // about 300 us per acquire. Each answers one result set, like the texts did.
-    d[S::insert_acquire] = "CALL ${table}_acquire(?1, ?2, ?3)";
-    d[S::insert_release] = "DELETE FROM ${table} WHERE name = ?1 AND owner = ?2 AND fence = ?3 AND holds <= 1";
+    // where their logic is explained, and V4__grant_procedure.sql): as texts of six statements
+    // each, parsing alone cost about 300 us per acquire. Each answers one result set.
+    d[S::insert_acquire] = "CALL ${table}_grant(?1, ?2, ?3)";
+    d[S::insert_release] = "DELETE FROM ${table} WHERE name = ?1 AND owner = ?2 AND fence = ?3";
 
     d[S::optimistic_read] = "SELECT owner, version, valid_until - ${now_ms} FROM ${table} WHERE name = ?1";
     d[S::optimistic_take] = "CALL ${table}_take(?1, ?2, ?3, ?4)";
-    d[S::optimistic_reenter] =
-        "UPDATE ${table} SET holds = holds + 1, valid_until = GREATEST(valid_until, ${now_ms} + ?3), "
-        "version = version + 1 WHERE name = ?1 AND version = ?4 AND owner = ?2 AND valid_until > ${now_ms}; "
-        "SET @dblock_won = ROW_COUNT(); "
-        "SELECT fence, valid_until - ${now_ms} FROM ${table} WHERE name = ?1 AND @dblock_won = 1";
     // Answers the version it left (LAST_INSERT_ID(expr) remembers expr for this session, as
     // the fence draws do), so that this Client's next acquire of the name can try the
     // compare-and-set at once instead of reading first (OptimisticDriver's hint).
     d[S::optimistic_release] =
         "UPDATE ${table} SET owner = '', holds = 0, valid_until = 0, version = LAST_INSERT_ID(version + 1) "
-        "WHERE name = ?1 AND owner = ?2 AND fence = ?3 AND holds <= 1; "
+        "WHERE name = ?1 AND owner = ?2 AND fence = ?3; "
         "SELECT LAST_INSERT_ID() FROM DUAL WHERE ROW_COUNT() = 1";
 
     // Session strategies. The wait bound goes to both mechanisms (a user variable for
@@ -105,7 +97,7 @@ const Dialect& mysql_dialect() {
     d[S::migration_unlock] = "DO RELEASE_LOCK(CONCAT('dblock:migrate:', LEFT(SHA1('${table}'), 24)))";
     d[S::drop_schema] =
         "DROP TABLE IF EXISTS ${table}, ${table}_schema_history, ${table}_fence, ${table}_fence_cache; "
-        "DROP PROCEDURE IF EXISTS ${table}_acquire; DROP PROCEDURE IF EXISTS ${table}_take; "
+        "DROP PROCEDURE IF EXISTS ${table}_acquire; DROP PROCEDURE IF EXISTS ${table}_grant; DROP PROCEDURE IF EXISTS ${table}_take; "
         "DROP PROCEDURE IF EXISTS ${table}_fence_draw";
     d[S::history_create] =
         "CREATE TABLE IF NOT EXISTS ${table}_schema_history ("
@@ -125,4 +117,4 @@ const Dialect& mysql_dialect() {
   return d;
 }
 
-}  // namespace dblock::detail::sql
+}  // namespace dblock::detail::sqldb

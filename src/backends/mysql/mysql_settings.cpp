@@ -5,7 +5,7 @@
 #include "backends/mysql/mysql_dialect.hpp"
 #include "sql/settings.hpp"
 
-namespace dblock::detail::sql {
+namespace dblock::detail::sqldb {
 
 namespace {
 
@@ -64,4 +64,4 @@ std::vector<SettingCheck> mysql_settings(Connection& s) {
   return {flush_log_check(s), sync_binlog_check(s), isolation_check(s)};
 }
 
-}  // namespace dblock::detail::sql
+}  // namespace dblock::detail::sqldb

@@ -32,14 +32,14 @@ std::unique_ptr<Backend> open_postgresql(const Url& url, const ClientOptions& op
   auto info = conninfo(url, options);
   auto where = url.redacted();
   auto timeout = options.statement_timeout;
-  auto connect = [info, where, timeout]() -> std::unique_ptr<sql::Connection> {
-    return std::make_unique<sql::PgConnection>(info, where, timeout);
+  auto connect = [info, where, timeout]() -> std::unique_ptr<sqldb::Connection> {
+    return std::make_unique<sqldb::PgConnection>(info, where, timeout);
   };
   // One listener per process, server and channel (core/process_shared.hpp).
   const std::string channel = "dblock_" + table.qualified();
-  auto listener = process_shared<sql::PgListener>(info + '\n' + channel,
-                                                  [&] { return std::make_shared<sql::PgListener>(connect, channel); });
-  auto backend = std::make_unique<sql::SqlBackend>(sql::postgresql_dialect(), table, connect, options, listener);
+  auto listener = process_shared<sqldb::PgListener>(info + '\n' + channel,
+                                                  [&] { return std::make_shared<sqldb::PgListener>(connect, channel); });
+  auto backend = std::make_unique<sqldb::SqlBackend>(sqldb::postgresql_dialect(), table, connect, options, listener);
   backend->start(options.auto_migrate.value_or(false));
   return backend;
 }

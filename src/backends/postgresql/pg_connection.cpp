@@ -9,7 +9,7 @@
 #include <thread>
 #include <type_traits>
 
-namespace dblock::detail::sql {
+namespace dblock::detail::sqldb {
 
 namespace {
 
@@ -290,4 +290,4 @@ void PgConnection::rollback() noexcept {
   wait_allowed_ = std::chrono::milliseconds{0};
 }
 
-}  // namespace dblock::detail::sql
+}  // namespace dblock::detail::sqldb

@@ -18,7 +18,7 @@ class connection_base;
 class dbtransaction;
 }  // namespace pqxx
 
-namespace dblock::detail::sql {
+namespace dblock::detail::sqldb {
 
 class PgConnection final : public Connection {
  public:
@@ -61,4 +61,4 @@ class PgConnection final : public Connection {
 // The same mapping for code that holds no session (connecting).
 [[noreturn]] void throw_pg_error(const std::exception& e, const std::string& where, bool* usable = nullptr);
 
-}  // namespace dblock::detail::sql
+}  // namespace dblock::detail::sqldb

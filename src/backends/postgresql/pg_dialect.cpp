@@ -5,7 +5,7 @@
 // statement.
 #include "backends/postgresql/pg_dialect.hpp"
 
-namespace dblock::detail::sql {
+namespace dblock::detail::sqldb {
 
 const Dialect& postgresql_dialect() {
   static const Dialect d = [] {
@@ -33,12 +33,10 @@ const Dialect& postgresql_dialect() {
     // sent the renewal). It may extend a row that expired during the wait: harmless, as the
     // blocker held the row and nobody could take it (docs/ARCHITECTURE.md).
     d[S::renew] =
-        "UPDATE ${table} SET valid_until = GREATEST(valid_until, ${now_ms} + $4::bigint), version = version + 1 "
+        "UPDATE ${table} SET valid_until = GREATEST(valid_until, ${now_ms} + $4::bigint), holds = $5::integer, "
+        "version = version + 1 "
         "WHERE name = $1 AND owner = $2 AND fence = $3::bigint AND valid_until > ${now_ms} "
         "RETURNING valid_until - ${now_ms}";
-    d[S::release_hold] =
-        "UPDATE ${table} SET holds = holds - 1, version = version + 1 "
-        "WHERE name = $1 AND owner = $2 AND fence = $3::bigint AND holds > 1";
 
     // Who may grant a name, and in which order fences are drawn:
     // - nextval in VALUES would run before the conflict check, so two acquires could draw 41
@@ -50,8 +48,8 @@ const Dialect& postgresql_dialect() {
     //   try-lock and write nothing (a failed ON CONFLICT DO UPDATE would lock the row, which
     //   costs a transaction id and a WAL flush per loser), and go back to waiting for the
     //   next release.
-    // - A re-entry by the holder waits for that lock instead (an attempt holds it for one
-    //   statement), so a re-entrant try-lock never fails because someone else just tried.
+    // - An owner taking over its own leftover waits for that lock instead (an attempt holds
+    //   it for one statement), so that it never fails because someone else just tried.
     // - A busy answer carries the holder's time left, from the same snapshot, so a waiter's
     //   attempt is one round trip.
     d[S::insert_acquire] =
@@ -62,19 +60,15 @@ const Dialect& postgresql_dialect() {
         "AND mine.owner = $2 AND mine.valid_until > ${now_ms}) "
         "THEN (SELECT true FROM (SELECT pg_advisory_xact_lock(hashtextextended('${table}:' || $1, 0))) AS turn) "
         "ELSE pg_try_advisory_xact_lock(hashtextextended('${table}:' || $1, 0)) END "
-        "ON CONFLICT (name) DO UPDATE SET "
-        "fence = CASE WHEN t.valid_until > ${now_ms} THEN t.fence ELSE EXCLUDED.fence END, "
-        "holds = CASE WHEN t.valid_until > ${now_ms} THEN t.holds + 1 ELSE 1 END, "
-        "acquired_at = CASE WHEN t.valid_until > ${now_ms} THEN t.acquired_at ELSE EXCLUDED.acquired_at END, "
-        "valid_until = GREATEST(t.valid_until, EXCLUDED.valid_until), "
-        "owner = EXCLUDED.owner, version = t.version + 1 "
+        "ON CONFLICT (name) DO UPDATE SET fence = EXCLUDED.fence, holds = 1, acquired_at = EXCLUDED.acquired_at, "
+        "valid_until = EXCLUDED.valid_until, owner = EXCLUDED.owner, version = t.version + 1 "
         "WHERE t.valid_until <= ${now_ms} OR t.owner = EXCLUDED.owner "
         "RETURNING fence, valid_until - ${now_ms} AS remaining) "
         "SELECT fence, remaining FROM won UNION ALL "
         "SELECT 0, COALESCE((SELECT valid_until - ${now_ms} FROM ${table} WHERE name = $1), 0) "
         "WHERE NOT EXISTS (SELECT 1 FROM won)";
     d[S::insert_release] =
-        "WITH gone AS (DELETE FROM ${table} WHERE name = $1 AND owner = $2 AND fence = $3::bigint AND holds <= 1 "
+        "WITH gone AS (DELETE FROM ${table} WHERE name = $1 AND owner = $2 AND fence = $3::bigint "
         "RETURNING name) " + notify_async + " FROM gone";
 
     d[S::optimistic_read] = "SELECT owner, version, valid_until - ${now_ms} FROM ${table} WHERE name = $1";
@@ -98,13 +92,9 @@ const Dialect& postgresql_dialect() {
         "THEN (SELECT valid_until FROM ${table} WHERE name = $1) - ${now_ms} "
         "WHEN pg_try_advisory_xact_lock(hashtextextended('${table}:' || $1, 0)) THEN -1 ELSE 0 END "
         "WHERE NOT EXISTS (SELECT 1 FROM won)";
-    d[S::optimistic_reenter] =
-        "UPDATE ${table} SET holds = holds + 1, valid_until = GREATEST(valid_until, ${now_ms} + $3::bigint), "
-        "version = version + 1 WHERE name = $1 AND version = $4::bigint AND owner = $2 AND valid_until > ${now_ms} "
-        "RETURNING fence, valid_until - ${now_ms}";
     d[S::optimistic_release] =
         "WITH freed AS (UPDATE ${table} SET owner = '', holds = 0, valid_until = 0, version = version + 1 "
-        "WHERE name = $1 AND owner = $2 AND fence = $3::bigint AND holds <= 1 RETURNING name, version) " +
+        "WHERE name = $1 AND owner = $2 AND fence = $3::bigint RETURNING name, version) " +
         notify_async + ", version FROM freed";
 
     // set_config(..., true) is SET LOCAL: it ends with the transaction. The statement
@@ -172,4 +162,4 @@ const Dialect& postgresql_dialect() {
   return d;
 }
 
-}  // namespace dblock::detail::sql
+}  // namespace dblock::detail::sqldb

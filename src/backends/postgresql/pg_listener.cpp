@@ -5,7 +5,7 @@
 #include "backends/postgresql/pg_connection.hpp"
 #include "core/wake_table.hpp"
 
-namespace dblock::detail::sql {
+namespace dblock::detail::sqldb {
 
 // What waiters and the listener thread share: the wake table, and whether LISTEN is in place.
 struct PgListener::State : WakeTable {
@@ -84,4 +84,4 @@ std::unique_ptr<ReleaseWatch> PgListener::watch(const std::string& name) {
   return WakeTable::watch_locked(state_, name);
 }
 
-}  // namespace dblock::detail::sql
+}  // namespace dblock::detail::sqldb

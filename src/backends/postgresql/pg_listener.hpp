@@ -16,7 +16,7 @@
 #include "sql/notifier.hpp"
 #include "sql/connection.hpp"
 
-namespace dblock::detail::sql {
+namespace dblock::detail::sqldb {
 
 class PgListener final : public Notifier {
  public:
@@ -36,4 +36,4 @@ class PgListener final : public Notifier {
   std::once_flag started_;
 };
 
-}  // namespace dblock::detail::sql
+}  // namespace dblock::detail::sqldb

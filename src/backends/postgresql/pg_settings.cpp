@@ -4,7 +4,7 @@
 #include "backends/postgresql/pg_dialect.hpp"
 #include "sql/settings.hpp"
 
-namespace dblock::detail::sql {
+namespace dblock::detail::sqldb {
 
 namespace {
 
@@ -59,4 +59,4 @@ std::vector<SettingCheck> postgresql_settings(Connection& s) {
   return {fsync_check(s), synchronous_commit_check(s), isolation_check(s)};
 }
 
-}  // namespace dblock::detail::sql
+}  // namespace dblock::detail::sqldb

@@ -8,6 +8,7 @@
 #include "backends/redis/redis_scripts.hpp"
 #include "backends/redis/redis_subscriber.hpp"
 #include "core/driver.hpp"
+#include "core/keyed_grant.hpp"
 
 namespace dblock::detail::redis {
 
@@ -15,9 +16,11 @@ class RedisDriver final : public LockDriver {
  public:
   // subscriber: null when notifications are off (waiters poll).
   RedisDriver(Pool& pool, Subscriber* subscriber) : pool_(pool), sub_(subscriber) {}
-  Attempt try_acquire(const AcquireRequest& r) override;
-  Renewal renew(const std::string& name, const std::string& owner, std::uint64_t fence, milliseconds ttl) override;
-  bool release(const std::string& name, const std::string& owner, std::uint64_t fence) override;
+  Attempt try_acquire(AcquireRequest& r) override;
+  // A grant's renewal and release (its handle is a KeyedGrant).
+  Renewal renew(const std::string& name, const std::string& owner, std::uint64_t fence, milliseconds ttl,
+                int holds);
+  bool release(const std::string& name, const std::string& owner, std::uint64_t fence);
   std::unique_ptr<ReleaseWatch> watch(const std::string& name) override { return sub_ ? sub_->watch(name) : nullptr; }
 
  private:
@@ -25,9 +28,14 @@ class RedisDriver final : public LockDriver {
   Subscriber* sub_;
 };
 
-// Reads the acquire script's answer (see acquire_script()); ttl: the TTL the attempt asked
-// for, which a fresh grant holds.
-Attempt parse_attempt(const redisReply& r, milliseconds ttl);
+// One server's answer to the acquire script (see acquire_script()): granted with a fence
+// (for the TTL asked), or busy with the holder's time left.
+struct Answer {
+  bool granted = false;
+  std::uint64_t fence = 0;
+  milliseconds remaining{0};
+};
+Answer parse_answer(const redisReply& r, milliseconds ttl);
 // The acquire script's acquired_at: this machine's clock in ms since the epoch, as text
 // (for listing only; expiry is the server's PTTL).
 std::string now_ms_text();

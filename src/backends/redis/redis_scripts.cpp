@@ -30,22 +30,22 @@ local function record(f, h, at, w, a, o) return f .. ' ' .. h .. ' ' .. at .. ' 
 }
 }  // namespace
 
-// Acquire or re-enter. The common case (a free name) comes first: the next fence, then
-// SET NX PX the record (the same SET NX PX redis-py takes its lock with), then the counter
-// raised to the fence. The fence is max(counter + 1, floor), the floor being a clock in
-// microseconds: ARGV[6] when given (Redlock sends the client's clock, so nodes whose
-// counters agree answer one fence), else the server's TIME. The counter orders grants
-// while Redis keeps it; the clock orders them when Redis lost it (a crash before the
-// append-only file's fsync, no persistence, an evicted key, a failover to a replica that
-// had not seen the last grants), unless that clock stepped back by more than the time
-// the loss took (docs/ARCHITECTURE.md, "Redis and Redlock"). Microseconds stay below 2^53
-// until the year 2255, so Lua's doubles hold every fence exactly.
+// Acquire. The common case (a free name) comes first: the next fence, then SET NX PX the
+// record (the same SET NX PX redis-py takes its lock with), then the counter raised to the
+// fence. The fence is max(counter + 1, floor), the floor being a clock in microseconds:
+// ARGV[6] when given (Redlock sends the client's clock, so nodes whose counters agree answer
+// one fence), else the server's TIME. The counter orders grants while Redis keeps it; the
+// clock orders them when Redis lost it (a crash before the append-only file's fsync, no
+// persistence, an evicted key, a failover to a replica that had not seen the last grants),
+// unless that clock stepped back by more than the time the loss took (docs/ARCHITECTURE.md,
+// "Redis and Redlock"). Microseconds stay below 2^53 until the year 2255, so Lua's doubles
+// hold every fence exactly.
 // It answers just the fence (an integer: the lease is the TTL the caller asked for).
 // acquired_at is the caller's clock (ARGV[4], ms; for listing only: expiry is the key's
 // PTTL, the server's). ARGV[5] names the attempt (Redlock's undo removes only what its own
-// attempt added; "-" where nothing is undone).
-// Re-entry (the record names our owner) adds a hold and extends the key to the longer of
-// what is left and the new TTL, keeping the fence: {1, fence, remaining}. A busy name
+// attempt wrote; "-" where nothing is undone).
+// A record that names our owner is a leftover (the client asks afresh only when it holds no
+// live grant: LockDriver::try_acquire): it is taken over with the new fence. A busy name
 // answers {0, holder, PTTL}, so that waiters sleep no longer than the holder's lease (0 for
 // a key without TTL: a redis-py lock taken without timeout); the holder is the record's
 // owner, or a foreign key's whole value. With ARGV[3] = 1 (the caller is subscribed to
@@ -69,15 +69,14 @@ if redis.call('SET', KEYS[1], record(fs, '1', ARGV[4], '0', ARGV[5], ARGV[1]), '
   return fence
 end
 local value = redis.call('GET', KEYS[1])
-local left = redis.call('PTTL', KEYS[1])
 local f, h, at, w, a, o = parse(value)
 if f and o == ARGV[1] then
-  local ttl = tonumber(ARGV[2])
-  if left < ttl then left = ttl end
-  redis.call('SET', KEYS[1], record(f, tonumber(h) + 1, at, w, ARGV[5], o), 'PX', left)
-  return {1, tonumber(f), left}
+  redis.call('SET', KEYS[1], record(fs, '1', ARGV[4], w, ARGV[5], o), 'PX', ARGV[2])
+  redis.call('SET', KEYS[2], fs)
+  return fence
 end
 if f and ARGV[3] == '1' and w == '0' then redis.call('SET', KEYS[1], record(f, h, at, '1', a, o), 'KEEPTTL') end
+local left = redis.call('PTTL', KEYS[1])
 if left < 0 then left = 0 end
 return {0, o or value or '', left}
 )lua"));
@@ -86,15 +85,22 @@ return {0, o or value or '', left}
 
 // Renew: only the holder of this very grant (owner and fence) may extend, so a stale grant
 // of the same owner never resurrects or prolongs a newer one. Like the SQL strategies it
-// keeps the longer of what is left and the new TTL (a re-entry with a longer TTL is not cut
-// short by the outer hold's renewal). Fences compare as decimal
-// strings: both sides are canonical (string.format('%d')'s, std::to_string's), and no float is involved.
+// keeps the longer of what is left and the new TTL (ttl 0: only the holds change), and
+// writes the owner's hold count (ARGV[4]) when it changed: the client keeps the count, the
+// record shows it. Fences and holds compare as decimal strings: both sides are canonical
+// (string.format('%d')'s, std::to_string's), and no float is involved.
 const Script& renew_script() {
   static const Script s(with_record(R"lua(
 local f, h, at, w, a, o = parse(redis.call('GET', KEYS[1]))
 if o ~= ARGV[1] or f ~= ARGV[2] then return false end
 local ttl = tonumber(ARGV[3])
 local left = redis.call('PTTL', KEYS[1])
+if h ~= ARGV[4] then
+  if left < ttl then left = ttl end
+  if left < 1 then left = 1 end
+  redis.call('SET', KEYS[1], record(f, ARGV[4], at, w, a, o), 'PX', left)
+  return left
+end
 if left >= ttl then return left end
 redis.call('PEXPIRE', KEYS[1], ttl)
 return ttl
@@ -102,41 +108,30 @@ return ttl
   return s;
 }
 
-// Release: the same check as renew; an earlier hold counts down, the last frees the name
-// and, if a waiter flagged the grant (see acquire), tells the waiters (PUBLISH), all in one
-// step. The holds compare as text ('1': the last hold), so the common path converts no
-// number.
+// Release: the same check as renew; frees the name and, if a waiter flagged the grant (see
+// acquire), tells the waiters (PUBLISH), all in one step.
 const Script& release_script() {
   static const Script s(with_record(R"lua(
 local f, h, at, w, a, o = parse(redis.call('GET', KEYS[1]))
 if o ~= ARGV[1] or f ~= ARGV[2] then return 0 end
-if h ~= '1' then
-  redis.call('SET', KEYS[1], record(f, tonumber(h) - 1, at, w, a, o), 'KEEPTTL')
-  return 1
-end
 redis.call('DEL', KEYS[1])
 if w == '1' then redis.call('PUBLISH', ARGV[3], KEYS[1]) end
-return 2
+return 1
 )lua"));
   return s;
 }
 
 // Undo of a redlock attempt that did not win. The node may have granted with a fence we
 // never saw (its answer timed out), so the fence is not checked; the attempt is: only a
-// record whose last grant or re-entry was this attempt gives up the hold it added. A
-// re-entry's undo leaves "-" as the attempt, so nothing undoes the hold beneath it, and an
-// undo that arrives where the attempt never ran (or after another one) changes nothing.
+// record this very attempt wrote is deleted, and an undo that arrives where the attempt
+// never ran (or after another one) changes nothing.
 const Script& abort_script() {
   static const Script s(with_record(R"lua(
 local f, h, at, w, a, o = parse(redis.call('GET', KEYS[1]))
 if o ~= ARGV[1] or a ~= ARGV[2] then return 0 end
-if h ~= '1' then
-  redis.call('SET', KEYS[1], record(f, tonumber(h) - 1, at, w, '-', o), 'KEEPTTL')
-  return 1
-end
 redis.call('DEL', KEYS[1])
 if w == '1' then redis.call('PUBLISH', ARGV[3], KEYS[1]) end
-return 2
+return 1
 )lua"));
   return s;
 }

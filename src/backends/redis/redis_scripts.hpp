@@ -40,12 +40,12 @@ void check_name(const std::string& name);
 
 // KEYS name, fence; ARGV owner, ttl_ms, flag_waiting 0|1, acquired_at_ms, attempt,
 // fence floor in microseconds ("": the server's clock)
-//   -> fence (an integer: a fresh grant, for ttl_ms), or {1, fence, remaining_ms} (a
-//   re-entry), or {0, holder, holder's remaining_ms} (busy)
+//   -> fence (an integer: a grant, for ttl_ms; a leftover of owner's is taken over), or
+//   {0, holder, holder's remaining_ms} (busy)
 const Script& acquire_script();
-// KEYS name; ARGV owner, fence, ttl_ms -> remaining_ms, or nil when not ours
+// KEYS name; ARGV owner, fence, ttl_ms, holds -> remaining_ms, or nil when not ours
 const Script& renew_script();
-// KEYS name; ARGV owner, fence, channel -> 0 not ours, 1 a hold counted down, 2 freed
+// KEYS name; ARGV owner, fence, channel -> 1 freed, 0 not ours
 const Script& release_script();
 // KEYS name; ARGV owner, attempt, channel -> as release, checking the attempt instead of the
 // fence (redlock's undo, also sent to nodes whose answer it did not get)

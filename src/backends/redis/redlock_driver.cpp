@@ -63,18 +63,9 @@ std::optional<Nodes::Late> settled(const std::vector<NodeAnswer>& answers, std::
   return std::nullopt;
 }
 
-// Whether an answer to the acquire script grants (a fresh hold: the fence alone; a re-entry:
-// {1, fence, remaining}), and its fence: 0 for any other answer.
-bool grants(const redisReply& r) {
-  if (r.type == REDIS_REPLY_INTEGER) return r.integer > 0;
-  return r.type == REDIS_REPLY_ARRAY && r.elements == 3 && r.element[0]->type == REDIS_REPLY_INTEGER &&
-         r.element[0]->integer == 1;
-}
+// The fence an answer to the acquire script granted (an integer), 0 for any other answer.
 std::uint64_t granted_fence(const redisReply& r) {
-  if (!grants(r)) return 0;
-  if (r.type == REDIS_REPLY_INTEGER) return static_cast<std::uint64_t>(r.integer);
-  if (r.element[1]->type != REDIS_REPLY_INTEGER) return 0;
-  return static_cast<std::uint64_t>(r.element[1]->integer);
+  return r.type == REDIS_REPLY_INTEGER && r.integer > 0 ? static_cast<std::uint64_t>(r.integer) : 0;
 }
 }  // namespace
 
@@ -90,7 +81,7 @@ void RedlockDriver::abort(const std::string& name, const std::string& owner, con
   std::vector<bool> which(answers.size());
   bool any = false;
   for (std::size_t i = 0; i < answers.size(); ++i) {
-    bool granted = answers[i].ok() && grants(*answers[i].reply);
+    bool granted = answers[i].ok() && granted_fence(*answers[i].reply) != 0;
     which[i] = granted || answers[i].kind == Kind::timed_out || answers[i].kind == Kind::unread;
     any = any || which[i];
   }
@@ -100,7 +91,7 @@ void RedlockDriver::abort(const std::string& name, const std::string& owner, con
                     [](const std::vector<NodeAnswer>&) { return std::optional<Nodes::Late>(Nodes::Late{}); });
 }
 
-Attempt RedlockDriver::try_acquire(const AcquireRequest& r) {
+Attempt RedlockDriver::try_acquire(AcquireRequest& r) {
   const auto t0 = Clock::now();
   const auto timeout = per_node_timeout(r.ttl);
   const std::vector<std::string> keys{r.name, keys::fence(r.name)};
@@ -149,8 +140,8 @@ Attempt RedlockDriver::try_acquire(const AcquireRequest& r) {
     const auto& a = answers[i];
     busy[i] = false;
     if (!a.ok() || (a.reply->type != REDIS_REPLY_ARRAY && a.reply->type != REDIS_REPLY_INTEGER)) return;
-    auto at = parse_attempt(*a.reply, r.ttl);
-    if (at.acquired) {
+    auto at = parse_answer(*a.reply, r.ttl);
+    if (at.granted) {
       ++granted;
       node_fence[i] = at.fence;
       fence = std::max(fence, at.fence);
@@ -172,7 +163,7 @@ Attempt RedlockDriver::try_acquire(const AcquireRequest& r) {
   // same way) asks the nodes it lacks again while the others let go of theirs (they come to
   // the same conclusion from the same answers), instead of everyone backing off and
   // colliding again. Only busy nodes are asked again: a node whose answer timed out may
-  // hold a grant of ours already, and a second ask would count a second hold there.
+  // hold a grant of ours already, and a second ask would draw it a second fence there.
   for (int round = 0; round < 4 && granted > 0 && granted < majority; ++round) {
     bool leader = true;
     for (const auto& [holder, count] : held_by)
@@ -197,7 +188,7 @@ Attempt RedlockDriver::try_acquire(const AcquireRequest& r) {
     bool in_step = std::all_of(node_fence.begin(), node_fence.end(), [&](auto f) { return f == 0 || f == fence; });
     if (in_step) {
       if (read_all && granted == n) nodes_.set_counters_in_step(true);
-      return Attempt{true, fence, least_granted - since(t0) - drift_for(r.ttl)};
+      return keyed_grant(*this, r, fence, least_granted - since(t0) - drift_for(r.ttl));
     }
     // Write the fence back before calling it won.
     auto back = nodes_.eval_all(fence_script(), keys, {r.owner, std::to_string(fence)}, timeout);
@@ -206,25 +197,28 @@ Attempt RedlockDriver::try_acquire(const AcquireRequest& r) {
       if (a.ok() && as_int(*a.reply) == 1) ++confirmed;
     if (confirmed == n) nodes_.set_counters_in_step(true);
     auto validity = least_granted - since(t0) - drift_for(r.ttl);
-    if (confirmed >= majority && validity > milliseconds{0}) return Attempt{true, fence, validity};
+    if (confirmed >= majority && validity > milliseconds{0}) return keyed_grant(*this, r, fence, validity);
   }
   abort(r.name, r.owner, attempt, answers, timeout);
   if (down > n - majority)
     throw UnavailableError("redlock: " + std::to_string(down) + " of " + std::to_string(n) +
                            " nodes are unreachable, a majority (" + std::to_string(majority) + ") is needed");
   // Not won (busy, a split vote, or answers too slow): the core waits and tries again.
-  return Attempt{false, 0, least_busy == milliseconds::max() ? milliseconds{0} : least_busy};
+  return Attempt::busy(least_busy == milliseconds::max() ? milliseconds{0} : least_busy);
 }
 
-Renewal RedlockDriver::renew(const std::string& name, const std::string& owner, std::uint64_t fence, milliseconds ttl) {
+Renewal RedlockDriver::renew(const std::string& name, const std::string& owner, std::uint64_t fence, milliseconds ttl,
+                             int holds) {
   const auto t0 = Clock::now();
   auto answers = nodes_.eval_all(renew_script(), {name},
-                                 {owner, std::to_string(fence), std::to_string(ttl.count())}, per_node_timeout(ttl),
-                                 {}, [&](const auto& a) { return settled(a, nodes_.majority()); });
+                                 {owner, std::to_string(fence), std::to_string(ttl.count()), std::to_string(holds)},
+                                 per_node_timeout(ttl.count() > 0 ? ttl : statement_timeout_), {},
+                                 [&](const auto& a) { return settled(a, nodes_.majority()); });
   const Votes v(answers);
   const auto n = nodes_.size(), majority = nodes_.majority();
   auto validity = ttl - since(t0) - drift_for(ttl);
   if (v.ours >= majority && validity > milliseconds{0}) return Renewal{true, validity};
+  if (v.ours >= majority && ttl.count() == 0) return Renewal{true, milliseconds{0}};  // a count only
   // A majority can no longer be ours: lost. Otherwise we cannot tell yet; the watchdog
   // retries until the lease's deadline.
   if (v.not_ours > n - majority) return Renewal{false, milliseconds{0}};

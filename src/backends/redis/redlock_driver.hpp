@@ -15,9 +15,11 @@ class RedlockDriver final : public LockDriver {
  public:
   RedlockDriver(Nodes& nodes, Subscriber* subscriber, milliseconds statement_timeout)
       : nodes_(nodes), sub_(subscriber), statement_timeout_(statement_timeout) {}
-  Attempt try_acquire(const AcquireRequest& r) override;
-  Renewal renew(const std::string& name, const std::string& owner, std::uint64_t fence, milliseconds ttl) override;
-  bool release(const std::string& name, const std::string& owner, std::uint64_t fence) override;
+  Attempt try_acquire(AcquireRequest& r) override;
+  // A grant's renewal and release (its handle is a KeyedGrant), each on every node.
+  Renewal renew(const std::string& name, const std::string& owner, std::uint64_t fence, milliseconds ttl,
+                int holds);
+  bool release(const std::string& name, const std::string& owner, std::uint64_t fence);
   std::unique_ptr<ReleaseWatch> watch(const std::string& name) override { return sub_ ? sub_->watch(name) : nullptr; }
 
   // How long one attempt waits for the nodes: short, so a slow or dead node costs little

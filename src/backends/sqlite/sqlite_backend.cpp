@@ -33,9 +33,9 @@ std::unique_ptr<Backend> open_sqlite(const Url& url, const ClientOptions& option
 
   auto timeout = options.statement_timeout;
   auto table = parse_table_name(options.table);
-  auto backend = std::make_unique<sql::SqlBackend>(
-      sql::sqlite_dialect(), table, [path, timeout] { return std::make_unique<sql::SqliteConnection>(path, timeout); },
-      options, sql::WakeFile::open(path + "-" + table.qualified() + ".wake"));
+  auto backend = std::make_unique<sqldb::SqlBackend>(
+      sqldb::sqlite_dialect(), table, [path, timeout] { return std::make_unique<sqldb::SqliteConnection>(path, timeout); },
+      options, sqldb::WakeFile::open(path + "-" + table.qualified() + ".wake"));
   backend->start(auto_migrate);
   return backend;
 }

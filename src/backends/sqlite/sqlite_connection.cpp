@@ -6,7 +6,7 @@
 #include <algorithm>
 #include <thread>
 
-namespace dblock::detail::sql {
+namespace dblock::detail::sqldb {
 
 // SQLite waits in its busy handler for up to the busy timeout, but a few paths return
 // SQLITE_BUSY at once without calling it (opening a WAL database while another connection's
@@ -170,4 +170,4 @@ void SqliteConnection::rollback() noexcept {
   }
 }
 
-}  // namespace dblock::detail::sql
+}  // namespace dblock::detail::sqldb

@@ -14,7 +14,7 @@ class Database;
 class Statement;
 }  // namespace SQLite
 
-namespace dblock::detail::sql {
+namespace dblock::detail::sqldb {
 
 class SqliteConnection final : public Connection {
  public:
@@ -42,4 +42,4 @@ class SqliteConnection final : public Connection {
   bool usable_ = true;
 };
 
-}  // namespace dblock::detail::sql
+}  // namespace dblock::detail::sqldb

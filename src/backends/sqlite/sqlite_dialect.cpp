@@ -3,7 +3,7 @@
 // single statement. ${now_ms} is SQLite's clock, which is this host's.
 #include "backends/sqlite/sqlite_dialect.hpp"
 
-namespace dblock::detail::sql {
+namespace dblock::detail::sqldb {
 
 const Dialect& sqlite_dialect() {
   static const Dialect d = [] {
@@ -16,42 +16,29 @@ const Dialect& sqlite_dialect() {
 
     d[S::holder] = "SELECT owner, valid_until - ${now_ms} FROM ${table} WHERE name = ?1 AND valid_until > ${now_ms}";
     d[S::renew] =
-        "UPDATE ${table} SET valid_until = MAX(valid_until, ${now_ms} + ?4), version = version + 1 "
+        "UPDATE ${table} SET valid_until = MAX(valid_until, ${now_ms} + ?4), holds = ?5, version = version + 1 "
         "WHERE name = ?1 AND owner = ?2 AND fence = ?3 AND valid_until > ${now_ms} "
         "RETURNING valid_until - ${now_ms}";
-    d[S::release_hold] =
-        "UPDATE ${table} SET holds = holds - 1, version = version + 1 "
-        "WHERE name = ?1 AND owner = ?2 AND fence = ?3 AND holds > 1";
 
-    // Free or expired: a new grant with the next fence. Ours and unexpired: a re-entry that
-    // keeps the fence and counts the hold. Anyone else's: no row.
+    // Free, expired, or a leftover of our own: a new grant with the next fence. Anyone
+    // else's: no row.
     d[S::insert_acquire] =
         "INSERT INTO ${table} AS t (name, owner, fence, holds, acquired_at, valid_until, version) "
         "VALUES (?1, ?2, (SELECT value + 1 FROM ${table}_fence), 1, ${now_ms}, ${now_ms} + ?3, 1) "
-        "ON CONFLICT (name) DO UPDATE SET "
-        "fence = CASE WHEN t.valid_until > ${now_ms} THEN t.fence ELSE excluded.fence END, "
-        "holds = CASE WHEN t.valid_until > ${now_ms} THEN t.holds + 1 ELSE 1 END, "
-        "acquired_at = CASE WHEN t.valid_until > ${now_ms} THEN t.acquired_at ELSE excluded.acquired_at END, "
-        "valid_until = CASE WHEN t.valid_until > excluded.valid_until THEN t.valid_until "
-        "ELSE excluded.valid_until END, "
-        "owner = excluded.owner, version = t.version + 1 "
+        "ON CONFLICT (name) DO UPDATE SET fence = excluded.fence, holds = 1, acquired_at = excluded.acquired_at, "
+        "valid_until = excluded.valid_until, owner = excluded.owner, version = t.version + 1 "
         "WHERE t.valid_until <= ${now_ms} OR t.owner = excluded.owner "
         "RETURNING fence, valid_until - ${now_ms}";
-    d[S::insert_release] = "DELETE FROM ${table} WHERE name = ?1 AND owner = ?2 AND fence = ?3 AND holds <= 1";
+    d[S::insert_release] = "DELETE FROM ${table} WHERE name = ?1 AND owner = ?2 AND fence = ?3";
 
     d[S::optimistic_read] = "SELECT owner, version, valid_until - ${now_ms} FROM ${table} WHERE name = ?1";
     d[S::optimistic_take] =
         "UPDATE ${table} SET owner = ?2, fence = (SELECT value + 1 FROM ${table}_fence), holds = 1, "
         "acquired_at = ${now_ms}, valid_until = ${now_ms} + ?3, version = version + 1 "
         "WHERE name = ?1 AND version = ?4 AND valid_until <= ${now_ms} RETURNING fence, valid_until - ${now_ms}";
-    d[S::optimistic_reenter] =
-        "UPDATE ${table} SET holds = holds + 1, valid_until = MAX(valid_until, ${now_ms} + ?3), "
-        "version = version + 1 "
-        "WHERE name = ?1 AND version = ?4 AND owner = ?2 AND valid_until > ${now_ms} "
-        "RETURNING fence, valid_until - ${now_ms}";
     d[S::optimistic_release] =
         "UPDATE ${table} SET owner = '', holds = 0, valid_until = 0, version = version + 1 "
-        "WHERE name = ?1 AND owner = ?2 AND fence = ?3 AND holds <= 1 RETURNING version";
+        "WHERE name = ?1 AND owner = ?2 AND fence = ?3 RETURNING version";
 
     d[S::list] =
         "SELECT name, owner, fence, holds, acquired_at, valid_until FROM ${table} "
@@ -88,4 +75,4 @@ const Dialect& sqlite_dialect() {
   return d;
 }
 
-}  // namespace dblock::detail::sql
+}  // namespace dblock::detail::sqldb

@@ -7,9 +7,9 @@
 #include "sql/dialect.hpp"
 #include "sql/connection.hpp"
 
-namespace dblock::detail::sql {
+namespace dblock::detail::sqldb {
 
 const Dialect& sqlite_dialect();
 std::vector<SettingCheck> sqlite_settings(Connection& s);
 
-}  // namespace dblock::detail::sql
+}  // namespace dblock::detail::sqldb

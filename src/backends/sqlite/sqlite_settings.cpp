@@ -4,7 +4,7 @@
 #include "backends/sqlite/sqlite_dialect.hpp"
 #include "sql/settings.hpp"
 
-namespace dblock::detail::sql {
+namespace dblock::detail::sqldb {
 
 namespace {
 
@@ -52,4 +52,4 @@ std::vector<SettingCheck> sqlite_settings(Connection& s) {
   return {synchronous_check(level, mode), journal_mode_check(mode)};
 }
 
-}  // namespace dblock::detail::sql
+}  // namespace dblock::detail::sqldb

@@ -8,7 +8,7 @@
 
 #include <algorithm>
 
-namespace dblock::detail::sql {
+namespace dblock::detail::sqldb {
 namespace {
 
 class InotifyWatch final : public ReleaseWatch {
@@ -55,4 +55,4 @@ std::unique_ptr<ReleaseWatch> WakeFile::watch(const std::string&) {
   return std::make_unique<InotifyWatch>(fd);
 }
 
-}  // namespace dblock::detail::sql
+}  // namespace dblock::detail::sqldb

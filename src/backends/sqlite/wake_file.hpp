@@ -10,7 +10,7 @@
 
 #include "sql/notifier.hpp"
 
-namespace dblock::detail::sql {
+namespace dblock::detail::sqldb {
 
 class WakeFile final : public Notifier {
  public:
@@ -26,4 +26,4 @@ class WakeFile final : public Notifier {
   int fd_;
 };
 
-}  // namespace dblock::detail::sql
+}  // namespace dblock::detail::sqldb

@@ -27,9 +27,7 @@ class ZkBackend : public Backend {
     if (strategy != Strategy::zookeeper)
       throw UsageError("the zookeeper backend offers the zookeeper strategy only, not " +
                        std::string(to_string(strategy)));
-    auto d = std::make_unique<zk::Driver>(pool_);
-    driver_ = d.get();  // owned by the core, which outlives every call made here
-    return d;
+    return std::make_unique<zk::Driver>(pool_);
   }
 
   // Nothing to apply: the tree needs only its root, created here (and on first use anyway).
@@ -55,8 +53,7 @@ class ZkBackend : public Backend {
         if (s->get(pool_->root + "/" + name + "/" + c.node, &info.owner, &st) == ZNONODE) continue;
         info.name = zk::lock_name(name);
         info.fence = static_cast<std::uint64_t>(st.czxid);
-        int ours = driver_ ? driver_->holds(info.name, info.fence) : 0;
-        info.holds = static_cast<std::uint32_t>(ours > 0 ? ours : 1);
+        info.holds = 1;  // held in the holder's process: a Client lists its own grants' counts
         // A session lock has no expiry of its own: both times are the node's creation time
         // on the server's clock (it lasts as long as its holder's session).
         info.acquired_at = info.expires_at = std::chrono::system_clock::time_point(milliseconds{st.ctime});
@@ -92,7 +89,6 @@ class ZkBackend : public Backend {
 
  private:
   std::shared_ptr<Pool> pool_;
-  zk::Driver* driver_ = nullptr;
 };
 
 }  // namespace

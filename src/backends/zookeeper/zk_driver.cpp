@@ -13,22 +13,59 @@ namespace {
 
 std::string basename(const std::string& path) { return path.substr(path.rfind('/') + 1); }
 
-// A busy answer after waiting inside the driver: the core may call again at once (its
-// backoff never sleeps much past a holder's "remaining").
-constexpr Attempt busy{false, 0, milliseconds{1}};
+// A busy answer. After waiting inside the driver, 1 ms: the core may call again at once
+// (its backoff never sleeps much past a holder's "remaining").
+Attempt busy(milliseconds remaining) { return Attempt::busy(remaining); }
 
 }  // namespace
 
-std::shared_ptr<Driver::Node> Driver::find(const Key& key) {
-  std::lock_guard lk(mutex_);
-  auto it = nodes_.find(key);
-  return it == nodes_.end() ? nullptr : it->second;
-}
+// One contender node of ours. Deleted from the server when this object goes, unless it was
+// never made (no path yet) or is already gone (deleted, or dropped with its session).
+struct Driver::Node final : QueuePlace {
+  Node(Driver& d, std::shared_ptr<Session> s) : driver(d), session(std::move(s)) {}
+  ~Node() override {
+    if (!gone && !path.empty()) driver.remove(*this);
+  }
+  Driver& driver;
+  std::shared_ptr<Session> session;
+  std::string path;  // the full path of the node
+  std::uint64_t czxid = 0;
+  bool gone = false;
+};
 
-void Driver::forget(const Key& key, const std::shared_ptr<Node>& node) {
-  std::lock_guard lk(mutex_);
-  if (auto it = nodes_.find(key); it != nodes_.end() && it->second == node) nodes_.erase(it);
-}
+// A granted node: the lock lasts while the node (and so its session) does.
+class Driver::Held final : public GrantHandle {
+ public:
+  explicit Held(std::unique_ptr<Node> node) : node_(std::move(node)) {}
+
+  Renewal renew(milliseconds, int) override {
+    if (!node_) return Renewal{};
+    auto& s = *node_->session;
+    if (s.dead()) return Renewal{};  // expired: ZooKeeper deleted the node, the lock is gone
+    // Disconnected: not known yet. The session may come back (with the node) within its
+    // timeout; the watchdog keeps the local deadline and declares the loss if it passes.
+    if (!s.connected())
+      throw UnavailableError("zookeeper: " + node_->driver.pool_->hosts + ": disconnected; the session may still recover");
+    if (s.exists(node_->path, nullptr) == ZNONODE) return Renewal{};
+    return Renewal{true, s.timeout()};
+  }
+
+  bool release() override {
+    auto node = std::move(node_);
+    if (!node) return false;
+    node->gone = true;
+    if (node->session->dead()) return false;
+    // ZNONODE: deleted behind our back, lost. ZCONNECTIONLOSS: the session was retired and the
+    // node goes with it.
+    return node->driver.remove(*node) != ZNONODE;
+  }
+
+  // The holder was told it lost the lock; the node must not block the others any longer.
+  void lost() noexcept override { node_.reset(); }
+
+ private:
+  std::unique_ptr<Node> node_;
+};
 
 int Driver::remove(const Node& node) noexcept {
   auto& s = *node.session;
@@ -51,14 +88,13 @@ int Driver::remove(const Node& node) noexcept {
   return ZCONNECTIONLOSS;
 }
 
-std::shared_ptr<Driver::Node> Driver::create(const std::shared_ptr<Session>& s, const std::string& dir,
+std::unique_ptr<Driver::Node> Driver::create(const std::shared_ptr<Session>& s, const std::string& dir,
                                              const std::string& owner, std::vector<std::string>* children,
                                              bool* listed) {
   const std::string prefix = random_prefix() + std::string(lock_marker);
   *listed = false;
   for (int attempt = 0; attempt < 5; ++attempt) {
-    auto node = std::make_shared<Node>();
-    node->session = s;
+    auto node = std::make_unique<Node>(*this, s);
     struct Stat st {};
     // The listing that tells whether we are first rides along (one round trip, not two);
     // an uncontended acquire thus costs what a bare create does.
@@ -91,45 +127,23 @@ std::shared_ptr<Driver::Node> Driver::create(const std::shared_ptr<Session>& s, 
   throw UnavailableError("zookeeper: " + pool_->hosts + ": cannot create a lock node under " + dir);
 }
 
-Attempt Driver::try_acquire(const AcquireRequest& r) {
+Attempt Driver::try_acquire(AcquireRequest& r) {
   const std::string dir = pool_->root + "/" + node_name(r.name);
   const auto entered = Clock::now();
   const auto until = entered + std::max(r.wait, milliseconds{0});
-  const Key key{r.name, r.owner};
 
-  auto node = find(key);
+  // Our node from the previous attempt of this acquire (this driver's own QueuePlace).
+  std::unique_ptr<Node> node(static_cast<Node*>(r.place.release()));
   if (node && node->session->dead()) {  // its session expired: the node went with it
-    forget(key, node);
+    node->gone = true;
     node.reset();
   }
-  bool granted = false;
-  if (node) {
-    std::lock_guard lk(mutex_);
-    granted = node->granted;
-  }
-  if (node && granted) {
-    // Re-entry, while our node still exists (an operator may have deleted it: then the old
-    // grant is lost and this is a new acquire). A disconnection throws: the session may
-    // still come back with the node.
-    if (node->session->exists(node->path, nullptr) == ZOK) {
-      std::lock_guard lk(mutex_);
-      ++node->holds;
-      return Attempt{true, node->czxid, node->session->timeout()};
-    }
-    forget(key, node);
-    node.reset();
-  }
-
   for (int recreated = 0;; ) {
     std::vector<std::string> children;
     bool listed = false;  // children already read with the create
     auto sent = Clock::now();
-    if (!node) {
-      node = create(pool_->session(r.ttl), dir, r.owner, &children, &listed);
-      std::lock_guard lk(mutex_);
-      nodes_[key] = node;
-    }
-    const auto& s = node->session;
+    if (!node) node = create(pool_->session(r.ttl), dir, r.owner, &children, &listed);
+    const auto s = node->session;
     if (!listed) {
       if (!s->connected() && !s->wait_connected(pool_->connect_timeout) && !s->dead())
         throw UnavailableError("zookeeper: " + pool_->hosts + ": disconnected, and not back within the connect timeout");
@@ -142,103 +156,30 @@ Attempt Driver::try_acquire(const AcquireRequest& r) {
     if (me == list.end()) {
       // Our node is gone: deleted by an operator, or with an expired session. Queue again
       // (a few times; something that keeps deleting it is not a wait).
-      forget(key, node);
+      node->gone = true;
       node.reset();
       if (++recreated > 3)
         throw UnavailableError("zookeeper: our lock node under " + dir + " keeps disappearing");
       continue;
     }
     if (me == list.begin()) {
-      std::lock_guard lk(mutex_);
-      node->granted = true;
-      node->holds = 1;
       // The session (and so the lock) lasts at least its timeout past the request that
       // showed us first; the core measures from when it called us, hence the time waited.
       auto waited = std::chrono::duration_cast<milliseconds>(sent - entered);
-      return Attempt{true, node->czxid, s->timeout() + waited};
+      auto fence = node->czxid;
+      return Attempt{std::make_unique<Held>(std::move(node)), fence, s->timeout() + waited, nullptr};
     }
-    if (r.wait.count() <= 0) {  // a try-lock: our node goes at once
-      forget(key, node);
-      remove(*node);
-      return Attempt{};
+    if (r.wait.count() <= 0) return busy(milliseconds{0});  // a try-lock: our node goes at once
+    if (Clock::now() >= until) {  // the node stays queued for the core's next call
+      auto a = busy(milliseconds{1});
+      a.place = std::move(node);
+      return a;
     }
-    if (Clock::now() >= until) return busy;  // the node stays queued for the core's next call
     // Watch only the predecessor: its deletion wakes exactly us. If it is already gone the
     // watch is not set and we look again at once.
     auto predecessor = dir + "/" + std::prev(me)->node;
     if (auto token = s->watch(predecessor)) s->wait(predecessor, *token, until);
   }
-}
-
-Renewal Driver::renew(const std::string& name, const std::string& owner, std::uint64_t fence, milliseconds) {
-  const Key key{name, owner};
-  auto node = find(key);
-  if (!node) return Renewal{};
-  {
-    std::lock_guard lk(mutex_);
-    if (!node->granted || node->czxid != fence) return Renewal{};
-  }
-  if (node->session->dead()) {  // expired: ZooKeeper deleted the node, the lock is gone
-    forget(key, node);
-    return Renewal{};
-  }
-  // Disconnected: not known yet. The session may come back (with the node) within its
-  // timeout; the watchdog keeps the local deadline and declares the loss if it passes.
-  if (!node->session->connected())
-    throw UnavailableError("zookeeper: " + pool_->hosts + ": disconnected; the session may still recover");
-  if (node->session->exists(node->path, nullptr) == ZNONODE) {
-    forget(key, node);
-    return Renewal{};
-  }
-  return Renewal{true, node->session->timeout()};
-}
-
-bool Driver::release(const std::string& name, const std::string& owner, std::uint64_t fence) {
-  std::shared_ptr<Node> node;
-  {
-    std::lock_guard lk(mutex_);
-    auto it = nodes_.find({name, owner});
-    if (it == nodes_.end() || !it->second->granted || it->second->czxid != fence) return false;
-    node = it->second;
-    if (--node->holds > 0) return true;
-    nodes_.erase(it);
-  }
-  if (node->session->dead()) return false;
-  // ZNONODE: deleted behind our back, lost. ZCONNECTIONLOSS: the session was retired and the
-  // node goes with it.
-  return remove(*node) != ZNONODE;
-}
-
-void Driver::abandon(const std::string& name, const std::string& owner) noexcept {
-  std::shared_ptr<Node> node;
-  {
-    std::lock_guard lk(mutex_);
-    auto it = nodes_.find({name, owner});
-    if (it == nodes_.end() || it->second->granted) return;
-    node = it->second;
-    nodes_.erase(it);
-  }
-  remove(*node);
-}
-
-void Driver::lost(const std::string& name, const std::string& owner, std::uint64_t fence) noexcept {
-  std::shared_ptr<Node> node;
-  {
-    std::lock_guard lk(mutex_);
-    auto it = nodes_.find({name, owner});
-    if (it == nodes_.end() || it->second->czxid != fence) return;
-    node = it->second;
-    nodes_.erase(it);
-  }
-  // The holder was told it lost the lock; the node must not block the others any longer.
-  remove(*node);
-}
-
-int Driver::holds(const std::string& name, std::uint64_t fence) {
-  std::lock_guard lk(mutex_);
-  for (const auto& [key, node] : nodes_)
-    if (key.first == name && node->granted && node->czxid == fence) return node->holds;
-  return 0;
 }
 
 }  // namespace dblock::detail::zk

@@ -1,0 +1,36 @@
+// KeyedGrant: the handle of a grant that its driver finds again on the server by name, owner
+// and fence alone (a lease row, a Redis record): the handle is that key, and the driver's
+// statements do the rest. Handles with state of their own (a pinned connection, a ZooKeeper
+// node) are written by their drivers.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "core/driver.hpp"
+
+namespace dblock::detail {
+
+// Driver: renew(name, owner, fence, ttl, holds) -> Renewal; release(name, owner, fence) -> bool.
+template <class Driver>
+class KeyedGrant final : public GrantHandle {
+ public:
+  KeyedGrant(Driver& driver, std::string name, std::string owner, std::uint64_t fence)
+      : driver_(driver), name_(std::move(name)), owner_(std::move(owner)), fence_(fence) {}
+  Renewal renew(milliseconds ttl, int holds) override { return driver_.renew(name_, owner_, fence_, ttl, holds); }
+  bool release() override { return driver_.release(name_, owner_, fence_); }
+
+ private:
+  Driver& driver_;  // the core that owns the driver outlives every grant
+  const std::string name_, owner_;
+  const std::uint64_t fence_;
+};
+
+// A granted Attempt whose handle is a KeyedGrant.
+template <class Driver>
+Attempt keyed_grant(Driver& driver, const AcquireRequest& r, std::uint64_t fence, milliseconds remaining) {
+  return Attempt{std::make_unique<KeyedGrant<Driver>>(driver, r.name, r.owner, fence), fence, remaining, nullptr};
+}
+
+}  // namespace dblock::detail
