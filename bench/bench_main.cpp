@@ -195,7 +195,8 @@ int run(const Options& opt) {
     notes.push_back(fmt::format(
         "reentrant: one thread holds a lease per strategy (its own Client) and times try_acquire() then release() "
         "of the same name again: a re-entrant hold under the outer one, which the Client counts and writes to the "
-        "server's hold count (lease strategies); {} timed cycles per series, interleaved as uncontended's",
+        "server's hold count (lease strategies); {} timed cycles, one strategy after the other, each with only its "
+        "own outer hold",
         opt.iterations));
   if (opt.wants_scenario("handoff") || opt.wants_scenario("handoff-polling"))
     notes.push_back(fmt::format(

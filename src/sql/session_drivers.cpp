@@ -25,6 +25,9 @@ class SessionDriver::Pinned final : public GrantHandle {
 
   Renewal renew(milliseconds ttl, int) override {
     if (!session_ || !session_->usable()) return Renewal{};
+    // A hold given back: the server keeps no count of a session lock's holds, and no lease to
+    // extend, so there is nothing to send.
+    if (ttl.count() == 0) return Renewal{true, ttl};
     try {
       session_->run(driver_.d_[Statement::ping]);
       return Renewal{true, ttl};

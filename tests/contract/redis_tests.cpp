@@ -520,10 +520,10 @@ TEST_CASE("redlock: an undo removes only what its own attempt wrote", "[redis]")
   auto nodes = hosts_of(ns.url);
   auto lease = c->lock("job", opts(Strategy::redlock, 30s)).acquire();
   auto owner = c->list().at(0).owner;
-  using dblock::detail::redis::abort_script;
+  using dblock::detail::redis::free_script;
   using dblock::detail::redis::acquire_script;
   for (int twice = 0; twice < 2; ++twice)
-    for (const auto& n : nodes) connect(n)->eval(abort_script(), {"job"}, {owner, "r-test", "dblock_locks:released"});
+    for (const auto& n : nodes) connect(n)->eval(free_script(), {"job"}, {owner, "attempt", "r-test", "dblock_locks:released"});
   for (const auto& n : nodes) {
     auto record = raw(n, {"GET", "job"});
     INFO("node " << n.hp.port << ": " << record);
@@ -537,7 +537,7 @@ TEST_CASE("redlock: an undo removes only what its own attempt wrote", "[redis]")
   auto granted = connect(nodes[0])->eval(acquire_script(), {"other", "dblock_locks:fence:other"},
                                          {owner, "30000", "0", now_ms, "r-test", ""});
   REQUIRE(granted->type == REDIS_REPLY_INTEGER);
-  for (const auto& n : nodes) connect(n)->eval(abort_script(), {"other"}, {owner, "r-test", "dblock_locks:released"});
+  for (const auto& n : nodes) connect(n)->eval(free_script(), {"other"}, {owner, "attempt", "r-test", "dblock_locks:released"});
   CHECK(raw(nodes[0], {"EXISTS", "other"}) == "0");
   lease.release();
   for (const auto& n : nodes) CHECK(eventually([&] { return raw(n, {"EXISTS", "job"}) == "0"; }, 2s));

@@ -37,7 +37,7 @@ Renewal RedisDriver::renew(const std::string& name, const std::string& owner, st
 
 bool RedisDriver::release(const std::string& name, const std::string& owner, std::uint64_t fence) {
   auto c = pool_.get();
-  auto reply = c->eval(release_script(), {name}, {owner, std::to_string(fence), keys::channel});
+  auto reply = c->eval(free_script(), {name}, {owner, "fence", std::to_string(fence), keys::channel});
   return as_int(*reply) != 0;
 }
 

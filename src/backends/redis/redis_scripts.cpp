@@ -108,29 +108,20 @@ return ttl
   return s;
 }
 
-// Release: the same check as renew; frees the name and, if a waiter flagged the grant (see
-// acquire), tells the waiters (PUBLISH), all in one step.
-const Script& release_script() {
+// Release, and Redlock's undo of an attempt that did not win: deletes the record if it is
+// ours and, if a waiter flagged the grant (see acquire), tells the waiters (PUBLISH), all in
+// one step. A release names the grant by its fence (the same check as renew). An undo names
+// the attempt: the node may have granted with a fence we never saw (its answer timed out),
+// and only a record this very attempt wrote may go, so an undo that arrives where the
+// attempt never ran (or after another one) changes nothing.
+const Script& free_script() {
   static const Script s(with_record(R"lua(
 local f, h, at, w, a, o = parse(redis.call('GET', KEYS[1]))
-if o ~= ARGV[1] or f ~= ARGV[2] then return 0 end
+local grant = f
+if ARGV[2] == 'attempt' then grant = a end
+if o ~= ARGV[1] or grant ~= ARGV[3] then return 0 end
 redis.call('DEL', KEYS[1])
-if w == '1' then redis.call('PUBLISH', ARGV[3], KEYS[1]) end
-return 1
-)lua"));
-  return s;
-}
-
-// Undo of a redlock attempt that did not win. The node may have granted with a fence we
-// never saw (its answer timed out), so the fence is not checked; the attempt is: only a
-// record this very attempt wrote is deleted, and an undo that arrives where the attempt
-// never ran (or after another one) changes nothing.
-const Script& abort_script() {
-  static const Script s(with_record(R"lua(
-local f, h, at, w, a, o = parse(redis.call('GET', KEYS[1]))
-if o ~= ARGV[1] or a ~= ARGV[2] then return 0 end
-redis.call('DEL', KEYS[1])
-if w == '1' then redis.call('PUBLISH', ARGV[3], KEYS[1]) end
+if w == '1' then redis.call('PUBLISH', ARGV[4], KEYS[1]) end
 return 1
 )lua"));
   return s;

@@ -45,11 +45,9 @@ void check_name(const std::string& name);
 const Script& acquire_script();
 // KEYS name; ARGV owner, fence, ttl_ms, holds -> remaining_ms, or nil when not ours
 const Script& renew_script();
-// KEYS name; ARGV owner, fence, channel -> 1 freed, 0 not ours
-const Script& release_script();
-// KEYS name; ARGV owner, attempt, channel -> as release, checking the attempt instead of the
-// fence (redlock's undo, also sent to nodes whose answer it did not get)
-const Script& abort_script();
+// KEYS name; ARGV owner, "fence" (a release) or "attempt" (redlock's undo, also sent to
+// nodes whose answer it did not get), that fence or attempt id, channel -> 1 freed, 0 not ours
+const Script& free_script();
 // KEYS name, fence; ARGV owner, fence -> 1 if we hold name there (redlock write-back)
 const Script& fence_script();
 // KEYS name; ARGV channel -> 1 if a dblock holder's lock was deleted

@@ -87,7 +87,7 @@ void RedlockDriver::abort(const std::string& name, const std::string& owner, con
   }
   // Nobody reads the answers: the first one ends the wait, the rest are dropped on arrival.
   if (any)
-    nodes_.eval_all(abort_script(), {name}, {owner, attempt, keys::channel}, timeout, which,
+    nodes_.eval_all(free_script(), {name}, {owner, "attempt", attempt, keys::channel}, timeout, which,
                     [](const std::vector<NodeAnswer>&) { return std::optional<Nodes::Late>(Nodes::Late{}); });
 }
 
@@ -228,7 +228,7 @@ Renewal RedlockDriver::renew(const std::string& name, const std::string& owner, 
 
 bool RedlockDriver::release(const std::string& name, const std::string& owner, std::uint64_t fence) {
   auto answers =
-      nodes_.eval_all(release_script(), {name}, {owner, std::to_string(fence), keys::channel},
+      nodes_.eval_all(free_script(), {name}, {owner, "fence", std::to_string(fence), keys::channel},
                       std::min(statement_timeout_, milliseconds{500}), {},
                       [&](const auto& a) { return settled(a, nodes_.majority()); });
   const Votes v(answers);

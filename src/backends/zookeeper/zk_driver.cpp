@@ -38,10 +38,12 @@ class Driver::Held final : public GrantHandle {
  public:
   explicit Held(std::unique_ptr<Node> node) : node_(std::move(node)) {}
 
-  Renewal renew(milliseconds, int) override {
+  Renewal renew(milliseconds ttl, int) override {
     if (!node_) return Renewal{};
     auto& s = *node_->session;
     if (s.dead()) return Renewal{};  // expired: ZooKeeper deleted the node, the lock is gone
+    // A hold given back: the node keeps no count (the Client lists its own), so nothing to send.
+    if (ttl.count() == 0) return Renewal{true, ttl};
     // Disconnected: not known yet. The session may come back (with the node) within its
     // timeout; the watchdog keeps the local deadline and declares the loss if it passes.
     if (!s.connected())
