@@ -1,4 +1,5 @@
-// Client: the entry point, one per backend per process; thread-safe.
+/// @file
+/// Client: the entry point, one per backend per process; thread-safe.
 #pragma once
 
 #include <cstddef>
@@ -18,37 +19,43 @@ namespace detail {
 class ClientCore;
 }
 
+/// The entry point: one per backend per process, shared (Client::open returns a shared_ptr),
+/// thread-safe. Locks, leases and the renewal threads keep it alive while they need it.
 class DBLOCK_EXPORT Client {
  public:
-  // url: sqlite:PATH | sqlite:///abs/path | postgresql://… | mysql://… | redis://… |
-  // redlock://host:port,… | zookeeper://host:port/root (README, "The command").
-  // Throws UsageError on a bad URL or options, UnavailableError when the backend cannot be
-  // reached, SchemaError when the lock table is missing (run `dblock migrate`).
+  /// url: sqlite:PATH | sqlite:///abs/path | postgresql://… | mysql://… | redis://… |
+  /// redlock://host:port,… | zookeeper://host:port/root (README, "The command").
+  /// Throws UsageError on a bad URL or options, UnavailableError when the backend cannot be
+  /// reached, SchemaError when the lock table is missing (run `dblock migrate`).
   static std::shared_ptr<Client> open(std::string_view url, ClientOptions options = {});
 
-  // A handle on one named lock. Validates the name (1..255 bytes of UTF-8, no NUL) and the
-  // strategy now, so bad input fails here and nothing is written.
+  /// A handle on one named lock. Validates the name (1..255 bytes of UTF-8, no NUL) and the
+  /// strategy now, so bad input fails here and nothing is written.
   Lock lock(std::string name, LockOptions options = {});
 
-  // Applies missing migrations (idempotent); returns the scripts applied now.
+  /// Applies missing migrations (idempotent); returns the scripts applied now.
   std::vector<std::string> migrate();
-  std::size_t sweep(std::size_t batch = 1000); // delete expired leases in short batches; the count
-  std::vector<LeaseInfo> list();               // locks held now (not expired), by name
-  bool force_release(const std::string& name); // the operator's escape hatch; true if it was held
-  // Reads the server settings that exclusion and fences rely on (fsync, synchronous commit,
-  // Redis persistence and eviction, ...), one line each with a verdict (dblock/settings.hpp).
-  // Settings that cannot be read are `unknown`; throws only when the server cannot be reached.
+  std::size_t sweep(std::size_t batch = 1000); ///< delete expired leases in short batches; the count
+  std::vector<LeaseInfo> list();               ///< locks held now (not expired), by name
+  bool force_release(const std::string& name); ///< the operator's escape hatch; true if it was held
+  /// Reads the server settings that exclusion and fences rely on (fsync, synchronous commit,
+  /// Redis persistence and eviction, ...), one line each with a verdict (dblock/settings.hpp).
+  /// Settings that cannot be read are `unknown`; throws only when the server cannot be reached.
   std::vector<SettingCheck> check_settings();
 
-  std::string_view backend() const noexcept;   // "sqlite", ...
-  std::vector<Strategy> strategies() const;    // offered here; the first is the default
-  std::string url() const;                     // with any password replaced by ****
-  // This client's owner identity prefix: host:pid:instance (a thread suffix is added per hold).
+  std::string_view backend() const noexcept;   ///< "sqlite", ...
+  std::vector<Strategy> strategies() const;    ///< offered here; the first is the default
+  std::string url() const;                     ///< with any password replaced by ****
+  /// This client's owner identity prefix: host:pid:instance (a thread suffix is added per hold).
   const std::string& identity() const noexcept;
 
+  /// Closes the connections once no Lock or Lease uses the client any more.
   ~Client();
+  /// @name Not copyable: share the std::shared_ptr instead.
+  ///@{
   Client(const Client&) = delete;
   Client& operator=(const Client&) = delete;
+  ///@}
 
  private:
   explicit Client(std::shared_ptr<detail::ClientCore> core) noexcept;

@@ -1,4 +1,5 @@
-// dblock: distributed locks kept in the SQL database a service already owns.
+/// @file
+/// dblock: distributed locks kept in the SQL database a service already owns.
 #pragma once
 
 #include "dblock/client.hpp"

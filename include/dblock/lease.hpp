@@ -1,4 +1,5 @@
-// Lease: the move-only proof that one acquire succeeded.
+/// @file
+/// Lease: the move-only proof that one acquire succeeded.
 #pragma once
 
 #include <chrono>
@@ -15,38 +16,43 @@ struct Grant;
 class ClientCore;
 }  // namespace detail
 
+/// One hold of a lock, as a value: released when destroyed (or by release()).
 class DBLOCK_EXPORT Lease {
  public:
-  Lease(Lease&& other) noexcept;
-  Lease& operator=(Lease&& other) noexcept;
+  /// @name Move-only: the hold moves with the object (an assigned-to Lease releases first).
+  ///@{
+  Lease(Lease&& other) noexcept;             ///< takes the hold; `other` holds nothing after
+  Lease& operator=(Lease&& other) noexcept;  ///< releases this hold, then takes `other`'s
   Lease(const Lease&) = delete;
   Lease& operator=(const Lease&) = delete;
-  // Releases the hold if still held. Never throws: a failure is left to the lease's TTL.
+  ///@}
+  /// Releases the hold if still held. Never throws: a failure is left to the lease's TTL.
   ~Lease();
 
-  // A moved-from Lease names nothing: "" and fence 0.
+  /// The lock's name. A moved-from Lease names nothing: "" and fence 0.
   const std::string& name() const;
+  /// Who holds it: host:pid:instance:thread (what `dblock list` shows).
   const std::string& owner() const;
-  // The fencing token: strictly greater than that of every earlier grant of this name.
-  // Re-entrant acquires by the same owner share the fence of the grant they re-enter.
+  /// The fencing token: strictly greater than that of every earlier grant of this name.
+  /// Re-entrant acquires by the same owner share the fence of the grant they re-enter.
   std::uint64_t fence() const;
-  // True once the lease is known lost (it expired before renewal, or another owner holds it).
+  /// True once the lease is known lost (it expired before renewal, or another owner holds it).
   bool lost() const noexcept;
-  // True until release() (or a move from this object).
+  /// True until release() (or a move from this object).
   bool held() const noexcept;
-  // Time left before the lease may expire, measured conservatively on this host's
-  // monotonic clock from when the last acquire or renewal was sent; zero once lost.
+  /// Time left before the lease may expire, measured conservatively on this host's
+  /// monotonic clock from when the last acquire or renewal was sent; zero once lost.
   std::chrono::milliseconds remaining() const noexcept;
 
-  // Gives back this hold (the lock is free when the owner's last hold is released).
-  // Idempotent. Throws LockLostError when the backend shows the lease was no longer ours,
-  // so the caller learns its critical section was not protected throughout.
+  /// Gives back this hold (the lock is free when the owner's last hold is released).
+  /// Idempotent. Throws LockLostError when the backend shows the lease was no longer ours,
+  /// so the caller learns its critical section was not protected throughout.
   void release();
 
  private:
   friend class detail::ClientCore;
   explicit Lease(std::shared_ptr<detail::Grant> grant) noexcept;
-  std::shared_ptr<detail::Grant> grant_;  // shared by the re-entrant holds of one grant
+  std::shared_ptr<detail::Grant> grant_;  ///< shared by the re-entrant holds of one grant
   bool held_ = false;
 };
 

@@ -1,5 +1,6 @@
-// Lock: one named lock. Meets the standard TimedLockable requirements, so std::unique_lock,
-// std::scoped_lock and std::lock_guard work with it.
+/// @file
+/// Lock: one named lock. Meets the standard TimedLockable requirements, so std::unique_lock,
+/// std::scoped_lock and std::lock_guard work with it.
 #pragma once
 
 #include <chrono>
@@ -17,40 +18,53 @@ namespace detail {
 struct LockState;
 }
 
+/// One named lock on one Client (Client::lock): the std-style interface (lock/unlock) and
+/// the lease interface (acquire/try_acquire).
 class DBLOCK_EXPORT Lock {
  public:
-  // Copies share one state, so one Lock can be used from many threads like a std::mutex:
-  // each thread's holds are its own, and threads of one process queue locally (FIFO)
-  // instead of each sending a contender to the backend.
-  Lock(const Lock&) = default;
-  Lock& operator=(const Lock&) = default;
-  Lock(Lock&&) noexcept = default;
-  Lock& operator=(Lock&&) noexcept = default;
-  ~Lock() = default;
+  /// @name Copies share one state
+  /// So one Lock can be used from many threads like a std::mutex: each thread's holds are
+  /// its own, and threads of one process queue locally (FIFO) instead of each sending a
+  /// contender to the backend.
+  ///@{
+  Lock(const Lock&) = default;                 ///< another handle on the same state
+  Lock& operator=(const Lock&) = default;      ///< another handle on the same state
+  Lock(Lock&&) noexcept = default;             ///< the state moves
+  Lock& operator=(Lock&&) noexcept = default;  ///< the state moves
+  ~Lock() = default;                           ///< holds taken with lock() stay until unlock()
+  ///@}
 
-  const std::string& name() const;
+  const std::string& name() const;  ///< the lock's name, as given to Client::lock
 
-  // TimedLockable. A thread may lock again while it holds (re-entrant); each lock() needs
-  // an unlock(). unlock() by a thread that holds nothing throws NotOwnerError; otherwise it
-  // never throws (it runs in destructors): a backend error leaves the lease to its TTL, and
-  // a lease lost earlier was already reported through on_lost.
-  void lock();
-  bool try_lock();
-  void unlock();
+  /// @name TimedLockable
+  /// A thread may lock again while it holds (re-entrant); each lock() needs an unlock().
+  /// lock() blocks until held; try_lock() makes one attempt; try_lock_for/try_lock_until
+  /// wait up to the given time. unlock() by a thread that holds nothing throws
+  /// NotOwnerError; otherwise it never throws (it runs in destructors): a backend error
+  /// leaves the lease to its TTL, and a lease lost earlier was already reported through
+  /// on_lost.
+  ///@{
+  void lock();      ///< blocks until held; throws on errors
+  bool try_lock();  ///< one attempt: true when held
+  void unlock();    ///< gives back the calling thread's newest hold
+  /// Waits up to `d`: true when held.
   template <class Rep, class Period>
   bool try_lock_for(const std::chrono::duration<Rep, Period>& d) {
     return try_lock_wait(std::chrono::ceil<std::chrono::milliseconds>(d));
   }
+  /// Waits until `t`: true when held.
   template <class C, class D>
   bool try_lock_until(const std::chrono::time_point<C, D>& t) {
     return try_lock_for(t - C::now());
   }
-  // The fence of the calling thread's newest hold; throws NotOwnerError if it holds none.
+  ///@}
+  /// The fence of the calling thread's newest hold; throws NotOwnerError if it holds none.
   std::uint64_t fence() const;
 
-  // Lease interface: the caller owns the hold and may move it anywhere.
+  /// Lease interface: the caller owns the hold and may move it anywhere. Waits up to `wait`
+  /// (0: one attempt); nullopt when the lock was not had in that time.
   std::optional<Lease> try_acquire(std::chrono::milliseconds wait = std::chrono::milliseconds{0});
-  Lease acquire();  // blocks until held; throws on errors
+  Lease acquire();  ///< blocks until held; throws on errors
 
  private:
   friend class Client;

@@ -1,4 +1,5 @@
-// Strategies and the plain option structs (aggregates with defaults).
+/// @file
+/// Strategies and the plain option structs (aggregates with defaults).
 #pragma once
 
 #include <chrono>
@@ -13,50 +14,62 @@
 
 namespace dblock {
 
+/// How a backend holds a lock (docs/CONTRACT.md): leases with a TTL (insert, optimistic,
+/// redis, redlock) or session locks freed when their connection goes (for-update, advisory,
+/// zookeeper).
 enum class Strategy { insert, for_update, optimistic, advisory, redis, redlock, zookeeper };
 
-// "insert", "for-update", "optimistic", "advisory", "redis", "redlock", "zookeeper".
+/// "insert", "for-update", "optimistic", "advisory", "redis", "redlock", "zookeeper".
 DBLOCK_EXPORT std::string_view to_string(Strategy s) noexcept;
-// The inverse; throws UsageError naming the known strategies.
+/// The inverse; throws UsageError naming the known strategies.
 DBLOCK_EXPORT Strategy parse_strategy(std::string_view text);
 
+/// How Client::open connects (all optional).
 struct ClientOptions {
-  // The lock table: an identifier or schema.identifier ([A-Za-z_][A-Za-z0-9_]*, at most 40
-  // characters each, so that the names derived from it fit every database's limit).
-  // Redis, Redlock and ZooKeeper ignore it: there a name is one lock with one fence
-  // sequence per server (separate applications by database number or root path).
+  /// The lock table: an identifier or schema.identifier ([A-Za-z_][A-Za-z0-9_]*, at most 40
+  /// characters each, so that the names derived from it fit every database's limit).
+  /// Redis, Redlock and ZooKeeper ignore it: there a name is one lock with one fence
+  /// sequence per server (separate applications by database number or root path).
   std::string table = "dblock_locks";
-  std::size_t pool_size = 8;
-  std::chrono::milliseconds connect_timeout{5000};
-  std::chrono::milliseconds statement_timeout{5000};
-  // Apply missing migrations when the client opens. Unset: on for the embedded SQLite
-  // default, off for server databases (their owners run `dblock migrate`).
+  std::size_t pool_size = 8;                         ///< connections kept for lease statements
+  std::chrono::milliseconds connect_timeout{5000};   ///< bound on opening one connection
+  std::chrono::milliseconds statement_timeout{5000};  ///< bound on one statement or round trip
+  /// Apply missing migrations when the client opens. Unset: on for the embedded SQLite
+  /// default, off for server databases (their owners run `dblock migrate`).
   std::optional<bool> auto_migrate;
-  // Wake waiters when a lock is released (PostgreSQL LISTEN/NOTIFY, SQLite inotify). Off:
-  // waiters poll with backoff, e.g. behind a pooler that does not pass LISTEN through.
+  /// Wake waiters when a lock is released (PostgreSQL LISTEN/NOTIFY, SQLite inotify). Off:
+  /// waiters poll with backoff, e.g. behind a pooler that does not pass LISTEN through.
   bool notifications = true;
 };
 
-// Called once, from the renewal thread, when a lease is lost (expired before it could be
-// renewed, or taken over). Keep it short; it must not block on the lock itself.
+/// Called once, from the renewal thread, when a lease is lost (expired before it could be
+/// renewed, or taken over). Keep it short; it must not block on the lock itself.
 using LostCallback = std::function<void(const std::string& name, std::uint64_t fence)>;
 
+/// How Client::lock holds a lock (all optional).
 struct LockOptions {
-  std::optional<Strategy> strategy;  // unset: the backend's natural strategy
-  std::chrono::milliseconds ttl{30000};
-  bool auto_renew = true;
-  std::optional<std::chrono::milliseconds> renew_every;  // unset: ttl / 3
-  LostCallback on_lost;
+  std::optional<Strategy> strategy;  ///< unset: the backend's natural strategy
+  std::chrono::milliseconds ttl{30000};  ///< the lease: how long a silent holder keeps the lock
+  bool auto_renew = true;                 ///< renew in the background while held
+  std::optional<std::chrono::milliseconds> renew_every;  ///< unset: ttl / 3
+  LostCallback on_lost;  ///< told once if the lease is lost while held
+  /// Lock at least for this long (ShedLock's lockAtLeastFor): a release sooner than this
+  /// after the grant does not free the lock but leaves the lease to expire at that time, on
+  /// the server's clock, so that the same job started again a little later (a cron entry on
+  /// a machine whose clock is a few seconds off) finds it taken. No acquire takes such a
+  /// kept lease over, not even its owner's; `list` shows it with holds 0. Lease strategies
+  /// only (insert, optimistic, redis, redlock): Client::lock refuses it for the others.
+  std::optional<std::chrono::milliseconds> hold_at_least;
 };
 
-// One held lock as the backend sees it (Client::list, `dblock list`).
+/// One held lock as the backend sees it (Client::list, `dblock list`).
 struct LeaseInfo {
-  std::string name;
-  std::string owner;
-  std::uint64_t fence = 0;
-  std::uint32_t holds = 0;
-  std::chrono::system_clock::time_point acquired_at;  // database clock (Redis: the acquiring client's)
-  std::chrono::system_clock::time_point expires_at;   // database clock
+  std::string name;         ///< the lock's name
+  std::string owner;        ///< host:pid:instance:thread of the holder
+  std::uint64_t fence = 0;  ///< the grant's fencing token
+  std::uint32_t holds = 0;  ///< re-entrant holds of its owner
+  std::chrono::system_clock::time_point acquired_at;  ///< database clock (Redis: the acquiring client's)
+  std::chrono::system_clock::time_point expires_at;   ///< database clock
 };
 
 }  // namespace dblock

@@ -40,6 +40,7 @@ struct RunArgs {
   std::string wait;  // empty: wait forever
   bool no_wait = false;
   std::string grace = "10s";
+  std::string hold_at_least;  // empty: release at the end
   std::vector<std::string> command;
 };
 

@@ -69,6 +69,7 @@ int run_command(const RunArgs& a) {
   LockOptions lo;
   if (!a.strategy.empty()) lo.strategy = parse_strategy(a.strategy);
   lo.ttl = parse_duration(a.ttl);
+  if (!a.hold_at_least.empty()) lo.hold_at_least = parse_duration(a.hold_at_least);
   auto grace = parse_duration(a.grace);
   std::optional<milliseconds> wait;
   if (a.no_wait) wait = milliseconds{0};

@@ -27,6 +27,12 @@ Lock Client::lock(std::string name, LockOptions options) {
   if (options.renew_every && (options.renew_every->count() <= 0 || *options.renew_every >= options.ttl))
     throw UsageError("bad lock options: renew_every must be positive and shorter than the ttl");
   auto strategy = options.strategy.value_or(core_->backend->strategies().front());
+  if (options.hold_at_least) {
+    if (options.hold_at_least->count() <= 0) throw UsageError("bad lock options: hold_at_least must be positive");
+    if (!detail::is_lease(strategy))
+      throw UsageError("bad lock options: hold_at_least needs a lease strategy (insert, optimistic, redis, redlock); " +
+                       std::string(to_string(strategy)) + " frees its lock when its connection or session ends");
+  }
   auto& driver = core_->driver(strategy);
   auto state = std::make_shared<detail::LockState>();
   state->core = core_;

@@ -103,6 +103,8 @@ std::shared_ptr<Grant> ClientCore::adopt(const std::shared_ptr<ClientCore>& self
   g->renew_every = spec.options.renew_every.value_or(spec.options.ttl / 3);
   g->auto_renew = spec.options.auto_renew;
   g->on_lost = spec.options.on_lost;
+  g->hold_at_least = spec.options.hold_at_least;
+  g->granted_at = Clock::now();
   g->handle = std::move(a.grant);
   g->holds = 1;
   g->set_deadline(sent + a.remaining);
@@ -155,12 +157,20 @@ void ClientCore::release(const std::shared_ptr<Grant>& g) {
 // cannot tell "our first try went through" from "it expired", and either way we do not hold
 // it: that is a release, not a loss. Should every try fail, what the server still holds is
 // the owner's leftover: its TTL frees it, or the owner's next acquire takes it over.
+// With hold_at_least, a release before that time has passed since the grant keeps the lease
+// for the rest of it instead. The rest is measured here from when the acquire's answer came
+// back, so later than the server granted it: the lease is kept a little longer than asked,
+// never shorter, and its expiry is then the server's clock's business.
 bool ClientCore::release_on_server(Grant& g) {
   const auto until = std::min(Clock::now() + options.statement_timeout, g.deadline());
   Backoff backoff(milliseconds{50}, milliseconds{1000});
   for (bool retried = false;; retried = true) {
     auto pause = backoff.next(milliseconds{0});
     try {
+      if (g.hold_at_least) {
+        auto keep = std::chrono::ceil<milliseconds>(*g.hold_at_least - (Clock::now() - g.granted_at));
+        if (keep.count() > 0) return g.handle->release_after(keep) || retried;
+      }
       return g.handle->release() || retried;
     } catch (const UnavailableError&) {
       if (Clock::now() + pause >= until) throw;

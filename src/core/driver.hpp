@@ -48,6 +48,12 @@ class GrantHandle {
   // Frees the lock (the last hold went) and wakes waiters. False: it was not ours any more.
   // Safe to repeat after an error: a grant already freed answers false.
   virtual bool release() = 0;
+  // The last hold went, but the lock stays taken for `keep` more, judged by the server's
+  // clock (LockOptions::hold_at_least): the lease is set to expire then, with holds 0, which
+  // marks a lease kept after its release (no acquire takes it over before it expires, not
+  // even its owner's). False: not ours any more. Lease strategies only: Client::lock refuses
+  // hold_at_least for the others, whose locks go with their connection.
+  virtual bool release_after(milliseconds keep) = 0;
   // The core declared this grant lost (its local deadline passed, or renew said so): a
   // session lock frees what the server may still hold for it, so it blocks nobody.
   virtual void lost() noexcept {}
@@ -98,7 +104,8 @@ class LockDriver {
   // A fresh grant for `owner`, which the core knows holds no live grant of the name, so a
   // lease the server still shows for that owner is a leftover (an acquire whose answer was
   // lost, a release that failed): the lease strategies take it over with a new fence, never
-  // re-enter it. (A session lock's leftover is a connection or session of its own, busy
+  // re-enter it. A lease kept after its release (holds 0, GrantHandle::release_after) is
+  // busy like anyone else's. (A session lock's leftover is a connection or session of its own, busy
   // until it goes.)
   virtual Attempt try_acquire(AcquireRequest& request) = 0;
   // Release notifications for waiters (SQLite: inotify on a wake file; PostgreSQL: LISTEN;
@@ -108,6 +115,11 @@ class LockDriver {
     return nullptr;
   }
 };
+
+// A lease strategy holds a lock as a record with a TTL on the server, freed by its expiry
+// when the holder goes (insert, optimistic, redis, redlock); the others are session locks,
+// freed when their connection or session ends.
+bool is_lease(Strategy strategy) noexcept;
 
 class Backend {
  public:

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "core/driver.hpp"
@@ -22,6 +23,8 @@ struct Grant {
   milliseconds ttl{0}, renew_every{0};
   bool auto_renew = true;
   LostCallback on_lost;
+  std::optional<milliseconds> hold_at_least;  // LockOptions::hold_at_least
+  Clock::time_point granted_at;               // when the acquire's answer came back
 
   // One call on the handle at a time: the watchdog's renewals, the owner's re-entries and
   // releases (a session lock's pinned connection serves them all).

@@ -12,7 +12,8 @@
 
 namespace dblock::detail {
 
-// Driver: renew(name, owner, fence, ttl, holds) -> Renewal; release(name, owner, fence) -> bool.
+// Driver: renew(name, owner, fence, ttl, holds) -> Renewal; release(name, owner, fence) -> bool;
+// release_after(name, owner, fence, keep) -> bool.
 template <class Driver>
 class KeyedGrant final : public GrantHandle {
  public:
@@ -20,6 +21,7 @@ class KeyedGrant final : public GrantHandle {
       : driver_(driver), name_(std::move(name)), owner_(std::move(owner)), fence_(fence) {}
   Renewal renew(milliseconds ttl, int holds) override { return driver_.renew(name_, owner_, fence_, ttl, holds); }
   bool release() override { return driver_.release(name_, owner_, fence_); }
+  bool release_after(milliseconds keep) override { return driver_.release_after(name_, owner_, fence_, keep); }
 
  private:
   Driver& driver_;  // the core that owns the driver outlives every grant

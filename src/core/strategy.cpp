@@ -2,31 +2,43 @@
 #include <string>
 #include <utility>
 
+#include "core/driver.hpp"
 #include "dblock/errors.hpp"
 #include "dblock/options.hpp"
 
 namespace dblock {
 namespace {
-constexpr std::array<std::pair<Strategy, std::string_view>, 7> names{{
-    {Strategy::insert, "insert"},
-    {Strategy::for_update, "for-update"},
-    {Strategy::optimistic, "optimistic"},
-    {Strategy::advisory, "advisory"},
-    {Strategy::redis, "redis"},
-    {Strategy::redlock, "redlock"},
-    {Strategy::zookeeper, "zookeeper"},
+struct Known {
+  Strategy strategy;
+  std::string_view name;
+  bool lease;
+};
+constexpr std::array<Known, 7> known{{
+    {Strategy::insert, "insert", true},
+    {Strategy::for_update, "for-update", false},
+    {Strategy::optimistic, "optimistic", true},
+    {Strategy::advisory, "advisory", false},
+    {Strategy::redis, "redis", true},
+    {Strategy::redlock, "redlock", true},
+    {Strategy::zookeeper, "zookeeper", false},
 }};
 }  // namespace
 
 std::string_view to_string(Strategy s) noexcept {
-  for (auto& [strategy, name] : names)
-    if (strategy == s) return name;
+  for (auto& k : known)
+    if (k.strategy == s) return k.name;
   return "unknown";
 }
 
+bool detail::is_lease(Strategy s) noexcept {
+  for (auto& k : known)
+    if (k.strategy == s) return k.lease;
+  return false;
+}
+
 Strategy parse_strategy(std::string_view text) {
-  for (auto& [strategy, name] : names)
-    if (name == text) return strategy;
+  for (auto& k : known)
+    if (k.name == text) return k.strategy;
   throw UsageError("unknown strategy '" + std::string(text) +
                    "': expected insert, for-update, optimistic, advisory, redis, redlock or zookeeper");
 }

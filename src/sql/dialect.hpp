@@ -43,11 +43,14 @@ enum class Statement : std::size_t {
 
   // insert: a row per held lock; an upsert wins it, takes over an expired row or a leftover
   // of the same owner's (always with a new fence: the core never acquires afresh what it
-  // holds). (name, owner, ttl_ms) -> fence, remaining_ms. Busy: either no row (the driver
+  // holds; a row kept after its release, holds 0, is no leftover but busy). (name, owner, ttl_ms) -> fence, remaining_ms. Busy: either no row (the driver
   // then asks `holder`) or, where the dialect can say it in the same round trip, fence 0 and
   // the holder's remaining_ms.
   insert_acquire,
   insert_release,  // (name, owner, fence): delete our row; affected 1 or 0
+  // (name, owner, fence, keep_ms): our row, released but kept (LockOptions::hold_at_least):
+  // holds 0 and valid_until = now + keep_ms; affected 1 or 0. Both lease strategies use it.
+  release_after,
 
   // optimistic: a persistent row per name, taken by compare-and-set on version (a missing
   // row, or a leftover of the same owner's, goes through insert_acquire). A take matches a

@@ -35,6 +35,11 @@ class LeaseDriver : public LockDriver {
     return Renewal{true, milliseconds{as_int(r.rows.front()[0])}};
   }
   virtual bool release(const std::string& name, const std::string& owner, std::uint64_t fence) = 0;
+  bool release_after(const std::string& name, const std::string& owner, std::uint64_t fence, milliseconds keep) {
+    auto s = pool_.get();
+    return s->run(d_[Statement::release_after], {name, owner, static_cast<std::int64_t>(fence),
+                                                 std::int64_t{keep.count()}}).affected == 1;
+  }
 
  protected:
   Attempt granted(const AcquireRequest& r, const Row& row) {

@@ -233,6 +233,23 @@ t0=$(now_ms); expect_exit 0 "$strategy: the lock comes back" "$DBLOCK" run --nam
 [ $((t1 - t0)) -lt 4000 ] && ok "$strategy: available again after $((t1 - t0)) ms (TTL 2s)" || fail "$strategy: took $((t1 - t0)) ms to come back"
 done
 
+# --- --hold-at-least: a job that ends early keeps the lock until the minimum has passed ----
+for strategy in $STRATEGIES; do
+S="--strategy $strategy" N="atleast-$strategy"
+case $strategy in
+  for-update|advisory|zookeeper)
+    expect_exit 64 "$strategy: --hold-at-least needs a lease strategy" "$DBLOCK" run --name "$N" $S --hold-at-least 2s -- true ;;
+  *)
+    t0=$(now_ms)
+    expect_exit 0 "$strategy: a job run with --hold-at-least 2s ends at once" "$DBLOCK" run --name "$N" $S --hold-at-least 2s -- true
+    expect_exit 75 "$strategy: the same job started again finds the lock kept" "$DBLOCK" run --name "$N" $S --no-wait -- true
+    expect_exit 0 "$strategy: and gets it once the 2 s have passed" "$DBLOCK" run --name "$N" $S --wait 5s -- true
+    t1=$(now_ms)
+    [ $((t1 - t0)) -ge 2000 ] && ok "$strategy: not before 2 s after the first grant ($((t1 - t0)) ms)" ||
+      fail "$strategy: the kept lock was free after $((t1 - t0)) ms" ;;
+esac
+done
+
 # --- a lost lease stops the command and dblock exits 76 ------------------------------------
 rm -f held
 "$DBLOCK" run --name stolen --ttl 1s --grace 2s -- sh -c 'sleep 30 & echo $! >grandchild; touch held; wait' &

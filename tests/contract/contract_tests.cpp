@@ -359,6 +359,46 @@ CONTRACT_TEST("a leftover of the owner's own is taken over with a new fence, nev
   CHECK(next->fence() > (second.acquired() ? second.fence : first.fence));
 }
 
+// LockOptions::hold_at_least: a lease released sooner stays taken until that long after its
+// grant, on the server's clock, for everyone (its own owner too), then frees like an expired
+// one; released later, it frees at once. Session strategies refuse it.
+CONTRACT_TEST("hold_at_least keeps a lease released early until the minimum has passed", "[contract]",
+              DBLOCK_CONTRACT_FIXTURES) {
+  auto ns = f.make();
+  auto a = ns.open(), b = ns.open();
+  auto kept = opts(f);
+  kept.hold_at_least = 1500ms;
+  if (!f.lease_based) {
+    CHECK_THROWS_AS(a->lock("job", kept), dblock::UsageError);
+    return;
+  }
+  auto zero = kept;
+  zero.hold_at_least = 0ms;
+  CHECK_THROWS_AS(a->lock("job", zero), dblock::UsageError);
+  const auto t0 = Clock::now();
+  auto first = a->lock("job", kept).try_acquire();
+  REQUIRE(first);
+  const auto f1 = first->fence();
+  first->release();
+  CHECK_FALSE(b->lock("job", opts(f)).try_acquire());
+  CHECK_FALSE(a->lock("job", opts(f)).try_acquire());  // its owner's next acquire waits too
+  auto held = b->list();
+  REQUIRE(held.size() == 1);
+  CHECK(held[0].fence == f1);
+  CHECK(held[0].holds == 0);  // released, kept
+  auto next = b->lock("job", opts(f)).try_acquire(10s);
+  REQUIRE(next);
+  CHECK(Clock::now() - t0 >= 1500ms);
+  CHECK(next->fence() > f1);
+  next->release();
+  // Released after the minimum: free at once.
+  auto late = a->lock("job", [&] { auto o = kept; o.hold_at_least = 200ms; return o; }()).try_acquire();
+  REQUIRE(late);
+  std::this_thread::sleep_for(300ms);
+  late->release();
+  CHECK(b->lock("job", opts(f)).try_acquire());
+}
+
 CONTRACT_TEST("a re-entrant try-lock succeeds while others keep trying", "[contract]",
                    DBLOCK_CONTRACT_FIXTURES) {
   auto ns = f.make();

@@ -13,6 +13,10 @@ test -n "$version"
 test "$("$prefix/bin/dblock" --version)" = "dblock $version"
 test -f "$prefix/share/dblock/migrations/sqlite/V1__create_dblock_locks.sql"
 test -f "$prefix/include/dblock/dblock.hpp"
+# The sweeper's deployment files; the service runs the command at the configured bindir.
+grep -q "^ExecStart=/.*/dblock sweep$" "$prefix/share/dblock/systemd/dblock-sweep.service"
+test -f "$prefix/share/dblock/systemd/dblock-sweep.timer"
+test -f "$prefix/share/dblock/kubernetes/sweep-cronjob.yaml"
 
 cmake -S "$consumer" -B "$prefix/consumer-cmake" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
 cmake --build "$prefix/consumer-cmake" >/dev/null

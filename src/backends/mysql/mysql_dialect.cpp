@@ -38,6 +38,10 @@ const Dialect& mysql_dialect() {
     d[S::insert_acquire] = "CALL ${table}_grant(?1, ?2, ?3)";
     d[S::insert_release] = "DELETE FROM ${table} WHERE name = ?1 AND owner = ?2 AND fence = ?3";
 
+    d[S::release_after] =
+        "UPDATE ${table} SET valid_until = ${now_ms} + ?4, holds = 0, version = version + 1 "
+        "WHERE name = ?1 AND owner = ?2 AND fence = ?3 AND valid_until > ${now_ms}";
+
     d[S::optimistic_read] = "SELECT owner, version, valid_until - ${now_ms} FROM ${table} WHERE name = ?1";
     d[S::optimistic_take] = "CALL ${table}_take(?1, ?2, ?3, ?4)";
     // Answers the version it left (LAST_INSERT_ID(expr) remembers expr for this session, as

@@ -62,7 +62,7 @@ const Dialect& postgresql_dialect() {
         "ELSE pg_try_advisory_xact_lock(hashtextextended('${table}:' || $1, 0)) END "
         "ON CONFLICT (name) DO UPDATE SET fence = EXCLUDED.fence, holds = 1, acquired_at = EXCLUDED.acquired_at, "
         "valid_until = EXCLUDED.valid_until, owner = EXCLUDED.owner, version = t.version + 1 "
-        "WHERE t.valid_until <= ${now_ms} OR t.owner = EXCLUDED.owner "
+        "WHERE t.valid_until <= ${now_ms} OR (t.owner = EXCLUDED.owner AND t.holds > 0) "
         "RETURNING fence, valid_until - ${now_ms} AS remaining) "
         "SELECT fence, remaining FROM won UNION ALL "
         "SELECT 0, COALESCE((SELECT valid_until - ${now_ms} FROM ${table} WHERE name = $1), 0) "
@@ -70,6 +70,10 @@ const Dialect& postgresql_dialect() {
     d[S::insert_release] =
         "WITH gone AS (DELETE FROM ${table} WHERE name = $1 AND owner = $2 AND fence = $3::bigint "
         "RETURNING name) " + notify_async + " FROM gone";
+
+    d[S::release_after] =
+        "UPDATE ${table} SET valid_until = ${now_ms} + $4::bigint, holds = 0, version = version + 1 "
+        "WHERE name = $1 AND owner = $2 AND fence = $3::bigint AND valid_until > ${now_ms}";
 
     d[S::optimistic_read] = "SELECT owner, version, valid_until - ${now_ms} FROM ${table} WHERE name = $1";
     // The waiters one release wakes all read the same free version and race to take it. An

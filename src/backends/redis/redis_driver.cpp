@@ -41,4 +41,11 @@ bool RedisDriver::release(const std::string& name, const std::string& owner, std
   return as_int(*reply) != 0;
 }
 
+bool RedisDriver::release_after(const std::string& name, const std::string& owner, std::uint64_t fence,
+                                milliseconds keep) {
+  auto c = pool_.get();
+  auto reply = c->eval(keep_script(), {name}, {owner, std::to_string(fence), std::to_string(keep.count())});
+  return as_int(*reply) != 0;
+}
+
 }  // namespace dblock::detail::redis

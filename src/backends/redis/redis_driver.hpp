@@ -21,6 +21,7 @@ class RedisDriver final : public LockDriver {
   Renewal renew(const std::string& name, const std::string& owner, std::uint64_t fence, milliseconds ttl,
                 int holds);
   bool release(const std::string& name, const std::string& owner, std::uint64_t fence);
+  bool release_after(const std::string& name, const std::string& owner, std::uint64_t fence, milliseconds keep);
   std::unique_ptr<ReleaseWatch> watch(const std::string& name) override { return sub_ ? sub_->watch(name) : nullptr; }
 
  private:

@@ -45,7 +45,8 @@ local function record(f, h, at, w, a, o) return f .. ' ' .. h .. ' ' .. at .. ' 
 // PTTL, the server's). ARGV[5] names the attempt (Redlock's undo removes only what its own
 // attempt wrote; "-" where nothing is undone).
 // A record that names our owner is a leftover (the client asks afresh only when it holds no
-// live grant: LockDriver::try_acquire): it is taken over with the new fence. A busy name
+// live grant: LockDriver::try_acquire): it is taken over with the new fence, unless it was
+// kept after its release (holds 0: keep_script), which is busy like anyone else's. A busy name
 // answers {0, holder, PTTL}, so that waiters sleep no longer than the holder's lease (0 for
 // a key without TTL: a redis-py lock taken without timeout); the holder is the record's
 // owner, or a foreign key's whole value. With ARGV[3] = 1 (the caller is subscribed to
@@ -70,7 +71,7 @@ if redis.call('SET', KEYS[1], record(fs, '1', ARGV[4], '0', ARGV[5], ARGV[1]), '
 end
 local value = redis.call('GET', KEYS[1])
 local f, h, at, w, a, o = parse(value)
-if f and o == ARGV[1] then
+if f and o == ARGV[1] and h ~= '0' then
   redis.call('SET', KEYS[1], record(fs, '1', ARGV[4], w, ARGV[5], o), 'PX', ARGV[2])
   redis.call('SET', KEYS[2], fs)
   return fence
@@ -122,6 +123,18 @@ if ARGV[2] == 'attempt' then grant = a end
 if o ~= ARGV[1] or grant ~= ARGV[3] then return 0 end
 redis.call('DEL', KEYS[1])
 if w == '1' then redis.call('PUBLISH', ARGV[4], KEYS[1]) end
+return 1
+)lua"));
+  return s;
+}
+
+// A release that keeps the lock taken for ARGV[3] ms more (LockOptions::hold_at_least): the
+// same check as release, then holds 0 (kept: see acquire) and exactly that expiry.
+const Script& keep_script() {
+  static const Script s(with_record(R"lua(
+local f, h, at, w, a, o = parse(redis.call('GET', KEYS[1]))
+if o ~= ARGV[1] or f ~= ARGV[2] then return 0 end
+redis.call('SET', KEYS[1], record(f, '0', at, w, a, o), 'PX', ARGV[3])
 return 1
 )lua"));
   return s;

@@ -48,6 +48,8 @@ const Script& renew_script();
 // KEYS name; ARGV owner, "fence" (a release) or "attempt" (redlock's undo, also sent to
 // nodes whose answer it did not get), that fence or attempt id, channel -> 1 freed, 0 not ours
 const Script& free_script();
+// KEYS name; ARGV owner, fence, keep_ms -> 1 kept (holds 0, expiring in keep_ms), 0 not ours
+const Script& keep_script();
 // KEYS name, fence; ARGV owner, fence -> 1 if we hold name there (redlock write-back)
 const Script& fence_script();
 // KEYS name; ARGV channel -> 1 if a dblock holder's lock was deleted

@@ -227,16 +227,26 @@ Renewal RedlockDriver::renew(const std::string& name, const std::string& owner, 
 }
 
 bool RedlockDriver::release(const std::string& name, const std::string& owner, std::uint64_t fence) {
-  auto answers =
-      nodes_.eval_all(free_script(), {name}, {owner, "fence", std::to_string(fence), keys::channel},
-                      std::min(statement_timeout_, milliseconds{500}), {},
-                      [&](const auto& a) { return settled(a, nodes_.majority()); });
+  return ours_on_a_majority(free_script(), name, {owner, "fence", std::to_string(fence), keys::channel});
+}
+
+// A kept lease holds a majority until it expires: no one else can win one before.
+bool RedlockDriver::release_after(const std::string& name, const std::string& owner, std::uint64_t fence,
+                                  milliseconds keep) {
+  return ours_on_a_majority(keep_script(), name, {owner, std::to_string(fence), std::to_string(keep.count())});
+}
+
+bool RedlockDriver::ours_on_a_majority(const Script& script, const std::string& name,
+                                       const std::vector<std::string>& args) {
+  auto answers = nodes_.eval_all(script, {name}, args, std::min(statement_timeout_, milliseconds{500}), {},
+                                 [&](const auto& a) { return settled(a, nodes_.majority()); });
   const Votes v(answers);
   const auto n = nodes_.size(), majority = nodes_.majority();
   if (v.ours >= majority) return true;
   if (v.not_ours > n - majority) return false;
-  throw UnavailableError("redlock: release of '" + name + "' reached " + std::to_string(v.ours + v.not_ours) + " of " +
-                         std::to_string(n) + " nodes; what it held there expires with its TTL");
+  throw UnavailableError("redlock: release of '" + name + "' reached " +
+                         std::to_string(v.ours + v.not_ours) + " of " + std::to_string(n) +
+                         " nodes; what it held there expires with its TTL");
 }
 
 }  // namespace dblock::detail::redis

@@ -20,6 +20,7 @@ class RedlockDriver final : public LockDriver {
   Renewal renew(const std::string& name, const std::string& owner, std::uint64_t fence, milliseconds ttl,
                 int holds);
   bool release(const std::string& name, const std::string& owner, std::uint64_t fence);
+  bool release_after(const std::string& name, const std::string& owner, std::uint64_t fence, milliseconds keep);
   std::unique_ptr<ReleaseWatch> watch(const std::string& name) override { return sub_ ? sub_->watch(name) : nullptr; }
 
   // How long one attempt waits for the nodes: short, so a slow or dead node costs little
@@ -27,6 +28,9 @@ class RedlockDriver final : public LockDriver {
   milliseconds per_node_timeout(milliseconds ttl) const;
 
  private:
+  // Runs a release-like script (answer 0: not ours) on every node: true when a majority said
+  // ours, false when a majority can no longer be ours, UnavailableError when undecided.
+  bool ours_on_a_majority(const Script& script, const std::string& name, const std::vector<std::string>& args);
   void abort(const std::string& name, const std::string& owner, const std::string& attempt,
              const std::vector<NodeAnswer>& answers, milliseconds timeout);
   Nodes& nodes_;

@@ -20,7 +20,8 @@ std::unique_ptr<Connection> Nodes::open(std::size_t i, milliseconds connect_time
   // NOSCRIPT would mean the script silently never ran on that node (a release or an undo
   // left to the TTL). A server that refuses SCRIPT LOAD (an ACL) still gets EVAL on NOSCRIPT
   // wherever the answer is read.
-  const Script* scripts[] = {&acquire_script(), &free_script(), &renew_script(), &fence_script()};
+  const Script* scripts[] = {&acquire_script(), &free_script(), &keep_script(), &renew_script(),
+                             &fence_script()};
   c->set_timeout(connect_timeout);  // part of connecting: a hung node must not hold us longer
   for (const auto* s : scripts) c->append({"SCRIPT", "LOAD", s->text});
   for (std::size_t k = 0; k < std::size(scripts); ++k) c->read();

@@ -21,15 +21,19 @@ const Dialect& sqlite_dialect() {
         "RETURNING valid_until - ${now_ms}";
 
     // Free, expired, or a leftover of our own: a new grant with the next fence. Anyone
-    // else's: no row.
+    // else's, or ours kept after its release (holds 0): no row.
     d[S::insert_acquire] =
         "INSERT INTO ${table} AS t (name, owner, fence, holds, acquired_at, valid_until, version) "
         "VALUES (?1, ?2, (SELECT value + 1 FROM ${table}_fence), 1, ${now_ms}, ${now_ms} + ?3, 1) "
         "ON CONFLICT (name) DO UPDATE SET fence = excluded.fence, holds = 1, acquired_at = excluded.acquired_at, "
         "valid_until = excluded.valid_until, owner = excluded.owner, version = t.version + 1 "
-        "WHERE t.valid_until <= ${now_ms} OR t.owner = excluded.owner "
+        "WHERE t.valid_until <= ${now_ms} OR (t.owner = excluded.owner AND t.holds > 0) "
         "RETURNING fence, valid_until - ${now_ms}";
     d[S::insert_release] = "DELETE FROM ${table} WHERE name = ?1 AND owner = ?2 AND fence = ?3";
+
+    d[S::release_after] =
+        "UPDATE ${table} SET valid_until = ${now_ms} + ?4, holds = 0, version = version + 1 "
+        "WHERE name = ?1 AND owner = ?2 AND fence = ?3 AND valid_until > ${now_ms}";
 
     d[S::optimistic_read] = "SELECT owner, version, valid_until - ${now_ms} FROM ${table} WHERE name = ?1";
     d[S::optimistic_take] =
