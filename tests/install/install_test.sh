@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs dblock into a scratch prefix and builds a consumer against it twice: with CMake's
-# find_package(dblock) and with pkg-config. Usage: install_test.sh BUILD_DIR CONSUMER_DIR
+# find_package(dblock) and with pkg-config; then the examples/ against it. Usage: install_test.sh BUILD_DIR CONSUMER_DIR
 set -euo pipefail
 build=$1 consumer=$2
 prefix=$(mktemp -d /tmp/dblock-install-XXXXXX)
@@ -28,9 +28,19 @@ PKG_CONFIG_PATH="$pc" c++ -std=c++17 "$consumer/main.cpp" -o "$prefix/consumer-p
 "$prefix/consumer-pc" "sqlite:$prefix/pc.db"
 test ! -e "$prefix/bin/dblock-bench"  # a development tool, installed only when asked
 
+# The examples, built against the install as a user's project would be, each run on SQLite.
+src=$(cd "$consumer/../../.." && pwd)
+cmake -S "$src/examples" -B "$prefix/examples" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+cmake --build "$prefix/examples" -j "$(nproc)" >/dev/null
+db="sqlite:$prefix/examples.db"
+"$prefix/examples/cron_job" "$db" 5s | grep -q "running with fence"
+code=0; "$prefix/examples/cron_job" "$db" 5s >/dev/null || code=$?
+test "$code" = 75  # the second run within hold_at_least skips the job
+"$prefix/examples/fenced_writes" "$db" >/dev/null
+"$prefix/examples/leader" "$db" 1 | grep -q "leading with fence"
+
 # A shared build, as a distribution packages it: its own tree (unoptimised, library and
 # command only), a SONAME with the major version, and only the public API exported.
-src=$(cd "$consumer/../../.." && pwd)
 cmake -S "$src" -B "$prefix/shared-build" -DBUILD_SHARED_LIBS=ON -DBUILD_TESTING=OFF -DDBLOCK_BUILD_BENCH=OFF \
   -DCMAKE_BUILD_TYPE= >/dev/null
 cmake --build "$prefix/shared-build" -j "$(nproc)" >/dev/null
@@ -49,4 +59,4 @@ test "$("$prefix/shared/bin/dblock" --version)" = "dblock $version"
 cmake -S "$consumer" -B "$prefix/consumer-shared" -DCMAKE_PREFIX_PATH="$prefix/shared" >/dev/null
 cmake --build "$prefix/consumer-shared" >/dev/null
 "$prefix/consumer-shared/consumer" "sqlite:$prefix/shared.db"
-echo "install: 4 passed, 0 failed"
+echo "install: 5 passed, 0 failed"
