@@ -75,7 +75,12 @@ Invocation parse_command_line(int argc, const char* const* argv, std::ostream& o
 
   auto* list_cmd = app.add_subcommand("list", "Show held locks");
   add_common(list_cmd, list);
-  list_cmd->add_flag("--json", inv.json, "Print JSON");
+  auto* list_json = list_cmd->add_flag("--json", inv.json, "Print JSON (--format json)");
+  list_cmd
+      ->add_option("--format", inv.format,
+                   "text, json, or prometheus (the text format a node-exporter textfile collector reads)")
+      ->check(CLI::IsMember({"text", "json", "prometheus"}))
+      ->excludes(list_json);
 
   auto* release_cmd = app.add_subcommand("release", "Free a lock whoever holds it (operators only)");
   add_common(release_cmd, release);

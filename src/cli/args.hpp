@@ -21,6 +21,7 @@ struct Invocation {
   std::string every;             // sweep --every
   std::size_t batch = 1000;      // sweep --batch
   bool json = false;             // list --json, doctor --json
+  std::string format = "text";   // list --format text|json|prometheus (--json: json)
   std::string release_name;      // release --name
   bool force = false;            // release --force
 };

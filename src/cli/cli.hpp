@@ -47,7 +47,7 @@ struct RunArgs {
 int run_command(const RunArgs& args);
 int migrate_command(const Common& c);
 int sweep_command(const Common& c, const std::string& every, std::size_t batch);
-int list_command(const Common& c, bool json);
+int list_command(const Common& c, const std::string& format);  // text, json, prometheus
 int release_command(const Common& c, const std::string& name, bool force);
 int doctor_command(const Common& c, bool json);
 // The settings doctor finds weakening or breaking a guarantee, as warnings on stderr

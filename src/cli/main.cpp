@@ -30,7 +30,7 @@ int main(int argc, char** argv) {
       case Invocation::Command::run: return run_command(inv.run);
       case Invocation::Command::migrate: return migrate_command(inv.common);
       case Invocation::Command::sweep: return sweep_command(inv.common, inv.every, inv.batch);
-      case Invocation::Command::list: return list_command(inv.common, inv.json);
+      case Invocation::Command::list: return list_command(inv.common, inv.json ? "json" : inv.format);
       case Invocation::Command::release: return release_command(inv.common, inv.release_name, inv.force);
       case Invocation::Command::doctor: return doctor_command(inv.common, inv.json);
       case Invocation::Command::none: break;

@@ -212,6 +212,17 @@ if [[ " $LISTED " == *" $strategy "* ]]; then
   "$DBLOCK" list | grep -q busy && ok "list shows the held lock" || fail "list does not show the held lock"
   "$DBLOCK" list --json | python3 -c 'import json,sys; l=json.load(sys.stdin); assert any(x["name"]=="busy" and x["fence"]>0 and x["expires_at"].endswith("Z") for x in l)' \
     && ok "list --json" || fail "list --json"
+  # Prometheus' text format: every sample line is `metric{labels} number`, a HELP and TYPE
+  # per family, and the held lock's series are there.
+  "$DBLOCK" list --format prometheus | python3 -c '
+import re, sys
+text = sys.stdin.read()
+sample = re.compile(r"^[a-z_]+(\{name=\"(\\.|[^\"\\])*\",owner=\"(\\.|[^\"\\])*\"\})? -?[0-9.]+$")
+for line in text.splitlines():
+    assert line.startswith("# HELP ") or line.startswith("# TYPE ") or sample.match(line), line
+assert re.search(r"^dblock_locks_held [1-9]", text, re.M)
+assert re.search(r"^dblock_lock_fence\{name=\"busy\",owner=\"[^\"]+\"\} [1-9][0-9]*$", text, re.M)
+assert text.count("# TYPE ") == 5' && ok "list --format prometheus" || fail "list --format prometheus"
 fi
 
 # SIGTERM to dblock reaches the command; the lock is released after it exits
