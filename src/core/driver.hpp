@@ -20,6 +20,7 @@
 #include <thread>
 #include <vector>
 
+#include "dblock/errors.hpp"
 #include "dblock/options.hpp"
 #include "dblock/settings.hpp"
 
@@ -52,8 +53,12 @@ class GrantHandle {
   // clock (LockOptions::hold_at_least): the lease is set to expire then, with holds 0, which
   // marks a lease kept after its release (no acquire takes it over before it expires, not
   // even its owner's). False: not ours any more. Lease strategies only: Client::lock refuses
-  // hold_at_least for the others, whose locks go with their connection.
-  virtual bool release_after(milliseconds keep) = 0;
+  // hold_at_least for the others, whose locks go with their connection, so their handles
+  // keep this default.
+  virtual bool release_after(milliseconds keep) {
+    (void)keep;
+    throw InternalError("a session lock cannot be kept after its release");
+  }
   // The core declared this grant lost (its local deadline passed, or renew said so): a
   // session lock frees what the server may still hold for it, so it blocks nobody.
   virtual void lost() noexcept {}
@@ -105,8 +110,8 @@ class LockDriver {
   // lease the server still shows for that owner is a leftover (an acquire whose answer was
   // lost, a release that failed): the lease strategies take it over with a new fence, never
   // re-enter it. A lease kept after its release (holds 0, GrantHandle::release_after) is
-  // busy like anyone else's. (A session lock's leftover is a connection or session of its own, busy
-  // until it goes.)
+  // busy like anyone else's. (A session lock's leftover is a connection or session of its
+  // own, busy until it goes.)
   virtual Attempt try_acquire(AcquireRequest& request) = 0;
   // Release notifications for waiters (SQLite: inotify on a wake file; PostgreSQL: LISTEN;
   // Redis: pub/sub). Null: the backend has none, and waiters back off and poll.

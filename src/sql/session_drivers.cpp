@@ -51,10 +51,6 @@ class SessionDriver::Pinned final : public GrantHandle {
     return true;  // s goes back to the idle list
   }
 
-  bool release_after(milliseconds) override {  // Client::lock refuses hold_at_least here
-    throw InternalError("a session lock cannot be kept after its release");
-  }
-
   // Closes the connection of a grant declared lost, so that the server frees its lock as soon
   // as it sees the close, instead of when the owner gets round to release() (PostgreSQL
   // first tries a bounded rollback).

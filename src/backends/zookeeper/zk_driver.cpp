@@ -62,10 +62,6 @@ class Driver::Held final : public GrantHandle {
     return node->driver.remove(*node) != ZNONODE;
   }
 
-  bool release_after(milliseconds) override {  // Client::lock refuses hold_at_least here
-    throw InternalError("a zookeeper lock cannot be kept after its release");
-  }
-
   // The holder was told it lost the lock; the node must not block the others any longer.
   void lost() noexcept override { node_.reset(); }
 
