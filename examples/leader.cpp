@@ -1,8 +1,9 @@
-// Leader election: one active instance among several, the others on standby. Leadership is a
-// renewed lease; the loss callback tells the leader the moment it can no longer count on it,
-// and it steps down (stops acting) before another instance can take over. For a whole
-// process, `dblock run --name service-leader -- my-service` does the same: the command runs
-// only while the lock is held and is stopped when it is lost.
+// Leader election: one active instance among several, the others on standby. A Leadership
+// campaigns in a thread of its own: on_elected starts the leader's work with this term's
+// fence, on_revoked stops it the moment the lock can no longer be counted on (lost, or this
+// instance resigning), and the campaign goes on. For a whole process, `dblock run --name
+// service-leader -- my-service` under a supervisor that restarts it does the same (README,
+// "Deploying").
 //
 //   leader URL SECONDS     runs for SECONDS, leading whenever it holds the lock
 #include <dblock/dblock.hpp>
@@ -19,30 +20,32 @@ int main(int argc, char** argv) {
     return 64;
   }
   using namespace std::chrono;
-  const auto until = steady_clock::now() + seconds(std::stoi(argv[2]));
   auto client = dblock::Client::open(argv[1]);
-  std::atomic<bool> lost{false};
-  dblock::LockOptions options;
-  options.ttl = seconds(10);
-  options.on_lost = [&](const std::string&, std::uint64_t) { lost = true; };
-  auto lock = client->lock("service-leader", options);
-  int terms = 0;
-  while (steady_clock::now() < until) {
-    auto term = lock.try_acquire(milliseconds(500));  // standby: wait for the leader to go
-    if (!term) continue;
-    ++terms;
-    lost = false;
-    std::cout << "leading with fence " << term->fence() << "\n";
-    while (!lost && steady_clock::now() < until) {
-      // The leader's work, each step tagged with term->fence() wherever it writes.
+  std::atomic<int> terms{0};
+  std::atomic<std::uint64_t> fence{0};  // the leader's work tags its writes with it; 0: stand by
+  std::thread work([&, until = steady_clock::now() + seconds(std::stoi(argv[2]))] {
+    while (steady_clock::now() < until) {
+      if (fence) { /* one step of the leader's work, tagged with fence.load() */ }
       std::this_thread::sleep_for(milliseconds(100));
     }
-    if (lost) std::cout << "lost the lease: stepping down\n";
-    try {
-      term->release();
-    } catch (const dblock::LockLostError&) {
-    }
-  }
+  });
+
+  dblock::LeadershipOptions options;
+  options.lock.ttl = seconds(10);
+  options.on_elected = [&](std::uint64_t f) {
+    ++terms;
+    fence = f;
+    std::cout << "leading with fence " << f << std::endl;
+  };
+  options.on_revoked = [&](std::uint64_t) {
+    fence = 0;  // stop acting as the leader before returning
+    std::cout << "stepping down" << std::endl;
+  };
+  options.on_error = [](const dblock::Error& e) { std::cerr << "leader: " << e.what() << "\n"; };
+  {
+    dblock::Leadership leadership(client, "service-leader", options);
+    work.join();
+  }  // resigns: the next instance takes over at once
   std::cout << "led " << terms << " term(s)\n";
   return terms > 0 ? 0 : 1;
 }

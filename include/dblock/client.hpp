@@ -43,6 +43,9 @@ class DBLOCK_EXPORT Client {
   /// Settings that cannot be read are `unknown`; throws only when the server cannot be reached.
   std::vector<SettingCheck> check_settings();
 
+  /// Totals of what this client did since it was opened (dblock/events.hpp).
+  ClientStats stats() const noexcept;
+
   std::string_view backend() const noexcept;   ///< "sqlite", ...
   std::vector<Strategy> strategies() const;    ///< offered here; the first is the default
   std::string url() const;                     ///< with any password replaced by ****

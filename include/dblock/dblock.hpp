@@ -5,6 +5,8 @@
 #include "dblock/client.hpp"
 #include "dblock/duration.hpp"
 #include "dblock/errors.hpp"
+#include "dblock/events.hpp"
+#include "dblock/leadership.hpp"
 #include "dblock/lease.hpp"
 #include "dblock/lock.hpp"
 #include "dblock/options.hpp"

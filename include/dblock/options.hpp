@@ -10,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "dblock/events.hpp"
 #include "dblock/export.hpp"
 
 namespace dblock {
@@ -40,6 +41,9 @@ struct ClientOptions {
   /// Wake waiters when a lock is released (PostgreSQL LISTEN/NOTIFY, SQLite inotify). Off:
   /// waiters poll with backoff, e.g. behind a pooler that does not pass LISTEN through.
   bool notifications = true;
+  /// Told of every acquire, release, renewal, loss and sweep, for the service's own metrics
+  /// (dblock/events.hpp); Client::stats() keeps the totals either way.
+  EventCallback on_event;
 };
 
 /// Called once, from the renewal thread, when a lease is lost (expired before it could be

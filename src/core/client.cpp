@@ -44,7 +44,9 @@ std::vector<std::string> Client::migrate() { return core_->backend->migrate(); }
 
 std::size_t Client::sweep(std::size_t batch) {
   if (batch == 0) throw UsageError("bad sweep batch: must be at least 1");
-  return core_->backend->sweep(batch);
+  auto removed = core_->backend->sweep(batch);
+  core_->reporter.swept(removed);
+  return removed;
 }
 
 std::vector<LeaseInfo> Client::list() { return core_->list(); }
@@ -56,6 +58,8 @@ bool Client::force_release(const std::string& name) {
 }
 
 std::vector<SettingCheck> Client::check_settings() { return core_->backend->check_settings(); }
+
+ClientStats Client::stats() const noexcept { return core_->reporter.stats(); }
 
 std::string_view Client::backend() const noexcept { return core_->backend->name(); }
 std::vector<Strategy> Client::strategies() const { return core_->backend->strategies(); }

@@ -9,7 +9,8 @@
 namespace dblock::detail {
 
 ClientCore::ClientCore(Url u, ClientOptions o, std::unique_ptr<Backend> b)
-    : url(std::move(u)), options(std::move(o)), identity(make_client_identity()), backend(std::move(b)) {}
+    : url(std::move(u)), options(std::move(o)), identity(make_client_identity()), backend(std::move(b)),
+      reporter(options.on_event) {}
 
 LockDriver& ClientCore::driver(Strategy strategy) {
   std::lock_guard lk(drivers_mutex_);
@@ -20,12 +21,16 @@ LockDriver& ClientCore::driver(Strategy strategy) {
 
 std::optional<Lease> ClientCore::acquire(const std::shared_ptr<ClientCore>& self, const LockSpec& spec,
                                          std::optional<Clock::time_point> deadline) {
+  const auto called = Clock::now();
   auto gate = gates_.enter(spec.name, deadline);
-  if (!gate) return std::nullopt;  // another thread of this process had it until the deadline
+  if (!gate) {  // another thread of this process had it until the deadline
+    reporter.busy(spec.name, Clock::now() - called);
+    return std::nullopt;
+  }
   const std::string owner = identity + thread_suffix();
   try {
     if (auto held = live_grant(spec.name, owner))
-      if (auto lease = reenter(held, spec)) return lease;
+      if (auto lease = reenter(held, spec, called)) return lease;
     // A fresh grant: this owner holds none that is live, so anything the server still shows
     // for it is a leftover the driver takes over with a new fence (LockDriver::try_acquire).
     Backoff backoff;
@@ -40,7 +45,11 @@ std::optional<Lease> ClientCore::acquire(const std::shared_ptr<ClientCore>& self
                            : slice;
       AcquireRequest request{spec.name, owner, spec.options.ttl, wait, std::move(place)};
       Attempt a = spec.driver->try_acquire(request);
-      if (a.acquired()) return Lease(adopt(self, spec, owner, gate, a, sent));
+      if (a.acquired()) {
+        auto g = adopt(self, spec, owner, gate, a, sent);
+        reporter.acquired(spec.name, g->fence, 1, g->granted_at - called);
+        return Lease(std::move(g));
+      }
       place = std::move(a.place);
       auto now = Clock::now();
       if (deadline && now >= *deadline) break;
@@ -60,6 +69,7 @@ std::optional<Lease> ClientCore::acquire(const std::shared_ptr<ClientCore>& self
     throw;
   }
   gates_.leave(spec.name, gate);
+  reporter.busy(spec.name, Clock::now() - called);
   return std::nullopt;
 }
 
@@ -74,17 +84,22 @@ std::shared_ptr<Grant> ClientCore::live_grant(const std::string& name, const std
 // A re-entry tells the server the new count and extends the lease, in one statement that
 // also checks the grant is still ours. Not ours any more: the grant is lost (its holders
 // are told), and the caller acquires afresh.
-std::optional<Lease> ClientCore::reenter(const std::shared_ptr<Grant>& g, const LockSpec& spec) {
+std::optional<Lease> ClientCore::reenter(const std::shared_ptr<Grant>& g, const LockSpec& spec,
+                                         Clock::time_point called) {
+  int holds = 0;
   {
     std::lock_guard use(g->use);
     if (g->released || g->lost()) return std::nullopt;
     const auto sent = Clock::now();
     auto r = g->handle->renew(spec.options.ttl, g->holds + 1);
     if (r.held) {
-      ++g->holds;
+      holds = ++g->holds;
       g->set_deadline(sent + r.remaining);
-      return Lease(g);
     }
+  }
+  if (holds > 0) {
+    reporter.acquired(spec.name, g->fence, holds, Clock::now() - called);
+    return Lease(g);
   }
   g->mark_lost();
   return std::nullopt;
@@ -105,6 +120,7 @@ std::shared_ptr<Grant> ClientCore::adopt(const std::shared_ptr<ClientCore>& self
   g->on_lost = spec.options.on_lost;
   g->hold_at_least = spec.options.hold_at_least;
   g->granted_at = Clock::now();
+  g->reporter = &reporter;
   g->handle = std::move(a.grant);
   g->holds = 1;
   g->set_deadline(sent + a.remaining);
@@ -123,9 +139,11 @@ void ClientCore::release(const std::shared_ptr<Grant>& g) {
     ~LeaveGate() { core->gates_.leave(g->name, g->gate); }
   } leave{this, g};
   bool ours = true, last;
+  int holds;
   {
     std::lock_guard use(g->use);
-    last = --g->holds == 0;
+    holds = --g->holds;
+    last = holds == 0;
     // An earlier hold: only the server's copy of the count changes. If this throws, the
     // count here is still one less; the next renewal writes it.
     if (!last) ours = g->handle->renew(milliseconds{0}, g->holds).held;
@@ -149,6 +167,7 @@ void ClientCore::release(const std::shared_ptr<Grant>& g) {
     throw LockLostError("lock '" + g->name + "' (fence " + std::to_string(g->fence) +
                         ") was lost before release: it expired or another owner took it");
   }
+  reporter.released(g->name, g->fence, holds, Clock::now() - g->granted_at);
 }
 
 // A last release that fails on a transient error (the server restarting, a dropped connection)

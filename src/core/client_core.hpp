@@ -13,6 +13,7 @@
 #include "core/driver.hpp"
 #include "core/gate.hpp"
 #include "core/grant.hpp"
+#include "core/reporter.hpp"
 #include "core/url.hpp"
 #include "core/watchdog.hpp"
 #include "dblock/lease.hpp"
@@ -47,10 +48,11 @@ class ClientCore {
   const ClientOptions options;
   const std::string identity;
   const std::unique_ptr<Backend> backend;
+  Reporter reporter;  // outlives the watchdog, whose thread reports renewals and losses
 
  private:
   std::shared_ptr<Grant> live_grant(const std::string& name, const std::string& owner);
-  std::optional<Lease> reenter(const std::shared_ptr<Grant>& grant, const LockSpec& spec);
+  std::optional<Lease> reenter(const std::shared_ptr<Grant>& grant, const LockSpec& spec, Clock::time_point called);
   std::shared_ptr<Grant> adopt(const std::shared_ptr<ClientCore>& self, const LockSpec& spec,
                                const std::string& owner, const std::shared_ptr<Gate>& gate, Attempt& attempt,
                                Clock::time_point sent);

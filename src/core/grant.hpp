@@ -10,6 +10,7 @@
 
 #include "core/driver.hpp"
 #include "core/gate.hpp"
+#include "core/reporter.hpp"
 
 namespace dblock::detail {
 
@@ -25,6 +26,7 @@ struct Grant {
   LostCallback on_lost;
   std::optional<milliseconds> hold_at_least;  // LockOptions::hold_at_least
   Clock::time_point granted_at;               // when the acquire's answer came back
+  Reporter* reporter = nullptr;               // the client's (kept alive by `core`)
 
   // One call on the handle at a time: the watchdog's renewals, the owner's re-entries and
   // releases (a session lock's pinned connection serves them all).
@@ -42,6 +44,7 @@ struct Grant {
   // Marks the grant lost and fires on_lost, exactly once however many threads notice.
   void mark_lost() noexcept {
     if (lost_.exchange(true)) return;
+    reporter->lost(name, fence, Clock::now() - granted_at);
     if (on_lost) try {
         on_lost(name, fence);
       } catch (...) {  // a throwing callback must not take the renewal thread down

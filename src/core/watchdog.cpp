@@ -155,7 +155,7 @@ void Watchdog::renew_loop(std::shared_ptr<State> st) {
             // check in run() turns a failure that lasts into a loss.
           }
         }
-        bool lose = false, cleanup = false;
+        bool lose = false, cleanup = false, renewed = false;
         lk.lock();
         if (st->stop) return;
         auto it = std::find_if(st->entries.begin(), st->entries.end(),
@@ -167,6 +167,7 @@ void Watchdog::renew_loop(std::shared_ptr<State> st) {
           if (r && r->held) {
             g->set_deadline(sent + r->remaining);
             it->next_renew = sent + g->renew_every;
+            renewed = true;
           } else if (r || late) {  // the backend says it is not ours, or cannot say past the deadline: lost
             st->entries.erase(it);
             lose = true;
@@ -177,6 +178,7 @@ void Watchdog::renew_loop(std::shared_ptr<State> st) {
           st->wake.notify_all();  // the deadline thread sleeps until the next renewal is due
         }
         lk.unlock();
+        if (renewed) g->reporter->renewed(g->name, g->fence);
         if (lose) g->mark_lost();
         if (cleanup) let_go(*g);
       }

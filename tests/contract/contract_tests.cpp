@@ -13,6 +13,7 @@
 #include "contract/fixtures.hpp"
 #include "core/driver.hpp"
 #include "core/url.hpp"
+#include "dblock/leadership.hpp"
 #include "support/eventually.hpp"
 #include "support/process.hpp"
 
@@ -316,6 +317,127 @@ CONTRACT_TEST("re-entrant holds share one fence and free the lock at zero", "[co
   auto next = contender.try_acquire();
   REQUIRE(next);
   CHECK(next->fence() > fence);
+}
+
+// What a service wires to its own metrics (ClientOptions::on_event, Client::stats): every
+// event of one client, in order, with the totals agreeing; a hook that throws changes nothing.
+CONTRACT_TEST("every acquire, release, renewal, loss and sweep is reported and counted", "[contract]",
+              DBLOCK_CONTRACT_FIXTURES) {
+  struct Seen {
+    dblock::EventKind kind;
+    std::string name;
+    std::uint64_t fence;
+    std::uint32_t holds;
+    std::chrono::microseconds waited, held;
+  };
+  std::mutex m;
+  std::vector<Seen> seen;
+  auto of = [&](dblock::EventKind kind, const std::string& name) {
+    std::lock_guard lk(m);
+    std::vector<Seen> out;
+    for (auto& s : seen)
+      if (s.kind == kind && s.name == name) out.push_back(s);
+    return out;
+  };
+  auto ns = f.make();
+  auto options = ns.options;
+  options.on_event = [&](const dblock::Event& e) {
+    {
+      std::lock_guard lk(m);
+      seen.push_back({e.kind, std::string(e.name), e.fence, e.holds, e.waited, e.held});
+    }
+    throw std::runtime_error("a hook that throws");
+  };
+  auto c = dblock::Client::open(ns.url, options);
+  auto other = ns.open();
+  using K = dblock::EventKind;
+
+  auto lock = c->lock("job", opts(f, 300ms));
+  auto first = lock.acquire();
+  auto again = lock.try_acquire();  // a re-entry
+  REQUIRE(again);
+  REQUIRE(eventually([&] { return c->stats().renewed > 0; }, 5s));
+  again->release();
+  first.release();
+  auto acquired = of(K::acquired, "job");
+  REQUIRE(acquired.size() == 2);
+  CHECK(acquired[0].fence == first.fence());
+  CHECK(acquired[0].holds == 1);
+  CHECK(acquired[1].holds == 2);
+  auto released = of(K::released, "job");
+  REQUIRE(released.size() == 2);
+  CHECK(released[0].holds == 1);
+  CHECK(released[1].holds == 0);
+  CHECK(released[1].held >= 100ms);  // it was held until a renewal came
+  CHECK(of(K::renewed, "job").at(0).fence == first.fence());
+
+  auto theirs = other->lock("job", opts(f)).acquire();
+  CHECK_FALSE(c->lock("job", opts(f)).try_acquire(50ms));
+  REQUIRE(of(K::busy, "job").size() == 1);
+  CHECK(of(K::busy, "job")[0].waited >= 50ms);
+  theirs.release();
+
+  auto victim = c->lock("victim", opts(f, 600ms)).acquire();
+  f.steal(*other, "victim");
+  auto thief = other->lock("victim", opts(f)).try_acquire(5s);
+  REQUIRE(thief);
+  REQUIRE(eventually([&] { return c->stats().lost == 1; }, 5s));
+  CHECK(of(K::lost, "victim").at(0).fence == victim.fence());
+
+  auto removed = c->sweep();
+  auto stats = c->stats();
+  CHECK(stats.acquired == 2);
+  CHECK(stats.reentered == 1);
+  CHECK(stats.busy == 1);
+  CHECK(stats.released == 1);
+  CHECK(stats.lost == 1);
+  CHECK(stats.swept == removed);
+  CHECK(stats.waited >= 50ms);
+  CHECK(of(K::swept, "").size() == 1);
+  CHECK(other->stats().acquired == 2);  // totals are per client
+}
+
+CONTRACT_TEST("one leader at a time; a lost or resigned leader is revoked and another elected", "[contract]",
+              DBLOCK_CONTRACT_FIXTURES) {
+  auto ns = f.make();
+  auto a = ns.open(), b = ns.open(), operator_ = ns.open();
+  std::mutex m;
+  std::vector<std::uint64_t> elected;
+  std::atomic<int> revoked{0};
+  auto options = [&] {
+    dblock::LeadershipOptions o;
+    o.lock = opts(f, 600ms);
+    o.standby_slice = 100ms;
+    o.on_elected = [&](std::uint64_t fence) {
+      std::lock_guard lk(m);
+      elected.push_back(fence);
+    };
+    o.on_revoked = [&](std::uint64_t) { revoked++; };
+    return o;
+  };
+  auto terms = [&] {
+    std::lock_guard lk(m);
+    return elected;
+  };
+  auto one = std::make_unique<dblock::Leadership>(a, "leader", options());
+  auto two = std::make_unique<dblock::Leadership>(b, "leader", options());
+  auto leaders = [&] { return int(one && one->leading()) + int(two && two->leading()); };
+  REQUIRE(eventually([&] { return leaders() == 1; }, 5s));
+  std::this_thread::sleep_for(300ms);  // standbys keep trying, and fail
+  CHECK(leaders() == 1);
+  CHECK(terms().size() == 1);
+
+  f.steal(*operator_, "leader");  // the leader learns it at its next renewal
+  REQUIRE(eventually([&] { return revoked == 1 && terms().size() == 2; }, 5s));
+  REQUIRE(eventually([&] { return leaders() == 1; }, 5s));
+  CHECK(terms()[1] > terms()[0]);
+
+  auto& leader = one->leading() ? one : two;
+  leader.reset();  // resigns: revoked before the destructor returns, the lock given back
+  CHECK(revoked == 2);
+  REQUIRE(eventually([&] { return leaders() == 1 && terms().size() == 3; }, 5s));
+  CHECK(terms()[2] > terms()[1]);
+  CHECK_THROWS_AS(dblock::Leadership(a, "", options()), dblock::UsageError);
 }
 
 // The seam below the core (src/core/driver.hpp). The core asks a driver for a fresh grant

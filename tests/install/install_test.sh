@@ -33,30 +33,58 @@ src=$(cd "$consumer/../../.." && pwd)
 cmake -S "$src/examples" -B "$prefix/examples" -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
 cmake --build "$prefix/examples" -j "$(nproc)" >/dev/null
 db="sqlite:$prefix/examples.db"
-"$prefix/examples/cron_job" "$db" 5s | grep -q "running with fence"
+"$prefix/examples/cron_job" "$db" 5s | grep "running with fence" >/dev/null
 code=0; "$prefix/examples/cron_job" "$db" 5s >/dev/null || code=$?
 test "$code" = 75  # the second run within hold_at_least skips the job
 "$prefix/examples/fenced_writes" "$db" >/dev/null
-"$prefix/examples/leader" "$db" 1 | grep -q "leading with fence"
+"$prefix/examples/leader" "$db" 1 | grep "leading with fence" >/dev/null
 
 # A shared build, as a distribution packages it: its own tree (unoptimised, library and
-# command only), a SONAME with the major version, and only the public API exported.
-cmake -S "$src" -B "$prefix/shared-build" -DBUILD_SHARED_LIBS=ON -DBUILD_TESTING=OFF -DDBLOCK_BUILD_BENCH=OFF \
-  -DCMAKE_BUILD_TYPE= >/dev/null
+# command only), with the static library made from the same objects, installed to /usr as
+# the three Debian packages (cmake/Packaging.cmake), each unpacked into a scratch root.
+cmake -S "$src" -B "$prefix/shared-build" -DBUILD_SHARED_LIBS=ON -DDBLOCK_STATIC_TOO=ON -DBUILD_TESTING=OFF \
+  -DDBLOCK_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE= -DCMAKE_INSTALL_PREFIX=/usr >/dev/null
 cmake --build "$prefix/shared-build" -j "$(nproc)" >/dev/null
-cmake --install "$prefix/shared-build" --prefix "$prefix/shared" >/dev/null
-lib=$(find "$prefix/shared" -name "libdblock.so.*.*.*" | head -n 1)
-test -n "$lib"
+(cd "$prefix/shared-build" && cpack -G DEB >cpack.log 2>&1) || { tail -n 30 "$prefix/shared-build/cpack.log"; exit 1; }
 major=${version%%.*}
+root="$prefix/root"
+for package in "libdblock$major" libdblock-dev dblock; do
+  deb=$(find "$prefix/shared-build" -maxdepth 1 -name "${package}_${version}_*.deb")
+  test -n "$deb" || { echo "install: no package $package was built"; exit 1; }
+  dpkg-deb -x "$deb" "$root"
+  depends=$(dpkg-deb -f "$deb" Depends)
+  case $package in
+    libdblock$major) [[ $depends == *libstdc++6* ]] ;;  # from dpkg-shlibdeps
+    libdblock-dev) [[ $depends == *"libdblock$major (= $version)"* && $depends == *libfmt-dev* ]] ;;
+    dblock) [[ $depends == *"libdblock$major (= $version)"* ]] ;;
+  esac || { echo "install: $package has Depends: $depends"; exit 1; }
+done
+libdir=$(dirname "$(find "$root/usr" -name "libdblock.so.*.*.*" | head -n 1)")
+lib=$(find "$libdir" -name "libdblock.so.*.*.*")
 readelf -d "$lib" | grep -q "SONAME.*libdblock.so.$major\]"
+test -f "$libdir/libdblock.a" -a -L "$libdir/libdblock.so"
+test -f "$root/usr/share/man/man1/dblock.1" -a -f "$root/usr/share/man/man1/dblock-run.1"
+man -l "$root/usr/share/man/man1/dblock-run.1" 2>/dev/null | grep -q -- "--hold-at-least"
+test -f "$root/usr/share/dblock/systemd/dblock-sweep.service"
+grep -q "^ExecStart=/usr/bin/dblock sweep$" "$root/usr/share/dblock/systemd/dblock-sweep.service"
 # Exported: dblock:: names only, none of dblock::detail (the backends, the core).
 exported=$(nm -D --defined-only -C "$lib" | grep -c " dblock::" || true)
 leaked=$(nm -D --defined-only -C "$lib" | grep " dblock::detail::" || true)
 test "$exported" -gt 10
 [ -z "$leaked" ] || { echo "install: the shared library exports internals:"; echo "$leaked" | head; exit 1; }
-test "$("$prefix/shared/bin/dblock" --version)" = "dblock $version"
-"$prefix/shared/bin/dblock" run --url "sqlite:$prefix/shared-cli.db" --name job -- true
-cmake -S "$consumer" -B "$prefix/consumer-shared" -DCMAKE_PREFIX_PATH="$prefix/shared" >/dev/null
+export LD_LIBRARY_PATH="$libdir"
+test "$("$root/usr/bin/dblock" --version)" = "dblock $version"
+"$root/usr/bin/dblock" run --url "sqlite:$prefix/shared-cli.db" --name job -- true
+# Against the unpacked packages: the consumer (shared, then static) and an example.
+cmake -S "$consumer" -B "$prefix/consumer-shared" -DCMAKE_PREFIX_PATH="$root/usr" >/dev/null
 cmake --build "$prefix/consumer-shared" >/dev/null
 "$prefix/consumer-shared/consumer" "sqlite:$prefix/shared.db"
-echo "install: 5 passed, 0 failed"
+readelf -d "$prefix/consumer-shared/consumer" | grep -q "NEEDED.*libdblock.so.$major"
+cmake -S "$consumer" -B "$prefix/consumer-static" -DCMAKE_PREFIX_PATH="$root/usr" -DDBLOCK_TARGET=dblock::dblock_static >/dev/null
+cmake --build "$prefix/consumer-static" >/dev/null
+! readelf -d "$prefix/consumer-static/consumer" | grep -q "libdblock.so"
+"$prefix/consumer-static/consumer" "sqlite:$prefix/static.db"
+cmake -S "$src/examples" -B "$prefix/examples-deb" -DCMAKE_PREFIX_PATH="$root/usr" >/dev/null
+cmake --build "$prefix/examples-deb" --target leader >/dev/null
+"$prefix/examples-deb/leader" "sqlite:$prefix/deb-leader.db" 1 | grep "leading with fence" >/dev/null
+echo "install: 6 passed, 0 failed"
