@@ -38,6 +38,7 @@ code=0; "$prefix/examples/cron_job" "$db" 5s >/dev/null || code=$?
 test "$code" = 75  # the second run within hold_at_least skips the job
 "$prefix/examples/fenced_writes" "$db" >/dev/null
 "$prefix/examples/leader" "$db" 1 | grep "leading with fence" >/dev/null
+"$prefix/examples/worker_pool" "$db" 6 2 12 | grep "12 tasks, at most [12] at once" >/dev/null
 
 # A shared build, as a distribution packages it: its own tree (unoptimised, library and
 # command only), with the static library made from the same objects, installed to /usr as
