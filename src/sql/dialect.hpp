@@ -94,6 +94,15 @@ enum class Statement : std::size_t {
   // session's statement timeout, which a statement cannot lift for itself.
   advisory_wait_bounded,
 
+  // In the caller's own transaction (sql/in_transaction.hpp), where the dialect offers it:
+  // (name, key, wait_ms) -> fence > 0 when held until that transaction ends; 0 busy (held by
+  // another transaction or a session lock past wait_ms); -ms busy (a lease, for ms more).
+  // key is the advisory strategy's (advisory_key()). The attempt leaves the transaction usable.
+  lock_in,
+  // (name, fence) -> fence: the lease with this fence is the current, unexpired holder, and
+  // stays so until the transaction ends; otherwise an error the adapter maps to LockLostError.
+  check_in,
+
   // Operations on the table.
   list,  // () -> name, owner, fence, holds, acquired_at_ms, valid_until_ms
   // The sweep deletes expired or free rows in batches, each batch a short transaction of its

@@ -26,7 +26,8 @@ drop_tables() {
   local t
   for t in "$@"; do
     case "$BACKEND" in
-      postgresql) sql "DROP TABLE IF EXISTS $t, ${t}_schema_history; DROP SEQUENCE IF EXISTS ${t}_fence" ;;
+      postgresql) sql "DROP TABLE IF EXISTS $t, ${t}_schema_history; DROP SEQUENCE IF EXISTS ${t}_fence;
+                       DROP FUNCTION IF EXISTS ${t}_lock_in(text, bigint, bigint), ${t}_check(text, bigint)" ;;
       mysql) sql "DROP TABLE IF EXISTS $t, ${t}_schema_history, ${t}_fence; DROP PROCEDURE IF EXISTS ${t}_acquire; DROP PROCEDURE IF EXISTS ${t}_take" ;;
       redis|redlock) redis_db flush ;;
     esac
@@ -466,7 +467,15 @@ case "$BACKEND" in
       ok "doctor names the setting and its verdict" || fail "doctor said: $(cat "$WORK/out")"
     expect_exit 0 "migrate: the same as warnings, exit code unchanged" "$DBLOCK" migrate --url "$off_url" --table "doctor_$DBLOCK_TABLE"
     grep -q "applied V1" "$WORK/out" && grep -q "^dblock: warning: synchronous_commit = off weakens exclusion" "$WORK/err" &&
-      ok "migrate warns after its own output" || fail "migrate said: $(cat "$WORK/out" "$WORK/err")" ;;
+      ok "migrate warns after its own output" || fail "migrate said: $(cat "$WORK/out" "$WORK/err")"
+    # A script's own writes guarded in its transaction by <table>_check (README, "Protecting
+    # rows in the same database"): accepted while the lock is held, refused once it is not.
+    guarded='psql -X -q -v ON_ERROR_STOP=1 "$DBLOCK_URL" -c "BEGIN; SELECT ${DBLOCK_TABLE}_check('"'"'$DBLOCK_NAME'"'"', $DBLOCK_FENCE); COMMIT"'
+    expect_exit 0 "psql: <table>_check accepts the holder's fence" "$DBLOCK" run --name guarded -- sh -c "$guarded"
+    expect_code 76 "psql: <table>_check refuses it after a forced release (and run reports the loss)" \
+      "$DBLOCK" run --name guarded -- sh -c "\"$DBLOCK\" release --force --name guarded >/dev/null && $guarded"
+    grep -q "is not held with fence" "$WORK/err" && ok "the refusal names the lock and the fence" ||
+      fail "psql said: $(cat "$WORK/err")" ;;
   mysql)
     flush=$(sql "SELECT @@GLOBAL.innodb_flush_log_at_trx_commit" | tail -n 1)
     FLUSH_BACK=${flush:-1}  # restored by cleanup too, should this script die before the line below

@@ -122,6 +122,12 @@ void throw_pg_error(const std::exception& e, const std::string& where, bool* usa
     if (state == "3F000")
       throw SchemaError("postgresql at " + where + ": " + msg +
                         " (`dblock migrate` creates the table, not its schema: CREATE SCHEMA first, or fix --table)");
+    // Raised by the functions of migration V2 (the caller's transaction, a stale fence).
+    if (state == "DL001") throw LockLostError("postgresql at " + where + ": " + msg);
+    if (state == "25P02")
+      throw UsageError("postgresql at " + where + ": " + msg + " (roll the transaction back first)");
+    if (state == "42883")
+      throw SchemaError("postgresql at " + where + ": " + msg + ": run `dblock migrate` with the same --table");
     if (state == "57014" || state == "55P03" || cls == "40")
       throw TimeoutError("postgresql at " + where + ": " + msg);
     if (cls == "08" || cls == "28" || cls == "53" || cls == "57") {
@@ -236,22 +242,26 @@ Result PgConnection::run(const std::string& sql, const std::vector<Value>& param
       pqxx::nontransaction tx(*conn_);
       r = exec(tx);
     }
-    Result out;
-    out.affected = static_cast<std::int64_t>(r.affected_rows());
-    constexpr pqxx::oid int8 = 20, int2 = 21, int4 = 23;
-    for (const auto& row : r) {
-      Row values;
-      for (pqxx::row::size_type c = 0; c < row.size(); ++c) {
-        const auto& f = row[c];
-        auto type = r.column_type(c);
-        if (f.is_null()) values.emplace_back(nullptr);
-        else if (type == int8 || type == int2 || type == int4) values.emplace_back(f.as<std::int64_t>());
-        else values.emplace_back(f.as<std::string>());
-      }
-      out.rows.push_back(std::move(values));
-    }
-    return out;
+    return to_result(r);
   });
+}
+
+Result to_result(const pqxx::result& r) {
+  Result out;
+  out.affected = static_cast<std::int64_t>(r.affected_rows());
+  constexpr pqxx::oid int8 = 20, int2 = 21, int4 = 23;
+  for (const auto& row : r) {
+    Row values;
+    for (pqxx::row::size_type c = 0; c < row.size(); ++c) {
+      const auto& f = row[c];
+      auto type = r.column_type(c);
+      if (f.is_null()) values.emplace_back(nullptr);
+      else if (type == int8 || type == int2 || type == int4) values.emplace_back(f.as<std::int64_t>());
+      else values.emplace_back(f.as<std::string>());
+    }
+    out.rows.push_back(std::move(values));
+  }
+  return out;
 }
 
 void PgConnection::run_script(const std::string& sql) {

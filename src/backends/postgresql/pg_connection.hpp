@@ -16,6 +16,7 @@
 namespace pqxx {
 class connection_base;
 class dbtransaction;
+class result;
 }  // namespace pqxx
 
 namespace dblock::detail::sqldb {
@@ -57,6 +58,9 @@ class PgConnection final : public Connection {
   std::chrono::milliseconds statement_timeout_;
   std::chrono::milliseconds wait_allowed_{0};  // until the end of the transaction
 };
+
+// A libpqxx result as the strategies read it: integer columns as numbers, the rest as text.
+Result to_result(const pqxx::result& r);
 
 // The same mapping for code that holds no session (connecting).
 [[noreturn]] void throw_pg_error(const std::exception& e, const std::string& where, bool* usable = nullptr);

@@ -107,9 +107,13 @@ const Dialect& postgresql_dialect() {
         "SELECT set_config('lock_timeout', $1::bigint || 'ms', true), "
         "set_config('statement_timeout', ($1::bigint + 5000) || 'ms', true)";
     d[S::ping] = "SELECT 1";
+    // Only while nobody holds the name's turn (a transaction's lock_in holds it throughout;
+    // an insert acquire for one statement): the row lock_in inserted is not committed yet,
+    // and inserting it again would wait for that transaction instead of answering busy.
     d[S::for_update_create] =
         "INSERT INTO ${table} (name, owner, fence, holds, acquired_at, valid_until, version) "
-        "VALUES ($1, '', 0, 0, ${now_ms}, 0, 0) ON CONFLICT (name) DO NOTHING";
+        "SELECT $1, '', 0, 0, ${now_ms}, 0, 0 WHERE pg_try_advisory_xact_lock(hashtextextended('${table}:' || $1, 0)) "
+        "ON CONFLICT (name) DO NOTHING";
     // The fence is not drawn here but by fence_next on another connection (see dialect.hpp):
     // a nextval in this transaction, which stays open while the lock is held, was lost by a
     // crash and granted again (tests/faults: "postgresql crash").
@@ -129,6 +133,11 @@ const Dialect& postgresql_dialect() {
         "SELECT nextval('${table}_fence') FROM (SELECT pg_advisory_lock($1::bigint) FROM "
         "(SELECT set_config('lock_timeout', $2::bigint || 'ms', true)) AS bounded) AS locked";
 
+    // Functions of migration V2: each attempt is one round trip, and a busy one leaves the
+    // caller's transaction usable (the function's exception block is a subtransaction).
+    d[S::lock_in] = "SELECT ${table}_lock_in($1, $2::bigint, $3::bigint)";
+    d[S::check_in] = "SELECT ${table}_check($1, $2::bigint)";
+
     d[S::list] =
         "SELECT name, owner, fence, holds, acquired_at, valid_until FROM ${table} "
         "WHERE valid_until > ${now_ms} ORDER BY name";
@@ -145,7 +154,9 @@ const Dialect& postgresql_dialect() {
         "gone";
 
     d[S::migration_lock] = "SELECT pg_advisory_xact_lock(hashtext('dblock migrate ${table}'))";
-    d[S::drop_schema] = "DROP TABLE IF EXISTS ${table}, ${table}_schema_history; DROP SEQUENCE IF EXISTS ${table}_fence";
+    d[S::drop_schema] =
+        "DROP TABLE IF EXISTS ${table}, ${table}_schema_history; DROP SEQUENCE IF EXISTS ${table}_fence; "
+        "DROP FUNCTION IF EXISTS ${table}_lock_in(text, bigint, bigint), ${table}_check(text, bigint)";
     d[S::history_create] =
         "CREATE TABLE IF NOT EXISTS ${table}_schema_history ("
         "installed_rank integer NOT NULL PRIMARY KEY, version varchar(50), description varchar(200) NOT NULL, "

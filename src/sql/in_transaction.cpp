@@ -1,0 +1,49 @@
+#include "sql/in_transaction.hpp"
+
+#include <algorithm>
+#include <thread>
+
+#include "core/backoff.hpp"
+#include "sql/session_drivers.hpp"
+
+namespace dblock::detail::sqldb {
+
+InTransaction::InTransaction(const Dialect& dialect, std::string_view table)
+    : table_(parse_table_name(table)), d_(dialect.rendered(table_)) {
+  if (!d_.offers(Statement::lock_in) || !d_.offers(Statement::check_in))
+    throw UsageError(d_.name + " has no locks in a caller's transaction");
+}
+
+// Another transaction or a session lock in the way: the server waits for it (up to 10 s an
+// attempt, so a deadline-less wait is not cut by a lock_timeout the caller never set).
+// A lease in the way holds no server lock to wait on: the loop sleeps until it may expire,
+// polling with backoff for an earlier release.
+std::optional<std::uint64_t> InTransaction::lock(Connection& tx, const std::string& name,
+                                                 std::optional<Clock::time_point> deadline) const {
+  validate_name(name);
+  const auto key = advisory_key(table_.qualified(), name);
+  constexpr milliseconds slice{10'000};
+  Backoff backoff(milliseconds{1}, milliseconds{100});
+  for (;;) {
+    auto now = Clock::now();
+    auto wait = deadline ? std::clamp(std::chrono::ceil<milliseconds>(*deadline - now), milliseconds{0}, slice) : slice;
+    auto r = tx.run(d_[Statement::lock_in], {name, key, static_cast<std::int64_t>(wait.count())});
+    auto answer = r.rows.empty() ? 0 : as_int(r.rows[0].at(0));
+    if (answer > 0) return static_cast<std::uint64_t>(answer);
+    now = Clock::now();
+    if (deadline && now >= *deadline) return std::nullopt;
+    if (answer < 0) {
+      auto until = now + backoff.next(milliseconds{-answer});
+      std::this_thread::sleep_until(deadline ? std::min(until, *deadline) : until);
+    }
+  }
+}
+
+void InTransaction::check(Connection& tx, const std::string& name, std::uint64_t fence) const {
+  validate_name(name);
+  if (fence == 0 || fence > static_cast<std::uint64_t>(INT64_MAX))
+    throw UsageError("bad fence " + std::to_string(fence) + " for lock '" + name + "'");
+  tx.run(d_[Statement::check_in], {name, static_cast<std::int64_t>(fence)});
+}
+
+}  // namespace dblock::detail::sqldb
