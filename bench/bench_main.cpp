@@ -34,6 +34,7 @@
 #include "bench_table_size.hpp"
 #include "bench_zk.hpp"
 #include "bench_run.hpp"
+#include "bench_txn.hpp"
 #include "bench_util.hpp"
 #include "dblock/dblock.hpp"
 
@@ -147,6 +148,8 @@ BackendReport run_sqlite(const Options& opt) {
   rep.notes.insert(rep.notes.end(), handoffs.notes.begin(), handoffs.notes.end());
   add_own_table_scenarios(rep, "sqlite", url, client_options,
                           {std::begin(kSqliteStrategies), std::end(kSqliteStrategies)}, opt);
+  if (opt.wants_scenario("txn"))
+    for (auto& row : run_txn_sqlite(db_path, opt)) rep.rows.push_back(std::move(row));
   return rep;
 }
 

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "backends/postgresql/pg_dialect.hpp"
+#include "bench_txn.hpp"
 #include "bench_util.hpp"
 
 #ifdef DBLOCK_WITH_POSTGRESQL
@@ -275,6 +276,8 @@ BackendReport run_postgresql(const Options& opt) {
   auto report = run_server(std::move(run), opt);
   rep.rows = std::move(report.rows);
   rep.notes.insert(rep.notes.end(), report.notes.begin(), report.notes.end());
+  if (opt.wants_scenario("txn"))
+    for (auto& row : run_txn_postgresql(url, table.name(), opt)) rep.rows.push_back(std::move(row));
   return rep;
 }
 

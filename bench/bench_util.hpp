@@ -35,7 +35,7 @@ struct Options {
 
 inline const std::vector<std::string> kBackends{"sqlite", "postgresql", "mysql", "redis", "redlock", "zookeeper"};
 inline const std::vector<std::string> kScenarios{"uncontended", "reentrant", "handoff", "handoff-polling",
-                                                 "contended", "resources", "table-size", "sweep"};
+                                                 "contended", "resources", "table-size", "sweep", "txn"};
 
 // Throws UsageProblem.
 Options parse_options(int argc, char** argv);

@@ -14,9 +14,11 @@
 --   3. the row FOR UPDATE, as the for-update strategy and every other lock_in take it, and
 --      which a lease's takeover needs;
 --   4. no live lease on the row (insert, optimistic, or one kept by hold_at_least).
--- Taken in this order, the insert acquire's (2 then 3): no deadlock between the two. The
--- waits are bounded by lock_timeout, set here for the inner block only: a failed or busy
--- attempt rolls the block back (locks and setting), and a won one puts the caller's back.
+-- Taken in this order, the insert acquire's (2 then 3): no deadlock between the two. With
+-- wait_ms 0 every step is a try (the uncontended path: no setting changed); otherwise the
+-- waits are the server's own, bounded by lock_timeout, set for the inner block only. A
+-- busy attempt raises inside the block, which rolls it back (its locks and its setting: the
+-- block is a subtransaction), so the caller's transaction stays usable.
 -- The fence comes from the same sequence as every grant on this table. nextval is not rolled
 -- back; its WAL record is flushed by the caller's commit, so a fence whose transaction
 -- committed is never handed out again, while one whose transaction rolled back may be after
@@ -24,22 +26,38 @@
 CREATE FUNCTION ${table}_lock_in(lock_name text, lock_key bigint, wait_ms bigint) RETURNS bigint
     LANGUAGE plpgsql VOLATILE SECURITY INVOKER AS $dblock$
 DECLARE
-    saved text := current_setting('lock_timeout');
+    saved text;
     left_ms bigint;
 BEGIN
     BEGIN
-        PERFORM set_config('lock_timeout', greatest(wait_ms, 1) || 'ms', true);
-        PERFORM pg_advisory_xact_lock(lock_key);
-        PERFORM pg_advisory_xact_lock(hashtextextended('${table}:' || lock_name, 0));
-        INSERT INTO ${table} (name, owner, fence, holds, acquired_at, valid_until, version)
-        VALUES (lock_name, '', 0, 0, (extract(epoch from clock_timestamp()) * 1000)::bigint, 0, 0)
-        ON CONFLICT (name) DO NOTHING;
-        SELECT valid_until - (extract(epoch from clock_timestamp()) * 1000)::bigint INTO left_ms
-        FROM ${table} WHERE name = lock_name FOR UPDATE;
+        IF wait_ms > 0 THEN
+            saved := current_setting('lock_timeout');
+            PERFORM set_config('lock_timeout', wait_ms || 'ms', true);
+            PERFORM pg_advisory_xact_lock(lock_key);
+            PERFORM pg_advisory_xact_lock(hashtextextended('${table}:' || lock_name, 0));
+            SELECT valid_until - (extract(epoch from clock_timestamp()) * 1000)::bigint INTO left_ms
+            FROM ${table} WHERE name = lock_name FOR UPDATE;
+        ELSE
+            IF NOT pg_try_advisory_xact_lock(lock_key)
+               OR NOT pg_try_advisory_xact_lock(hashtextextended('${table}:' || lock_name, 0)) THEN
+                RAISE EXCEPTION USING ERRCODE = '55P03';  -- lock_not_available: busy
+            END IF;
+            SELECT valid_until - (extract(epoch from clock_timestamp()) * 1000)::bigint INTO left_ms
+            FROM ${table} WHERE name = lock_name FOR UPDATE NOWAIT;
+        END IF;
+        IF NOT FOUND THEN  -- the name's first lock: its row, locked by being ours uncommitted
+            INSERT INTO ${table} (name, owner, fence, holds, acquired_at, valid_until, version)
+            VALUES (lock_name, '', 0, 0, (extract(epoch from clock_timestamp()) * 1000)::bigint, 0, 0)
+            ON CONFLICT (name) DO NOTHING;
+            SELECT valid_until - (extract(epoch from clock_timestamp()) * 1000)::bigint INTO left_ms
+            FROM ${table} WHERE name = lock_name FOR UPDATE;
+        END IF;
         IF left_ms > 0 THEN
             RAISE EXCEPTION USING ERRCODE = 'DL002';  -- leased: undo the block, answer below
         END IF;
-        PERFORM set_config('lock_timeout', saved, true);
+        IF saved IS NOT NULL THEN
+            PERFORM set_config('lock_timeout', saved, true);
+        END IF;
     EXCEPTION
         WHEN lock_not_available THEN RETURN 0;
         WHEN SQLSTATE 'DL002' THEN RETURN -left_ms;
@@ -53,7 +71,8 @@ $dblock$;
 -- row is locked FOR SHARE, so no takeover, release or sweep of it commits first (the holder's
 -- renewals wait for it too: keep such transactions short). Otherwise it raises SQLSTATE DL001
 -- naming the lock, and the transaction cannot commit. For lease strategies (insert,
--- optimistic): a session lock's row carries no fence.
+-- optimistic): a session lock's row carries no fence. (dblock's own check_in sends the same
+-- SELECT ... FOR SHARE without the function: a PL/pgSQL call costs more than the check.)
 CREATE FUNCTION ${table}_check(lock_name text, lock_fence bigint) RETURNS bigint
     LANGUAGE plpgsql VOLATILE SECURITY INVOKER AS $dblock$
 BEGIN

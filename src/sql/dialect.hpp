@@ -96,11 +96,13 @@ enum class Statement : std::size_t {
 
   // In the caller's own transaction (sql/in_transaction.hpp), where the dialect offers it:
   // (name, key, wait_ms) -> fence > 0 when held until that transaction ends; 0 busy (held by
-  // another transaction or a session lock past wait_ms); -ms busy (a lease, for ms more).
+  // another transaction or a session lock past wait_ms); -ms busy (a lease, for ms more); no
+  // row: busy, a lease (the holder statement says for how long).
   // key is the advisory strategy's (advisory_key()). The attempt leaves the transaction usable.
   lock_in,
-  // (name, fence) -> fence: the lease with this fence is the current, unexpired holder, and
-  // stays so until the transaction ends; otherwise an error the adapter maps to LockLostError.
+  // (name, fence) -> a row when the lease with this fence is the current, unexpired holder,
+  // which then stays so until the transaction ends; no row, or an error the adapter maps to
+  // LockLostError, when not.
   check_in,
 
   // Operations on the table.
@@ -137,6 +139,10 @@ struct Dialect {
   // The granularity of server-side lock waits: a wait is rounded down to it, and a wait
   // shorter than one unit becomes a try (the client's loop polls out the rest).
   std::chrono::milliseconds wait_unit{1};
+  // Whether lock_in may sleep, inside the caller's transaction, until a lease on the name
+  // expires. Not where that transaction keeps every writer out (SQLite): the holder could
+  // not even release, so a lease in the way is answered busy at once.
+  bool in_transaction_waits_for_leases = true;
   // At most this many rows per sweep batch, whatever the caller asks (0: no cap).
   std::size_t sweep_batch_max = 0;
   // A pause after each full sweep batch, for databases with one writer at a time (SQLite),

@@ -24,12 +24,26 @@ std::optional<std::uint64_t> InTransaction::lock(Connection& tx, const std::stri
   const auto key = advisory_key(table_.qualified(), name);
   constexpr milliseconds slice{10'000};
   Backoff backoff(milliseconds{1}, milliseconds{100});
-  for (;;) {
+  for (bool first = true;; first = false) {
     auto now = Clock::now();
-    auto wait = deadline ? std::clamp(std::chrono::ceil<milliseconds>(*deadline - now), milliseconds{0}, slice) : slice;
+    // The first attempt only tries: the uncontended path changes no setting in the server.
+    auto wait = first ? milliseconds{0}
+                      : deadline ? std::clamp(std::chrono::ceil<milliseconds>(*deadline - now), milliseconds{0}, slice)
+                                 : slice;
     auto r = tx.run(d_[Statement::lock_in], {name, key, static_cast<std::int64_t>(wait.count())});
-    auto answer = r.rows.empty() ? 0 : as_int(r.rows[0].at(0));
+    std::int64_t answer;
+    if (!r.rows.empty()) answer = as_int(r.rows[0].at(0));
+    else {
+      auto h = tx.run(d_[Statement::holder], {name});
+      answer = h.rows.empty() ? -1 : -std::max<std::int64_t>(1, as_int(h.rows[0].at(1)));
+    }
     if (answer > 0) return static_cast<std::uint64_t>(answer);
+    if (answer < 0 && !d_.in_transaction_waits_for_leases) {
+      if (deadline) return std::nullopt;
+      throw TimeoutError(d_.name + ": lock '" + name + "' is held by a lease for " + std::to_string(-answer) +
+                         " ms more, which cannot be waited for inside a write transaction (it keeps the holder "
+                         "from releasing): roll back and try again, or use try_lock_in");
+    }
     now = Clock::now();
     if (deadline && now >= *deadline) return std::nullopt;
     if (answer < 0) {
@@ -43,7 +57,9 @@ void InTransaction::check(Connection& tx, const std::string& name, std::uint64_t
   validate_name(name);
   if (fence == 0 || fence > static_cast<std::uint64_t>(INT64_MAX))
     throw UsageError("bad fence " + std::to_string(fence) + " for lock '" + name + "'");
-  tx.run(d_[Statement::check_in], {name, static_cast<std::int64_t>(fence)});
+  if (tx.run(d_[Statement::check_in], {name, static_cast<std::int64_t>(fence)}).rows.empty())
+    throw LockLostError(d_.name + ": lock '" + name + "' is not held with fence " + std::to_string(fence) +
+                        " (released, expired or taken over)");
 }
 
 }  // namespace dblock::detail::sqldb

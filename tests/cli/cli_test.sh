@@ -459,7 +459,17 @@ case "$BACKEND" in
   sqlite)
     expect_exit 0 "doctor: dblock's SQLite connection is durable" "$DBLOCK" doctor
     grep -q "synchronous = FULL" "$WORK/out" && grep -q "journal_mode = wal" "$WORK/out" &&
-      ok "doctor shows synchronous and journal_mode" || fail "doctor said: $(cat "$WORK/out")" ;;
+      ok "doctor shows synchronous and journal_mode" || fail "doctor said: $(cat "$WORK/out")"
+    # A script's own writes guarded in its write transaction by the <table>_check trigger.
+    # (A database of its own: an earlier check left this one with a tampered migration.)
+    export DBLOCK_URL="sqlite:$WORK/guarded.db"
+    guarded='sqlite3 -bail "${DBLOCK_URL#sqlite:}" "BEGIN IMMEDIATE; INSERT INTO ${DBLOCK_TABLE}_check VALUES ('"'"'$DBLOCK_NAME'"'"', $DBLOCK_FENCE); COMMIT;"'
+    expect_exit 0 "sqlite3: <table>_check accepts the holder's fence" "$DBLOCK" run --name guarded -- sh -c "$guarded"
+    expect_code 76 "sqlite3: <table>_check refuses it after a forced release (and run reports the loss)" \
+      "$DBLOCK" run --name guarded -- sh -c "\"$DBLOCK\" release --force --name guarded >/dev/null && $guarded"
+    export DBLOCK_URL="sqlite:$WORK/locks.db"
+    grep -q "not held with this fence" "$WORK/err" && ok "the refusal says the fence is stale" ||
+      fail "sqlite3 said: $(cat "$WORK/err")" ;;
   postgresql)
     off_url="$SERVER_URL?options=-c%20synchronous_commit%3Doff"
     expect_exit 78 "doctor: synchronous_commit=off weakens exclusion" "$DBLOCK" doctor --url "$off_url"

@@ -50,7 +50,7 @@ TEST_CASE("sqlite: without auto-migration a missing table names dblock migrate",
   auto c = dblock::Client::open(url);
   CHECK_THROWS_AS(c->lock("x").try_acquire(), dblock::SchemaError);
   CHECK_THROWS_WITH(c->list(), Catch::Contains("dblock migrate"));
-  CHECK(c->migrate() == std::vector<std::string>{"V1__create_dblock_locks.sql"});
+  CHECK(c->migrate() == std::vector<std::string>{"V1__create_dblock_locks.sql", "V2__in_transaction.sql"});
   CHECK(c->migrate().empty());
   CHECK(c->lock("x").try_acquire());
 }

@@ -9,25 +9,26 @@
 #include "backends/postgresql/pg_connection.hpp"
 #include "backends/postgresql/pg_dialect.hpp"
 #include "dblock/postgresql.hpp"
-#include "sql/in_transaction.hpp"
+#include "sql/lock_table_impl.hpp"
 
-namespace dblock::postgresql {
+namespace dblock {
+namespace detail::sqldb {
 
 namespace {
 
-class CallerTransaction final : public detail::sqldb::Connection {
+class PgCallerTransaction final : public Connection {
  public:
-  explicit CallerTransaction(pqxx::transaction_base& tx) : tx_(tx) {}
-  detail::sqldb::Result run(const std::string& sql, const std::vector<detail::sqldb::Value>& params) override {
+  explicit PgCallerTransaction(pqxx::transaction_base& tx) : tx_(tx) {}
+  Result run(const std::string& sql, const std::vector<Value>& params) override {
     try {
-      return detail::sqldb::to_result(tx_.exec(bind(sql, params)));
+      return to_result(tx_.exec(bind(sql, params)));
     } catch (const Error&) {
       throw;
     } catch (const pqxx::usage_error& e) {
       throw UsageError(std::string("postgresql: the caller's transaction cannot run statements (failed or "
                                    "closed: roll it back and begin another): ") + e.what());
     } catch (const std::exception& e) {
-      detail::sqldb::throw_pg_error(e, "the caller's transaction");
+      throw_pg_error(e, "the caller's transaction");
     }
   }
   // The transaction is the caller's to begin and end.
@@ -40,7 +41,7 @@ class CallerTransaction final : public detail::sqldb::Connection {
  private:
   // sql with each $N replaced by parameter N as a literal, in one pass over the statement
   // text (ours: no $ in it but the markers).
-  std::string bind(const std::string& sql, const std::vector<detail::sqldb::Value>& params) {
+  std::string bind(const std::string& sql, const std::vector<Value>& params) {
     std::string out;
     for (std::size_t i = 0; i < sql.size(); ++i) {
       if (sql[i] != '$' || i + 1 >= sql.size() || !std::isdigit(static_cast<unsigned char>(sql[i + 1]))) {
@@ -50,7 +51,7 @@ class CallerTransaction final : public detail::sqldb::Connection {
       std::size_t n = 0;
       while (i + 1 < sql.size() && std::isdigit(static_cast<unsigned char>(sql[i + 1]))) n = n * 10 + (sql[++i] - '0');
       const auto& v = params.at(n - 1);
-      out += std::holds_alternative<std::string>(v) ? tx_.quote(std::get<std::string>(v)) : detail::sqldb::as_text(v);
+      out += std::holds_alternative<std::string>(v) ? tx_.quote(std::get<std::string>(v)) : as_text(v);
     }
     return out;
   }
@@ -60,28 +61,20 @@ class CallerTransaction final : public detail::sqldb::Connection {
 
 }  // namespace
 
-LockTable::LockTable(const std::string& table)
-    : table_(std::make_shared<detail::sqldb::InTransaction>(detail::sqldb::postgresql_dialect(), table)) {}
+template <>
+struct CallerTransaction<pqxx::transaction_base> {
+  static const Dialect& dialect() { return postgresql_dialect(); }
+  static std::unique_ptr<Connection> adapt(pqxx::transaction_base& tx) {
+    // Each statement of a nontransaction commits on its own: a lock would end with it.
+    if (dynamic_cast<pqxx::nontransaction*>(&tx))
+      throw UsageError("postgresql: a lock in the caller's transaction needs a transaction (pqxx::work), "
+                       "not a pqxx::nontransaction");
+    return std::make_unique<PgCallerTransaction>(tx);
+  }
+};
 
-std::uint64_t LockTable::lock_in(pqxx::transaction_base& tx, const std::string& name) const {
-  CallerTransaction c(tx);
-  return *table_->lock(c, name, std::nullopt);
-}
+}  // namespace detail::sqldb
 
-std::optional<std::uint64_t> LockTable::try_lock_in(pqxx::transaction_base& tx, const std::string& name,
-                                                    std::chrono::milliseconds wait) const {
-  CallerTransaction c(tx);
-  return table_->lock(c, name, detail::Clock::now() + std::max(wait, std::chrono::milliseconds{0}));
-}
+template class DBLOCK_EXPORT LockTable<pqxx::transaction_base>;
 
-void LockTable::check_in(pqxx::transaction_base& tx, const std::string& name, std::uint64_t fence) const {
-  CallerTransaction c(tx);
-  table_->check(c, name, fence);
-}
-
-void LockTable::check_in(pqxx::transaction_base& tx, const Lease& lease) const {
-  if (!lease.held()) throw UsageError("check_in of a lease that was released (or moved from)");
-  check_in(tx, lease.name(), lease.fence());
-}
-
-}  // namespace dblock::postgresql
+}  // namespace dblock

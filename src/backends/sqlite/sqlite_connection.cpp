@@ -55,6 +55,8 @@ void SqliteConnection::fail(const std::exception& e) {
     default:
       break;
   }
+  // Raised by migration V2's ${table}_check trigger: a stale fence.
+  if (msg.rfind("dblock: ", 0) == 0) throw LockLostError("sqlite: " + msg.substr(8));
   if (msg.find("no such table") != std::string::npos)
     throw SchemaError("sqlite: the lock table is missing in '" + path_ + "' (" + msg + "): run `dblock migrate`");
   throw InternalError("sqlite: " + msg);
@@ -63,8 +65,9 @@ void SqliteConnection::fail(const std::exception& e) {
 SqliteConnection::SqliteConnection(const std::string& path, std::chrono::milliseconds busy_timeout)
     : path_(path), busy_timeout_(busy_timeout) {
   try {
-    db_ = std::make_unique<SQLite::Database>(path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE,
-                                             static_cast<int>(busy_timeout.count()));
+    owned_ = std::make_unique<SQLite::Database>(path, SQLite::OPEN_READWRITE | SQLite::OPEN_CREATE,
+                                                static_cast<int>(busy_timeout.count()));
+    db_ = owned_.get();
     sqlite3_busy_handler(db_->getHandle(), &SqliteConnection::busy_wait, this);
     // WAL lets readers run beside the one writer; synchronous=FULL makes every commit
     // durable, so a fence handed out is never handed out again after a power loss.
@@ -74,6 +77,9 @@ SqliteConnection::SqliteConnection(const std::string& path, std::chrono::millise
     fail(e);
   }
 }
+
+SqliteConnection::SqliteConnection(SQLite::Database& borrowed)
+    : path_(borrowed.getFilename()), busy_timeout_(0), db_(&borrowed) {}
 
 // SQLite's own busy handler (sqlite3_busy_timeout) retries after 1, 2, 5, 10, 15, 20, 25, 25,
 // 25, 50, 50, 100 ms: a writer that found the lock taken soon polls in steps longer than a
@@ -156,14 +162,19 @@ void SqliteConnection::run_script(const std::string& sql) {
 }
 
 void SqliteConnection::begin() {
+  if (!owned_) throw InternalError("a caller's transaction is not dblock's to begin or end");
   try {
     busy_retried([&] { return db_->exec("BEGIN IMMEDIATE"); });
   } catch (const std::exception& e) {
     fail(e);
   }
 }
-void SqliteConnection::commit() { run_script("COMMIT"); }
+void SqliteConnection::commit() {
+  if (!owned_) throw InternalError("a caller's transaction is not dblock's to begin or end");
+  run_script("COMMIT");
+}
 void SqliteConnection::rollback() noexcept {
+  if (!owned_) return;
   try {
     db_->exec("ROLLBACK");
   } catch (...) {  // nothing to roll back (already ended): fine

@@ -19,6 +19,9 @@ namespace dblock::detail::sqldb {
 class SqliteConnection final : public Connection {
  public:
   SqliteConnection(const std::string& path, std::chrono::milliseconds busy_timeout);
+  // A caller's own connection, in the transaction the caller began and will end (locks in the
+  // caller's transaction: dblock/sqlite.hpp). Its settings are left as they are.
+  explicit SqliteConnection(SQLite::Database& borrowed);
   ~SqliteConnection() override;
   Result run(const std::string& sql, const std::vector<Value>& params) override;
   void run_script(const std::string& sql) override;
@@ -37,7 +40,8 @@ class SqliteConnection final : public Connection {
   std::string path_;
   std::chrono::steady_clock::time_point busy_since_;
   std::chrono::milliseconds busy_timeout_;
-  std::unique_ptr<SQLite::Database> db_;
+  std::unique_ptr<SQLite::Database> owned_;
+  SQLite::Database* db_ = nullptr;
   std::unordered_map<std::string, std::unique_ptr<SQLite::Statement>> cache_;
   bool usable_ = true;
 };

@@ -59,8 +59,23 @@ const Dialect& sqlite_dialect() {
     d.sweep_batch_max = 500;
     d.sweep_pause = std::chrono::milliseconds(10);
 
+    // In the caller's write transaction (dblock/sqlite.hpp), which keeps every other writer
+    // out until it ends: the lock is that transaction itself, given a fence unless a lease
+    // holds the name (busy: no row). Nothing to wait on, so the advisory key and the wait
+    // (?2, ?3) are bound and unused.
+    d.in_transaction_waits_for_leases = false;
+    d[S::lock_in] =
+        "UPDATE ${table}_fence SET value = value + 1 WHERE id = 1 AND coalesce(?2, ?3) IS NOT NULL "
+        "AND NOT EXISTS (SELECT 1 FROM ${table} WHERE name = ?1 AND valid_until > ${now_ms}) RETURNING value";
+    // The rule of migration V2's ${table}_check trigger, as an UPDATE that changes nothing:
+    // it makes the transaction the writer first, so no takeover commits before it ends.
+    d[S::check_in] =
+        "UPDATE ${table} SET fence = fence WHERE name = ?1 AND fence = ?2 AND holds > 0 AND valid_until > ${now_ms} "
+        "RETURNING fence";
+
     d[S::drop_schema] =
-        "DROP TABLE IF EXISTS ${table}; DROP TABLE IF EXISTS ${table}_fence; DROP TABLE IF EXISTS ${table}_schema_history";
+        "DROP TABLE IF EXISTS ${table}; DROP TABLE IF EXISTS ${table}_fence; DROP TABLE IF EXISTS ${table}_schema_history; "
+        "DROP TABLE IF EXISTS ${table}_check";
     d[S::history_create] =
         "CREATE TABLE IF NOT EXISTS ${table}_schema_history ("
         "installed_rank INTEGER NOT NULL PRIMARY KEY, version TEXT, description TEXT NOT NULL, "

@@ -1,0 +1,127 @@
+#include "bench_txn.hpp"
+
+#include <SQLiteCpp/SQLiteCpp.h>
+#include <fmt/format.h>
+
+#include <stdexcept>
+
+#include "bench_run.hpp"
+#include "dblock/dblock.hpp"
+#include "dblock/sqlite.hpp"
+
+#ifdef DBLOCK_WITH_POSTGRESQL
+#include <pqxx/pqxx>
+
+#include "dblock/postgresql.hpp"
+#endif
+
+namespace dblock_bench {
+
+namespace {
+
+// Interleaves the series and makes their rows, each compared with the first (bare).
+// Every series writes a new value (a fence in a real service): an UPDATE that changes
+// nothing can commit without a flush, which would flatter it.
+std::vector<Row> timed(const std::string& backend, std::vector<Series> series, const Options& opt) {
+  run_interleaved(backend + " txn", series, opt);
+  std::vector<Row> rows;
+  for (auto& s : series) rows.push_back(Row{backend, s.strategy, "txn", 1, summarize(s.samples), {}});
+  for (std::size_t i = 1; i < rows.size(); ++i) rows[i].vs = {compare(rows[i], rows[0])};
+  return rows;
+}
+
+void expect_one(std::size_t affected, const char* what) {
+  if (affected != 1) throw std::runtime_error(fmt::format("txn {}: the UPDATE changed {} rows", what, affected));
+}
+
+}  // namespace
+
+std::vector<Row> run_txn_sqlite(const std::string& path, const Options& opt) {
+  SQLite::Database db(path, SQLite::OPEN_READWRITE, 5000);
+  db.exec("PRAGMA journal_mode=WAL");
+  db.exec("PRAGMA synchronous=FULL");  // as durable as dblock's own commits
+  db.exec("CREATE TABLE IF NOT EXISTS txn_data (id INTEGER PRIMARY KEY, fence INTEGER NOT NULL)");
+  db.exec("INSERT OR REPLACE INTO txn_data VALUES (1, 0)");
+  SQLite::Statement update(db, "UPDATE txn_data SET fence = ? WHERE id = 1");
+  auto write = [&](std::int64_t fence, const char* what) {
+    update.bind(1, fence);
+    expect_one(static_cast<std::size_t>(update.exec()), what);
+    update.reset();
+  };
+  dblock::sqlite::LockTable locks;
+  auto client = dblock::Client::open("sqlite:" + path);
+  auto lease = client->lock("bench-txn-check").acquire();
+  std::int64_t n = 0;
+  return timed("sqlite",
+               {{"bare-txn", [&] {
+                   db.exec("BEGIN IMMEDIATE");
+                   write(++n, "bare");
+                   db.exec("COMMIT");
+                 }, {}},
+                {"lock_in", [&] {
+                   db.exec("BEGIN IMMEDIATE");
+                   if (locks.lock_in(db, "bench-txn") == 0) throw std::runtime_error("txn lock_in: no fence");
+                   write(++n, "lock_in");
+                   db.exec("COMMIT");
+                 }, {}},
+                {"check_in", [&] {
+                   db.exec("BEGIN IMMEDIATE");
+                   locks.check_in(db, lease);
+                   write(++n, "check_in");
+                   db.exec("COMMIT");
+                 }, {}}},
+               opt);
+}
+
+#ifdef DBLOCK_WITH_POSTGRESQL
+std::vector<Row> run_txn_postgresql(const std::string& url, const std::string& table, const Options& opt) {
+  pqxx::connection conn(url);
+  const std::string data = table + "_txn";
+  {
+    pqxx::work tx(conn);
+    tx.exec(fmt::format("CREATE TABLE {} (id int PRIMARY KEY, fence bigint NOT NULL)", data));
+    tx.exec(fmt::format("INSERT INTO {} VALUES (1, 0)", data));
+    tx.commit();
+  }
+  conn.prepare("bench_txn_update", fmt::format("UPDATE {} SET fence = $1 WHERE id = 1", data));
+  dblock::postgresql::LockTable locks(table);
+  dblock::ClientOptions options;
+  options.table = table;
+  auto client = dblock::Client::open(url, options);
+  auto lease = client->lock("bench-txn-check").acquire();
+  std::int64_t n = 0;
+  auto rows = timed("postgresql",
+                    {{"bare-txn", [&] {
+                        pqxx::work tx(conn);
+                        expect_one(tx.exec_prepared("bench_txn_update", ++n).affected_rows(), "bare");
+                        tx.commit();
+                      }, {}},
+                     {"lock_in", [&] {
+                        pqxx::work tx(conn);
+                        if (locks.lock_in(tx, "bench-txn") == 0) throw std::runtime_error("txn lock_in: no fence");
+                        expect_one(tx.exec_prepared("bench_txn_update", ++n).affected_rows(), "lock_in");
+                        tx.commit();
+                      }, {}},
+                     {"check_in", [&] {
+                        pqxx::work tx(conn);
+                        locks.check_in(tx, lease);
+                        expect_one(tx.exec_prepared("bench_txn_update", ++n).affected_rows(), "check_in");
+                        tx.commit();
+                      }, {}},
+                     // The check sent with the write in one round trip (a simple query with
+                     // two statements), as the README shows for other languages.
+                     {"check+update", [&] {
+                        pqxx::work tx(conn);
+                        tx.exec(fmt::format("SELECT {}_check({}, {}); UPDATE {} SET fence = {} WHERE id = 1", table,
+                                            tx.quote(lease.name()), lease.fence(), data, ++n));
+                        tx.commit();
+                      }, {}}},
+                    opt);
+  pqxx::nontransaction(conn).exec("DROP TABLE " + data);
+  return rows;
+}
+#else
+std::vector<Row> run_txn_postgresql(const std::string&, const std::string&, const Options&) { return {}; }
+#endif
+
+}  // namespace dblock_bench

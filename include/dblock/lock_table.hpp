@@ -1,0 +1,55 @@
+/// @file
+/// LockTable: locks held by the service's own database transaction, and fences the database
+/// checks inside it. Used through one database's header: dblock/postgresql.hpp or
+/// dblock/sqlite.hpp, which name the transaction type of that database's driver.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "dblock/export.hpp"
+#include "dblock/lease.hpp"
+
+namespace dblock {
+namespace detail::sqldb {
+class InTransaction;
+}
+
+/// The lock table (as `dblock migrate` made it, migration V2 or later) seen from a transaction
+/// of the service's own, on its own connection: dblock opens no connection for these calls.
+/// Cheap to copy and thread-safe; each transaction is used by one thread at a time, as its
+/// driver wants.
+template <class Transaction>
+class LockTable {
+ public:
+  /// The table as ClientOptions::table names it. Throws UsageError on a bad identifier.
+  explicit LockTable(const std::string& table = "dblock_locks");
+
+  /// Takes the lock `name` for the rest of `tx`: the database frees it when `tx` commits or
+  /// rolls back, or its connection drops. Waits while anyone holds the name: another
+  /// transaction, or a Client's lock of any strategy on this table. Returns the fence, drawn
+  /// like every grant's on the table. Throws UsageError for a bad name or a transaction that
+  /// is not open or has failed, SchemaError when the table lacks migration V2.
+  std::uint64_t lock_in(Transaction& tx, const std::string& name) const;
+  /// The same, waiting at most `wait` (0: one attempt); nullopt when busy. A busy attempt
+  /// leaves `tx` usable.
+  std::optional<std::uint64_t> try_lock_in(Transaction& tx, const std::string& name,
+                                           std::chrono::milliseconds wait = std::chrono::milliseconds{0}) const;
+
+  /// Asserts in `tx` that the lease with `fence` (insert or optimistic strategy, on this
+  /// table) is the current, unexpired holder of `name`, and keeps it so until `tx` ends: no
+  /// takeover, release or sweep commits before `tx` does, so "lock, then write" is atomic
+  /// even for a holder paused past its TTL. Otherwise throws LockLostError, and `tx` must not
+  /// commit. Commit `tx` before releasing the lease: the release waits for it.
+  void check_in(Transaction& tx, const std::string& name, std::uint64_t fence) const;
+  /// check_in with the lease's name and fence; UsageError if it was released.
+  void check_in(Transaction& tx, const Lease& lease) const;
+
+ private:
+  std::shared_ptr<const detail::sqldb::InTransaction> table_;
+};
+
+}  // namespace dblock
