@@ -90,11 +90,14 @@ class EtcdBackend : public Backend {
     return false;
   }
 
-  // etcd's v3 API reads no server configuration, so the one setting that matters is named.
+  // etcd syncs every write to its log before it answers (3.4 has no switch to turn that off),
+  // so what can still bring a fence back is not a setting: restoring an older snapshot
+  // restores its revisions, and the keys created after it are made again with the same
+  // create revisions (docs/ARCHITECTURE.md, "etcd"). Named, as it cannot be read.
   std::vector<SettingCheck> check_settings() override {
-    return {{"unsafe-no-fsync", "", Verdict::unknown,
-             "not readable over the client API: keep it off (the default), or a crash can lose acknowledged lock "
-             "keys and reuse their revisions (fences)"}};
+    return {{"snapshot-restore", "", Verdict::unknown,
+             "not readable over the client API: after restoring an older snapshot, revisions (fences) already handed "
+             "out are handed out again; move every fenced resource past the restored revision first"}};
   }
 
  private:
