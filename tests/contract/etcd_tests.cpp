@@ -144,8 +144,10 @@ TEST_CASE("waiters queue in creation order, each watching the key before its own
   std::vector<int> order;
   for (int i = 0; i < n; ++i) {
     clients.push_back(ns.open());
-    waiters.emplace_back([&, i] {
-      auto lease = clients[static_cast<std::size_t>(i)]->lock("q", etcd_opts()).acquire();
+    // The thread gets its own copy of the Client: push_back may move the vector's elements
+    // while earlier waiters run (TSan caught the test reading clients[i] meanwhile).
+    waiters.emplace_back([&, i, client = clients.back()] {
+      auto lease = client->lock("q", etcd_opts()).acquire();
       {
         std::lock_guard lk(order_mutex);
         order.push_back(i);
