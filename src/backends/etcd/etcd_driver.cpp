@@ -167,17 +167,21 @@ Attempt Driver::try_acquire(AcquireRequest& r) {
   const auto entered = Clock::now();
   const auto until = entered + std::max(r.wait, milliseconds{0});
 
+  // Our key holds the lock: the grant. The core counts the lease from when it called us; it
+  // lasts at least until expiry().
+  auto granted = [&](std::unique_ptr<Contender> held) {
+    auto fence = static_cast<std::uint64_t>(held->revision);
+    auto left = std::chrono::duration_cast<milliseconds>(held->expiry() - entered);
+    return Attempt{std::make_unique<Held>(std::move(held)), fence, left, nullptr};
+  };
+
   // Our key from the previous attempt of this acquire (this driver's own QueuePlace).
   std::unique_ptr<Contender> c(static_cast<Contender*>(r.place.release()));
   for (int reentered = 0;;) {
     if (!c) {
       bool first = false;
       c = enter(prefix, r.owner, r.ttl, &first);
-      if (first) {
-        auto fence = static_cast<std::uint64_t>(c->revision);
-        auto left = std::chrono::duration_cast<milliseconds>(c->expiry() - entered);
-        return Attempt{std::make_unique<Held>(std::move(c)), fence, left, nullptr};
-      }
+      if (first) return granted(std::move(c));
       if (r.wait.count() <= 0) return Attempt::busy(milliseconds{0});  // a try-lock: our key goes at once
     }
     if (c->refresh_due() && !c->refresh()) {  // our lease expired while we waited: queue again
@@ -200,11 +204,7 @@ Attempt Driver::try_acquire(AcquireRequest& r) {
       continue;
     }
     const auto& before = seen.responses(1).response_range();
-    if (before.kvs_size() == 0) {  // every key created before ours is gone: ours holds
-      auto fence = static_cast<std::uint64_t>(c->revision);
-      auto left = std::chrono::duration_cast<milliseconds>(c->expiry() - entered);
-      return Attempt{std::make_unique<Held>(std::move(c)), fence, left, nullptr};
-    }
+    if (before.kvs_size() == 0) return granted(std::move(c));  // every key made before ours is gone
     if (r.wait.count() <= 0) return Attempt::busy(milliseconds{0});
     if (Clock::now() >= until) {  // the key stays queued for the core's next call
       auto a = Attempt::busy(milliseconds{1});
