@@ -1,6 +1,7 @@
 // What only the etcd bridge promises, and its interop with `etcdctl lock` (Go's
 // concurrency.Mutex) both ways.
 #include <atomic>
+#include <cstdlib>
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
@@ -240,4 +241,45 @@ TEST_CASE("an unreachable etcd is UnavailableError within the connect timeout", 
   auto t0 = Clock::now();
   CHECK_THROWS_AS(dblock::Client::open("etcd://127.0.0.1:1/dblock", o), dblock::UnavailableError);
   CHECK(Clock::now() - t0 < 3s);
+}
+
+// A restart keeps keys and leases (etcd persists them and gives each lease its whole TTL
+// again): a holder with a TTL longer than the outage keeps its lock, and a waiter rides the
+// outage out instead of failing its acquire.
+TEST_CASE("a holder and a waiter ride out a server restart", "[etcd]") {
+  const char* restart = std::getenv("DBLOCK_TEST_ETCD_RESTART");
+  if (!restart || !*restart) FAIL("DBLOCK_TEST_ETCD_RESTART is not set (scripts/services env sets it)");
+  Keys k;
+  auto ns = k.f.make();
+  auto holder = ns.open(), other = ns.open();
+  std::atomic<int> lost{0};
+  auto o = etcd_opts(10s);
+  o.on_lost = [&](const std::string&, std::uint64_t) { lost++; };
+  auto lease = holder->lock("job", o).acquire();
+  std::atomic<bool> got{false};
+  std::uint64_t waiter_fence = 0;
+  std::string error;
+  std::thread waiter([&] {
+    try {
+      auto l = other->lock("job", etcd_opts()).try_acquire(30s);
+      if (l) {
+        waiter_fence = l->fence();
+        got = true;
+      }
+    } catch (const std::exception& e) {
+      error = e.what();
+    }
+  });
+  REQUIRE(eventually([&] { return k.keys("job").size() == 2; }, 10s));
+  REQUIRE(std::system((std::string("DBLOCK_RESTART_PAUSE=1 ") + restart + " >/dev/null 2>&1").c_str()) == 0);
+  std::this_thread::sleep_for(1s);  // renewals and the waiter's watch meet the restarted server
+  CHECK_FALSE(got);
+  CHECK_FALSE(lease.lost());
+  CHECK(lost == 0);
+  auto fence = lease.fence();
+  lease.release();
+  waiter.join();
+  CHECK(error == "");
+  CHECK(got);
+  CHECK(waiter_fence > fence);
 }

@@ -104,6 +104,10 @@ Cluster::Cluster(const std::vector<Endpoint>& endpoints, milliseconds connect_ti
 std::unique_ptr<grpc::ClientContext> Cluster::context() const {
   auto c = std::make_unique<grpc::ClientContext>();
   c->set_deadline(deadline(Clock::now() + call_timeout_));
+  // A call made while the channel reconnects (a server restart) waits for it, up to its
+  // deadline, instead of failing at once: gRPC sends it only once connected, so even a write
+  // cannot be applied twice. Client::open waits for the first connection itself.
+  c->set_wait_for_ready(true);
   return c;
 }
 
@@ -181,6 +185,7 @@ pb::TxnResponse Cluster::txn(const pb::TxnRequest& request) {
 bool Cluster::wait_deleted(const std::string& key, std::int64_t from, Clock::time_point until) {
   grpc::ClientContext ctx;
   ctx.set_deadline(deadline(until));
+  ctx.set_wait_for_ready(true);
   auto stream = watch_->Watch(&ctx);
   pb::WatchRequest req;
   auto* create = req.mutable_create_request();
@@ -201,10 +206,18 @@ bool Cluster::wait_deleted(const std::string& key, std::int64_t from, Clock::tim
   stream->WritesDone();
   auto s = stream->Finish();
   if (deleted) return true;
-  // Our deadline, or our own cancel: no deletion seen. Anything else is the server's trouble.
-  if (s.ok() || s.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED || s.error_code() == grpc::StatusCode::CANCELLED)
-    return false;
-  throw_status(s, endpoints_, "watch " + key);
+  // Our deadline, our own cancel, or the connection broke under the watch (a restart): no
+  // deletion seen, and the caller looks again (its calls wait for the reconnection). Anything
+  // else is the server refusing the watch.
+  switch (s.error_code()) {
+    case grpc::StatusCode::OK:
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+    case grpc::StatusCode::CANCELLED:
+    case grpc::StatusCode::UNAVAILABLE:
+      return false;
+    default:
+      throw_status(s, endpoints_, "watch " + key);
+  }
 }
 
 }  // namespace dblock::detail::etcd
