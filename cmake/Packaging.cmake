@@ -28,7 +28,7 @@ set(CPACK_DEBIAN_RUNTIME_PACKAGE_GENERATE_SHLIBS ON)
 set(CPACK_DEBIAN_RUNTIME_PACKAGE_GENERATE_SHLIBS_POLICY "=")  # 0.x: every release may break the ABI
 set(CPACK_COMPONENT_RUNTIME_DESCRIPTION "dblock: distributed locks (shared library)
  Locks, leases with fencing tokens and leader election kept in SQLite, PostgreSQL,
- MySQL/MariaDB, Redis or ZooKeeper.")
+ MySQL/MariaDB, Redis, ZooKeeper or etcd.")
 
 set(CPACK_DEBIAN_DEVELOPMENT_PACKAGE_NAME libdblock-dev)
 set(CPACK_DEBIAN_DEVELOPMENT_PACKAGE_SECTION libdevel)
@@ -48,6 +48,9 @@ if(DBLOCK_WITH_REDIS)
 endif()
 if(DBLOCK_WITH_ZOOKEEPER)
   list(APPEND dev_depends libzookeeper-mt-dev)
+endif()
+if(DBLOCK_WITH_ETCD)
+  list(APPEND dev_depends libgrpc++-dev libprotobuf-dev)
 endif()
 list(JOIN dev_depends ", " CPACK_DEBIAN_DEVELOPMENT_PACKAGE_DEPENDS)
 

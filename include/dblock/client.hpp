@@ -24,7 +24,8 @@ class ClientCore;
 class DBLOCK_EXPORT Client {
  public:
   /// url: sqlite:PATH | sqlite:///abs/path | postgresql://… | mysql://… | redis://… |
-  /// redlock://host:port,… | zookeeper://host:port/root (README, "The command").
+  /// redlock://host:port,… | zookeeper://host:port/root |
+  /// etcd://host:port,…/prefix (README, "The command").
   /// Throws UsageError on a bad URL or options, UnavailableError when the backend cannot be
   /// reached, SchemaError when the lock table is missing (run `dblock migrate`).
   static std::shared_ptr<Client> open(std::string_view url, ClientOptions options = {});

@@ -17,10 +17,10 @@ namespace dblock {
 
 /// How a backend holds a lock (docs/CONTRACT.md): leases with a TTL (insert, optimistic,
 /// redis, redlock) or session locks freed when their connection goes (for-update, advisory,
-/// zookeeper).
-enum class Strategy { insert, for_update, optimistic, advisory, redis, redlock, zookeeper };
+/// zookeeper, etcd).
+enum class Strategy { insert, for_update, optimistic, advisory, redis, redlock, zookeeper, etcd };
 
-/// "insert", "for-update", "optimistic", "advisory", "redis", "redlock", "zookeeper".
+/// "insert", "for-update", "optimistic", "advisory", "redis", "redlock", "zookeeper", "etcd".
 DBLOCK_EXPORT std::string_view to_string(Strategy s) noexcept;
 /// The inverse; throws UsageError naming the known strategies.
 DBLOCK_EXPORT Strategy parse_strategy(std::string_view text);
@@ -29,7 +29,7 @@ DBLOCK_EXPORT Strategy parse_strategy(std::string_view text);
 struct ClientOptions {
   /// The lock table: an identifier or schema.identifier ([A-Za-z_][A-Za-z0-9_]*, at most 40
   /// characters each, so that the names derived from it fit every database's limit).
-  /// Redis, Redlock and ZooKeeper ignore it: there a name is one lock with one fence
+  /// Redis, Redlock, ZooKeeper and etcd ignore it: there a name is one lock with one fence
   /// sequence per server (separate applications by database number or root path).
   std::string table = "dblock_locks";
   std::size_t pool_size = 8;                         ///< connections kept for lease statements

@@ -13,6 +13,9 @@
 #ifdef DBLOCK_WITH_ZOOKEEPER
 #include "backends/zookeeper/zk_backend.hpp"
 #endif
+#ifdef DBLOCK_WITH_ETCD
+#include "backends/etcd/etcd_backend.hpp"
+#endif
 #include "core/driver.hpp"
 #include "core/url.hpp"
 #include "dblock/errors.hpp"
@@ -34,6 +37,9 @@ std::string built_backends() {
 #ifdef DBLOCK_WITH_ZOOKEEPER
   s += ", zookeeper";
 #endif
+#ifdef DBLOCK_WITH_ETCD
+  s += ", etcd";
+#endif
   return s;
 }
 }  // namespace
@@ -53,12 +59,18 @@ std::unique_ptr<Backend> open_backend(const Url& url, const ClientOptions& optio
 #ifdef DBLOCK_WITH_ZOOKEEPER
   if (url.scheme == "zookeeper") return open_zookeeper(url, options);
 #endif
-  for (const char* known : {"postgresql", "postgres", "mysql", "mariadb", "redis", "redlock", "zookeeper"})
+  // Refused whether or not the bridge is built: what is missing is TLS, not the backend.
+  if (url.scheme == "etcd+https" || url.scheme == "etcds")
+    throw UsageError("etcd over TLS (" + url.scheme + "://) is not supported yet: use etcd:// (plain gRPC)");
+#ifdef DBLOCK_WITH_ETCD
+  if (url.scheme == "etcd") return open_etcd(url, options);
+#endif
+  for (const char* known : {"postgresql", "postgres", "mysql", "mariadb", "redis", "redlock", "zookeeper", "etcd"})
     if (url.scheme == known)
       throw UsageError("this dblock was built without the " + url.scheme + " backend (built: " + built_backends() +
                        ")");
   throw UsageError("unknown URL scheme '" + url.scheme +
-                   "': expected sqlite, postgresql, mysql, redis, redlock or zookeeper");
+                   "': expected sqlite, postgresql, mysql, redis, redlock, zookeeper or etcd");
 }
 
 }  // namespace dblock::detail

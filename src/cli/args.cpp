@@ -21,7 +21,7 @@ ClientOptions Common::client_options(std::optional<bool> auto_migrate) const {
 namespace {
 
 void add_common(CLI::App* cmd, Common& c) {
-  cmd->add_option("--url", c.url, "Backend URL: sqlite:PATH, postgresql://, mysql://, redis://, redlock://, zookeeper://")
+  cmd->add_option("--url", c.url, "Backend URL: sqlite:PATH, postgresql://, mysql://, redis://, redlock://, zookeeper://, etcd://")
       ->envname("DBLOCK_URL")
       ->default_val("sqlite:dblock.db");
   cmd->add_option("--table", c.table, "Lock table: identifier or schema.identifier")

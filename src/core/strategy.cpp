@@ -13,7 +13,7 @@ struct Known {
   std::string_view name;
   bool lease;
 };
-constexpr std::array<Known, 7> known{{
+constexpr std::array<Known, 8> known{{
     {Strategy::insert, "insert", true},
     {Strategy::for_update, "for-update", false},
     {Strategy::optimistic, "optimistic", true},
@@ -21,6 +21,7 @@ constexpr std::array<Known, 7> known{{
     {Strategy::redis, "redis", true},
     {Strategy::redlock, "redlock", true},
     {Strategy::zookeeper, "zookeeper", false},
+    {Strategy::etcd, "etcd", false},
 }};
 }  // namespace
 
@@ -40,7 +41,7 @@ Strategy parse_strategy(std::string_view text) {
   for (auto& k : known)
     if (k.name == text) return k.strategy;
   throw UsageError("unknown strategy '" + std::string(text) +
-                   "': expected insert, for-update, optimistic, advisory, redis, redlock or zookeeper");
+                   "': expected insert, for-update, optimistic, advisory, redis, redlock, zookeeper or etcd");
 }
 
 }  // namespace dblock

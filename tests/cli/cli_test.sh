@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # End-to-end checks of the dblock command, as a user runs it.
-# Usage: cli_test.sh PATH/TO/dblock [sqlite|postgresql|mysql|redis|redlock|zookeeper]
+# Usage: cli_test.sh PATH/TO/dblock [sqlite|postgresql|mysql|redis|redlock|zookeeper|etcd]
 # postgresql and mysql use the server in DBLOCK_TEST_PG_URL or DBLOCK_TEST_MYSQL_URL, in a
 # fresh table, and restart it with DBLOCK_TEST_PG_RESTART or DBLOCK_TEST_MYSQL_RESTART.
 # redis and redlock use DBLOCK_TEST_REDIS_URL (restarted with DBLOCK_TEST_REDIS_RESTART) or
 # DBLOCK_TEST_REDLOCK_URL, in a fresh database; zookeeper uses
-# DBLOCK_TEST_ZK_URL, under a fresh root, and DBLOCK_TEST_ZK_RESTART.
+# DBLOCK_TEST_ZK_URL, under a fresh root, and DBLOCK_TEST_ZK_RESTART; etcd uses
+# DBLOCK_TEST_ETCD_URL, under a fresh key prefix, DBLOCK_TEST_ETCD_RESTART and etcdctl.
 set -u
-DBLOCK=${1:?usage: cli_test.sh PATH/TO/dblock [sqlite|postgresql|mysql|redis|redlock|zookeeper]}
+DBLOCK=${1:?usage: cli_test.sh PATH/TO/dblock [sqlite|postgresql|mysql|redis|redlock|zookeeper|etcd]}
 BACKEND=${2:-sqlite}
 WORK=$(mktemp -d /tmp/dblock-cli-XXXXXX)
 SERVER_URL="" RESTART=""
@@ -73,8 +74,10 @@ fresh_redis_db() {
   export DBLOCK_URL
 }
 # The strategies whose locks `dblock list` shows (leases).
-LISTED="insert optimistic redis redlock zookeeper"
+LISTED="insert optimistic redis redlock zookeeper etcd"
 UNREACHABLE_PATH=/dblock OTHER_STRATEGY=redis
+# The credentials of the unreachable-server URLs (etcd's URLs take none: refused, exit 64).
+UNREACHABLE_AUTH="dblock:Wr0ngSecret@"
 case "$BACKEND" in
   sqlite)
     export DBLOCK_URL="sqlite:$WORK/locks.db" DBLOCK_TABLE=dblock_locks
@@ -102,15 +105,22 @@ print("|".join([p.unquote(u.username or ""), p.unquote(u.password or ""), u.host
     use_server DBLOCK_TEST_ZK_URL DBLOCK_TEST_ZK_RESTART
     export DBLOCK_URL="$SERVER_URL/$DBLOCK_TABLE"
     STRATEGIES=zookeeper UNREACHABLE_PATH=/dblock OTHER_STRATEGY=insert ;;
+  etcd)
+    # One strategy, no tables: a fresh key prefix per run instead (the table is ignored).
+    use_server DBLOCK_TEST_ETCD_URL DBLOCK_TEST_ETCD_RESTART
+    export DBLOCK_URL="$SERVER_URL/$DBLOCK_TABLE"
+    STRATEGIES=etcd UNREACHABLE_PATH=/dblock OTHER_STRATEGY=insert UNREACHABLE_AUTH=""
+    ETCD_HOSTPORT=${SERVER_URL#etcd://} ETCD_HOSTPORT=${ETCD_HOSTPORT%%/*} ;;
   *) echo "unknown backend $BACKEND"; exit 64 ;;
 esac
 # SQL backends have tables, migrations and a lock table that can be missing; ZooKeeper not.
 SQL=yes
-[ "$BACKEND" = zookeeper ] && SQL=""
+case "$BACKEND" in zookeeper|etcd) SQL="" ;; esac
 # The restart check's session and lease strategies (ZooKeeper: the same one, with a TTL
 # shorter and one longer than the restart).
 SESSION_STRATEGY=for-update LEASE_STRATEGY=insert
 [ "$BACKEND" = zookeeper ] && SESSION_STRATEGY=zookeeper LEASE_STRATEGY=zookeeper
+[ "$BACKEND" = etcd ] && SESSION_STRATEGY=etcd LEASE_STRATEGY=etcd
 if [ -n "$SERVER_URL" ]; then
   # (its stderr kept for a failure: a success may warn of server settings, see doctor below)
   "$DBLOCK" migrate >/dev/null 2>"$WORK/migrate.err" ||
@@ -243,13 +253,16 @@ sleep 0.3
 alive "$child" && fail "$strategy: the command outlived a SIGKILLed dblock" || ok "$strategy: the command died with dblock (SIGKILL)"
 t0=$(now_ms); expect_exit 0 "$strategy: the lock comes back" "$DBLOCK" run --name killed $S --wait 10s -- true; t1=$(now_ms)
 [ $((t1 - t0)) -lt 4000 ] && ok "$strategy: available again after $((t1 - t0)) ms (TTL 2s)" || fail "$strategy: took $((t1 - t0)) ms to come back"
+# etcd deletes the dead holder's key when its lease (the TTL in whole seconds) expires, and
+# the next waiter's watch sees that deletion: within the TTL and a second.
+[ "$strategy" = etcd ] && { [ $((t1 - t0)) -lt 3000 ] && ok "etcd: back within TTL + 1 s" || fail "etcd: took $((t1 - t0)) ms, over TTL + 1 s"; }
 done
 
 # --- --hold-at-least: a job that ends early keeps the lock until the minimum has passed ----
 for strategy in $STRATEGIES; do
 S="--strategy $strategy" N="atleast-$strategy"
 case $strategy in
-  for-update|advisory|zookeeper)
+  for-update|advisory|zookeeper|etcd)
     expect_exit 64 "$strategy: --hold-at-least needs a lease strategy" "$DBLOCK" run --name "$N" $S --hold-at-least 2s -- true ;;
   *)
     t0=$(now_ms)
@@ -275,6 +288,47 @@ wait "$holder"; code=$?
 [ "$code" = 76 ] && ok "holder of a lost lease stopped its command and exited 76" || fail "holder exited $code after losing its lease"
 alive "$(cat grandchild)" && fail "a process the command started outlived the lost lease" || ok "the command's own children were stopped too"
 wait "$thief"
+
+# --- etcd: `etcdctl lock` and dblock exclude each other, both ways ---------------------------
+if [ "$BACKEND" = etcd ]; then
+  etcdctl_lock() { ETCDCTL_API=3 etcdctl --endpoints="$ETCD_HOSTPORT" lock "$@"; }
+  prefix="/${DBLOCK_URL#etcd://*/}"  # the URL's key prefix: name N is etcdctl's lock $prefix/N
+  rm -f held stop got
+  # etcdctl holds until `stop` exists, then releases (its command ends, it deletes its key).
+  etcdctl_lock "$prefix/interop" -- sh -c 'touch held; while [ ! -e stop ]; do sleep 0.05; done' >/dev/null 2>&1 &
+  ctl=$!
+  wait_for_file held || fail "etcdctl lock did not start"
+  t0=$(now_ms); expect_exit 75 "etcd: --no-wait while etcdctl holds" "$DBLOCK" run --name interop --no-wait -- true; t1=$(now_ms)
+  [ $((t1 - t0)) -lt 2000 ] && ok "etcd: --no-wait returned at once ($((t1 - t0)) ms)" || fail "etcd: --no-wait took $((t1 - t0)) ms"
+  expect_exit 75 "etcd: --wait 500ms while etcdctl holds" "$DBLOCK" run --name interop --wait 500ms -- true
+  "$DBLOCK" run --name interop --wait 20s -- sh -c 'echo "$DBLOCK_FENCE" >got' & waiter=$!
+  sleep 1
+  [ ! -e got ] && ok "etcd: a dblock waiter waits while etcdctl holds" || fail "etcd: dblock ran while etcdctl held the lock"
+  ctl_rev=$(ETCDCTL_API=3 etcdctl --endpoints="$ETCD_HOSTPORT" get --prefix "$prefix/interop/" -w json |
+            python3 -c 'import json,sys; print(min(k["create_revision"] for k in json.load(sys.stdin)["kvs"]))')
+  touch stop
+  wait "$waiter"; code=$?
+  [ "$code" = 0 ] && [ -s got ] && [ "$(cat got)" -gt "$ctl_rev" ] &&
+    ok "etcd: dblock got it once etcdctl let go, fence $(cat got) > etcdctl's key revision $ctl_rev" ||
+    fail "etcd: the waiter exited $code, fence '$(cat got 2>/dev/null)', etcdctl's revision $ctl_rev"
+  wait "$ctl"
+  rm -f held stop got
+  # dblock holds: etcdctl waits until dblock releases.
+  "$DBLOCK" run --name interop -- sh -c 'touch held; while [ ! -e stop ]; do sleep 0.05; done' & holder=$!
+  wait_for_file held || fail "etcd: dblock holder did not start"
+  etcdctl_lock "$prefix/interop" -- touch got >/dev/null 2>&1 & ctl=$!
+  sleep 1
+  [ ! -e got ] && ok "etcd: etcdctl lock waits while dblock holds" || fail "etcd: etcdctl ran while dblock held the lock"
+  t0=$(now_ms); touch stop
+  wait "$holder"
+  for _ in $(seq 1 100); do [ -e got ] && break; sleep 0.05; done; t1=$(now_ms)
+  [ -e got ] && ok "etcd: etcdctl got it $((t1 - t0)) ms after dblock's command ended" || fail "etcd: etcdctl did not get the lock after dblock released"
+  wait "$ctl"
+  keys=$(ETCDCTL_API=3 etcdctl --endpoints="$ETCD_HOSTPORT" get --prefix "$prefix/interop/" -w json |
+         python3 -c 'import json,sys; print(len(json.load(sys.stdin).get("kvs", [])))')
+  [ "$keys" = 0 ] && ok "etcd: no key left under $prefix/interop/" || fail "etcd: $keys keys left under $prefix/interop/"
+  rm -f held stop got
+fi
 
 # --- migrate, sweep, missing schema ---------------------------------------------------------
 case "$BACKEND" in redis|redlock) KEYED=1 ;; *) KEYED=0 ;; esac
@@ -325,7 +379,7 @@ if [ -n "$SERVER_URL" ]; then
   grep -q Wr0ngSecret "$WORK/err" && fail "the password appears in the error" || ok "the password is not in the error"
   fi
   t0=$(now_ms)
-  expect_exit 69 "unreachable server" "$DBLOCK" list --url "${SERVER_URL%%://*}://dblock:Wr0ngSecret@127.0.0.1:1$UNREACHABLE_PATH" --timeout 2s
+  expect_exit 69 "unreachable server" "$DBLOCK" list --url "${SERVER_URL%%://*}://${UNREACHABLE_AUTH}127.0.0.1:1$UNREACHABLE_PATH" --timeout 2s
   t1=$(now_ms)
   [ $((t1 - t0)) -lt 3000 ] && ok "unreachable server: gave up within the 2s timeout ($((t1 - t0)) ms)" || fail "unreachable server: took $((t1 - t0)) ms (timeout 2s)"
   grep -q Wr0ngSecret "$WORK/err" && fail "the password appears in the error" || ok "the password is not in the error"
@@ -354,9 +408,10 @@ if [ -n "$SERVER_URL" ]; then
     "$DBLOCK" run --name lease --strategy $LEASE_STRATEGY --ttl 6s -- sh -c 'touch held2; sleep 4' & lease=$!
     wait_for_file held && wait_for_file held2 || fail "holders did not start"
     # A ZooKeeper session (the 900 ms one) survives a restart faster than its timeout: the
-    # server stays down 1.5 s, so that it expires whatever the machine's speed.
+    # server stays down 1.5 s, so that it expires whatever the machine's speed. So does an
+    # etcd lease (etcd keeps leases across a restart and gives each its whole TTL again).
     pause=0
-    [ "$BACKEND" = zookeeper ] && pause=1.5
+    case "$BACKEND" in zookeeper|etcd) pause=1.5 ;; esac
     t0=$(now_ms)
     DBLOCK_RESTART_PAUSE=$pause sh -c "$RESTART" >/dev/null 2>&1 || fail "restart failed"
     t1=$(now_ms)
@@ -365,7 +420,7 @@ if [ -n "$SERVER_URL" ]; then
     [ "$code" = 76 ] && ok "server restart ($((t1 - t0)) ms): the $SESSION_STRATEGY holder (ttl 900ms) stopped its command (exit 76) $((t2 - t1)) ms after" || fail "$SESSION_STRATEGY holder (ttl 900ms) exited $code after a restart"
     wait "$lease"; code=$?
     [ "$code" = 0 ] && ok "server restart: the $LEASE_STRATEGY lock (ttl 6s) survived and its command finished (exit 0)" || fail "$LEASE_STRATEGY holder (ttl 6s) exited $code after a restart"
-  else fail "the restart command is not set (DBLOCK_TEST_PG_RESTART, DBLOCK_TEST_MYSQL_RESTART, DBLOCK_TEST_ZK_RESTART: scripts/test sets them)"; fi
+  else fail "the restart command is not set (DBLOCK_TEST_PG_RESTART, DBLOCK_TEST_MYSQL_RESTART, DBLOCK_TEST_ZK_RESTART, DBLOCK_TEST_ETCD_RESTART: scripts/test sets them)"; fi
 fi
 
 # --- mysql: names that are special in MySQL are just data -------------------------------------
@@ -517,8 +572,11 @@ case "$BACKEND" in
   zookeeper)
     expect_exit 0 "doctor: forceSync cannot be read, which is not a failure" "$DBLOCK" doctor
     grep -q "^unknown  *forceSync (not read)" "$WORK/out" && ok "doctor names forceSync" || fail "doctor said: $(cat "$WORK/out")" ;;
+  etcd)
+    expect_exit 0 "doctor: a snapshot restore cannot be seen, which is not a failure" "$DBLOCK" doctor
+    grep -q "^unknown  *snapshot-restore (not read)" "$WORK/out" && ok "doctor names snapshot restores" || fail "doctor said: $(cat "$WORK/out")" ;;
 esac
-[ -n "$SERVER_URL" ] && expect_exit 69 "doctor: an unreachable server" "$DBLOCK" doctor --url "${SERVER_URL%%://*}://dblock:x@127.0.0.1:1$UNREACHABLE_PATH" --timeout 2s
+[ -n "$SERVER_URL" ] && expect_exit 69 "doctor: an unreachable server" "$DBLOCK" doctor --url "${SERVER_URL%%://*}://${UNREACHABLE_AUTH/Wr0ngSecret/x}127.0.0.1:1$UNREACHABLE_PATH" --timeout 2s
 
 # --- bad input: exit 64, one line, nothing written ------------------------------------------
 [ "$BACKEND" = sqlite ] && export DBLOCK_URL="sqlite:$WORK/bad.db"
@@ -543,6 +601,16 @@ expect_exit 64 "SQLite path in a missing directory" "$DBLOCK" run --url "sqlite:
 [ ! -e "$WORK/no" ] && ok "nothing created for the missing directory" || fail "the missing directory was created"
 expect_exit 64 "zero batch" "$DBLOCK" sweep --batch 0
 [ "$BACKEND" = zookeeper ] && expect_exit 64 "a name with '/' (one node per name)" "$DBLOCK" run --name 'a/b' -- true
+if [ "$BACKEND" = etcd ]; then
+  hostport=$ETCD_HOSTPORT
+  expect_exit 64 "a name with '/' (it would fall under another name's keys)" "$DBLOCK" run --name 'a/b' -- true
+  expect_exit 64 "an etcd prefix with '//'" "$DBLOCK" run --url "etcd://$hostport/a//b" --name n -- true
+  expect_exit 64 "an etcd URL without a prefix" "$DBLOCK" run --url "etcd://$hostport" --name n -- true
+  expect_exit 64 "an etcd endpoint without a port" "$DBLOCK" run --url "etcd://${hostport%%:*}/dblock" --name n -- true
+  expect_exit 64 "etcd+https (TLS not supported yet)" "$DBLOCK" run --url "etcd+https://$hostport/dblock" --name n -- true
+  grep -q "TLS.*not supported yet" "$WORK/err" && ok "the error says TLS is not supported yet" || fail "etcd+https error: $(cat "$WORK/err")"
+  expect_exit 69 "an unreachable etcd endpoint" "$DBLOCK" run --url "etcd://127.0.0.1:1/dblock" --timeout 2s --name n -- true
+fi
 left=$("$DBLOCK" list --json)
 rows=$(printf '%s' "$left" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
 [ "$rows" = 0 ] && ok "bad input wrote no lock" || fail "bad input left $rows locks: $(printf '%s' "$left" | tr -d '\n' | head -c 400)"

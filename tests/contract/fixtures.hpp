@@ -143,6 +143,23 @@ struct ZooKeeperLock {
 #define DBLOCK_ZOOKEEPER_FIXTURES
 #endif
 
+#ifdef DBLOCK_TEST_ETCD
+// A fresh key prefix on the test server (DBLOCK_TEST_ETCD_URL) per test. A session lock (the
+// lock lives as long as its etcd lease, which the watchdog keeps alive): the holder's key is
+// not a lease row, and steal() deletes it as an operator would.
+struct EtcdLock {
+  static constexpr bool lease_based = false;
+  static constexpr Strategy strategy = Strategy::etcd;
+  TempDir dir;
+  std::string url = server_url("DBLOCK_TEST_ETCD_URL") + "/t" + std::to_string(std::random_device{}());
+  Namespace make() const { return Namespace{url, ClientOptions{}}; }
+  void steal(Client& c, const std::string& name) const { REQUIRE(c.force_release(name)); }
+};
+#define DBLOCK_ETCD_FIXTURES , dblock::test::EtcdLock
+#else
+#define DBLOCK_ETCD_FIXTURES
+#endif
+
 // What a contract test body sees of its fixture, at run time.
 struct Contract {
   Strategy strategy;
@@ -185,4 +202,4 @@ Contract contract_of(F& fixture) {
   dblock::test::SqliteInsert, dblock::test::SqliteOptimistic DBLOCK_PG_LEASE_FIXTURES DBLOCK_MYSQL_LEASE_FIXTURES
 #define DBLOCK_CONTRACT_FIXTURES \
   DBLOCK_LEASE_FIXTURES DBLOCK_PG_SESSION_FIXTURES DBLOCK_MYSQL_SESSION_FIXTURES DBLOCK_REDIS_FIXTURES \
-      DBLOCK_ZOOKEEPER_FIXTURES
+      DBLOCK_ZOOKEEPER_FIXTURES DBLOCK_ETCD_FIXTURES

@@ -3,6 +3,8 @@
 //  - bad input throws UsageError and nothing else;
 //  - a parsed URL keeps its invariants (lower-case scheme, hosts non-empty, ports 0..65535);
 //  - it re-parses from its canonical form to the same fields;
+//  - an etcd URL's key prefix (src/backends/etcd/etcd_keys.hpp) is refused with UsageError or
+//    is "/" + the path, with no empty component and no trailing '/';
 //  - a password never shows in redacted() nor in any error message: the input's password
 //    (located by the grammar, independently of the parser) is replaced by a canary, which
 //    must then appear nowhere, also when the URL is broken around it to provoke errors.
@@ -10,6 +12,7 @@
 #include <cstdint>
 #include <string>
 
+#include "backends/etcd/etcd_keys.hpp"
 #include "core/url.hpp"
 #include "fuzz_check.hpp"
 
@@ -20,7 +23,8 @@ using fuzz::contains;
 
 namespace {
 
-const char* const schemes[] = {"sqlite", "postgresql", "postgres", "mysql", "mariadb", "redis", "redlock", "zookeeper"};
+const char* const schemes[] = {"sqlite", "postgresql", "postgres", "mysql", "mariadb", "redis", "redlock", "zookeeper",
+                               "etcd", "etcd+https"};
 const std::string canary = "C4n4ryS3cr3t";
 
 std::string percent_encode(const std::string& s) {
@@ -134,10 +138,19 @@ void check_password_hidden(const std::string& text) {
   }
 }
 
+void check_etcd_prefix(const Url& u) {
+  std::string root;
+  if (!accepts([&] { root = dblock::detail::etcd::key_root(u.path); })) return;
+  FUZZ_CHECK(root == "/" + u.path);
+  FUZZ_CHECK(root.size() > 1 && root.back() != '/');
+  FUZZ_CHECK(root.find("//") == std::string::npos);
+}
+
 void check_url(const std::string& text) {
   Url u;
   if (accepts([&] { u = parse_url(text); })) {
     check_invariants(u);
+    if (u.scheme == "etcd") check_etcd_prefix(u);
     FUZZ_CHECK(u.original == text);
     Url again;
     auto form = canonical(u);

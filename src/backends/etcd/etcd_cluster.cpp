@@ -1,0 +1,223 @@
+#include "backends/etcd/etcd_cluster.hpp"
+
+#include <grpc/support/log.h>
+#include <netdb.h>
+#include <sys/socket.h>
+
+#include <mutex>
+
+#include "dblock/errors.hpp"
+
+namespace dblock::detail::etcd {
+
+namespace {
+
+// gRPC logs connection failures to stderr (several lines per failed attempt). The CLI
+// promises one line of stderr, and every failure reaches the caller as an exception anyway.
+void discard_log(gpr_log_func_args*) {}
+
+void quiet_grpc_log() {
+  static std::once_flag once;
+  std::call_once(once, [] { gpr_set_log_function(&discard_log); });
+}
+
+// The channel's target. One endpoint: gRPC's own resolver ("dns:///host:port"). Several:
+// gRPC's static address lists take numeric addresses only, so each host is resolved here
+// (IPv4 first) into one "ipv4:a:p,b:p" (or "ipv6:") list; pick_first then fails over in order.
+std::string target(const std::vector<Endpoint>& endpoints) {
+  auto hostport = [](const std::string& host, int port) {
+    bool v6 = host.find(':') != std::string::npos;
+    return (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+  };
+  if (endpoints.size() == 1) return "dns:///" + hostport(endpoints[0].host, endpoints[0].port);
+  std::vector<std::string> v4, v6;
+  for (const auto& e : endpoints) {
+    addrinfo hints{};
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* found = nullptr;
+    if (getaddrinfo(e.host.c_str(), nullptr, &hints, &found) != 0 || !found)
+      throw UnavailableError("etcd: cannot resolve " + e.host);
+    std::string a4, a6;
+    for (auto* a = found; a; a = a->ai_next) {
+      char text[NI_MAXHOST];
+      if (getnameinfo(a->ai_addr, a->ai_addrlen, text, sizeof text, nullptr, 0, NI_NUMERICHOST) != 0) continue;
+      if (a->ai_family == AF_INET && a4.empty()) a4 = text;
+      if (a->ai_family == AF_INET6 && a6.empty()) a6 = text;
+    }
+    freeaddrinfo(found);
+    if (!a4.empty()) v4.push_back(hostport(a4, e.port));
+    if (!a6.empty()) v6.push_back(hostport(a6, e.port));
+  }
+  auto join = [](const char* scheme, const std::vector<std::string>& list) {
+    std::string s = scheme;
+    for (std::size_t i = 0; i < list.size(); ++i) s += (i ? "," : "") + list[i];
+    return s;
+  };
+  if (v4.size() >= v6.size()) return join("ipv4:", v4);
+  return join("ipv6:", v6);
+}
+
+// gRPC takes deadlines on the system clock only; ours are on the monotonic one.
+std::chrono::system_clock::time_point deadline(Clock::time_point t) {
+  return std::chrono::system_clock::now() + std::chrono::duration_cast<std::chrono::system_clock::duration>(t - Clock::now());
+}
+
+}  // namespace
+
+void throw_status(const grpc::Status& status, const std::string& endpoints, const std::string& what) {
+  std::string m = "etcd: " + endpoints + ": " + what + ": " + status.error_message();
+  switch (status.error_code()) {
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+      throw TimeoutError(m);
+    case grpc::StatusCode::UNAVAILABLE:
+    case grpc::StatusCode::CANCELLED:
+    case grpc::StatusCode::ABORTED:
+    case grpc::StatusCode::RESOURCE_EXHAUSTED:
+    case grpc::StatusCode::UNAUTHENTICATED:
+    case grpc::StatusCode::PERMISSION_DENIED:
+      throw UnavailableError(m);
+    case grpc::StatusCode::INVALID_ARGUMENT:
+      throw UsageError(m);
+    default:
+      throw InternalError(m);
+  }
+}
+
+Cluster::Cluster(const std::vector<Endpoint>& endpoints, milliseconds connect_timeout, milliseconds call_timeout)
+    : call_timeout_(call_timeout) {
+  quiet_grpc_log();
+  for (const auto& e : endpoints) endpoints_ += (endpoints_.empty() ? "" : ",") + e.host + ":" + std::to_string(e.port);
+  grpc::ChannelArguments args;
+  // A restarted server is found again within a second, not gRPC's default backoff of up to 2 min.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  channel_ = grpc::CreateCustomChannel(target(endpoints), grpc::InsecureChannelCredentials(), args);
+  if (!channel_->WaitForConnected(deadline(Clock::now() + connect_timeout)))
+    throw UnavailableError("etcd: " + endpoints_ + ": no connection within the connect timeout (" +
+                           std::to_string(connect_timeout.count()) + " ms)");
+  kv_ = pb::KV::NewStub(channel_);
+  lease_ = pb::Lease::NewStub(channel_);
+  watch_ = pb::Watch::NewStub(channel_);
+}
+
+std::unique_ptr<grpc::ClientContext> Cluster::context() const {
+  auto c = std::make_unique<grpc::ClientContext>();
+  c->set_deadline(deadline(Clock::now() + call_timeout_));
+  // A call made while the channel reconnects (a server restart) waits for it, up to its
+  // deadline, instead of failing at once: gRPC sends it only once connected, so even a write
+  // cannot be applied twice. Client::open waits for the first connection itself.
+  c->set_wait_for_ready(true);
+  return c;
+}
+
+seconds Cluster::grant(std::int64_t id, seconds ttl) {
+  pb::LeaseGrantRequest req;
+  req.set_id(id);
+  req.set_ttl(ttl.count());
+  pb::LeaseGrantResponse resp;
+  auto s = lease_->LeaseGrant(context().get(), req, &resp);
+  if (!s.ok()) throw_status(s, endpoints_, "grant a lease");
+  if (!resp.error().empty()) throw InternalError("etcd: " + endpoints_ + ": grant a lease: " + resp.error());
+  return seconds{resp.ttl()};
+}
+
+bool Cluster::revoke(std::int64_t id) {
+  pb::LeaseRevokeRequest req;
+  req.set_id(id);
+  pb::LeaseRevokeResponse resp;
+  auto s = lease_->LeaseRevoke(context().get(), req, &resp);
+  if (s.error_code() == grpc::StatusCode::NOT_FOUND) return false;  // "requested lease not found"
+  if (!s.ok()) throw_status(s, endpoints_, "revoke a lease");
+  return true;
+}
+
+void Cluster::revoke_quietly(std::int64_t id) noexcept {
+  try {
+    revoke(id);
+  } catch (...) {
+  }
+}
+
+seconds Cluster::keep_alive(std::int64_t id) {
+  // LeaseKeepAlive is a stream; one request and its answer per renewal (the watchdog paces them).
+  auto ctx = context();
+  auto stream = lease_->LeaseKeepAlive(ctx.get());
+  pb::LeaseKeepAliveRequest req;
+  req.set_id(id);
+  pb::LeaseKeepAliveResponse resp;
+  bool answered = stream->Write(req) && stream->Read(&resp);
+  stream->WritesDone();
+  if (!answered) {
+    ctx->TryCancel();
+    auto s = stream->Finish();
+    throw_status(s.ok() ? grpc::Status(grpc::StatusCode::UNAVAILABLE, "no answer") : s, endpoints_,
+                 "keep a lease alive");
+  }
+  stream->Finish();
+  return seconds{std::max<std::int64_t>(resp.ttl(), 0)};
+}
+
+seconds Cluster::time_to_live(std::int64_t id) {
+  pb::LeaseTimeToLiveRequest req;
+  req.set_id(id);
+  pb::LeaseTimeToLiveResponse resp;
+  auto s = lease_->LeaseTimeToLive(context().get(), req, &resp);
+  if (s.error_code() == grpc::StatusCode::NOT_FOUND) return seconds{0};
+  if (!s.ok()) throw_status(s, endpoints_, "read a lease's time to live");
+  return seconds{std::max<std::int64_t>(resp.ttl(), 0)};
+}
+
+pb::RangeResponse Cluster::range(const pb::RangeRequest& request) {
+  pb::RangeResponse resp;
+  auto s = kv_->Range(context().get(), request, &resp);
+  if (!s.ok()) throw_status(s, endpoints_, "read " + request.key());
+  return resp;
+}
+
+pb::TxnResponse Cluster::txn(const pb::TxnRequest& request) {
+  pb::TxnResponse resp;
+  auto s = kv_->Txn(context().get(), request, &resp);
+  if (!s.ok()) throw_status(s, endpoints_, "transaction");
+  return resp;
+}
+
+bool Cluster::wait_deleted(const std::string& key, std::int64_t from, Clock::time_point until) {
+  grpc::ClientContext ctx;
+  ctx.set_deadline(deadline(until));
+  ctx.set_wait_for_ready(true);
+  auto stream = watch_->Watch(&ctx);
+  pb::WatchRequest req;
+  auto* create = req.mutable_create_request();
+  create->set_key(key);
+  create->set_start_revision(from);
+  create->add_filters(pb::WatchCreateRequest::NOPUT);
+  bool deleted = false;
+  if (stream->Write(req)) {
+    pb::WatchResponse resp;
+    while (!deleted && stream->Read(&resp)) {
+      // Canceled: compacted past `from` (or refused). Either way the caller reads again.
+      if (resp.canceled() || resp.compact_revision() > 0) deleted = true;
+      for (const auto& e : resp.events())
+        if (e.type() == mvccpb::Event::DELETE) deleted = true;
+    }
+  }
+  ctx.TryCancel();  // the watch's stream ends with this call
+  stream->WritesDone();
+  auto s = stream->Finish();
+  if (deleted) return true;
+  // Our deadline, our own cancel, or the connection broke under the watch (a restart): no
+  // deletion seen, and the caller looks again (its calls wait for the reconnection). Anything
+  // else is the server refusing the watch.
+  switch (s.error_code()) {
+    case grpc::StatusCode::OK:
+    case grpc::StatusCode::DEADLINE_EXCEEDED:
+    case grpc::StatusCode::CANCELLED:
+    case grpc::StatusCode::UNAVAILABLE:
+      return false;
+    default:
+      throw_status(s, endpoints_, "watch " + key);
+  }
+}
+
+}  // namespace dblock::detail::etcd

@@ -1,0 +1,73 @@
+// The etcd cluster behind a URL's endpoints: one gRPC channel, the few calls dblock makes on
+// it (etcd's v3 API: KV, Lease, Watch), and the one place where gRPC statuses become dblock
+// errors. Every call has a deadline (the statement timeout), so none hangs on a dead server.
+//
+// Thread-safety: a gRPC channel and its stubs are safe to share; each call has a context of
+// its own, so any thread may call.
+#pragma once
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/driver.hpp"
+#include "rpc.grpc.pb.h"
+
+namespace dblock::detail::etcd {
+
+namespace pb = etcdserverpb;
+using std::chrono::seconds;
+
+// Throws the dblock error for a failed call; `what` says which call on what, for the
+// one-line message.
+[[noreturn]] void throw_status(const grpc::Status& status, const std::string& endpoints, const std::string& what);
+
+struct Endpoint {
+  std::string host;
+  int port = 0;
+};
+
+class Cluster {
+ public:
+  // Connects to one of `endpoints`; throws UnavailableError unless a connection is up within
+  // `connect_timeout`.
+  Cluster(const std::vector<Endpoint>& endpoints, milliseconds connect_timeout, milliseconds call_timeout);
+
+  // "host:port,host:port", for messages.
+  const std::string& endpoints() const noexcept { return endpoints_; }
+
+  // A lease with the id we chose (so that it can be named before the answer comes back) and
+  // `ttl`; answers the TTL the server granted (it raises one below its minimum).
+  seconds grant(std::int64_t id, seconds ttl);
+  // Revokes the lease and so deletes its keys. False: there was no such lease (expired).
+  bool revoke(std::int64_t id);
+  // revoke() that never throws, for destructors: a lease we could not revoke expires by itself.
+  void revoke_quietly(std::int64_t id) noexcept;
+  // One keep-alive: the lease's TTL restarts; answers it, or 0 when the lease is gone.
+  seconds keep_alive(std::int64_t id);
+  // The time the lease has left (0: gone).
+  seconds time_to_live(std::int64_t id);
+
+  pb::RangeResponse range(const pb::RangeRequest& request);
+  pb::TxnResponse txn(const pb::TxnRequest& request);
+
+  // Waits until `key` is deleted at revision `from` or later, or until `until`. True: it was
+  // deleted, or the history since `from` is compacted away and the caller must look again.
+  bool wait_deleted(const std::string& key, std::int64_t from, Clock::time_point until);
+
+ private:
+  std::unique_ptr<grpc::ClientContext> context() const;
+
+  std::string endpoints_;
+  milliseconds call_timeout_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<pb::KV::Stub> kv_;
+  std::unique_ptr<pb::Lease::Stub> lease_;
+  std::unique_ptr<pb::Watch::Stub> watch_;
+};
+
+}  // namespace dblock::detail::etcd
