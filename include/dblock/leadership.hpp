@@ -42,7 +42,7 @@ class DBLOCK_EXPORT Leadership {
  public:
   /// Starts campaigning at once. Throws what Client::lock throws for a bad name or options.
   Leadership(std::shared_ptr<Client> client, std::string name, LeadershipOptions options = {});
-  ~Leadership();  ///< resign()
+  ~Leadership();  ///< resign(); not from its own callbacks (the thread would run on in a freed object)
   /// @name Not copyable
   ///@{
   Leadership(const Leadership&) = delete;
@@ -52,7 +52,8 @@ class DBLOCK_EXPORT Leadership {
   bool leading() const noexcept;        ///< between on_elected and on_revoked
   std::uint64_t fence() const noexcept; ///< this term's fence while leading, else 0
   /// Stops campaigning: a leader is revoked (on_revoked) and gives the lock back at once,
-  /// so another instance can take over. Idempotent.
+  /// so another instance can take over. Idempotent. Called from on_elected, the term ends
+  /// as soon as on_elected returns.
   void resign();
 
  private:

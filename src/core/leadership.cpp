@@ -30,13 +30,15 @@ Leadership::~Leadership() { resign(); }
 bool Leadership::leading() const noexcept { return fence_.load() != 0; }
 std::uint64_t Leadership::fence() const noexcept { return fence_.load(); }
 
+// From a callback (the campaign thread itself) it only asks: the term ends when the
+// callback returns, and the thread after it.
 void Leadership::resign() {
   {
     std::lock_guard lk(mutex_);
     stopping_ = true;
   }
   wake_.notify_all();
-  if (thread_.joinable()) thread_.join();
+  if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
 }
 
 // A callback that throws is reported through on_error; an on_elected that throws could not
