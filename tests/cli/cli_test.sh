@@ -29,7 +29,9 @@ drop_tables() {
     case "$BACKEND" in
       postgresql) sql "DROP TABLE IF EXISTS $t, ${t}_schema_history; DROP SEQUENCE IF EXISTS ${t}_fence;
                        DROP FUNCTION IF EXISTS ${t}_lock_in(text, bigint, bigint), ${t}_check(text, bigint)" ;;
-      mysql) sql "DROP TABLE IF EXISTS $t, ${t}_schema_history, ${t}_fence; DROP PROCEDURE IF EXISTS ${t}_acquire; DROP PROCEDURE IF EXISTS ${t}_take" ;;
+      mysql) sql "DROP TABLE IF EXISTS $t, ${t}_schema_history, ${t}_fence, ${t}_fence_cache; DROP PROCEDURE IF EXISTS ${t}_acquire;
+                  DROP PROCEDURE IF EXISTS ${t}_take; DROP PROCEDURE IF EXISTS ${t}_grant; DROP PROCEDURE IF EXISTS ${t}_fence_draw;
+                  DROP PROCEDURE IF EXISTS ${t}_check" ;;
       redis|redlock) redis_db flush ;;
     esac
   done
@@ -551,7 +553,18 @@ case "$BACKEND" in
     sql "SET GLOBAL innodb_flush_log_at_trx_commit = ${flush:-1}"  # the shared server's own value back
     grep -q "^dblock: warning: innodb_flush_log_at_trx_commit = 2 weakens exclusion" "$WORK/err" &&
       ok "migrate warns of it" || fail "migrate said: $(cat "$WORK/out" "$WORK/err")"
-    expect_exit 0 "doctor: flushed at every commit again" "$DBLOCK" doctor ;;
+    expect_exit 0 "doctor: flushed at every commit again" "$DBLOCK" doctor
+    # A script's own writes guarded in its transaction by <table>_check (migration V5), on
+    # the table migrated just above.
+    client="MYSQL_PWD='$MY_PASSWORD' mariadb --no-defaults --protocol=tcp -h $MY_HOST -P $MY_PORT -u $MY_USER -D $MY_DB"
+    guarded="$client"' -e "START TRANSACTION; CALL ${DBLOCK_TABLE}_check('"'"'$DBLOCK_NAME'"'"', $DBLOCK_FENCE); COMMIT"'
+    export DBLOCK_TABLE="doctor_$DBLOCK_TABLE"
+    expect_exit 0 "mariadb: <table>_check accepts the holder's fence" "$DBLOCK" run --name guarded -- sh -c "$guarded"
+    expect_code 76 "mariadb: <table>_check refuses it after a forced release (and run reports the loss)" \
+      "$DBLOCK" run --name guarded -- sh -c "\"$DBLOCK\" release --force --name guarded >/dev/null && $guarded"
+    grep -q "is not held with fence" "$WORK/err" && ok "the refusal names the lock and the fence" ||
+      fail "mariadb said: $(cat "$WORK/err")"
+    export DBLOCK_TABLE="${DBLOCK_TABLE#doctor_}" ;;
   redis|redlock)
     bad=$(free_port); throwaway_redis "$bad" --appendonly no --save '' --maxmemory 64mb --maxmemory-policy allkeys-lru
     good=$(free_port); throwaway_redis "$good" --appendonly yes --appendfsync always --save '' --maxmemory-policy noeviction

@@ -160,9 +160,9 @@ TEST_CASE("mysql: concurrent migrations apply the script once", "[mysql]") {
   for (int i = 0; i < 4; ++i)
     ts.emplace_back([&] { applied += static_cast<int>(dblock::Client::open(url, o)->migrate().size()); });
   for (auto& t : ts) t.join();
-  CHECK(applied == 4);  // V1 to V4, each once
+  CHECK(applied == 5);  // V1 to V5, each once
   auto s = dblock::test::server_connection(url);
-  CHECK(s->run("SELECT COUNT(*) FROM " + o.table + "_schema_history", {}).rows[0][0] == Value{std::int64_t{4}});
+  CHECK(s->run("SELECT COUNT(*) FROM " + o.table + "_schema_history", {}).rows[0][0] == Value{std::int64_t{5}});
   const auto& d = dblock::detail::sqldb::mysql_dialect();
   s->run_script(dblock::detail::sqldb::render(d[Statement::drop_schema], dblock::detail::parse_table_name(o.table), d.now_ms));
 }
@@ -206,7 +206,7 @@ TEST_CASE("mysql: a history row deleted by hand is applied again under a free ra
   auto c = table.ns().open();
   CHECK(c->migrate() == std::vector<std::string>{"V2__acquire_procedures.sql"});
   CHECK(raw->run("SELECT installed_rank FROM " + table.name() + "_schema_history WHERE version = '2'").rows.at(0).at(0) ==
-        Value{std::int64_t{5}});
+        Value{std::int64_t{6}});
   dblock::LockOptions lease;
   CHECK(c->lock("job", lease).try_acquire());
 }
@@ -319,7 +319,7 @@ TEST_CASE("mysql: where the fence cache cannot be created, V3 still applies", "[
   auto raw = dblock::test::server_connection(url);
   raw->run("CREATE VIEW " + o.table + "_fence_cache AS SELECT 1 AS id, 0 AS given, 0 AS reserved_to");
   auto c = dblock::Client::open(url, o);
-  CHECK(c->migrate().size() == 4);  // V1 to V4
+  CHECK(c->migrate().size() == 5);  // V1 to V5
   std::uint64_t last = 0;
   for (int i = 0; i < 3; ++i) {
     dblock::LockOptions lo;
@@ -366,4 +366,43 @@ TEST_CASE("mysql: an advisory acquire sent again on its session is freed by one 
   CHECK(other->run(used, key).rows.at(0).at(0) != Value{nullptr});
   raw->run(dblock::detail::sqldb::render(d[Statement::advisory_unlock], t, d.now_ms), key);
   CHECK(other->run(used, key).rows.at(0).at(0) == Value{nullptr});
+}
+
+TEST_CASE("mysql: <table>_check refuses a stale fence and holds off a takeover until commit", "[mysql]") {
+  dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
+  auto a = table.ns().open(), b = table.ns().open();
+  auto s = dblock::test::server_connection(table.url());
+  const std::string check = "CALL " + table.name() + "_check(?1, ?2)";
+  for (auto strategy : {dblock::Strategy::insert, dblock::Strategy::optimistic}) {
+    INFO(dblock::to_string(strategy));
+    dblock::LockOptions o;
+    o.strategy = strategy;
+    o.ttl = 1000ms;  // MySQL's lock waits count in whole seconds: a TTL the test can outwait
+    o.auto_renew = false;
+    auto old = a->lock("job", o).acquire();
+    std::this_thread::sleep_for(1100ms);
+    auto next = b->lock("job", o).try_acquire(2s);
+    REQUIRE(next);
+    s->begin();
+    CHECK_THROWS_AS(s->run(check, {std::string("job"), std::int64_t(old.fence())}), dblock::LockLostError);
+    s->rollback();
+    next->release();
+
+    // Checked in time, the lease stays its holder's until the transaction commits, even once
+    // it has expired: the takeover waits.
+    auto lease = a->lock("job", o).acquire();
+    s->begin();
+    s->run(check, {std::string("job"), std::int64_t(lease.fence())});
+    std::this_thread::sleep_for(1100ms);  // expired now
+    std::atomic<bool> taken{false};
+    dblock::LockOptions patient;
+    patient.strategy = strategy;
+    std::thread thief([&] { taken = b->lock("job", patient).try_acquire(4s).has_value(); });
+    std::this_thread::sleep_for(500ms);
+    CHECK_FALSE(taken);
+    s->commit();
+    thief.join();
+    CHECK(taken);
+    b->force_release("job");
+  }
 }

@@ -32,6 +32,7 @@ int whole_seconds(std::chrono::milliseconds ms) {  // rounded up, at least 1
   for (auto& c : msg)
     if (c == '\n') c = ' ';
   const std::string what = "mysql at " + where + ": " + msg;
+  if (state == "DL001") throw LockLostError(what);  // <table>_check (migration V5): a stale fence
   switch (code) {
     case 1049:  // unknown database
       throw SchemaError(what + " (create the database, or fix the URL's path)");
