@@ -406,7 +406,7 @@ CONTRACT_TEST("one leader at a time; a lost or resigned leader is revoked and an
   std::atomic<int> revoked{0};
   auto options = [&] {
     dblock::LeadershipOptions o;
-    o.lock = opts(f, 600ms);
+    o.lock = opts(f, 2s);  // long enough that a slow (sanitized, loaded) renewal is never late
     o.standby_slice = 100ms;
     o.on_elected = [&](std::uint64_t fence) {
       std::lock_guard lk(m);
