@@ -2,7 +2,8 @@
 // INSERT ... SELECT from a generated series, written in the dialect's own clock units
 // (${now_ms} from the library's dialect, rendered by the library's render()), through the
 // library's own Connection adapters; Redis and Redlock with pipelined commands; ZooKeeper with
-// asynchronous creates, a window of them in flight.
+// asynchronous creates, a window of them in flight; etcd with transactions of 128 puts (etcd's
+// default --max-txn-ops).
 #include "bench_fill.hpp"
 
 #include <stdlib.h>
@@ -22,6 +23,7 @@
 #include "bench_mysql.hpp"
 #include "bench_pg.hpp"
 #include "bench_redis.hpp"
+#include "bench_etcd.hpp"
 #include "bench_zk.hpp"
 #include "core/url.hpp"
 #include "core/validate.hpp"
@@ -36,6 +38,11 @@
 #endif
 #ifdef DBLOCK_WITH_REDIS
 #include <hiredis/hiredis.h>
+#endif
+#ifdef DBLOCK_WITH_ETCD
+#include <grpcpp/grpcpp.h>
+
+#include "rpc.grpc.pb.h"
 #endif
 #ifdef DBLOCK_WITH_ZOOKEEPER
 #include <zookeeper/zookeeper.h>
@@ -365,6 +372,90 @@ class ZkFiller final : public Filler {
 
 #endif
 
+#ifdef DBLOCK_WITH_ETCD
+
+// Other names' holders as etcd's lock recipe leaves them: <root>/<prefix><i>/<lease hex>, each
+// under one lease of the fill (granted for the run, revoked by clear()), put in transactions
+// of kBatch puts (etcd's default --max-txn-ops is 128).
+class EtcdFiller final : public Filler {
+ public:
+  EtcdFiller(const FillTarget& t, std::string prefix) : prefix_(std::move(prefix)) {
+    auto u = dblock::detail::parse_url(t.url);
+    if (u.hosts.empty()) throw std::runtime_error("etcd fill: no endpoint in " + t.url);
+    auto target = fmt::format("{}:{}", u.hosts[0].host.empty() ? "127.0.0.1" : u.hosts[0].host,
+                              u.hosts[0].port ? u.hosts[0].port : 2379);
+    root_ = "/" + u.path;
+    channel_ = grpc::CreateChannel(target, grpc::InsecureChannelCredentials());
+    kv_ = etcdserverpb::KV::NewStub(channel_);
+    lease_ = etcdserverpb::Lease::NewStub(channel_);
+  }
+
+  std::size_t add(std::size_t from, std::size_t to, std::int64_t valid_for_ms) override {
+    if (valid_for_ms <= 0) throw std::logic_error("etcd fill: keys cannot be born expired");
+    if (lease_id_ == 0) {
+      grpc::ClientContext ctx;
+      etcdserverpb::LeaseGrantRequest req;
+      req.set_ttl(std::max<std::int64_t>(1, valid_for_ms / 1000));
+      etcdserverpb::LeaseGrantResponse resp;
+      check(lease_->LeaseGrant(&ctx, req, &resp), "LeaseGrant");
+      lease_id_ = resp.id();
+    }
+    const auto hex = fmt::format("{:x}", lease_id_);
+    std::size_t added = 0;
+    for (std::size_t i = from; i <= to;) {
+      etcdserverpb::TxnRequest t;
+      for (std::size_t k = 0; k < kBatch && i <= to; ++k, ++i) {
+        auto* put = t.add_success()->mutable_request_put();
+        put->set_key(root_ + "/" + prefix_ + std::to_string(i) + "/" + hex);
+        put->set_lease(lease_id_);
+      }
+      grpc::ClientContext ctx;
+      etcdserverpb::TxnResponse resp;
+      check(kv_->Txn(&ctx, t, &resp), "Txn");
+      added += static_cast<std::size_t>(t.success_size());
+    }
+    return added;
+  }
+
+  // Every key under the root (the measured locks' too), and the fill's lease.
+  void clear() override {
+    auto p = root_ + "/";
+    std::string end = p;
+    end.back() = static_cast<char>(end.back() + 1);
+    grpc::ClientContext ctx;
+    etcdserverpb::DeleteRangeRequest req;
+    req.set_key(p);
+    req.set_range_end(end);
+    etcdserverpb::DeleteRangeResponse resp;
+    check(kv_->DeleteRange(&ctx, req, &resp), "DeleteRange");
+    if (lease_id_ != 0) {
+      grpc::ClientContext c2;
+      etcdserverpb::LeaseRevokeRequest r;
+      r.set_id(lease_id_);
+      etcdserverpb::LeaseRevokeResponse rr;
+      lease_->LeaseRevoke(&c2, r, &rr);  // gone already is fine
+      lease_id_ = 0;
+    }
+  }
+
+  std::string method() const override {
+    return fmt::format("`Txn`s of {} `Put`s of keys {}/{}<i>/<lease hex> under one lease", kBatch, root_, prefix_);
+  }
+
+ private:
+  static constexpr std::size_t kBatch = 128;
+  static void check(const grpc::Status& s, const char* what) {
+    if (!s.ok()) throw std::runtime_error(fmt::format("etcd fill: {}: {}", what, s.error_message()));
+  }
+  std::string root_, prefix_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<etcdserverpb::KV::Stub> kv_;
+  std::unique_ptr<etcdserverpb::Lease::Stub> lease_;
+  std::int64_t lease_id_ = 0;
+};
+
+#endif
+
 }  // namespace
 
 std::vector<FillTarget> fill_targets(const Options& opt, const std::string& table, const std::string& sqlite_dir,
@@ -374,7 +465,7 @@ std::vector<FillTarget> fill_targets(const Options& opt, const std::string& tabl
     FillTarget t{backend, std::move(url), {}};
     t.options.table = table;
     t.options.auto_migrate = true;
-    if (backend == "zookeeper") t.url += "/" + table;  // the root is the URL's path
+    if (backend == "zookeeper" || backend == "etcd") t.url += "/" + table;  // the root (prefix) is the URL's path
     if (!only_sql || t.is_sql()) out.push_back(std::move(t));
   };
   if (opt.wants_backend("sqlite")) add("sqlite", "sqlite:" + sqlite_dir + "/" + table + ".db");
@@ -383,6 +474,7 @@ std::vector<FillTarget> fill_targets(const Options& opt, const std::string& tabl
   if (opt.wants_backend("redis") && !redis_skip_reason()) add("redis", env_url("DBLOCK_TEST_REDIS_URL"));
   if (opt.wants_backend("redlock") && !redlock_skip_reason()) add("redlock", env_url("DBLOCK_TEST_REDLOCK_URL"));
   if (opt.wants_backend("zookeeper") && !zookeeper_skip_reason()) add("zookeeper", env_url("DBLOCK_TEST_ZK_URL"));
+  if (opt.wants_backend("etcd") && !etcd_skip_reason()) add("etcd", env_url("DBLOCK_TEST_ETCD_URL"));
   return out;
 }
 
@@ -393,6 +485,9 @@ std::unique_ptr<Filler> make_filler(const FillTarget& target, const std::string&
 #endif
 #ifdef DBLOCK_WITH_ZOOKEEPER
   if (target.backend == "zookeeper") return std::make_unique<ZkFiller>(target, prefix);
+#endif
+#ifdef DBLOCK_WITH_ETCD
+  if (target.backend == "etcd") return std::make_unique<EtcdFiller>(target, prefix);
 #endif
   throw std::runtime_error(target.backend + ": no bulk fill (not built in)");
 }

@@ -25,6 +25,7 @@
 #include <fmt/format.h>
 
 #include "bench_contended.hpp"
+#include "bench_etcd.hpp"
 #include "bench_mysql.hpp"
 #include "bench_redis.hpp"
 #include "bench_resources.hpp"
@@ -184,6 +185,10 @@ int run(const Options& opt) {
   if (opt.wants_backend("zookeeper")) {
     if (auto why = zookeeper_skip_reason()) fmt::print(stderr, "skipped zookeeper: {}\n", *why);
     else add(run_zookeeper(opt));
+  }
+  if (opt.wants_backend("etcd")) {
+    if (auto why = etcd_skip_reason()) fmt::print(stderr, "skipped etcd: {}\n", *why);
+    else add(run_etcd(opt));
   }
   // Across the backends, each on a table of its own (bench_table_size.cpp, bench_sweep.cpp).
   if (opt.wants_scenario("table-size")) add(run_table_size(opt));

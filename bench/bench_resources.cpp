@@ -107,6 +107,10 @@ ConnectionCounter connection_counter(const std::string& backend, const std::stri
     return {"socket file descriptors of the process (/proc/self/fd -> socket:): one per ZooKeeper session; the "
             "server's side is not counted",
             [] { return count_fds(true); }};
+  if (backend == "etcd")
+    return {"socket file descriptors of the process (/proc/self/fd -> socket:): one gRPC channel per Client; the "
+            "server's side is not counted",
+            [] { return count_fds(true); }};
 #ifdef DBLOCK_WITH_POSTGRESQL
   if (backend == "postgresql") {
     auto c = std::make_shared<pqxx::connection>(url);

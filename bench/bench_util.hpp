@@ -33,7 +33,7 @@ struct Options {
   bool wants_scenario(const std::string& name) const;
 };
 
-inline const std::vector<std::string> kBackends{"sqlite", "postgresql", "mysql", "redis", "redlock", "zookeeper"};
+inline const std::vector<std::string> kBackends{"sqlite", "postgresql", "mysql", "redis", "redlock", "zookeeper", "etcd"};
 inline const std::vector<std::string> kScenarios{"uncontended", "reentrant", "handoff", "handoff-polling",
                                                  "contended", "resources", "table-size", "sweep", "txn"};
 

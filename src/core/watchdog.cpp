@@ -35,6 +35,7 @@ void Watchdog::watch(const std::shared_ptr<Grant>& grant) {
     const auto now = Clock::now();
     auto due = std::min(now + grant->renew_every, grant->deadline());
     state_->entries.push_back({grant, grant.get(), now + grant->renew_every});
+    ++state_->changes;
     state_->idle_nap = std::min<Clock::duration>(state_->idle_nap, grant->renew_every);
     sooner = due < state_->sleeping_until;
   }
@@ -54,6 +55,7 @@ void Watchdog::unwatch(const Grant* grant) {
 void Watchdog::run(std::shared_ptr<State> st) {
   std::unique_lock lk(st->mutex);
   while (!st->stop) {
+    const auto changes_seen = st->changes;
     auto now = Clock::now();
     auto wake_at = Clock::time_point::max();
     // Every Grant reference this pass takes is dropped with the mutex released: dropping the
@@ -112,8 +114,13 @@ void Watchdog::run(std::shared_ptr<State> st) {
       wake_at = now + std::min<Clock::duration>(st->idle_nap, std::chrono::hours(1));
     }
     st->sleeping_until = wake_at;
-    if (wake_at == Clock::time_point::max()) st->wake.wait(lk);
-    else st->wake.wait_until(lk, wake_at);
+    // Not on wake_at alone: a renewal that finished while the mutex was let go above (dropping
+    // `seen`) notified nobody, and wake_at, computed while it was under way, may be its grant's
+    // deadline: the grant went unrenewed until then (a restart's renewal failing at once did
+    // it, tests/faults/restart_tests.cpp "etcd restart: a held lock outlives ...").
+    auto changed = [&] { return st->stop || st->changes != changes_seen; };
+    if (wake_at == Clock::time_point::max()) st->wake.wait(lk, changed);
+    else st->wake.wait_until(lk, wake_at, changed);
     st->sleeping_until = Clock::time_point::min();
   }
 }
@@ -176,6 +183,7 @@ void Watchdog::renew_loop(std::shared_ptr<State> st) {
           } else {
             it->next_renew = Clock::now() + std::max(milliseconds{20}, g->renew_every / 4);
           }
+          ++st->changes;
           st->wake.notify_all();  // the deadline thread sleeps until the next renewal is due
         }
         lk.unlock();

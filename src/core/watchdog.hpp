@@ -6,6 +6,7 @@
 #pragma once
 
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -55,6 +56,10 @@ class Watchdog {
     // How long the thread sleeps with nothing to watch: the shortest renew_every seen (see
     // run()), so that the next acquire, due no sooner, need not wake it.
     Clock::duration idle_nap = Clock::duration::max();
+    // Bumped (under the mutex) by every change the deadline thread must see: a renewal that
+    // finished, a new grant. A pass that began before it looks again instead of sleeping on
+    // what it computed: the thread lets go of the mutex mid-pass, and a notify then is lost.
+    std::uint64_t changes = 0;
     bool stop = false;
   };
   static void run(std::shared_ptr<State> state);

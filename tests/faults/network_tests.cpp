@@ -391,3 +391,13 @@ TEST_CASE("network: zookeeper release across a stall shorter than the session de
   CHECK_NOTHROW(neighbour.release());
 }
 #endif
+
+#ifdef DBLOCK_TEST_ETCD
+TEST_CASE("network: etcd through a stalled, dropped and restored network", "[network][etcd]") {
+  auto url = dblock::test::server_url("DBLOCK_TEST_ETCD_URL") + "-net-" + random_suffix();
+  // Every gRPC call has the statement timeout as its deadline, and waits within it for a
+  // reconnecting channel. An acquire is a lease grant and a transaction, and a failed one
+  // revokes the lease it was granted: up to two calls' deadlines.
+  network_faults({"etcd", url, {}, dblock::Strategy::etcd, false, 2 * statement_timeout + 500ms});
+}
+#endif

@@ -1,8 +1,8 @@
 // A database server restarted while locks are held, for every server dblock supports:
 // lease strategies keep the lock (the row is durable) and renew after reconnecting; session
 // strategies report the loss. Each server's restart command comes from the environment
-// (DBLOCK_TEST_PG_RESTART, DBLOCK_TEST_MYSQL_RESTART, DBLOCK_TEST_ZK_RESTART: scripts/test
-// sets them through scripts/services).
+// (DBLOCK_TEST_PG_RESTART, DBLOCK_TEST_MYSQL_RESTART, DBLOCK_TEST_ZK_RESTART,
+// DBLOCK_TEST_ETCD_RESTART: scripts/test sets them through scripts/services).
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <cstdlib>
@@ -28,6 +28,8 @@ struct ServerUnderTest {
 [[maybe_unused]] constexpr ServerUnderTest mysql{Server::mysql, "DBLOCK_TEST_MYSQL_RESTART"};
 // ZooKeeper has no table: its ScratchTable server is not used, only its restart command.
 [[maybe_unused]] constexpr ServerUnderTest zookeeper{Server::postgresql, "DBLOCK_TEST_ZK_RESTART"};
+// Nor has etcd.
+[[maybe_unused]] constexpr ServerUnderTest etcd{Server::postgresql, "DBLOCK_TEST_ETCD_RESTART"};
 
 void restart_server(const ServerUnderTest& s) {
   const char* cmd = std::getenv(s.restart_var);
@@ -176,6 +178,95 @@ void zookeeper_release_waits_out_a_restart() {
   CHECK(other->lock("job", o).try_acquire());  // freed now, not when the session expires
 }
 
+// etcd under a held lock (docs/ARCHITECTURE.md, "etcd"): keys, leases and revisions are
+// persisted, and a restarted member gives every lease its whole TTL again, so a restart
+// shorter than the holder's local deadline keeps the lock, which renews once the server is
+// back; a longer outage is reported as a loss at the local deadline (on_lost once), the
+// server frees the lock after the lease's TTL, and the next holder's fence (a create
+// revision) is higher. A fence never goes backwards across either.
+[[maybe_unused]] std::string etcd_url() {
+  std::random_device rd;
+  return dblock::test::server_url("DBLOCK_TEST_ETCD_URL") + "-fault-" + std::to_string(rd());
+}
+
+[[maybe_unused]] dblock::LockOptions etcd_options(std::chrono::milliseconds ttl, std::atomic<int>* lost) {
+  auto o = options(dblock::Strategy::etcd, ttl, lost);
+  return o;
+}
+
+[[maybe_unused]] void etcd_lock_survives_a_restart() {
+  auto url = etcd_url();
+  auto c = dblock::Client::open(url);
+  std::atomic<int> lost{0};
+  auto held = c->lock("job", etcd_options(20s, &lost)).acquire();
+  restart_server(etcd);
+  // A renewal sent after the server was back succeeded (see leases_survive_session_locks_are_lost).
+  auto back = std::chrono::steady_clock::now();
+  auto renewed_since_back = [&] { return held.remaining() > 20s - (std::chrono::steady_clock::now() - back); };
+  bool renewed = dblock::test::eventually(renewed_since_back, 10s);
+  INFO("held remaining " << std::chrono::duration_cast<std::chrono::milliseconds>(held.remaining()).count() << " ms");
+  CHECK(renewed);
+  CHECK(lost == 0);
+  CHECK_FALSE(held.lost());
+  auto other = dblock::Client::open(url);
+  dblock::LockOptions o;
+  o.strategy = dblock::Strategy::etcd;
+  CHECK_FALSE(other->lock("job", o).try_acquire());  // still held: its key outlived the restart
+  const auto fence = held.fence();
+  CHECK_NOTHROW(held.release());
+  auto next = other->lock("job", o).try_acquire(5s);
+  REQUIRE(next);
+  CHECK(next->fence() > fence);
+  next->release();
+}
+
+[[maybe_unused]] void etcd_release_waits_out_a_restart() {
+  auto url = etcd_url();
+  auto c = dblock::Client::open(url);
+  std::atomic<int> lost{0};
+  auto held = c->lock("job", etcd_options(20s, &lost)).acquire();
+  auto took = release_while_down(etcd, held);
+  INFO("release took " << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms");
+  CHECK(took >= 900ms);  // it did wait for the server
+  CHECK(took < 20s);     // not for the lease's TTL
+  CHECK(lost == 0);
+  dblock::LockOptions o;
+  o.strategy = dblock::Strategy::etcd;
+  auto other = dblock::Client::open(url);
+  CHECK(other->lock("job", o).try_acquire());  // freed now, not when the lease expires
+}
+
+[[maybe_unused]] void etcd_outage_past_the_deadline_is_a_loss() {
+  auto url = etcd_url();
+  auto c = dblock::Client::open(url);
+  std::atomic<int> lost{0};
+  auto held = c->lock("job", etcd_options(1s, &lost)).acquire();  // a lease of 1 s
+  std::this_thread::sleep_for(700ms);
+  REQUIRE(lost == 0);  // renewals pass
+  server_command(etcd, "stop");
+  auto stopped = std::chrono::steady_clock::now();
+  // Reported at the local deadline: the last renewal sent before the stop + the TTL.
+  bool reported = dblock::test::eventually([&] { return lost > 0; }, 5s);
+  auto after = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - stopped);
+  INFO("on_lost " << after.count() << " ms after the stop");
+  CHECK(reported);
+  CHECK(after < 1s + 300ms + 500ms);  // the TTL, a renewal interval, slack
+  CHECK(held.lost());
+  std::this_thread::sleep_for(1s);  // down past the lease's TTL
+  server_command(etcd, "start");
+  // The restarted member gives the lease its TTL again, or the holder's lost hook revokes it:
+  // either way the lock is free within seconds, with a higher fence.
+  dblock::LockOptions o;
+  o.strategy = dblock::Strategy::etcd;
+  auto other = dblock::Client::open(url);
+  auto next = other->lock("job", o).try_acquire(10s);
+  REQUIRE(next);
+  CHECK(next->fence() > held.fence());
+  CHECK_THROWS_AS(held.release(), dblock::LockLostError);
+  CHECK(lost == 1);
+  next->release();
+}
+
 // A crash (no clean shutdown: `scripts/services crash`) right after a grant, for every
 // strategy: every fence drawn after the crash is above the one granted before it. The
 // PostgreSQL sequence WAL-logs one record per 32 values, ahead of them, and that record is
@@ -223,6 +314,18 @@ void fences_survive_a_crash(const ServerUnderTest& server) {
 #ifdef DBLOCK_TEST_ZOOKEEPER
 TEST_CASE("zookeeper restart: a release while the server is down waits for it", "[zookeeper][restart]") {
   zookeeper_release_waits_out_a_restart();
+}
+#endif
+
+#ifdef DBLOCK_TEST_ETCD
+TEST_CASE("etcd restart: a held lock outlives a restart shorter than its TTL and renews", "[etcd][restart]") {
+  etcd_lock_survives_a_restart();
+}
+TEST_CASE("etcd restart: a release while the server is down waits for it", "[etcd][restart]") {
+  etcd_release_waits_out_a_restart();
+}
+TEST_CASE("etcd restart: an outage past the local deadline is reported lost, fences go on", "[etcd][restart]") {
+  etcd_outage_past_the_deadline_is_a_loss();
 }
 #endif
 

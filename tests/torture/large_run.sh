@@ -15,14 +15,14 @@ build=${1:?usage: $0 BUILD_DIR [GRANTS] [BACKEND...]}
 grants=${2:-100000}
 shift $(( $# > 1 ? 2 : 1 ))
 backends=("$@")
-[ ${#backends[@]} -gt 0 ] || backends=(sqlite postgresql mysql redis redlock zookeeper)
+[ ${#backends[@]} -gt 0 ] || backends=(sqlite postgresql mysql redis redlock zookeeper etcd)
 torture="$build/tests/dblock_torture"
 [ -x "$torture" ] || { echo "no $torture: build the tests first" >&2; exit 64; }
 
 export DBLOCK_SERVICES_DIR=${DBLOCK_SERVICES_DIR:-/tmp/dblock-torture-services}
 export DBLOCK_PG_PORT=${DBLOCK_PG_PORT:-55401} DBLOCK_MYSQL_PORT=${DBLOCK_MYSQL_PORT:-34401}
 export DBLOCK_REDIS_PORT=${DBLOCK_REDIS_PORT:-64401} DBLOCK_REDLOCK_PORT=${DBLOCK_REDLOCK_PORT:-64411}
-export DBLOCK_ZK_PORT=${DBLOCK_ZK_PORT:-22401}
+export DBLOCK_ZK_PORT=${DBLOCK_ZK_PORT:-22401} DBLOCK_ETCD_PORT=${DBLOCK_ETCD_PORT:-24401}
 out=${RESULTS:-torture-large-$(date +%Y%m%d-%H%M%S)}
 mkdir -p "$out"
 servers=()
@@ -61,6 +61,7 @@ run_backend() {
     redis) one redis redis "$DBLOCK_TEST_REDIS_URL" "$DBLOCK_TEST_REDIS_RESTART" || true ;;
     redlock) one redlock redlock "$DBLOCK_TEST_REDLOCK_URL" || true ;;  # five nodes: no one restart
     zookeeper) one zookeeper zookeeper "$DBLOCK_TEST_ZK_URL/torture" "$DBLOCK_TEST_ZK_RESTART" || true ;;
+    etcd) one etcd etcd "$DBLOCK_TEST_ETCD_URL" "$DBLOCK_TEST_ETCD_RESTART" || true ;;
     *) echo "unknown backend $1" >&2; return 64 ;;
   esac
 }

@@ -190,16 +190,29 @@ bool Cluster::wait_deleted(const std::string& key, std::int64_t from, Clock::tim
   pb::WatchRequest req;
   auto* create = req.mutable_create_request();
   create->set_key(key);
-  create->set_start_revision(from);
+  // No start revision: the watch starts at the current one. A watch from a past revision is
+  // "unsynced" in etcd once any other write landed since (another contender's put), and etcd
+  // catches those up only every 100 ms: that was the tail of every contended hand-off. A
+  // deletion between `from` and the watch's start is found by reading the key once, when the
+  // `created` answer shows writes since `from - 1` (the revision the caller read at).
   create->add_filters(pb::WatchCreateRequest::NOPUT);
   bool deleted = false;
   if (stream->Write(req)) {
     pb::WatchResponse resp;
     while (!deleted && stream->Read(&resp)) {
-      // Canceled: compacted past `from` (or refused). Either way the caller reads again.
+      // Canceled: refused (or compacted). Either way the caller reads again.
       if (resp.canceled() || resp.compact_revision() > 0) deleted = true;
       for (const auto& e : resp.events())
         if (e.type() == mvccpb::Event::DELETE) deleted = true;
+      if (!deleted && resp.created() && resp.header().revision() >= from) {
+        pb::RangeRequest r;
+        r.set_key(key);
+        r.set_keys_only(true);
+        pb::RangeResponse got;
+        auto rc = kv_->Range(context().get(), r, &got);
+        // Gone, or unknown (the caller's own read will tell): look again.
+        if (!rc.ok() || got.kvs_size() == 0) deleted = true;
+      }
     }
   }
   ctx.TryCancel();  // the watch's stream ends with this call

@@ -56,7 +56,7 @@ class Cluster {
   pb::TxnResponse txn(const pb::TxnRequest& request);
 
   // Waits until `key` is deleted at revision `from` or later, or until `until`. True: it was
-  // deleted, or the history since `from` is compacted away and the caller must look again.
+  // deleted (or may have been), and the caller must look again.
   bool wait_deleted(const std::string& key, std::int64_t from, Clock::time_point until);
 
  private:

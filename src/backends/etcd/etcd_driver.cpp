@@ -211,8 +211,8 @@ Attempt Driver::try_acquire(AcquireRequest& r) {
       a.place = std::move(c);
       return a;
     }
-    // Watch only the predecessor's deletion, from the revision we looked at: a deletion since
-    // then is reported at once. Woken at least when our lease needs its next keep-alive.
+    // Watch only the predecessor's deletion; one since the revision we looked at is reported at
+    // once (Cluster::wait_deleted). Woken at least when our lease needs its next keep-alive.
     auto wake = std::min(until, c->refreshed + c->ttl / 3);
     cluster_->wait_deleted(before.kvs(0).key(), seen.header().revision() + 1, wake);
   }
