@@ -124,15 +124,10 @@ std::shared_ptr<Grant> ClientCore::adopt(const std::shared_ptr<ClientCore>& self
   g->handle = std::move(a.grant);
   g->holds = 1;
   g->set_deadline(sent + a.remaining);
-  {
-    std::lock_guard lk(grants_mutex_);
-    grants_[{spec.name, owner}] = g;  // replaces a lost grant of this owner's
-  }
-  watchdog_.watch(g);
   // A session lock's connection closed by the server (its backend killed, a restart) is
   // the lock lost now, not at the next renewal: the watchdog then lets the handle go.
-  if (int fd = g->handle->socket(); fd >= 0) {
-    std::lock_guard use(g->use);
+  // Registered before the grant is published, so no other thread uses the handle yet.
+  if (int fd = g->handle->socket(); fd >= 0)
     g->hangup = hangups_.watch(fd, [weak = std::weak_ptr<Grant>(g)] {
       if (auto lost = weak.lock()) {
         lost->hung_up = true;
@@ -140,7 +135,11 @@ std::shared_ptr<Grant> ClientCore::adopt(const std::shared_ptr<ClientCore>& self
         lost->mark_lost();
       }
     });
+  {
+    std::lock_guard lk(grants_mutex_);
+    grants_[{spec.name, owner}] = g;  // replaces a lost grant of this owner's
   }
+  watchdog_.watch(g);
   return g;
 }
 
