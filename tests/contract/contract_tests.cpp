@@ -427,16 +427,25 @@ CONTRACT_TEST("one leader at a time; a lost or resigned leader is revoked and an
   CHECK(leaders() == 1);
   CHECK(terms().size() == 1);
 
-  f.steal(*operator_, "leader");  // the leader learns it at its next renewal
-  REQUIRE(eventually([&] { return revoked == 1 && terms().size() == 2; }, 5s));
-  REQUIRE(eventually([&] { return leaders() == 1; }, 5s));
-  CHECK(terms()[1] > terms()[0]);
+  // The leader learns it at its next renewal. Taking a session lock away kills connections
+  // (a standby's waiting one too, on some servers), so a term may come and go in between:
+  // what must hold is a revocation, a new single leader, and fences that only grow.
+  f.steal(*operator_, "leader");
+  REQUIRE(eventually([&] { return revoked >= 1 && terms().size() >= 2 && leaders() == 1; }, 10s));
+  auto increasing = [](const std::vector<std::uint64_t>& v) {
+    for (std::size_t i = 1; i < v.size(); ++i)
+      if (v[i] <= v[i - 1]) return false;
+    return true;
+  };
+  CHECK(increasing(terms()));
 
   auto& leader = one->leading() ? one : two;
+  const int revoked_before = revoked;
+  const auto terms_before = terms().size();
   leader.reset();  // resigns: revoked before the destructor returns, the lock given back
-  CHECK(revoked == 2);
-  REQUIRE(eventually([&] { return leaders() == 1 && terms().size() == 3; }, 5s));
-  CHECK(terms()[2] > terms()[1]);
+  CHECK(revoked == revoked_before + 1);
+  REQUIRE(eventually([&] { return leaders() == 1 && terms().size() > terms_before; }, 10s));
+  CHECK(increasing(terms()));
   CHECK_THROWS_AS(dblock::Leadership(a, "", options()), dblock::UsageError);
 }
 
