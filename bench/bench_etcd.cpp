@@ -3,7 +3,8 @@
 // own: `select1` = one `Range` of one key (the round trip every server backend is compared
 // with), `bare-put-delete` = a `Put` under a lease granted once + a `DeleteRange` (what an
 // uncontended lock cannot avoid: two writes), `bare-lease-put-delete` = the same with a
-// `LeaseGrant` before and a `LeaseRevoke` after (what the library's lease per acquire costs),
+// `LeaseGrant` before and a `LeaseRevoke` after (what a lease per acquire costs: an unrenewed
+// lock's; renewed ones share the Client's lease),
 // and for the hand-off `bare-watch-handoff`: 8 threads, each on a channel and a lease of its
 // own, running etcd's lock recipe by hand (put-if-absent, watch the predecessor's deletion,
 // delete to release).
@@ -319,8 +320,9 @@ BackendReport run_etcd(const Options& opt) {
       "`Range` of one key (1 round trip, a linearizable read: no disk write); `bare-put-delete` = `Put` of a key "
       "under a lease granted once for the run + `DeleteRange` of it (2 round trips, 2 writes), what an uncontended "
       "lock cannot avoid; `bare-lease-put-delete` = `LeaseGrant` + `Put` + `DeleteRange` + `LeaseRevoke` (4 round "
-      "trips, 4 writes), what the library's lease per acquire costs (dblock: acquire = LeaseGrant + Txn put-if-absent "
-      "with the first key's read; release = Txn compare-and-delete + LeaseRevoke). `bare-watch-handoff`: 8 threads, "
+      "trips, 4 writes), what a lease per acquire costs (dblock's unrenewed locks; renewed ones share one lease per "
+      "Client and TTL: acquire = Txn put-if-absent with the first key's read, release = Txn compare-and-delete). "
+      "`bare-watch-handoff`: 8 threads, "
       "each with its own channel and one lease for the run, etcd's lock recipe by hand (Txn put-if-absent + read the "
       "first key; Range of the last key created before ours; Watch of its deletion; DeleteRange to release). The "
       "`handoff-polling` scenario is the same as `handoff` here: waiters always watch their predecessor",

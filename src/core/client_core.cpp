@@ -43,7 +43,7 @@ std::optional<Lease> ClientCore::acquire(const std::shared_ptr<ClientCore>& self
       constexpr milliseconds slice{10'000};
       auto wait = deadline ? std::clamp(std::chrono::ceil<milliseconds>(*deadline - sent), milliseconds{0}, slice)
                            : slice;
-      AcquireRequest request{spec.name, owner, spec.options.ttl, wait, std::move(place)};
+      AcquireRequest request{spec.name, owner, spec.options.ttl, wait, std::move(place), spec.options.auto_renew};
       Attempt a = spec.driver->try_acquire(request);
       if (a.acquired()) {
         auto g = adopt(self, spec, owner, gate, a, sent);

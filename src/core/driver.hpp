@@ -80,6 +80,10 @@ struct AcquireRequest {
   milliseconds wait;
   // The place the previous attempt of this acquire left (Attempt::place), or null.
   std::unique_ptr<QueuePlace> place;
+  // Whether the core will renew the grant (LockOptions::auto_renew). A driver whose grants
+  // share something kept alive (etcd's lease per Client) gives an unrenewed one its own, so
+  // that it still expires after its TTL.
+  bool renewed = true;
 };
 
 struct Attempt {

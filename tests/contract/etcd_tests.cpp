@@ -11,10 +11,12 @@
 #include "backends/etcd/etcd_cluster.hpp"
 #include "backends/etcd/etcd_driver.hpp"
 #include "backends/etcd/etcd_keys.hpp"
+#include "backends/etcd/etcd_session.hpp"
 #include "contract/fixtures.hpp"
 #include "core/url.hpp"
 #include "support/eventually.hpp"
 #include "support/process.hpp"
+#include "support/tcp_proxy.hpp"
 
 using namespace std::chrono_literals;
 using dblock::test::eventually;
@@ -75,6 +77,7 @@ TEST_CASE("keys are named like etcdctl's and fences are their create revisions",
   Keys k;
   auto c = k.f.make().open();
   std::uint64_t last = 0;
+  std::int64_t shared = 0;
   for (int i = 0; i < 3; ++i) {
     auto lease = c->lock("job", etcd_opts()).acquire();
     auto keys = k.keys("job");
@@ -91,10 +94,84 @@ TEST_CASE("keys are named like etcdctl's and fences are their create revisions",
     CHECK(held[0].name == "job");
     CHECK(held[0].fence == lease.fence());
     CHECK(held[0].owner == lease.owner());
+    // Every renewed lock of one TTL goes under the Client's one lease.
+    if (i == 0) shared = kv.lease();
+    CHECK(kv.lease() == shared);
     lease.release();
     CHECK(k.keys("job").empty());
-    CHECK(k.raw->time_to_live(kv.lease()).count() == 0);  // the lease was revoked with the key
+    CHECK(k.raw->time_to_live(kv.lease()).count() > 0);  // the lease stays for the next acquire
   }
+  c.reset();
+  CHECK(k.raw->time_to_live(shared).count() == 0);  // revoked with the Client
+}
+
+TEST_CASE("a leftover key under the Client's lease is replaced, with a new fence", "[etcd]") {
+  Keys k;
+  auto c = k.f.make().open();
+  auto first = c->lock("a", etcd_opts()).acquire();
+  auto lease_id = k.keys("a").at(0).lease();
+  // As an acquire of "b" whose answer was lost would leave it: our key, under our lease.
+  etcd::pb::TxnRequest put;
+  auto* p = put.add_success()->mutable_request_put();
+  p->set_key(k.root + "/b/" + etcd::lease_hex(lease_id));
+  p->set_value("leftover");
+  p->set_lease(lease_id);
+  k.raw->txn(put);
+  auto leftover = k.keys("b").at(0).create_revision();
+  auto b = c->lock("b", etcd_opts()).try_acquire();  // not blocked by its own leftover
+  REQUIRE(b);
+  CHECK(b->fence() > static_cast<std::uint64_t>(leftover));
+  auto keys = k.keys("b");
+  REQUIRE(keys.size() == 1);
+  CHECK(keys[0].create_revision() == static_cast<std::int64_t>(b->fence()));
+  CHECK(keys[0].value() == b->owner());
+}
+
+TEST_CASE("a shared lease revoked loses every lock under it, and the next acquire gets a new one", "[etcd]") {
+  Keys k;
+  auto c = k.f.make().open();
+  std::atomic<int> lost{0};
+  auto o = etcd_opts(3s);
+  o.on_lost = [&](const std::string&, std::uint64_t) { lost++; };
+  auto a = c->lock("a", o).acquire();
+  auto b = c->lock("b", o).acquire();
+  auto id = k.keys("a").at(0).lease();
+  CHECK(k.keys("b").at(0).lease() == id);
+  REQUIRE(k.raw->revoke(id));  // `etcdctl lease revoke`
+  REQUIRE(eventually([&] { return lost.load() == 2; }, 5s));
+  CHECK(a.lost());
+  CHECK(b.lost());
+  auto again = c->lock("a", o).try_acquire();
+  REQUIRE(again);
+  CHECK(again->fence() > b.fence());
+  CHECK(k.keys("a").at(0).lease() != id);
+}
+
+TEST_CASE("a key given up while the server is away is deleted before the lease is kept alive", "[etcd]") {
+  Keys k;
+  auto url = dblock::detail::parse_url(k.f.url);
+  dblock::test::TcpProxy proxy(url.hosts[0].host, url.hosts[0].port);
+  auto cluster = std::make_shared<etcd::Cluster>(std::vector<etcd::Endpoint>{{"127.0.0.1", proxy.port()}}, 5s, 1s);
+  etcd::Session s(cluster, std::chrono::seconds{30}, true);
+  auto key = s.key(k.root + "/away/");
+  etcd::pb::TxnRequest put;
+  auto* p = put.add_success()->mutable_request_put();
+  p->set_key(key);
+  p->set_lease(s.id());
+  auto rev = k.raw->txn(put).header().revision();
+  proxy.set_mode(dblock::test::TcpProxy::Mode::stall);
+  s.give_up(key, rev);  // cannot reach the server: kept for later
+  CHECK(k.keys("away").size() == 1);
+  CHECK_THROWS(s.refresh());  // nothing is kept alive while the key may be there
+  proxy.set_mode(dblock::test::TcpProxy::Mode::pass);
+  CHECK(eventually([&] {
+    try {
+      return s.refresh();
+    } catch (const dblock::Error&) {
+      return false;
+    }
+  }, 10s));
+  CHECK(k.keys("away").empty());
 }
 
 TEST_CASE("etcdctl lock and a dblock lock on the same name exclude each other", "[etcd]") {
@@ -186,16 +263,21 @@ TEST_CASE("TTLs are whole-second leases, and an unrenewed one is deleted by etcd
   Keys k;
   auto c = k.f.make().open();
   std::atomic<int> lost{0};
+  // A renewed lock of the same TTL keeps the Client's shared lease alive meanwhile: the
+  // unrenewed one has a lease of its own, and expires all the same.
+  auto renewed = c->lock("other", etcd_opts(1500ms)).acquire();
   auto o = etcd_opts(1500ms, false);
   o.on_lost = [&](const std::string&, std::uint64_t) { lost++; };
   auto lease = c->lock("job", o).acquire();
   auto keys = k.keys("job");
   REQUIRE(keys.size() == 1);
+  CHECK(keys[0].lease() != k.keys("other").at(0).lease());
   auto ttl = k.raw->time_to_live(keys[0].lease());
   CHECK(ttl.count() >= 1);
   CHECK(ttl.count() <= 2);  // 1.5 s rounded up
   REQUIRE(eventually([&] { return lost.load() == 1; }, 5s));
   CHECK(eventually([&] { return k.keys("job").empty(); }, 5s));
+  CHECK_FALSE(renewed.lost());
 }
 
 TEST_CASE("a key deleted behind the holder's back is a loss at its next renewal", "[etcd]") {
@@ -212,7 +294,9 @@ TEST_CASE("a key deleted behind the holder's back is a loss at its next renewal"
   k.raw->txn(del);  // as `etcdctl del` would
   REQUIRE(eventually([&] { return lost.load() == 1; }, 5s));
   CHECK(lease.lost());
-  CHECK(eventually([&] { return k.raw->time_to_live(keys[0].lease()).count() == 0; }, 5s));  // revoked
+  auto again = c->lock("job", etcd_opts()).try_acquire();  // the name is free again
+  REQUIRE(again);
+  CHECK(again->fence() > lease.fence());
 }
 
 TEST_CASE("etcd URLs and names are checked before anything is written", "[etcd]") {

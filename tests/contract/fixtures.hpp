@@ -126,6 +126,12 @@ template <class F>
 struct server_expires<F, std::void_t<decltype(F::server_expires)>> : std::bool_constant<F::server_expires> {};
 template <class F>
 inline constexpr bool server_expires_v = server_expires<F>::value;
+// Whether a fresh acquire finds the owner's own leftover and replaces it with a new grant
+// (lease strategies, etcd's shared lease), rather than queueing behind it (session locks).
+template <class F, class = void>
+struct leftover_replaced : std::bool_constant<F::lease_based> {};
+template <class F>
+struct leftover_replaced<F, std::void_t<decltype(F::leftover_replaced)>> : std::bool_constant<F::leftover_replaced> {};
 
 #ifdef DBLOCK_TEST_ZOOKEEPER
 // A fresh root under the test server's (DBLOCK_TEST_ZK_URL) per test. A session lock: the
@@ -149,6 +155,8 @@ struct ZooKeeperLock {
 // not a lease row, and steal() deletes it as an operator would.
 struct EtcdLock {
   static constexpr bool lease_based = false;
+  // Keys of a Client's renewed locks share its lease, so a leftover key is found and replaced.
+  static constexpr bool leftover_replaced = true;
   static constexpr Strategy strategy = Strategy::etcd;
   TempDir dir;
   std::string url = server_url("DBLOCK_TEST_ETCD_URL") + "/t" + std::to_string(std::random_device{}());
@@ -165,6 +173,7 @@ struct Contract {
   Strategy strategy;
   bool lease_based;
   bool server_expires;
+  bool leftover_replaced;
   std::string dir;  // a scratch directory of this test
   std::function<Namespace()> make;
   std::function<void(Client&, const std::string&)> steal;
@@ -174,6 +183,7 @@ Contract contract_of(F& fixture) {
   return Contract{F::strategy,
                   F::lease_based,
                   server_expires_v<F>,
+                  leftover_replaced<F>::value,
                   fixture.dir.path(),
                   [&fixture] { return fixture.make(); },
                   [&fixture](Client& c, const std::string& name) { fixture.steal(c, name); }};

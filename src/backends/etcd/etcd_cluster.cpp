@@ -182,6 +182,13 @@ pb::TxnResponse Cluster::txn(const pb::TxnRequest& request) {
   return resp;
 }
 
+bool Cluster::txn_under_lease(const pb::TxnRequest& request, pb::TxnResponse* response) {
+  auto s = kv_->Txn(context().get(), request, response);
+  if (s.error_code() == grpc::StatusCode::NOT_FOUND) return false;  // "requested lease not found"
+  if (!s.ok()) throw_status(s, endpoints_, "transaction");
+  return true;
+}
+
 bool Cluster::wait_deleted(const std::string& key, std::int64_t from, Clock::time_point until) {
   grpc::ClientContext ctx;
   ctx.set_deadline(deadline(until));

@@ -54,6 +54,9 @@ class Cluster {
 
   pb::RangeResponse range(const pb::RangeRequest& request);
   pb::TxnResponse txn(const pb::TxnRequest& request);
+  // txn() for a transaction that puts under a lease: false (and nothing done) when the
+  // server has no such lease any more (it expired, or was revoked).
+  bool txn_under_lease(const pb::TxnRequest& request, pb::TxnResponse* response);
 
   // Waits until `key` is deleted at revision `from` or later, or until `until`. True: it was
   // deleted (or may have been), and the caller must look again.

@@ -1,7 +1,6 @@
 #include "backends/etcd/etcd_driver.hpp"
 
 #include <algorithm>
-#include <random>
 
 #include "backends/etcd/etcd_keys.hpp"
 #include "dblock/errors.hpp"
@@ -9,15 +8,6 @@
 namespace dblock::detail::etcd {
 
 namespace {
-
-// A lease id of our own choosing: positive, never 0 (which asks the server to choose).
-std::int64_t random_lease_id() {
-  thread_local std::mt19937_64 rng(std::random_device{}());
-  std::int64_t id;
-  do id = static_cast<std::int64_t>(rng() >> 1);
-  while (id == 0);
-  return id;
-}
 
 pb::RequestOp range_op(pb::RangeRequest r) {
   pb::RequestOp op;
@@ -50,41 +40,20 @@ seconds lease_ttl(milliseconds ttl) {
   return std::max(seconds{1}, std::chrono::ceil<seconds>(ttl));
 }
 
-// One contender key of ours and the lease it lives under. Revoking the lease deletes the key,
-// so the destructor gives the place up (the key goes, and the waiter behind it is woken), unless
-// the lease is already known to be gone.
+// One contender key of ours under its session's lease. Destroying it gives the key up (the
+// waiter behind it is woken), unless it is gone already.
 struct Driver::Contender final : QueuePlace {
-  Contender(std::shared_ptr<Cluster> c, std::int64_t id) : cluster(std::move(c)), lease(id) {}
+  Contender(std::shared_ptr<Session> s, std::string k) : session(std::move(s)), key(std::move(k)) {}
   ~Contender() override {
-    if (!gone) cluster->revoke_quietly(lease);
+    if (!gone) session->give_up(key, revision);
   }
-  // Keeps the lease alive: false when it is gone (expired or revoked), and the key with it.
-  bool refresh() {
-    auto sent = Clock::now();
-    auto left = cluster->keep_alive(lease);
-    if (left.count() <= 0) {
-      gone = true;
-      return false;
-    }
-    ttl = left;
-    refreshed = sent;
-    return true;
-  }
-  bool refresh_due() const { return Clock::now() >= refreshed + ttl / 3; }
-  // The lease lives at least until then: its TTL counts from when the server saw the request
-  // that granted or refreshed it, which was after we sent it.
-  Clock::time_point expiry() const { return refreshed + ttl; }
-
-  std::shared_ptr<Cluster> cluster;
-  std::int64_t lease;
+  std::shared_ptr<Session> session;
   std::string key;
   std::int64_t revision = 0;  // the key's create revision: the fence once it is first
-  seconds ttl{0};             // as the server granted it
-  Clock::time_point refreshed;
-  bool gone = false;
+  bool gone = false;  // deleted already (released), or never put
 };
 
-// A granted key: the lock lasts while the key (and so its lease) does.
+// A granted key: the lock lasts while the key (and so its session's lease) does.
 class Driver::Held final : public GrantHandle {
  public:
   explicit Held(std::unique_ptr<Contender> c) : c_(std::move(c)) {}
@@ -93,26 +62,23 @@ class Driver::Held final : public GrantHandle {
     if (!c_) return Renewal{};
     // A hold given back: the key keeps no count (the Client lists its own), nothing to send.
     if (ttl.count() == 0) return Renewal{true, ttl};
-    if (!c_->refresh()) return Renewal{};  // expired: etcd deleted the key, the lock is gone
+    auto sent = Clock::now();
+    // A shared lease another grant kept alive a moment ago needs no second keep-alive.
+    if (!c_->session->fresh(ttl / 6)) return Renewal{};  // expired: etcd deleted the key, the lock is gone
     // The lease lives, but the key may not: deleted by an operator (`dblock release --force`,
     // etcdctl del). Still ours only with the same create revision.
-    auto r = c_->cluster->range(key_range(c_->key));
+    auto r = c_->session->cluster().range(key_range(c_->key));
     if (r.kvs_size() == 0 || r.kvs(0).create_revision() != c_->revision) return Renewal{};
-    return Renewal{true, c_->ttl};
+    return Renewal{true, std::chrono::duration_cast<milliseconds>(c_->session->expiry() - sent)};
   }
 
   bool release() override {
     if (!c_) return false;
-    // Deleting the key wakes the next waiter; only our key, with our create revision.
-    pb::TxnRequest t;
-    auto* cmp = t.add_compare();
-    cmp->set_key(c_->key);
-    cmp->set_target(pb::Compare::CREATE);
-    cmp->set_result(pb::Compare::EQUAL);
-    cmp->set_create_revision(c_->revision);
-    t.add_success()->mutable_request_delete_range()->set_key(c_->key);
-    bool ours = c_->cluster->txn(t).succeeded();  // a transient error throws, and the core retries
-    c_.reset();                                   // the lease goes too
+    // Deleting the key wakes the next waiter; only our key, with our create revision. A
+    // transient error throws, and the core retries.
+    bool ours = delete_key(c_->session->cluster(), c_->key, c_->revision);
+    c_->gone = true;
+    c_.reset();  // a lock's own lease goes too
     return ours;
   }
 
@@ -123,43 +89,55 @@ class Driver::Held final : public GrantHandle {
   std::unique_ptr<Contender> c_;
 };
 
+std::shared_ptr<Session> Driver::session(milliseconds ttl, bool renewed) {
+  if (!renewed) return std::make_shared<Session>(cluster_, lease_ttl(ttl), false);
+  std::lock_guard lk(sessions_mutex_);
+  auto& s = sessions_[lease_ttl(ttl)];
+  // Kept alive within the last third of its TTL, so that a grant under it lives at least
+  // two thirds of its TTL: its first renewal comes after a third.
+  if (!s || !s->fresh(lease_ttl(ttl) / 3)) s = std::make_shared<Session>(cluster_, lease_ttl(ttl), true);
+  return s;
+}
+
 std::unique_ptr<Driver::Contender> Driver::enter(const std::string& prefix, const std::string& owner,
-                                                 milliseconds ttl, bool* first) {
-  auto c = std::make_unique<Contender>(cluster_, random_lease_id());
-  c->refreshed = Clock::now();
-  try {
-    c->ttl = cluster_->grant(c->lease, lease_ttl(ttl));
-  } catch (...) {
-    c->gone = true;  // never granted, or granted without its answer: a lease with no key expires alone
-    throw;
-  }
-  c->key = prefix + lease_hex(c->lease);
-  // concurrency.Mutex's transaction: put our key unless it exists (a repeated attempt), and
-  // read the name's first key in the same round trip. A failure leaves c to revoke the lease.
-  pb::TxnRequest t;
-  auto* cmp = t.add_compare();
-  cmp->set_key(c->key);
-  cmp->set_target(pb::Compare::CREATE);
-  cmp->set_result(pb::Compare::EQUAL);
-  cmp->set_create_revision(0);
-  auto* put = t.add_success()->mutable_request_put();
-  put->set_key(c->key);
-  put->set_value(owner);
-  put->set_lease(c->lease);
-  *t.add_success() = range_op(by_creation(prefix, pb::RangeRequest::ASCEND));
-  *t.add_failure() = range_op(key_range(c->key));
-  *t.add_failure() = range_op(by_creation(prefix, pb::RangeRequest::ASCEND));
-  auto resp = cluster_->txn(t);
-  if (resp.succeeded()) {
+                                                 std::shared_ptr<Session> s, bool* first) {
+  s->claim(s->key(prefix));
+  for (int leftovers = 0;; ++leftovers) {
+    auto c = std::make_unique<Contender>(s, s->key(prefix));
+    // concurrency.Mutex's transaction: put our key unless it exists, and read the name's first
+    // key in the same round trip. Should the answer not come back, c gives the key up.
+    pb::TxnRequest t;
+    auto* cmp = t.add_compare();
+    cmp->set_key(c->key);
+    cmp->set_target(pb::Compare::CREATE);
+    cmp->set_result(pb::Compare::EQUAL);
+    cmp->set_create_revision(0);
+    auto* put = t.add_success()->mutable_request_put();
+    put->set_key(c->key);
+    put->set_value(owner);
+    put->set_lease(s->id());
+    *t.add_success() = range_op(by_creation(prefix, pb::RangeRequest::ASCEND));
+    *t.add_failure() = range_op(key_range(c->key));
+    pb::TxnResponse resp;
+    if (!cluster_->txn_under_lease(t, &resp)) {  // the lease expired: nothing was put
+      s->mark_gone();
+      return nullptr;
+    }
+    if (!resp.succeeded()) {
+      // A key of ours is there already: a leftover of an earlier acquire of this Client (its
+      // answer lost, its release failed). Handing it back would reuse its fence; delete it
+      // and put a new one.
+      c->gone = true;  // nothing of this attempt's to give up
+      if (leftovers >= 2) throw InternalError("etcd: our lock key " + c->key + " keeps coming back");
+      const auto& mine = resp.responses(0).response_range();
+      if (mine.kvs_size() > 0) delete_key(*cluster_, c->key, mine.kvs(0).create_revision());
+      continue;
+    }
     c->revision = resp.header().revision();
-  } else {
-    const auto& mine = resp.responses(0).response_range();
-    if (mine.kvs_size() == 0) throw InternalError("etcd: our lock key " + c->key + " vanished as it was made");
-    c->revision = mine.kvs(0).create_revision();
+    const auto& head = resp.responses(1).response_range();
+    *first = head.kvs_size() == 0 || head.kvs(0).create_revision() == c->revision;
+    return c;
   }
-  const auto& head = resp.responses(1).response_range();
-  *first = head.kvs_size() == 0 || head.kvs(0).create_revision() == c->revision;
-  return c;
 }
 
 Attempt Driver::try_acquire(AcquireRequest& r) {
@@ -171,7 +149,7 @@ Attempt Driver::try_acquire(AcquireRequest& r) {
   // lasts at least until expiry().
   auto granted = [&](std::unique_ptr<Contender> held) {
     auto fence = static_cast<std::uint64_t>(held->revision);
-    auto left = std::chrono::duration_cast<milliseconds>(held->expiry() - entered);
+    auto left = std::chrono::duration_cast<milliseconds>(held->session->expiry() - entered);
     return Attempt{std::make_unique<Held>(std::move(held)), fence, left, nullptr};
   };
 
@@ -180,11 +158,17 @@ Attempt Driver::try_acquire(AcquireRequest& r) {
   for (int reentered = 0;;) {
     if (!c) {
       bool first = false;
-      c = enter(prefix, r.owner, r.ttl, &first);
+      c = enter(prefix, r.owner, session(r.ttl, r.renewed), &first);
+      if (!c) {  // the shared lease expired just now: the next session() grants a new one
+        if (++reentered > 3)
+          throw UnavailableError("etcd: " + cluster_->endpoints() + ": our lease under " + prefix + " keeps expiring");
+        continue;
+      }
       if (first) return granted(std::move(c));
       if (r.wait.count() <= 0) return Attempt::busy(milliseconds{0});  // a try-lock: our key goes at once
     }
-    if (c->refresh_due() && !c->refresh()) {  // our lease expired while we waited: queue again
+    // A waiter keeps its lease alive (a shared one, for the Client's other locks too).
+    if (c->session->refresh_due() && !c->session->refresh()) {  // it expired while we waited: queue again
       c.reset();
       if (++reentered > 3)
         throw UnavailableError("etcd: " + cluster_->endpoints() + ": our lease under " + prefix + " keeps expiring");
@@ -198,7 +182,7 @@ Attempt Driver::try_acquire(AcquireRequest& r) {
     const auto& mine = seen.responses(0).response_range();
     if (mine.kvs_size() == 0 || mine.kvs(0).create_revision() != c->revision) {
       // Deleted by an operator: queue again (a few times; something that keeps deleting it is
-      // not a wait). The lease may still live: the Contender revokes it.
+      // not a wait).
       c.reset();
       if (++reentered > 3) throw UnavailableError("etcd: our lock key under " + prefix + " keeps disappearing");
       continue;
@@ -213,7 +197,7 @@ Attempt Driver::try_acquire(AcquireRequest& r) {
     }
     // Watch only the predecessor's deletion; one since the revision we looked at is reported at
     // once (Cluster::wait_deleted). Woken at least when our lease needs its next keep-alive.
-    auto wake = std::min(until, c->refreshed + c->ttl / 3);
+    auto wake = std::min(until, c->session->refresh_due_at());
     cluster_->wait_deleted(before.kvs(0).key(), seen.header().revision() + 1, wake);
   }
 }

@@ -1,29 +1,30 @@
 // The etcd strategy: etcd's lock recipe (Go's concurrency.Mutex, `etcdctl lock`) behind
 // dblock's LockDriver seam.
 //
-// Each acquire grants a lease of its own and puts <prefix>/<name>/<lease hex> under it (one
-// transaction, which also reads the first key of the name: the uncontended path is a lease
-// grant and one Txn); the key with the lowest create revision holds the lock, and a waiter
+// A renewed lock's key is <prefix>/<name>/<lease hex> under its Client's shared lease for
+// that TTL (etcd_session.hpp), put in one transaction that also reads the name's first key,
+// so the uncontended path is one Txn to acquire and one to release; an unrenewed lock has a
+// lease of its own. The key with the lowest create revision holds the lock, and a waiter
 // watches only the deletion of the key just before its own (no herd). The fence is the key's
 // create revision. Like the ZooKeeper driver it waits inside try_acquire (up to
 // AcquireRequest::wait), keeping its lease alive meanwhile; between the core's calls a
 // waiter's key is its QueuePlace, so it keeps its turn; once first, the key is the grant's
-// handle, renewed by keeping its lease alive. Either way the lease is revoked (and the key
-// with it) when the object holding it goes.
+// handle, renewed by keeping its lease alive. A key nobody wants any more is deleted, and
+// never kept alive (Session::give_up).
 //
-// Why a lease per acquire, not one per Client as a Go session has: a key is named by its
-// lease, so a lease holds at most one key per name; with its own lease every acquire has a
-// key of its own, as every `etcdctl lock` process does, and a leftover of an earlier acquire
-// (an answer lost) is another contender queued ahead, never the same key handed out again
-// with its old fence. Each lock also gets its own TTL, expires by itself when its holder
-// stops renewing it (auto_renew off), and is lost alone. The cost is one LeaseGrant round
-// trip per acquire and one LeaseRevoke per release.
+// A key is named by its lease, so a lease holds at most one key per name: the Client's Gate
+// lets one thread per name contend at a time, so that is enough. A key of ours already there
+// when we put one is a leftover (an acquire whose answer was lost, a failed release): it is
+// deleted and a new key put, so a leftover is never handed back with its old fence.
 #pragma once
 
+#include <map>
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "backends/etcd/etcd_cluster.hpp"
+#include "backends/etcd/etcd_session.hpp"
 #include "core/driver.hpp"
 
 namespace dblock::detail::etcd {
@@ -41,11 +42,18 @@ class Driver : public LockDriver {
  private:
   struct Contender;
   class Held;
-  // A new lease and our key under `prefix`; *first tells whether no key was created before ours.
-  std::unique_ptr<Contender> enter(const std::string& prefix, const std::string& owner, milliseconds ttl, bool* first);
+  // The lease a new key goes under: the shared one for `ttl` (granted anew when it is gone),
+  // kept alive within the last third of its TTL; or, for an unrenewed lock, one of its own.
+  std::shared_ptr<Session> session(milliseconds ttl, bool renewed);
+  // Our key under `prefix` in session `s`; *first tells whether no key was created before
+  // ours. Null: the lease was gone, and nothing was put.
+  std::unique_ptr<Contender> enter(const std::string& prefix, const std::string& owner, std::shared_ptr<Session> s,
+                                   bool* first);
 
   std::shared_ptr<Cluster> cluster_;
   const std::string root_;
+  std::mutex sessions_mutex_;
+  std::map<seconds, std::shared_ptr<Session>> sessions_;  // the shared lease per TTL
 };
 
 }  // namespace dblock::detail::etcd
