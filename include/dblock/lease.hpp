@@ -8,6 +8,7 @@
 #include <string>
 
 #include "dblock/export.hpp"
+#include "dblock/options.hpp"
 
 namespace dblock {
 
@@ -36,6 +37,8 @@ class DBLOCK_EXPORT Lease {
   /// The fencing token: strictly greater than that of every earlier grant of this name.
   /// Re-entrant acquires by the same owner share the fence of the grant they re-enter.
   std::uint64_t fence() const;
+  /// Exclusive, or shared (a read/write lock's reader).
+  Mode mode() const noexcept;
   /// True once the lease is known lost (it expired before renewal, or another owner holds it).
   bool lost() const noexcept;
   /// True until release() (or a move from this object).

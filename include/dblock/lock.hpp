@@ -1,6 +1,7 @@
 /// @file
 /// Lock: one named lock. Meets the standard TimedLockable requirements, so std::unique_lock,
-/// std::scoped_lock and std::lock_guard work with it.
+/// std::scoped_lock and std::lock_guard work with it, and SharedTimedLockable where its
+/// strategy offers shared holds (a read/write lock), so std::shared_lock works too.
 #pragma once
 
 #include <chrono>
@@ -11,6 +12,7 @@
 
 #include "dblock/export.hpp"
 #include "dblock/lease.hpp"
+#include "dblock/options.hpp"
 
 namespace dblock {
 
@@ -61,15 +63,43 @@ class DBLOCK_EXPORT Lock {
   /// The fence of the calling thread's newest hold; throws NotOwnerError if it holds none.
   std::uint64_t fence() const;
 
+  /// @name SharedTimedLockable: a read/write lock's readers
+  /// Many threads and processes may hold the lock shared at once; an exclusive holder
+  /// excludes them all, and once a writer waits, new readers queue behind it. Throws
+  /// UsageError, before anything is sent, where the strategy offers no shared holds, for a
+  /// semaphore (LockOptions::permits > 1), and for a thread that holds the lock in the other
+  /// mode (no upgrade or downgrade). unlock_shared() gives back the calling thread's newest
+  /// shared hold (NotOwnerError if it has none); it never throws otherwise.
+  ///@{
+  void lock_shared();      ///< blocks until held shared; throws on errors
+  bool try_lock_shared();  ///< one attempt: true when held shared
+  void unlock_shared();    ///< gives back the calling thread's newest shared hold
+  /// Waits up to `d`: true when held shared.
+  template <class Rep, class Period>
+  bool try_lock_shared_for(const std::chrono::duration<Rep, Period>& d) {
+    return try_lock_wait(std::chrono::ceil<std::chrono::milliseconds>(d), Mode::shared);
+  }
+  /// Waits until `t`: true when held shared.
+  template <class C, class D>
+  bool try_lock_shared_until(const std::chrono::time_point<C, D>& t) {
+    return try_lock_shared_for(t - C::now());
+  }
+  ///@}
+
   /// Lease interface: the caller owns the hold and may move it anywhere. Waits up to `wait`
   /// (0: one attempt); nullopt when the lock was not had in that time.
   std::optional<Lease> try_acquire(std::chrono::milliseconds wait = std::chrono::milliseconds{0});
   Lease acquire();  ///< blocks until held; throws on errors
+  /// The same, shared (a reader): see lock_shared().
+  std::optional<Lease> try_acquire_shared(std::chrono::milliseconds wait = std::chrono::milliseconds{0});
+  Lease acquire_shared();  ///< blocks until held shared; throws on errors
 
  private:
   friend class Client;
   explicit Lock(std::shared_ptr<detail::LockState> state) noexcept;
-  bool try_lock_wait(std::chrono::milliseconds wait);
+  bool try_lock_wait(std::chrono::milliseconds wait, Mode mode = Mode::exclusive);
+  std::optional<Lease> try_acquire(std::chrono::milliseconds wait, Mode mode);
+  void unlock(Mode mode);
   std::shared_ptr<detail::LockState> state_;
 };
 

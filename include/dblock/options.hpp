@@ -25,6 +25,16 @@ DBLOCK_EXPORT std::string_view to_string(Strategy s) noexcept;
 /// The inverse; throws UsageError naming the known strategies.
 DBLOCK_EXPORT Strategy parse_strategy(std::string_view text);
 
+/// How a grant holds its lock: alone (exclusive: a mutex, a read/write lock's writer, one
+/// permit of a semaphore) or beside other shared holders (a read/write lock's readers).
+enum class Mode { exclusive, shared };
+
+/// "exclusive", "shared".
+DBLOCK_EXPORT std::string_view to_string(Mode m) noexcept;
+
+/// The most permits a semaphore may have (LockOptions::permits).
+inline constexpr std::uint32_t max_permits = 10000;
+
 /// How Client::open connects (all optional).
 struct ClientOptions {
   /// The lock table: an identifier or schema.identifier ([A-Za-z_][A-Za-z0-9_]*, at most 40
@@ -64,6 +74,11 @@ struct LockOptions {
   /// kept lease over, not even its owner's; `list` shows it with holds 0. Lease strategies
   /// only (insert, optimistic, redis, redlock): Client::lock refuses it for the others.
   std::optional<std::chrono::milliseconds> hold_at_least;
+  /// A semaphore: at most this many holders of the name at once, each with a lease and a
+  /// fence of its own (1..max_permits; 1, the default, is a mutex). Every acquirer of a name
+  /// must give the same number: a mismatch is a UsageError. Client::lock refuses it by name
+  /// for a strategy that does not offer semaphores, and the shared calls for a semaphore.
+  std::uint32_t permits = 1;
 };
 
 /// One held lock as the backend sees it (Client::list, `dblock list`).
@@ -72,6 +87,7 @@ struct LeaseInfo {
   std::string owner;        ///< host:pid:instance:thread of the holder
   std::uint64_t fence = 0;  ///< the grant's fencing token
   std::uint32_t holds = 0;  ///< re-entrant holds of its owner
+  Mode mode = Mode::exclusive;  ///< shared: one of a read/write lock's readers
   std::chrono::system_clock::time_point acquired_at;  ///< database clock (Redis: the acquiring client's)
   std::chrono::system_clock::time_point expires_at;   ///< database clock
 };

@@ -58,6 +58,13 @@ Invocation parse_command_line(int argc, const char* const* argv, std::ostream& o
   run_cmd->add_option("--hold-at-least", run.hold_at_least,
                       "Keep the lock taken until this long after it was granted, even if CMD ends sooner "
                       "(lease strategies; against a job started twice by skewed cron clocks)");
+  auto* shared_opt = run_cmd->add_flag("--shared", run.shared,
+                                       "Hold the lock shared, as one of many readers; an exclusive holder (a writer) "
+                                       "excludes them all (strategies that offer it: advisory on PostgreSQL)");
+  run_cmd->add_option("--permits", run.permits,
+                      "A semaphore: at most N holders at once (1 to 10000; every holder must give the same N)")
+      ->default_val(1)
+      ->excludes(shared_opt);
   run_cmd->add_option("--grace", run.grace, "After a lost lock: SIGTERM, then SIGKILL after this long")
       ->default_val("10s");
   run_cmd->footer("Usage: dblock run --name NAME [options] -- CMD [ARGS...]");

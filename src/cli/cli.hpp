@@ -41,6 +41,8 @@ struct RunArgs {
   bool no_wait = false;
   std::string grace = "10s";
   std::string hold_at_least;  // empty: release at the end
+  bool shared = false;        // a reader of a read/write lock
+  std::uint32_t permits = 1;  // a semaphore when > 1
   std::vector<std::string> command;
 };
 

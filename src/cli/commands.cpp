@@ -127,6 +127,7 @@ int list_command(const Common& c, const std::string& format) {
                      {"owner", l.owner},
                      {"fence", l.fence},
                      {"holds", l.holds},
+                     {"mode", std::string(to_string(l.mode))},
                      {"acquired_at", iso8601(l.acquired_at)},
                      {"expires_at", iso8601(l.expires_at)}});
     std::cout << out.dump(2) << "\n";
@@ -138,11 +139,11 @@ int list_command(const Common& c, const std::string& format) {
   }
   std::size_t w = 4, wo = 5;
   for (const auto& l : leases) w = std::max(w, l.name.size()), wo = std::max(wo, l.owner.size());
-  std::cout << fmt::format("{:<{}}  {:<{}}  {:>8}  {:>5}  {:<24}  {:<24}\n", "NAME", w, "OWNER", wo, "FENCE", "HOLDS",
-                           "ACQUIRED", "EXPIRES");
+  std::cout << fmt::format("{:<{}}  {:<{}}  {:>8}  {:>5}  {:<24}  {:<24}  {}\n", "NAME", w, "OWNER", wo, "FENCE",
+                           "HOLDS", "ACQUIRED", "EXPIRES", "MODE");
   for (const auto& l : leases)
-    std::cout << fmt::format("{:<{}}  {:<{}}  {:>8}  {:>5}  {:<24}  {:<24}\n", l.name, w, l.owner, wo, l.fence,
-                             l.holds, iso8601(l.acquired_at), iso8601(l.expires_at));
+    std::cout << fmt::format("{:<{}}  {:<{}}  {:>8}  {:>5}  {:<24}  {:<24}  {}\n", l.name, w, l.owner, wo, l.fence,
+                             l.holds, iso8601(l.acquired_at), iso8601(l.expires_at), to_string(l.mode));
   return ok;
 }
 

@@ -70,6 +70,8 @@ int run_command(const RunArgs& a) {
   if (!a.strategy.empty()) lo.strategy = parse_strategy(a.strategy);
   lo.ttl = parse_duration(a.ttl);
   if (!a.hold_at_least.empty()) lo.hold_at_least = parse_duration(a.hold_at_least);
+  lo.permits = a.permits;
+  const Mode mode = a.shared ? Mode::shared : Mode::exclusive;
   auto grace = parse_duration(a.grace);
   std::optional<milliseconds> wait;
   if (a.no_wait) wait = milliseconds{0};
@@ -92,7 +94,8 @@ int run_command(const RunArgs& a) {
   for (;;) {
     auto now = Clock::now();
     auto slice = std::min<Clock::duration>(milliseconds{250}, deadline - now);
-    lease = lock.try_acquire(std::chrono::duration_cast<milliseconds>(std::max<Clock::duration>(slice, {})));
+    auto wait_ms = std::chrono::duration_cast<milliseconds>(std::max<Clock::duration>(slice, {}));
+    lease = mode == Mode::shared ? lock.try_acquire_shared(wait_ms) : lock.try_acquire(wait_ms);
     if (lease) break;
     if (int sig = pending_stop_signal(set)) return 128 + sig;
     if (Clock::now() >= deadline) {

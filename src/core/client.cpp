@@ -34,9 +34,16 @@ Lock Client::lock(std::string name, LockOptions options) {
                        std::string(to_string(strategy)) + " frees its lock when its connection or session ends");
   }
   auto& driver = core_->driver(strategy);
+  auto shapes = core_->backend->shapes(strategy);
+  if (options.permits == 0 || options.permits > max_permits)
+    throw UsageError("bad lock options: permits must be 1 to " + std::to_string(max_permits) + ", not " +
+                     std::to_string(options.permits));
+  if (options.permits > 1 && !shapes.semaphore)
+    throw UsageError("strategy " + std::string(to_string(strategy)) + " does not offer semaphores (permits " +
+                     std::to_string(options.permits) + ")");
   auto state = std::make_shared<detail::LockState>();
   state->core = core_;
-  state->spec = detail::LockSpec{std::move(name), std::move(options), strategy, &driver};
+  state->spec = detail::LockSpec{std::move(name), std::move(options), strategy, &driver, shapes};
   return Lock(std::move(state));
 }
 

@@ -20,9 +20,17 @@ LockDriver& ClientCore::driver(Strategy strategy) {
 }
 
 std::optional<Lease> ClientCore::acquire(const std::shared_ptr<ClientCore>& self, const LockSpec& spec,
-                                         std::optional<Clock::time_point> deadline) {
+                                         std::optional<Clock::time_point> deadline, Mode mode) {
   const auto called = Clock::now();
-  auto gate = gates_.enter(spec.name, deadline);
+  if (mode == Mode::shared) {
+    if (!spec.shapes.shared)
+      throw UsageError("strategy " + std::string(to_string(spec.strategy)) +
+                       " does not offer shared (read) locks: lock '" + spec.name + "' can only be held exclusively");
+    if (spec.options.permits > 1)
+      throw UsageError("lock '" + spec.name + "' is a semaphore (permits " + std::to_string(spec.options.permits) +
+                       "): it has no shared holds");
+  }
+  auto gate = gates_.enter(spec.name, deadline, mode, spec.options.permits);
   if (!gate) {  // another thread of this process had it until the deadline
     reporter.busy(spec.name, Clock::now() - called);
     return std::nullopt;
@@ -44,9 +52,11 @@ std::optional<Lease> ClientCore::acquire(const std::shared_ptr<ClientCore>& self
       auto wait = deadline ? std::clamp(std::chrono::ceil<milliseconds>(*deadline - sent), milliseconds{0}, slice)
                            : slice;
       AcquireRequest request{spec.name, owner, spec.options.ttl, wait, std::move(place), spec.options.auto_renew};
+      request.mode = mode;
+      request.permits = spec.options.permits;
       Attempt a = spec.driver->try_acquire(request);
       if (a.acquired()) {
-        auto g = adopt(self, spec, owner, gate, a, sent);
+        auto g = adopt(self, spec, owner, gate, a, sent, mode);
         reporter.acquired(spec.name, g->fence, 1, g->granted_at - called);
         return Lease(std::move(g));
       }
@@ -107,13 +117,15 @@ std::optional<Lease> ClientCore::reenter(const std::shared_ptr<Grant>& g, const 
 
 std::shared_ptr<Grant> ClientCore::adopt(const std::shared_ptr<ClientCore>& self, const LockSpec& spec,
                                          const std::string& owner, const std::shared_ptr<Gate>& gate, Attempt& a,
-                                         Clock::time_point sent) {
+                                         Clock::time_point sent, Mode mode) {
   auto g = std::make_shared<Grant>();
   g->core = self;
   g->gate = gate;
   g->name = spec.name;
   g->owner = owner;
   g->fence = a.fence;
+  g->mode = mode;
+  g->thread = std::this_thread::get_id();
   g->ttl = spec.options.ttl;
   g->renew_every = spec.options.renew_every.value_or(spec.options.ttl / 3);
   g->auto_renew = spec.options.auto_renew;
@@ -136,7 +148,7 @@ void ClientCore::release(const std::shared_ptr<Grant>& g) {
   struct LeaveGate {
     ClientCore* core;
     const std::shared_ptr<Grant>& g;
-    ~LeaveGate() { core->gates_.leave(g->name, g->gate); }
+    ~LeaveGate() { core->gates_.leave(g->name, g->gate, g->thread); }
   } leave{this, g};
   bool ours = true, last;
   int holds;

@@ -26,6 +26,7 @@ struct LockSpec {
   LockOptions options;
   Strategy strategy;
   LockDriver* driver;
+  Shapes shapes;  // what the strategy offers beyond exclusive
 };
 
 class ClientCore {
@@ -36,8 +37,10 @@ class ClientCore {
   LockDriver& driver(Strategy strategy);
 
   // Waits until `deadline` (forever when unset); nullopt when it passed.
+  // Throws UsageError for a shape the strategy does not offer (checked before anything is
+  // sent) and for a thread that holds the name in the other mode.
   std::optional<Lease> acquire(const std::shared_ptr<ClientCore>& self, const LockSpec& spec,
-                               std::optional<Clock::time_point> deadline);
+                               std::optional<Clock::time_point> deadline, Mode mode);
   // One hold of the grant back; throws LockLostError when the backend shows it was not ours.
   void release(const std::shared_ptr<Grant>& grant);
   // The backend's list, with the hold counts of this Client's own grants (the core keeps
@@ -55,7 +58,7 @@ class ClientCore {
   std::optional<Lease> reenter(const std::shared_ptr<Grant>& grant, const LockSpec& spec, Clock::time_point called);
   std::shared_ptr<Grant> adopt(const std::shared_ptr<ClientCore>& self, const LockSpec& spec,
                                const std::string& owner, const std::shared_ptr<Gate>& gate, Attempt& attempt,
-                               Clock::time_point sent);
+                               Clock::time_point sent, Mode mode);
   bool release_on_server(Grant& grant);
 
   std::mutex drivers_mutex_;

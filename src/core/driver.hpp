@@ -84,6 +84,18 @@ struct AcquireRequest {
   // share something kept alive (etcd's lease per Client) gives an unrenewed one its own, so
   // that it still expires after its TTL.
   bool renewed = true;
+  // The shape asked for: a shared hold (a reader), or one of `permits` (a semaphore; 1 is a
+  // mutex). Only what Backend::shapes offers for the driver's strategy reaches it.
+  Mode mode = Mode::exclusive;
+  std::uint32_t permits = 1;
+};
+
+// The shapes of lock a strategy offers beyond a plain exclusive one (docs/ARCHITECTURE.md,
+// "Lock shapes"). Client::lock and the shared calls refuse the others by name, before
+// anything is sent: never a silent exclusive lock instead.
+struct Shapes {
+  bool shared = false;     // read/write: Mode::shared holds beside each other, writers preferred
+  bool semaphore = false;  // AcquireRequest::permits > 1
 };
 
 struct Attempt {
@@ -135,6 +147,10 @@ class Backend {
   virtual ~Backend() = default;
   virtual std::string_view name() const noexcept = 0;
   virtual std::vector<Strategy> strategies() const = 0;  // the first is the default
+  virtual Shapes shapes(Strategy strategy) const {
+    (void)strategy;
+    return {};
+  }
   // Throws UsageError for a strategy this backend does not offer.
   virtual std::unique_ptr<LockDriver> make_driver(Strategy strategy) = 0;
   // Throws UsageError for a name this backend cannot lock (beyond the checks every backend

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "core/driver.hpp"
 #include "core/gate.hpp"
@@ -21,6 +22,8 @@ struct Grant {
   std::shared_ptr<Gate> gate;
   std::string name, owner;
   std::uint64_t fence = 0;
+  Mode mode = Mode::exclusive;
+  std::thread::id thread;  // the owner thread, which holds the gate for this grant
   milliseconds ttl{0}, renew_every{0};
   bool auto_renew = true;
   LostCallback on_lost;

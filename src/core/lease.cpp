@@ -38,6 +38,7 @@ const std::string& Lease::name() const { return grant_ ? grant_->name : none; }
 const std::string& Lease::owner() const { return grant_ ? grant_->owner : none; }
 std::uint64_t Lease::fence() const { return grant_ ? grant_->fence : 0; }
 bool Lease::lost() const noexcept { return grant_ && grant_->lost(); }
+Mode Lease::mode() const noexcept { return grant_ ? grant_->mode : Mode::exclusive; }
 bool Lease::held() const noexcept { return held_; }
 
 std::chrono::milliseconds Lease::remaining() const noexcept {

@@ -9,12 +9,22 @@ Lock::Lock(std::shared_ptr<detail::LockState> state) noexcept : state_(std::move
 
 const std::string& Lock::name() const { return state_->spec.name; }
 
-std::optional<Lease> Lock::try_acquire(std::chrono::milliseconds wait) {
+std::optional<Lease> Lock::try_acquire(std::chrono::milliseconds wait) { return try_acquire(wait, Mode::exclusive); }
+
+std::optional<Lease> Lock::try_acquire_shared(std::chrono::milliseconds wait) { return try_acquire(wait, Mode::shared); }
+
+std::optional<Lease> Lock::try_acquire(std::chrono::milliseconds wait, Mode mode) {
   auto deadline = detail::Clock::now() + std::max(wait, std::chrono::milliseconds{0});
-  return state_->core->acquire(state_->core, state_->spec, deadline);
+  return state_->core->acquire(state_->core, state_->spec, deadline, mode);
 }
 
-Lease Lock::acquire() { return std::move(*state_->core->acquire(state_->core, state_->spec, std::nullopt)); }
+Lease Lock::acquire() {
+  return std::move(*state_->core->acquire(state_->core, state_->spec, std::nullopt, Mode::exclusive));
+}
+
+Lease Lock::acquire_shared() {
+  return std::move(*state_->core->acquire(state_->core, state_->spec, std::nullopt, Mode::shared));
+}
 
 void Lock::lock() {
   Lease lease = acquire();
@@ -22,23 +32,38 @@ void Lock::lock() {
   state_->held[std::this_thread::get_id()].push_back(std::move(lease));
 }
 
+void Lock::lock_shared() {
+  Lease lease = acquire_shared();
+  std::lock_guard lk(state_->mutex);
+  state_->held[std::this_thread::get_id()].push_back(std::move(lease));
+}
+
 bool Lock::try_lock() { return try_lock_wait(std::chrono::milliseconds{0}); }
 
-bool Lock::try_lock_wait(std::chrono::milliseconds wait) {
-  auto lease = try_acquire(wait);
+bool Lock::try_lock_shared() { return try_lock_wait(std::chrono::milliseconds{0}, Mode::shared); }
+
+bool Lock::try_lock_wait(std::chrono::milliseconds wait, Mode mode) {
+  auto lease = try_acquire(wait, mode);
   if (!lease) return false;
   std::lock_guard lk(state_->mutex);
   state_->held[std::this_thread::get_id()].push_back(std::move(*lease));
   return true;
 }
 
-void Lock::unlock() {
+void Lock::unlock() { unlock(Mode::exclusive); }
+
+void Lock::unlock_shared() { unlock(Mode::shared); }
+
+void Lock::unlock(Mode mode) {
   std::optional<Lease> lease;
   {
     std::lock_guard lk(state_->mutex);
     auto it = state_->held.find(std::this_thread::get_id());
-    if (it == state_->held.end() || it->second.empty())
-      throw NotOwnerError("unlock of lock '" + state_->spec.name + "' by a thread that does not hold it");
+    // A thread holds a lock in one mode at a time (the core refuses the other), so its
+    // newest hold tells which unlock it needs.
+    if (it == state_->held.end() || it->second.empty() || it->second.back().mode() != mode)
+      throw NotOwnerError(std::string(mode == Mode::shared ? "unlock_shared" : "unlock") + " of lock '" +
+                          state_->spec.name + "' by a thread that does not hold it " + std::string(to_string(mode)));
     lease.emplace(std::move(it->second.back()));
     it->second.pop_back();
     if (it->second.empty()) state_->held.erase(it);

@@ -31,6 +31,8 @@ std::string_view to_string(Strategy s) noexcept {
   return "unknown";
 }
 
+std::string_view to_string(Mode m) noexcept { return m == Mode::shared ? "shared" : "exclusive"; }
+
 bool detail::is_lease(Strategy s) noexcept {
   for (auto& k : known)
     if (k.strategy == s) return k.lease;

@@ -45,7 +45,9 @@ constexpr std::array<std::string_view, static_cast<std::size_t>(Statement::count
     "optimistic_read",
     "optimistic_take",  "optimistic_release", "session_wait",
     "ping",             "for_update_create", "for_update_try", "for_update_wait",       "fence_next",
-    "advisory_try",     "advisory_wait",   "advisory_unlock",  "advisory_wait_bounded", "lock_in",
+    "advisory_try",     "advisory_wait",   "advisory_unlock",  "advisory_wait_bounded",
+    "advisory_try_shared", "advisory_wait_shared", "advisory_unlock_shared", "advisory_wait_bounded_shared",
+    "lock_in",
     "check_in",         "list",
     "sweep",            "sweep_pick",      "sweep_delete",     "force_release",         "migration_lock",
     "migration_unlock", "history_create",  "history_select",   "history_insert",        "drop_schema"};
@@ -54,6 +56,10 @@ bool required(const Dialect& d, Statement s) {
   auto offers = [&](Strategy x) { return std::find(d.strategies.begin(), d.strategies.end(), x) != d.strategies.end(); };
   switch (s) {
     case Statement::advisory_wait_bounded:
+    case Statement::advisory_try_shared:
+    case Statement::advisory_wait_shared:
+    case Statement::advisory_unlock_shared:
+    case Statement::advisory_wait_bounded_shared:
     case Statement::lock_in:
     case Statement::check_in:
     case Statement::migration_lock:

@@ -93,6 +93,13 @@ enum class Statement : std::size_t {
   // a waiter woken by the release has nothing left to send. The driver keeps wait_ms below the
   // session's statement timeout, which a statement cannot lift for itself.
   advisory_wait_bounded,
+  // Optional: the same four, shared (a read/write lock's readers: pg_advisory_lock_shared).
+  // Given, the advisory strategy offers Mode::shared (SqlBackend::shapes). A shared grant
+  // draws its fence the same way, once held, so a writer's is above every reader's before it.
+  advisory_try_shared,
+  advisory_wait_shared,
+  advisory_unlock_shared,
+  advisory_wait_bounded_shared,
 
   // In the caller's own transaction (sql/in_transaction.hpp), where the dialect offers it:
   // (name, key, wait_ms) -> fence > 0 when held until that transaction ends; 0 busy (held by

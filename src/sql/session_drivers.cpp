@@ -20,8 +20,8 @@ SessionDriver::~SessionDriver() = default;
 // lock (unlock), and closing it frees it too (a lost grant's connection is closed at once).
 class SessionDriver::Pinned final : public GrantHandle {
  public:
-  Pinned(SessionDriver& driver, std::string name, ConnectionPool::Handle session)
-      : driver_(driver), name_(std::move(name)), session_(std::move(session)) {}
+  Pinned(SessionDriver& driver, std::string name, Mode mode, ConnectionPool::Handle session)
+      : driver_(driver), name_(std::move(name)), mode_(mode), session_(std::move(session)) {}
 
   Renewal renew(milliseconds ttl, int) override {
     if (!session_ || !session_->usable()) return Renewal{};
@@ -43,7 +43,7 @@ class SessionDriver::Pinned final : public GrantHandle {
       return false;
     }
     try {
-      driver_.unlock(*s, name_);
+      driver_.unlock(*s, name_, mode_);
     } catch (const Error&) {
       s.discard();  // the lock may still be held on it: closing frees it
       return false;
@@ -61,15 +61,16 @@ class SessionDriver::Pinned final : public GrantHandle {
  private:
   SessionDriver& driver_;
   const std::string name_;
+  const Mode mode_;
   ConnectionPool::Handle session_;
 };
 
 Attempt SessionDriver::try_acquire(AcquireRequest& r) {
   auto s = connections_.get();
   try {
-    auto fence = lock(*s, r.name, r.wait - r.wait % d_.wait_unit);
+    auto fence = lock(*s, r.name, r.wait - r.wait % d_.wait_unit, r.mode);
     if (fence == 0) return Attempt::busy(milliseconds{0});  // s goes back to the idle list
-    return Attempt{std::make_unique<Pinned>(*this, r.name, std::move(s)), fence, r.ttl, nullptr};
+    return Attempt{std::make_unique<Pinned>(*this, r.name, r.mode, std::move(s)), fence, r.ttl, nullptr};
   } catch (...) {
     // A half-taken lock goes with the transaction or the connection (GET_LOCK is not
     // transactional: a session given back could keep it).
@@ -82,7 +83,7 @@ Attempt SessionDriver::try_acquire(AcquireRequest& r) {
   }
 }
 
-std::uint64_t ForUpdateDriver::lock(Connection& s, const std::string& name, milliseconds wait) {
+std::uint64_t ForUpdateDriver::lock(Connection& s, const std::string& name, milliseconds wait, Mode) {
   for (int round = 0; round < 3; ++round) {
     s.begin();
     try {
@@ -116,21 +117,25 @@ std::uint64_t ForUpdateDriver::next_fence() {
   return fence;
 }
 
-void ForUpdateDriver::unlock(Connection& s, const std::string&) { s.rollback(); }
+void ForUpdateDriver::unlock(Connection& s, const std::string&, Mode) { s.rollback(); }
 
-std::uint64_t AdvisoryDriver::lock(Connection& s, const std::string& name, milliseconds wait) {
+std::uint64_t AdvisoryDriver::lock(Connection& s, const std::string& name, milliseconds wait, Mode mode) {
   auto key = advisory_key(table_, name);
-  if (wait.count() <= 0) return static_cast<std::uint64_t>(as_int(s.run(d_[Statement::advisory_try], {key}).rows.at(0).at(0)));
+  const bool shared = mode == Mode::shared;
+  const auto try_lock = shared ? Statement::advisory_try_shared : Statement::advisory_try;
+  const auto wait_lock = shared ? Statement::advisory_wait_shared : Statement::advisory_wait;
+  const auto bounded = shared ? Statement::advisory_wait_bounded_shared : Statement::advisory_wait_bounded;
+  if (wait.count() <= 0) return static_cast<std::uint64_t>(as_int(s.run(d_[try_lock], {key}).rows.at(0).at(0)));
   // One statement per wait, in pieces that end well before the statement timeout (1 s of
   // margin for the statement's own work). A piece that times out is busy only when it was
   // the last: otherwise wait on, still inside the server.
   const milliseconds margin{1000}, piece = statement_timeout_ - margin;
-  if (d_.offers(Statement::advisory_wait_bounded) && piece >= margin) {
+  if (d_.offers(bounded) && piece >= margin) {
     for (auto left = wait;;) {
       auto now = std::min(left, piece);
       try {
         return static_cast<std::uint64_t>(
-            as_int(s.run(d_[Statement::advisory_wait_bounded], {key, std::int64_t{now.count()}}).rows.at(0).at(0)));
+            as_int(s.run(d_[bounded], {key, std::int64_t{now.count()}}).rows.at(0).at(0)));
       } catch (const TimeoutError&) {
         left -= now;
         if (left.count() <= 0) return 0;
@@ -141,7 +146,7 @@ std::uint64_t AdvisoryDriver::lock(Connection& s, const std::string& name, milli
   try {
     s.allow_wait(wait);
     s.run(d_[Statement::session_wait], {std::int64_t{wait.count()}});
-    auto fence = static_cast<std::uint64_t>(as_int(s.run(d_[Statement::advisory_wait], {key}).rows.at(0).at(0)));
+    auto fence = static_cast<std::uint64_t>(as_int(s.run(d_[wait_lock], {key}).rows.at(0).at(0)));
     s.commit();
     return fence;
   } catch (const TimeoutError&) {
@@ -153,8 +158,9 @@ std::uint64_t AdvisoryDriver::lock(Connection& s, const std::string& name, milli
   }
 }
 
-void AdvisoryDriver::unlock(Connection& s, const std::string& name) {
-  s.run(d_[Statement::advisory_unlock], {advisory_key(table_, name)});
+void AdvisoryDriver::unlock(Connection& s, const std::string& name, Mode mode) {
+  s.run(d_[mode == Mode::shared ? Statement::advisory_unlock_shared : Statement::advisory_unlock],
+        {advisory_key(table_, name)});
 }
 
 }  // namespace dblock::detail::sqldb

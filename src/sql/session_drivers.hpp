@@ -32,10 +32,10 @@ class SessionDriver : public LockDriver {
   Attempt try_acquire(AcquireRequest& r) override;
 
  protected:
-  // Takes the lock on the pinned session s and returns its fence; 0 when busy. Leaves s
-  // ready to unlock().
-  virtual std::uint64_t lock(Connection& s, const std::string& name, milliseconds wait) = 0;
-  virtual void unlock(Connection& s, const std::string& name) = 0;
+  // Takes the lock on the pinned session s, in `mode` (only what SqlBackend::shapes offers),
+  // and returns its fence; 0 when busy. Leaves s ready to unlock().
+  virtual std::uint64_t lock(Connection& s, const std::string& name, milliseconds wait, Mode mode) = 0;
+  virtual void unlock(Connection& s, const std::string& name, Mode mode) = 0;
   const Dialect& d_;
   ConnectionPool connections_;  // pinned while a lock is held; unbounded (one per held lock)
 
@@ -48,8 +48,8 @@ class ForUpdateDriver final : public SessionDriver {
   using SessionDriver::SessionDriver;
 
  protected:
-  std::uint64_t lock(Connection& s, const std::string& name, milliseconds wait) override;
-  void unlock(Connection& s, const std::string& name) override;
+  std::uint64_t lock(Connection& s, const std::string& name, milliseconds wait, Mode mode) override;
+  void unlock(Connection& s, const std::string& name, Mode mode) override;
 
  private:
   std::uint64_t next_fence();  // Dialect::fence_next, on another connection
@@ -64,8 +64,8 @@ class AdvisoryDriver final : public SessionDriver {
         statement_timeout_(statement_timeout) {}
 
  protected:
-  std::uint64_t lock(Connection& s, const std::string& name, milliseconds wait) override;
-  void unlock(Connection& s, const std::string& name) override;
+  std::uint64_t lock(Connection& s, const std::string& name, milliseconds wait, Mode mode) override;
+  void unlock(Connection& s, const std::string& name, Mode mode) override;
 
  private:
   std::string table_;

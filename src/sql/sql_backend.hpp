@@ -21,6 +21,9 @@ class SqlBackend : public Backend {
 
   std::string_view name() const noexcept override { return raw_.name; }
   std::vector<Strategy> strategies() const override { return raw_.strategies; }
+  Shapes shapes(Strategy strategy) const override {
+    return {strategy == Strategy::advisory && d_.offers(Statement::advisory_try_shared), false};
+  }
   std::unique_ptr<LockDriver> make_driver(Strategy strategy) override;
   std::vector<std::string> migrate() override;
   std::size_t sweep(std::size_t batch) override;

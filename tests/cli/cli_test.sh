@@ -277,6 +277,28 @@ case $strategy in
 esac
 done
 
+# --- lock shapes: --shared readers together, --permits; refused by name where not offered ---
+for strategy in $STRATEGIES; do
+S="--strategy $strategy" N="shape-$strategy"
+if [ "$BACKEND:$strategy" = postgresql:advisory ]; then
+  rm -f held
+  "$DBLOCK" run --name "$N" $S --shared -- sh -c 'touch held; sleep 30' &
+  reader=$!
+  wait_for_file held || fail "$strategy: the reader did not start"
+  expect_exit 0 "$strategy: a second --shared run holds beside the first" "$DBLOCK" run --name "$N" $S --shared --no-wait -- true
+  expect_exit 75 "$strategy: a writer is busy while a reader holds" "$DBLOCK" run --name "$N" $S --no-wait -- true
+  kill -TERM "$reader"; wait "$reader"
+  expect_exit 0 "$strategy: the writer gets it once the reader is gone" "$DBLOCK" run --name "$N" $S --wait 5s -- true
+else
+  expect_exit 64 "$strategy: --shared is refused where the strategy does not offer it" "$DBLOCK" run --name "$N" $S --shared -- true
+  grep -q "$strategy.*shared" "$WORK/err" && ok "$strategy: the error names the strategy" || fail "$strategy: --shared error: $(cat "$WORK/err")"
+fi
+expect_exit 64 "$strategy: --permits 2 where no semaphore is offered" "$DBLOCK" run --name "$N" $S --permits 2 -- true
+done
+expect_exit 64 "--permits 0" "$DBLOCK" run --name shape --permits 0 -- true
+expect_exit 64 "--permits over 10000" "$DBLOCK" run --name shape --permits 10001 -- true
+expect_exit 64 "--shared with --permits" "$DBLOCK" run --name shape --shared --permits 2 -- true
+
 # --- a lost lease stops the command and dblock exits 76 ------------------------------------
 rm -f held
 "$DBLOCK" run --name stolen --ttl 1s --grace 2s -- sh -c 'sleep 30 & echo $! >grandchild; touch held; wait' &

@@ -73,7 +73,10 @@ struct ServerSessionFixture : ServerFixture<S> {
 DBLOCK_SERVER_FIXTURE(PgInsert, ServerLeaseFixture, postgresql, insert);
 DBLOCK_SERVER_FIXTURE(PgOptimistic, ServerLeaseFixture, postgresql, optimistic);
 DBLOCK_SERVER_FIXTURE(PgForUpdate, ServerSessionFixture, postgresql, for_update);
-DBLOCK_SERVER_FIXTURE(PgAdvisory, ServerSessionFixture, postgresql, advisory);
+struct PgAdvisory : ServerSessionFixture<ScratchTable::Server::postgresql> {
+  static constexpr Strategy strategy = Strategy::advisory;
+  static constexpr bool offers_shared = true;  // pg_advisory_lock_shared
+};
 #define DBLOCK_PG_LEASE_FIXTURES , dblock::test::PgInsert, dblock::test::PgOptimistic
 #define DBLOCK_PG_SESSION_FIXTURES , dblock::test::PgForUpdate, dblock::test::PgAdvisory
 #else
@@ -128,6 +131,16 @@ template <class F>
 inline constexpr bool server_expires_v = server_expires<F>::value;
 // Whether a fresh acquire finds the owner's own leftover and replaces it with a new grant
 // (lease strategies, etcd's shared lease), rather than queueing behind it (session locks).
+// Whether the strategy offers shared holds (a read/write lock) and semaphores; the contract
+// suite checks the others are refused by name.
+template <class F, class = void>
+struct offers_shared : std::false_type {};
+template <class F>
+struct offers_shared<F, std::void_t<decltype(F::offers_shared)>> : std::bool_constant<F::offers_shared> {};
+template <class F, class = void>
+struct offers_semaphore : std::false_type {};
+template <class F>
+struct offers_semaphore<F, std::void_t<decltype(F::offers_semaphore)>> : std::bool_constant<F::offers_semaphore> {};
 template <class F, class = void>
 struct leftover_replaced : std::bool_constant<F::lease_based> {};
 template <class F>
@@ -174,6 +187,8 @@ struct Contract {
   bool lease_based;
   bool server_expires;
   bool leftover_replaced;
+  bool offers_shared;
+  bool offers_semaphore;
   std::string dir;  // a scratch directory of this test
   std::function<Namespace()> make;
   std::function<void(Client&, const std::string&)> steal;
@@ -184,6 +199,8 @@ Contract contract_of(F& fixture) {
                   F::lease_based,
                   server_expires_v<F>,
                   leftover_replaced<F>::value,
+                  offers_shared<F>::value,
+                  offers_semaphore<F>::value,
                   fixture.dir.path(),
                   [&fixture] { return fixture.make(); },
                   [&fixture](Client& c, const std::string& name) { fixture.steal(c, name); }};

@@ -1,6 +1,7 @@
 // A helper process for the multi-process tests, using only the public API.
-//   dblock_hammer hold URL TABLE STRATEGY NAME TTL_MS READY_FILE
-//       acquire NAME, write its fence to READY_FILE, then sleep until killed (a holder that dies).
+//   dblock_hammer hold URL TABLE STRATEGY NAME TTL_MS READY_FILE [shared]
+//       acquire NAME (shared: as a reader), write its fence to READY_FILE, then sleep until
+//       killed (a holder that dies).
 //   dblock_hammer count URL TABLE STRATEGY NAME ITERATIONS THREADS COUNTER_FILE FENCE_LOG
 //       each thread, ITERATIONS times: acquire, read the counter, yield, write it + 1,
 //       append the fence to FENCE_LOG, release. The counter is protected by the lock only.
@@ -64,12 +65,13 @@ int count(const std::string& url, const std::string& table, dblock::Strategy str
 int main(int argc, char** argv) {
   try {
     std::vector<std::string> a(argv + 1, argv + argc);
-    if (a.size() == 7 && a[0] == "hold") {
+    if ((a.size() == 7 || (a.size() == 8 && a[7] == "shared")) && a[0] == "hold") {
       auto client = dblock::Client::open(a[1], table_options(a[2]));
       dblock::LockOptions o;
       o.strategy = dblock::parse_strategy(a[3]);
       o.ttl = std::chrono::milliseconds(std::stol(a[5]));
-      auto lease = client->lock(a[4], o).acquire();
+      auto lock = client->lock(a[4], o);
+      auto lease = a.size() == 8 ? lock.acquire_shared() : lock.acquire();
       {
         std::ofstream tmp(a[6] + ".tmp");
         tmp << lease.fence() << "\n";

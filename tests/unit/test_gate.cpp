@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "core/gate.hpp"
+#include "dblock/errors.hpp"
 
 using dblock::detail::Clock;
 using dblock::detail::Gate;
@@ -131,7 +132,8 @@ TEST_CASE("GateTable: a hold given back from another thread opens the gate", "[g
   GateTable table;
   auto g = table.enter("n", std::nullopt);
   REQUIRE(g);
-  std::thread([&] { table.leave("n", g); }).join();
+  auto holder = std::this_thread::get_id();
+  std::thread([&] { table.leave("n", g, holder); }).join();
   CHECK(other_thread_enters(table, "n", 5s));
   CHECK(table.size() == 0);
 }
@@ -229,5 +231,96 @@ TEST_CASE("GateTable: a waiter that timed out at the head of the queue lets a la
   table.leave("n", held);
   // The two stale waiters must not still be queued ahead of this one.
   CHECK(other_thread_enters(table, "n", 5s));
+  CHECK(table.size() == 0);
+}
+
+namespace {
+// Whether another thread gets in within `wait` in `mode` (with `capacity`); it leaves at once.
+bool other_enters(GateTable& table, const std::string& name, dblock::Mode mode, std::uint32_t capacity,
+                  std::chrono::milliseconds wait) {
+  bool got = false;
+  std::thread([&] {
+    auto g = table.enter(name, in(wait), mode, capacity);
+    got = g != nullptr;
+    if (g) table.leave(name, g);
+  }).join();
+  return got;
+}
+}  // namespace
+
+TEST_CASE("GateTable: shared holders are in together, an exclusive one alone", "[gate]") {
+  using dblock::Mode;
+  GateTable table;
+  auto r = table.enter("n", std::nullopt, Mode::shared, 1);
+  REQUIRE(r);
+  CHECK(other_enters(table, "n", Mode::shared, 1, 5s));
+  CHECK_FALSE(other_enters(table, "n", Mode::exclusive, 1, 50ms));
+  table.leave("n", r);
+  CHECK(other_enters(table, "n", Mode::exclusive, 1, 5s));
+  auto w = table.enter("n", std::nullopt, Mode::exclusive, 1);
+  CHECK_FALSE(other_enters(table, "n", Mode::shared, 1, 50ms));
+  table.leave("n", w);
+  CHECK(table.size() == 0);
+}
+
+TEST_CASE("GateTable: a reader arriving behind a waiting writer waits behind it", "[gate]") {
+  using dblock::Mode;
+  GateTable table;
+  auto r = table.enter("n", std::nullopt, Mode::shared, 1);
+  std::atomic<bool> writer_in{false}, writer_done{false};
+  std::thread writer([&] {
+    auto g = table.enter("n", in(60s), Mode::exclusive, 1);
+    writer_in = g != nullptr;
+    std::this_thread::sleep_for(100ms);
+    writer_done = true;
+    if (g) table.leave("n", g);
+  });
+  std::this_thread::sleep_for(100ms);  // the writer queues behind the reader
+  CHECK_FALSE(writer_in.load());
+  bool reader_after_writer = false;
+  std::thread reader([&] {
+    auto g = table.enter("n", in(60s), Mode::shared, 1);
+    reader_after_writer = writer_done.load();
+    if (g) table.leave("n", g);
+  });
+  std::this_thread::sleep_for(100ms);
+  table.leave("n", r);
+  writer.join();
+  reader.join();
+  CHECK(writer_in.load());
+  CHECK(reader_after_writer);
+}
+
+TEST_CASE("GateTable: a semaphore's gate lets `capacity` holders in", "[gate]") {
+  using dblock::Mode;
+  GateTable table;
+  auto a = table.enter("n", std::nullopt, Mode::exclusive, 2);
+  CHECK(other_enters(table, "n", Mode::exclusive, 2, 5s));
+  // A second holder on a thread that stays alive (a finished thread's id can be reused by
+  // the next one, which would then count as that holder re-entering).
+  std::atomic<bool> b_in{false}, b_leave{false};
+  std::thread b([&] {
+    auto g = table.enter("n", std::nullopt, Mode::exclusive, 2);
+    b_in = true;
+    while (!b_leave) std::this_thread::sleep_for(1ms);
+    table.leave("n", g);
+  });
+  REQUIRE(wait_for(b_in));
+  CHECK_FALSE(other_enters(table, "n", Mode::exclusive, 2, 50ms));  // two in: full
+  b_leave = true;
+  b.join();
+  CHECK(other_enters(table, "n", Mode::exclusive, 2, 5s));
+  table.leave("n", a);
+}
+
+TEST_CASE("GateTable: a thread inside cannot re-enter in the other mode", "[gate]") {
+  using dblock::Mode;
+  GateTable table;
+  auto r = table.enter("n", std::nullopt, Mode::shared, 1);
+  CHECK_THROWS_AS(table.enter("n", std::nullopt, Mode::exclusive, 1), dblock::UsageError);
+  auto again = table.enter("n", std::nullopt, Mode::shared, 1);  // the same mode re-enters
+  REQUIRE(again);
+  table.leave("n", again);
+  table.leave("n", r);
   CHECK(table.size() == 0);
 }

@@ -133,6 +133,17 @@ const Dialect& postgresql_dialect() {
         "SELECT nextval('${table}_fence') FROM (SELECT pg_advisory_lock($1::bigint) FROM "
         "(SELECT set_config('lock_timeout', $2::bigint || 'ms', true)) AS bounded) AS locked";
 
+    // Readers: PostgreSQL's lock manager queues a shared request behind a waiting exclusive
+    // one (a writer waiting inside the server), so writers are not starved by new readers.
+    d[S::advisory_try_shared] =
+        "SELECT CASE WHEN pg_try_advisory_lock_shared($1::bigint) THEN nextval('${table}_fence') ELSE 0 END";
+    d[S::advisory_wait_shared] =
+        "SELECT nextval('${table}_fence') FROM (SELECT pg_advisory_lock_shared($1::bigint)) AS locked";
+    d[S::advisory_unlock_shared] = "SELECT pg_advisory_unlock_shared($1::bigint)";
+    d[S::advisory_wait_bounded_shared] =
+        "SELECT nextval('${table}_fence') FROM (SELECT pg_advisory_lock_shared($1::bigint) FROM "
+        "(SELECT set_config('lock_timeout', $2::bigint || 'ms', true)) AS bounded) AS locked";
+
     // A function of migration V2: each attempt is one round trip, and a busy one leaves the
     // caller's transaction usable (the function's exception block is a subtransaction).
     d[S::lock_in] = "SELECT ${table}_lock_in($1, $2::bigint, $3::bigint)";

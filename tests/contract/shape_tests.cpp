@@ -1,0 +1,160 @@
+// The contract for lock shapes beyond a plain exclusive lock (docs/CONTRACT.md, "Shapes"):
+// read/write locks (shared holds) and semaphores, on every fixture that offers them; every
+// other fixture must refuse them by name before anything is written.
+#include <signal.h>
+
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <shared_mutex>
+#include <thread>
+
+#include "contract/fixtures.hpp"
+#include "support/eventually.hpp"
+#include "support/process.hpp"
+
+using namespace std::chrono_literals;
+using dblock::test::eventually;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+dblock::LockOptions opts(const dblock::test::Contract& f, std::uint32_t permits = 1) {
+  dblock::LockOptions o;
+  o.strategy = f.strategy;
+  o.ttl = 30s;
+  o.permits = permits;
+  return o;
+}
+
+}  // namespace
+
+CONTRACT_TEST("shapes a strategy does not offer are refused by name, and nothing is written", "[contract][shapes]",
+              DBLOCK_CONTRACT_FIXTURES) {
+  auto c = f.make().open();
+  CHECK_THROWS_WITH(c->lock("job", opts(f, 0)), Catch::Contains("permits must be 1 to 10000"));
+  CHECK_THROWS_AS(c->lock("job", opts(f, dblock::max_permits + 1)), dblock::UsageError);
+  if (!f.offers_semaphore)
+    CHECK_THROWS_WITH(c->lock("job", opts(f, 2)),
+                      Catch::Contains(std::string(dblock::to_string(f.strategy))) && Catch::Contains("semaphores"));
+  auto lock = c->lock("job", opts(f));
+  if (!f.offers_shared) {
+    CHECK_THROWS_WITH(lock.try_acquire_shared(),
+                      Catch::Contains(std::string(dblock::to_string(f.strategy))) && Catch::Contains("shared"));
+    CHECK_THROWS_AS(lock.lock_shared(), dblock::UsageError);
+    CHECK(c->list().empty());
+    // Not held shared meanwhile: an exclusive acquire from another Client gets it at once.
+    auto other = f.make().open();
+    CHECK(other->lock("job", opts(f)).try_acquire());
+  }
+}
+
+CONTRACT_TEST("readers hold together, a writer alone, with increasing fences", "[contract][shapes]",
+              DBLOCK_CONTRACT_FIXTURES) {
+  if (!f.offers_shared) return;  // refused, as the test above checks
+  auto ns = f.make();
+  auto a = ns.open(), b = ns.open(), w = ns.open();
+  auto r1 = a->lock("doc", opts(f)).try_acquire_shared();
+  auto r2 = b->lock("doc", opts(f)).try_acquire_shared();
+  REQUIRE(r1);
+  REQUIRE(r2);
+  CHECK(r1->mode() == dblock::Mode::shared);
+  CHECK(r2->fence() > r1->fence());
+  auto writer = w->lock("doc", opts(f));
+  CHECK_FALSE(writer.try_acquire());
+  CHECK_FALSE(writer.try_acquire(300ms));
+  r1->release();
+  CHECK_FALSE(writer.try_acquire());  // one reader is still in
+  r2->release();
+  auto held = writer.try_acquire(5s);
+  REQUIRE(held);
+  CHECK(held->mode() == dblock::Mode::exclusive);
+  CHECK(held->fence() > r2->fence());  // a writer's fence is above every reader's before it
+  CHECK_FALSE(a->lock("doc", opts(f)).try_acquire_shared());
+  CHECK_FALSE(a->lock("doc", opts(f)).try_acquire_shared(300ms));
+  auto fence = held->fence();
+  held->release();
+  auto after = a->lock("doc", opts(f)).try_acquire_shared(5s);
+  REQUIRE(after);
+  CHECK(after->fence() > fence);
+}
+
+CONTRACT_TEST("once a writer waits, new readers queue behind it", "[contract][shapes]", DBLOCK_CONTRACT_FIXTURES) {
+  if (!f.offers_shared) return;
+  auto ns = f.make();
+  auto a = ns.open(), b = ns.open(), w = ns.open();
+  auto reader = a->lock("doc", opts(f)).acquire_shared();
+  std::atomic<bool> writer_in{false};
+  std::atomic<std::uint64_t> writer_fence{0};
+  std::thread writer([&] {
+    auto l = w->lock("doc", opts(f)).try_acquire(20s);
+    if (l) writer_fence = l->fence();
+    writer_in = l.has_value();
+    std::this_thread::sleep_for(200ms);
+  });
+  std::this_thread::sleep_for(500ms);  // the writer waits inside the server by now
+  CHECK_FALSE(writer_in.load());
+  auto late = b->lock("doc", opts(f));
+  CHECK_FALSE(late.try_acquire_shared());  // a reader would get in beside the first: not now
+  reader.release();
+  REQUIRE(eventually([&] { return writer_in.load(); }, 10s));
+  auto got = late.try_acquire_shared(10s);  // after the writer
+  writer.join();
+  REQUIRE(got);
+  CHECK(got->fence() > writer_fence.load());
+}
+
+CONTRACT_TEST("a thread holds a name in one mode, and std::shared_lock works", "[contract][shapes]",
+              DBLOCK_CONTRACT_FIXTURES) {
+  if (!f.offers_shared) return;
+  auto c = f.make().open();
+  auto lock = c->lock("doc", opts(f));
+  {
+    std::shared_lock<dblock::Lock> read(lock);
+    CHECK_THROWS_AS(lock.try_acquire(), dblock::UsageError);  // no upgrade
+    CHECK_THROWS_AS(lock.unlock(), dblock::NotOwnerError);    // not held exclusively
+    std::shared_lock<dblock::Lock> again(lock);               // re-entry in the same mode
+    CHECK(lock.fence() > 0);
+  }
+  {
+    std::unique_lock<dblock::Lock> write(lock);
+    CHECK_THROWS_AS(lock.try_acquire_shared(), dblock::UsageError);  // no downgrade
+    CHECK_THROWS_AS(lock.unlock_shared(), dblock::NotOwnerError);
+  }
+  // Threads of one Client read together.
+  std::shared_lock<dblock::Lock> mine(lock);
+  bool other_read = false;
+  std::thread([&] { other_read = lock.try_lock_shared_for(5s) && (lock.unlock_shared(), true); }).join();
+  CHECK(other_read);
+  bool other_wrote = true;
+  std::thread([&] { other_wrote = lock.try_lock_for(200ms); }).join();
+  CHECK_FALSE(other_wrote);
+}
+
+CONTRACT_TEST("a reader killed with SIGKILL gives its share back", "[contract][shapes]", DBLOCK_CONTRACT_FIXTURES) {
+  if (!f.offers_shared) return;
+  auto ns = f.make();
+  auto ready = f.dir + "/ready";
+  auto ttl = 700ms;
+  auto pid = dblock::test::spawn({DBLOCK_HAMMER, "hold", ns.url, ns.options.table,
+                                  std::string(dblock::to_string(f.strategy)), "doc", std::to_string(ttl.count()),
+                                  ready, "shared"});
+  REQUIRE(eventually([&] { return std::filesystem::exists(ready); }));
+  auto c = ns.open();
+  auto lock = c->lock("doc", opts(f));
+  auto beside = lock.try_acquire_shared();  // readers share
+  REQUIRE(beside);
+  beside->release();
+  CHECK_FALSE(lock.try_acquire());
+  kill(pid, SIGKILL);
+  dblock::test::wait_exit(pid);
+  auto killed_at = Clock::now();
+  auto lease = lock.try_acquire(10s);
+  REQUIRE(lease);
+  if (f.lease_based) CHECK(Clock::now() - killed_at < ttl + 5s);
+  std::uint64_t dead_fence = 0;
+  std::ifstream(ready) >> dead_fence;
+  CHECK(lease->fence() > dead_fence);
+}
