@@ -95,7 +95,7 @@ std::shared_ptr<Session> Driver::session(milliseconds ttl, bool renewed) {
   auto& s = sessions_[lease_ttl(ttl)];
   // Kept alive within the last third of its TTL, so that a grant under it lives at least
   // two thirds of its TTL: its first renewal comes after a third.
-  if (!s || !s->fresh(lease_ttl(ttl) / 3)) s = std::make_shared<Session>(cluster_, lease_ttl(ttl), true);
+  if (!s || !s->fresh(milliseconds(lease_ttl(ttl)) / 3)) s = std::make_shared<Session>(cluster_, lease_ttl(ttl), true);
   return s;
 }
 

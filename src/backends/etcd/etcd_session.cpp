@@ -63,7 +63,7 @@ bool Session::refresh_due() const { return Clock::now() >= refresh_due_at(); }
 
 Clock::time_point Session::refresh_due_at() const {
   std::lock_guard lk(mutex_);
-  return refreshed_ + ttl_ / 3;
+  return refreshed_ + milliseconds(ttl_) / 3;  // in ms: a 1 s TTL's third is not 0
 }
 
 Clock::time_point Session::expiry() const {
