@@ -124,6 +124,17 @@ std::shared_ptr<Grant> ClientCore::adopt(const std::shared_ptr<ClientCore>& self
   g->handle = std::move(a.grant);
   g->holds = 1;
   g->set_deadline(sent + a.remaining);
+  // A session lock's connection closed by the server (its backend killed, a restart) is
+  // the lock lost now, not at the next renewal: the watchdog then lets the handle go.
+  // Registered before the grant is published, so no other thread uses the handle yet.
+  if (int fd = g->handle->socket(); fd >= 0)
+    g->hangup = hangups_.watch(fd, [weak = std::weak_ptr<Grant>(g)] {
+      if (auto lost = weak.lock()) {
+        lost->hung_up = true;
+        lost->set_deadline(Clock::now());
+        lost->mark_lost();
+      }
+    });
   {
     std::lock_guard lk(grants_mutex_);
     grants_[{spec.name, owner}] = g;  // replaces a lost grant of this owner's
@@ -150,6 +161,7 @@ void ClientCore::release(const std::shared_ptr<Grant>& g) {
     // The last: from here on nothing else calls the handle (re-entries and renewals check
     // `released`), so the release below runs without holding `use`.
     g->released = last;
+    if (last) g->hangup.reset();
   }
   if (last) {
     {
@@ -160,7 +172,9 @@ void ClientCore::release(const std::shared_ptr<Grant>& g) {
     // Stop renewing before the lock goes, so the renewal thread cannot mistake our own
     // release for a loss.
     watchdog_.unwatch(g.get());
-    ours = release_on_server(*g);
+    // A connection the server closed took the lock with it, whatever the handle can tell
+    // (a rollback on a closed connection does not fail).
+    ours = release_on_server(*g) && !g->hung_up;
   }
   if (!ours) {
     g->mark_lost();

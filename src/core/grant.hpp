@@ -10,6 +10,7 @@
 
 #include "core/driver.hpp"
 #include "core/gate.hpp"
+#include "core/hangup_watch.hpp"
 #include "core/reporter.hpp"
 
 namespace dblock::detail {
@@ -32,6 +33,11 @@ struct Grant {
   // releases (a session lock's pinned connection serves them all).
   std::mutex use;
   std::unique_ptr<GrantHandle> handle;  // guarded by use
+  // While held: the handle's socket watched for the server closing it. Reset (under use)
+  // before the handle frees or closes anything, so a socket number reused by another
+  // connection is never watched for this grant.
+  HangupWatch::Registration hangup;
+  std::atomic<bool> hung_up{false};  // the server closed that socket: the lock went with it
   int holds = 0;                        // guarded by use: the one count of this owner's holds
   bool released = false;                // guarded by use: the last hold went
 

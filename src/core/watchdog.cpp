@@ -129,6 +129,7 @@ void Watchdog::run(std::shared_ptr<State> st) {
 // lock's connection), unless its owner released it meanwhile.
 void Watchdog::let_go(Grant& g) noexcept {
   std::lock_guard use(g.use);
+  g.hangup.reset();
   if (!g.released) g.handle->lost();
 }
 

@@ -1,4 +1,5 @@
 // What only the PostgreSQL backend promises.
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <thread>
 
@@ -8,6 +9,7 @@
 #include "core/validate.hpp"
 #include "sql/dialect.hpp"
 #include "sql/session_drivers.hpp"
+#include "support/eventually.hpp"
 #include "support/servers.hpp"
 
 using namespace std::chrono_literals;
@@ -91,4 +93,31 @@ TEST_CASE("postgresql: a renewal that waited for the row lock extends from befor
   CHECK(until >= freed_at + 30000 - 5000);
   CHECK(answered == 30000);
   lease.release();
+}
+
+// The server closing a session lock's connection is noticed by the socket, not at the next
+// renewal ping (ttl/3 = 10 s here): on_lost comes within moments (issue 23 asks 100 ms).
+TEST_CASE("postgresql: a session lock whose connection the server closes is lost at once", "[postgresql]") {
+  dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::postgresql);
+  auto c = table.ns().open();
+  for (auto strategy : {dblock::Strategy::for_update, dblock::Strategy::advisory}) {
+    INFO(dblock::to_string(strategy));
+    std::atomic<std::int64_t> lost_at{0};
+    dblock::LockOptions o;
+    o.strategy = strategy;
+    o.ttl = 30s;
+    o.on_lost = [&](const std::string&, std::uint64_t) {
+      lost_at = std::chrono::steady_clock::now().time_since_epoch().count();
+    };
+    auto lease = c->lock("job", o).acquire();
+    auto killed_at = std::chrono::steady_clock::now();
+    REQUIRE(dblock::test::terminate_lock_holders(table.url(), table.name(), "job") == 1);
+    REQUIRE(dblock::test::eventually([&] { return lost_at.load() != 0; }, 3s));
+    auto after = std::chrono::steady_clock::time_point(std::chrono::steady_clock::duration(lost_at.load())) - killed_at;
+    WARN("lost " << std::chrono::duration_cast<std::chrono::microseconds>(after).count() << " us after the kill");
+    CHECK(lease.lost());
+    CHECK_THROWS_AS(lease.release(), dblock::LockLostError);
+    auto next = c->lock("job", o).try_acquire(2s);  // and the lock is free for the next holder
+    CHECK(next);
+  }
 }
