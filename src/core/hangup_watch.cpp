@@ -4,6 +4,8 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <chrono>
 #include <condition_variable>
 #include <system_error>
 #include <vector>
@@ -25,13 +27,28 @@ HangupWatch::Registration& HangupWatch::Registration::operator=(Registration&& o
     reset();
     watch_ = o.watch_;
     id_ = o.id_;
+    cancelled_ = o.cancelled_;
+    fired_ = o.fired_;
     o.watch_ = nullptr;
   }
   return *this;
 }
 
+bool HangupWatch::Registration::cancel() noexcept {
+  if (watch_ && !cancelled_) {
+    fired_ = watch_->cancel(id_);
+    cancelled_ = true;
+  }
+  return fired_;
+}
+
+void HangupWatch::Registration::wait() const noexcept {
+  if (watch_ && fired_) watch_->wait_for(id_);  // only a callback that was taken can be running
+}
+
 void HangupWatch::Registration::reset() noexcept {
-  if (watch_) watch_->unwatch(id_);
+  cancel();
+  wait();
   watch_ = nullptr;
 }
 
@@ -70,17 +87,32 @@ HangupWatch::Registration HangupWatch::watch(int fd, std::function<void()> on_ha
   return Registration(this, id);
 }
 
-void HangupWatch::unwatch(std::uint64_t id) noexcept {
-  std::unique_lock lk(state_->mutex);
-  state_->entries.erase(id);
-  // A callback under way finishes first, unless it is the caller (a callback that released
-  // its lock).
-  if (std::this_thread::get_id() != state_->thread)
-    state_->done.wait(lk, [&] { return state_->running != id; });
-  // The poll set still names the fd until the thread looks again: it must, before the fd
-  // can be closed and reused by another connection.
+// Two steps, cancel and wait, because the callers that must cancel at a given point hold
+// the grant's `use` (before its handle closes the socket) and may not wait there: the callback
+// is the user's on_lost, which may release a lock (ClientCore::release takes `use`) or list the
+// client's locks (list() takes `use` too). Waiting under `use` deadlocked the renewal thread's
+// let_go against an on_lost that unlocks its own lease (tests/unit/test_hangup_watch.cpp).
+bool HangupWatch::cancel(std::uint64_t id) noexcept {
+  bool fired;
+  {
+    std::lock_guard lk(state_->mutex);
+    // Only two things remove an id: this, and the thread taking it to call its callback.
+    fired = state_->entries.erase(id) == 0;
+  }
+  // Have the thread poll without the fd. Not needed for correctness: the thread matches what
+  // poll() reports to ids, not to fd numbers, and skips an id no longer registered, so a socket
+  // closed after this and its number reused by another connection is never reported for this
+  // registration, whatever an earlier poll() saw.
   std::uint64_t one = 1;
   (void)!::write(state_->wake, &one, sizeof one);
+  return fired;
+}
+
+void HangupWatch::wait_for(std::uint64_t id) const noexcept {
+  std::unique_lock lk(state_->mutex);
+  // A callback under way finishes first, unless it is the caller (a callback that released
+  // its lock, or another one).
+  if (std::this_thread::get_id() != state_->thread) state_->done.wait(lk, [&] { return state_->running != id; });
 }
 
 void HangupWatch::run(std::shared_ptr<State> st) {
@@ -97,8 +129,16 @@ void HangupWatch::run(std::shared_ptr<State> st) {
     }
     lk.unlock();
     int n = ::poll(fds.data(), fds.size(), -1);
+    const int error = errno;
     lk.lock();
-    if (n < 0) continue;  // EINTR
+    if (n < 0) {  // EINTR; anything else (ENOMEM) must not spin the thread
+      if (error != EINTR) {
+        lk.unlock();
+        std::this_thread::sleep_for(std::chrono::milliseconds{10});
+        lk.lock();
+      }
+      continue;
+    }
     if (fds[0].revents & POLLIN) {
       std::uint64_t count;
       (void)!::read(st->wake, &count, sizeof count);

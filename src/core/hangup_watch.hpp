@@ -15,21 +15,37 @@ namespace dblock::detail {
 
 class HangupWatch {
  public:
-  // Unwatches when destroyed or reset: after that the callback is not running and never runs.
+  // One socket watched. Unwatches when destroyed or reset: after that the callback is not
+  // running and never runs.
   class Registration {
    public:
     Registration() = default;
     Registration(HangupWatch* watch, std::uint64_t id) : watch_(watch), id_(id) {}
-    Registration(Registration&& o) noexcept : watch_(o.watch_), id_(o.id_) { o.watch_ = nullptr; }
+    Registration(Registration&& o) noexcept
+        : watch_(o.watch_), id_(o.id_), cancelled_(o.cancelled_), fired_(o.fired_) {
+      o.watch_ = nullptr;
+    }
     Registration& operator=(Registration&& o) noexcept;
     ~Registration() { reset(); }
+    // cancel() and then wait().
     void reset() noexcept;
+    // Stops watching without waiting for anything: after it the callback never *starts*.
+    // True when it had already started (the hang-up was seen first). Safe under any mutex
+    // the callback does not take; a second call answers the same and changes nothing, so
+    // the owner's release and the watchdog's let_go may both call it (under the grant's
+    // `use`, which orders them).
+    bool cancel() noexcept;
+    // After cancel(): returns once a callback that had started has returned. Blocks on the
+    // callback, so it must be called holding nothing the callback (the user's on_lost) may
+    // take: not the grant's `use`, not the name's Gate. From the watch thread itself (a
+    // callback releasing a lock) it returns at once. Changes nothing in the registration.
+    void wait() const noexcept;
 
    private:
     HangupWatch* watch_ = nullptr;
     std::uint64_t id_ = 0;
+    bool cancelled_ = false, fired_ = false;
   };
-
   HangupWatch();
   ~HangupWatch();
   HangupWatch(const HangupWatch&) = delete;
@@ -41,7 +57,8 @@ class HangupWatch {
 
  private:
   struct State;
-  void unwatch(std::uint64_t id) noexcept;
+  bool cancel(std::uint64_t id) noexcept;       // true: its callback had been taken
+  void wait_for(std::uint64_t id) const noexcept;  // until that callback has returned
   static void run(std::shared_ptr<State> st);
   std::shared_ptr<State> state_;
   std::thread thread_;

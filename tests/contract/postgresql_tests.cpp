@@ -140,3 +140,34 @@ TEST_CASE("postgresql: a session lock whose connection the server closes is lost
   }
 }
 
+// on_lost runs on the hang-up thread while the owner may be releasing the same lease. The
+// release cancels the watch under the grant's `use` and waits for an on_lost already under way
+// only at its end, holding neither `use` nor the name's local Gate: so an on_lost that takes
+// the name again is not stuck behind the owner's release (waiting under them, it was: the
+// re-acquire below timed out), and the release still returns only once on_lost has returned.
+TEST_CASE("postgresql: an on_lost that takes the lock again does not wait for the owner's release", "[postgresql]") {
+  dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::postgresql);
+  auto c = table.ns().open();
+  for (auto strategy : {dblock::Strategy::for_update, dblock::Strategy::advisory}) {
+    INFO(dblock::to_string(strategy));
+    std::atomic<bool> entered{false}, finished{false}, again{false};
+    dblock::LockOptions plain;
+    plain.strategy = strategy;
+    plain.ttl = 30s;
+    dblock::LockOptions o = plain;
+    o.on_lost = [&](const std::string&, std::uint64_t) {
+      entered = true;
+      std::this_thread::sleep_for(200ms);  // the owner is in its release by now
+      auto lease = c->lock("job", plain).try_acquire(3s);
+      again = lease.has_value();
+      if (lease) lease->release();  // from the hang-up thread: waits for nothing of its own
+      finished = true;
+    };
+    auto lease = c->lock("job", o).acquire();
+    REQUIRE(dblock::test::terminate_lock_holders(table.url(), table.name(), "job") == 1);
+    REQUIRE(dblock::test::eventually([&] { return entered.load(); }, 3s));
+    CHECK_THROWS_AS(lease.release(), dblock::LockLostError);
+    CHECK(finished);  // release() returned after on_lost did
+    CHECK(again);
+  }
+}
