@@ -56,8 +56,12 @@ struct ClientOptions {
   EventCallback on_event;
 };
 
-/// Called once, from the renewal thread, when a lease is lost (expired before it could be
-/// renewed, or taken over). Keep it short; it must not block on the lock itself.
+/// Called once, from a thread of the Client's, when a lease is lost (expired before it could
+/// be renewed, or taken over): the renewal thread, or for a session lock whose connection the
+/// server closed (PostgreSQL) the thread that watches those connections. Keep it short. It
+/// may release the lease (unlock) or list locks; it must not wait for anything the thread
+/// releasing this lease holds while it releases: a release that meets a closed connection
+/// waits for an on_lost already under way, so that it never returns while on_lost runs.
 using LostCallback = std::function<void(const std::string& name, std::uint64_t fence)>;
 
 /// How Client::lock holds a lock (all optional).

@@ -136,6 +136,18 @@ std::shared_ptr<Grant> ClientCore::adopt(const std::shared_ptr<ClientCore>& self
   g->handle = std::move(a.grant);
   g->holds = 1;
   g->set_deadline(sent + a.remaining);
+  // A session lock's connection closed by the server (its backend killed, a restart) is
+  // the lock lost now, not at the next renewal: the watchdog then lets the handle go.
+  // Registered before the grant is published, so no other thread uses the handle yet.
+  // The callback takes no lock of ours: the owner's release and the watchdog cancel it while
+  // holding `use`, and on_lost may itself release a lock or list the client's.
+  if (int fd = g->handle->socket(); fd >= 0)
+    g->hangup = hangups_.watch(fd, [weak = std::weak_ptr<Grant>(g)] {
+      if (auto lost = weak.lock()) {
+        lost->set_deadline(Clock::now());
+        lost->mark_lost();
+      }
+    });
   {
     std::lock_guard lk(grants_mutex_);
     grants_[{spec.name, owner}] = g;  // replaces a lost grant of this owner's
@@ -145,12 +157,24 @@ std::shared_ptr<Grant> ClientCore::adopt(const std::shared_ptr<ClientCore>& self
 }
 
 void ClientCore::release(const std::shared_ptr<Grant>& g) {
+  // A hang-up callback (on_lost) that had started when the release cancelled the watch is
+  // waited for last, once the gate is left and `use` let go: then release() never returns
+  // while on_lost still runs (a Leadership resigned during a hang-up is destroyed right after
+  // its release), and that on_lost may take `use` (unlock, list) or this name's Gate (acquire
+  // again) without a deadlock. Declared first, so it runs after LeaveGate.
+  struct WaitHangup {
+    const std::shared_ptr<Grant>& g;
+    bool armed = false;
+    ~WaitHangup() {
+      if (armed) g->hangup.wait();  // reads what cancel() wrote under `use` on this thread
+    }
+  } wait_hangup{g};
   struct LeaveGate {
     ClientCore* core;
     const std::shared_ptr<Grant>& g;
     ~LeaveGate() { core->gates_.leave(g->name, g->gate, g->thread); }
   } leave{this, g};
-  bool ours = true, last;
+  bool ours = true, last, hung_up = false;
   int holds;
   {
     std::lock_guard use(g->use);
@@ -162,6 +186,12 @@ void ClientCore::release(const std::shared_ptr<Grant>& g) {
     // The last: from here on nothing else calls the handle (re-entries and renewals check
     // `released`), so the release below runs without holding `use`.
     g->released = last;
+    if (last) {
+      // Before the handle closes its connection (release_on_server), so that the socket number
+      // cannot be reused while watched for this grant; cancelled, not waited for, under `use`.
+      hung_up = g->hangup.cancel();
+      wait_hangup.armed = true;
+    }
   }
   if (last) {
     {
@@ -172,7 +202,9 @@ void ClientCore::release(const std::shared_ptr<Grant>& g) {
     // Stop renewing before the lock goes, so the renewal thread cannot mistake our own
     // release for a loss.
     watchdog_.unwatch(g.get());
-    ours = release_on_server(*g);
+    // A connection the server closed took the lock with it, whatever the handle can tell
+    // (a rollback on a closed connection does not fail).
+    ours = release_on_server(*g) && !hung_up;
   }
   if (!ours) {
     g->mark_lost();

@@ -13,6 +13,7 @@
 #include "core/driver.hpp"
 #include "core/gate.hpp"
 #include "core/grant.hpp"
+#include "core/hangup_watch.hpp"
 #include "core/reporter.hpp"
 #include "core/url.hpp"
 #include "core/watchdog.hpp"
@@ -67,6 +68,7 @@ class ClientCore {
   // Each owner's grant per name, found again by its re-entries.
   std::map<std::pair<std::string, std::string>, std::weak_ptr<Grant>> grants_;
   GateTable gates_;
+  HangupWatch hangups_;  // before the watchdog: grants it still holds unwatch on destruction
   Watchdog watchdog_;  // last: destroyed first, before the drivers it calls
 };
 

@@ -55,6 +55,10 @@ class GrantHandle {
   // even its owner's). False: not ours any more. Lease strategies only: Client::lock refuses
   // hold_at_least for the others, whose locks go with their connection, so their handles
   // keep this default.
+  // A socket whose closing by the server means the grant is gone (a session lock's
+  // connection), watched while the grant is held; -1: none (leases, or a driver that does
+  // not tell), and the next renewal finds out.
+  virtual int socket() const noexcept { return -1; }
   virtual bool release_after(milliseconds keep) {
     (void)keep;
     throw InternalError("a session lock cannot be kept after its release");

@@ -11,6 +11,7 @@
 
 #include "core/driver.hpp"
 #include "core/gate.hpp"
+#include "core/hangup_watch.hpp"
 #include "core/reporter.hpp"
 
 namespace dblock::detail {
@@ -35,6 +36,11 @@ struct Grant {
   // releases (a session lock's pinned connection serves them all).
   std::mutex use;
   std::unique_ptr<GrantHandle> handle;  // guarded by use
+  // While held: the handle's socket watched for the server closing it (session locks).
+  // Cancelled under `use` before the handle frees or closes anything (the last release, the
+  // watchdog's let_go), so a socket number reused by another connection is never reported for
+  // this grant; never *waited for* under `use` (see HangupWatch::Registration::wait).
+  HangupWatch::Registration hangup;  // guarded by use
   int holds = 0;                        // guarded by use: the one count of this owner's holds
   bool released = false;                // guarded by use: the last hold went
 

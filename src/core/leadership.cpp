@@ -7,7 +7,8 @@ Leadership::Leadership(std::shared_ptr<Client> client, std::string name, Leaders
   thread_ = std::thread([this] { campaign(); });
 }
 
-// The lock's on_lost (called on the renewal thread) only wakes the campaign thread, which
+// The lock's on_lost (called on the renewal thread, or the hang-up thread for a session lock
+// whose connection the server closed) only wakes the campaign thread, which
 // calls on_revoked: a service stopping its work there never delays other locks' renewals.
 LockOptions Leadership::watched_lock_options() {
   if (options_.lock.hold_at_least)
@@ -74,6 +75,24 @@ void Leadership::campaign() {
     lk.lock();
     if (failed) wake_.wait_for(lk, options_.standby_slice, [this] { return stopping_; });
     if (!term) continue;
+    if (lost_ || term->lost()) {
+      // Lost before it was announced: a standby whose waiting backend was terminated with the
+      // holder's can be granted the lock as the holder's backend exits, and then lose it (its
+      // connection closes). Announced, on_elected would run for a lock already gone, maybe
+      // after the successor's on_elected (seen under TSan: terms 1, 3, 2). The term never
+      // began, so neither callback is called; a loss after this check is an ordinary
+      // revocation, and the fence tells the two terms apart.
+      lk.unlock();
+      try {
+        term->release();
+      } catch (const LockLostError&) {
+      } catch (const Error& e) {
+        report(e);
+      }
+      term.reset();
+      lk.lock();
+      continue;
+    }
     lk.unlock();
     fence_ = term->fence();
     bool elected = call(options_.on_elected, "on_elected", term->fence());

@@ -129,6 +129,10 @@ void Watchdog::run(std::shared_ptr<State> st) {
 // lock's connection), unless its owner released it meanwhile.
 void Watchdog::let_go(Grant& g) noexcept {
   std::lock_guard use(g.use);
+  // Before the handle closes the socket. Cancelled only: waiting here for a hang-up callback
+  // under way would hold `use` (and this renewal thread) while on_lost may be unlocking this
+  // very lease, which takes `use`: a deadlock. The grant is lost either way.
+  g.hangup.cancel();
   if (!g.released) g.handle->lost();
 }
 

@@ -41,6 +41,9 @@ class Connection {
   // `wait` for a lock (the session strategies' bounded waits), on top of the statement
   // timeout. A session with a client-side bound on each round trip (PostgreSQL) widens it.
   virtual void allow_wait(std::chrono::milliseconds) {}
+  // The connection's socket, for noticing at once that the server closed it (a session lock
+  // is lost with it); -1 where the driver does not tell.
+  virtual int socket() const noexcept { return -1; }
 };
 
 inline std::int64_t as_int(const Value& v) {

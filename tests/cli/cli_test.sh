@@ -447,6 +447,34 @@ if [ -n "$SERVER_URL" ]; then
   else fail "the restart command is not set (DBLOCK_TEST_PG_RESTART, DBLOCK_TEST_MYSQL_RESTART, DBLOCK_TEST_ZK_RESTART, DBLOCK_TEST_ETCD_RESTART: scripts/test sets them)"; fi
 fi
 
+# --- postgresql: a session lock's connection closed by the server stops the command at once --
+# The holder watches its lock's socket (issue 23), so it learns of the kill within
+# milliseconds, not at the next renewal ping (ttl/3 = 10 s here). The time from the kill to
+# dblock's exit is printed; it fails only past 3 s, which a renewal-only detection cannot meet.
+if [ "$BACKEND" = postgresql ]; then
+  for strategy in advisory for-update; do
+    rm -f held
+    "$DBLOCK" run --name hangup --strategy $strategy --ttl 30s --grace 1s -- sh -c 'touch held; sleep 30' & holder=$!
+    wait_for_file held || fail "$strategy holder did not start"
+    # The holder's backend: the one holding the session lock, found by this run's table.
+    if [ "$strategy" = advisory ]; then
+      holders="SELECT l.pid FROM pg_locks l JOIN pg_stat_activity a USING (pid) WHERE l.locktype = 'advisory'
+               AND l.granted AND a.query LIKE '%${DBLOCK_TABLE}_fence%' AND l.pid <> pg_backend_pid()"
+    else
+      holders="SELECT pid FROM pg_locks WHERE locktype = 'relation' AND relation = '${DBLOCK_TABLE}'::regclass
+               AND mode = 'RowShareLock' AND pid <> pg_backend_pid()"
+    fi
+    t0=$(now_ms)
+    killed=$(psql -X -q -t -A "$SERVER_URL" -c "SELECT count(pg_terminate_backend(pid)) FROM ($holders) AS h")
+    wait "$holder"; code=$?
+    t1=$(now_ms)
+    [ "$killed" = 1 ] || fail "$strategy: terminated $killed backends, not the holder's one"
+    [ "$code" = 76 ] && [ $((t1 - t0)) -lt 3000 ] &&
+      ok "$strategy: its backend terminated, dblock stopped the command and exited 76 $((t1 - t0)) ms after" ||
+      fail "$strategy: holder exited $code $((t1 - t0)) ms after its backend was terminated (want 76, promptly)"
+  done
+fi
+
 # --- mysql: names that are special in MySQL are just data -------------------------------------
 if [ "$BACKEND" = mysql ]; then
   long=$(printf 'L%.0s' $(seq 1 199))

@@ -76,12 +76,16 @@ std::unique_ptr<Connection> server_connection(const std::string& url) {
 
 int terminate_lock_holders(const std::string& url, const std::string& table, const std::string& name) {
   auto s = server_connection(url);
+  return terminate_lock_holders(*s, url, table, name);
+}
+
+int terminate_lock_holders(Connection& s, const std::string& url, const std::string& table, const std::string& name) {
 #ifdef DBLOCK_TEST_MYSQL
-  if (is_mysql(url)) return kill_mysql_lock_holders(*s, url, table, name);
+  if (is_mysql(url)) return kill_mysql_lock_holders(s, url, table, name);
 #endif
   // pg_locks shows a bigint advisory key as classid (high 32 bits) and objid (low 32 bits).
   auto key = static_cast<std::uint64_t>(detail::sqldb::advisory_key(table, name));
-  auto r = s->run(
+  auto r = s.run(
       "SELECT pg_terminate_backend(pid) FROM pg_locks WHERE pid <> pg_backend_pid() AND ("
       "(locktype = 'relation' AND relation = $1::regclass AND mode = 'RowShareLock') OR "
       "(locktype = 'advisory' AND objsubid = 1 AND classid::bigint = $2::bigint AND objid::bigint = $3::bigint))",

@@ -39,6 +39,9 @@ int terminate_lock_holders(const std::string& url, const std::string& table, con
 // tests that inspect or disturb the server behind the library's back.
 using Connection = dblock::detail::sqldb::Connection;
 std::unique_ptr<Connection> server_connection(const std::string& url);
+// The same over a connection the caller opened beforehand (on the same server as url), so that
+// a measurement from just before the call does not include opening one.
+int terminate_lock_holders(Connection& s, const std::string& url, const std::string& table, const std::string& name);
 
 // A fresh lock table with a random name, migrated at construction and dropped at
 // destruction, so tests never see each other's locks.

@@ -209,6 +209,8 @@ auto PgConnection::guarded(F&& f) -> decltype(f()) {
   }
 }
 
+int PgConnection::socket() const noexcept { return conn_ ? conn_->sock() : -1; }
+
 bool PgConnection::usable() const noexcept { return usable_ && conn_ && conn_->is_open(); }
 
 bool PgConnection::still_connected() noexcept {
