@@ -96,7 +96,17 @@ std::uint64_t ForUpdateDriver::lock(Connection& s, const std::string& name, mill
         s.run(d_[Statement::session_wait], {std::int64_t{wait.count()}});
         r = s.run(d_[Statement::for_update_wait], {name});
       }
-      if (!r.rows.empty()) return next_fence();  // locked: the transaction stays open
+      if (!r.rows.empty()) {  // locked: the transaction stays open
+        // The fence is drawn on another connection (Statement::fence_next says why), so it
+        // must be shown to belong to a lock still held: were this connection's backend
+        // killed between the lock and the draw, the next holder could lock and draw first,
+        // and this grant would carry a higher fence than its successor's. A ping on the
+        // pinned connection after the draw proves the row was still locked when the fence
+        // was drawn (a dead connection throws, and the attempt fails).
+        auto fence = next_fence();
+        s.run(d_[Statement::ping]);
+        return fence;
+      }
       s.rollback();
     } catch (const TimeoutError&) {  // NOWAIT or lock_timeout: busy
       s.rollback();
