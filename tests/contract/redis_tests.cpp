@@ -753,11 +753,13 @@ TEST_CASE("redis: exclusive and shaped locks on one name exclude each other; oth
   dblock::test::wait_exit(pid);
   raw(server, {"DEL", "name"});
   // A key of another type, or a hash that is not a dblock lock, is refused and left alone.
-  REQUIRE(raw(server, {"HSET", "name", "field", "value"}) == "1");
+  // (its field even looks like a holder's, but the hash has no ':permits')
+  REQUIRE(raw(server, {"HSET", "name", "field", "value", "h:1:0:t1", "s 5 99999999999999 1 0"}) == "2");
   CHECK_THROWS_WITH(c->lock("name", opts(Strategy::redis)).try_acquire_shared(), Catch::Contains("not a dblock lock"));
   CHECK_THROWS_AS(c->lock("name", opts(Strategy::redis)).try_acquire(), dblock::UsageError);
   CHECK_FALSE(c->force_release("name"));
   CHECK(raw(server, {"HGET", "name", "field"}) == "value");
+  CHECK(raw(server, {"HLEN", "name"}) == "2");
   CHECK(c->list().empty());
   raw(server, {"DEL", "name"});
   REQUIRE(raw(server, {"RPUSH", "name", "x"}) == "1");

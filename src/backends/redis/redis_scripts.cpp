@@ -248,7 +248,8 @@ return 1
 
 // The leases of one name, read atomically, with the server's clock for expires_at:
 // {now_ms, {owner, fence, holds, acquired_at_ms, remaining_ms, mode}...}, mode "x" (an
-// exclusive record, or a semaphore's holder) or "s" (a reader); nil when nobody holds it.
+// exclusive record, or a semaphore's holder) or "s" (a reader); nil when nobody holds it
+// (or the key is not a dblock lock: a foreign value, a hash without ':permits').
 const Script& describe_script() {
   static const Script s(with_record(R"lua(
 local now = clock()
@@ -260,15 +261,18 @@ if type(v) == 'string' then
 end
 if type(v) ~= 'table' or redis.call('TYPE', KEYS[1]).ok ~= 'hash' then return false end
 local all = redis.call('HGETALL', KEYS[1])
-local out = {now}
+local out, ours = {now}, false
 for i = 1, #all, 2 do
-  if string.sub(all[i], 1, 1) ~= ':' then
+  if all[i] == ':permits' then
+    ours = true
+  elseif string.sub(all[i], 1, 1) ~= ':' then
     local m, f, e, h, at = holder(all[i + 1])
     if m and tonumber(e) > now then
       out[#out + 1] = {all[i], tonumber(f), tonumber(h), tonumber(at), tonumber(e) - now, m}
     end
   end
 end
+if not ours then return false end
 return out
 )lua"));
   return s;
