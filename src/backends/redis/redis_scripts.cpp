@@ -18,7 +18,8 @@ void keys::check_name(const std::string& name) {
 // with_record(): the script with two helpers in front, so each script reads and writes the
 // record the same way: parse(v) -> fence, holds, acquired_at, waiting, attempt, owner (all
 // nil when v is nil or not a record: a redis-py token, a value of an older dblock);
-// record(...) -> the string again.
+// record(...) -> the string again; get(k) -> GET k, or nil when k is not a string (a shaped
+// lock's hash), so that a script meets a hash as "not ours" instead of a WRONGTYPE error.
 namespace {
 // The hash of a shaped lock's holders (see redis_scripts.hpp): clock() -> the server's time
 // in ms and us; holder(v) -> mode, fence, expires_at, holds, acquired_at of a holder field's
@@ -68,7 +69,7 @@ local function expire(key, st, now)
 end
 )lua";
 
-std::string with_record(const char* body) {
+std::string with_record(const std::string& body) {
   return std::string(R"lua(
 local function parse(v)
   if v then return string.match(v, '^(%d+) (%d+) (%d+) (%d) (%S+) (.*)$') end
@@ -78,8 +79,12 @@ local function get(k)
   local v = redis.pcall('GET', k)
   if type(v) == 'string' then return v end
 end
-)lua") + shaped_helpers + body;
+)lua") + body;
 }
+// with_record() and the shaped helpers: for the scripts that may meet a hash of holders
+// (acquire's busy path, describe, the shaped scripts). The others only need get() to meet
+// it as "not ours", and do not define functions they never call.
+std::string with_shapes(const char* body) { return with_record(shaped_helpers + std::string(body)); }
 }  // namespace
 
 // Acquire. The common case (a free name) comes first: the next fence, then SET NX PX the
@@ -108,7 +113,7 @@ end
 // release publishes nothing. A foreign holder is not flagged: its release does not publish
 // anyway. Redlock tells a split vote from a holder with a majority by the holder named.
 const Script& acquire_script() {
-  static const Script s(with_record(R"lua(
+  static const Script s(with_shapes(R"lua(
 local floor = tonumber(ARGV[6])
 if not floor then
   local t = redis.call('TIME')
@@ -229,8 +234,9 @@ return 1
   return s;
 }
 
-// An operator's force release: only a dblock holder's lock (the value is a grant record) is
-// deleted, never a foreign key that merely has the same name.
+// An operator's force release: only a dblock holder's lock (the value is a grant record, or
+// a hash of holders with ':permits': every holder goes at once) is deleted, never a foreign
+// key that merely has the same name.
 const Script& force_release_script() {
   static const Script s(with_record(R"lua(
 local v = redis.pcall('GET', KEYS[1])
@@ -251,7 +257,7 @@ return 1
 // exclusive record, or a semaphore's holder) or "s" (a reader); nil when nobody holds it
 // (or the key is not a dblock lock: a foreign value, a hash without ':permits').
 const Script& describe_script() {
-  static const Script s(with_record(R"lua(
+  static const Script s(with_shapes(R"lua(
 local now = clock()
 local v = redis.pcall('GET', KEYS[1])
 if type(v) == 'string' then
@@ -294,7 +300,7 @@ return out
 // name is held with another number of permits: 1 for a mutex or read/write lock), {-2, type}
 // (the key is some other Redis value).
 const Script& shaped_acquire_script() {
-  static const Script s(with_record(R"lua(
+  static const Script s(with_shapes(R"lua(
 local now, us = clock()
 local owner, mode, permits = ARGV[1], ARGV[5], tonumber(ARGV[6])
 local kind = redis.call('TYPE', KEYS[1]).ok
@@ -351,7 +357,7 @@ return fence
 // not ours (no such holder with that fence, or it expired). Keeps the longer of what is left
 // and ttl (ttl 0: only the holds change), as the exclusive renewal does.
 const Script& shaped_renew_script() {
-  static const Script s(with_record(R"lua(
+  static const Script s(with_shapes(R"lua(
 local v = redis.pcall('HGET', KEYS[1], ARGV[1])
 if type(v) ~= 'string' then return false end
 local m, f, e, h, at = holder(v)
@@ -371,7 +377,7 @@ return e - now
 // the release may let one in (the last reader went, or a semaphore's permit came free),
 // PUBLISHes the name and clears the flag (a waiter still busy sets it again).
 const Script& shaped_release_script() {
-  static const Script s(with_record(R"lua(
+  static const Script s(with_shapes(R"lua(
 local v = redis.pcall('HGET', KEYS[1], ARGV[1])
 if type(v) ~= 'string' then return 0 end
 local m, f, e = holder(v)
@@ -392,7 +398,7 @@ return 1
 // A holder's release that keeps its place for keep_ms more (LockOptions::hold_at_least):
 // KEYS name; ARGV owner, fence, keep_ms -> 1 kept (holds 0), 0 not ours.
 const Script& shaped_keep_script() {
-  static const Script s(with_record(R"lua(
+  static const Script s(with_shapes(R"lua(
 local v = redis.pcall('HGET', KEYS[1], ARGV[1])
 if type(v) ~= 'string' then return 0 end
 local m, f, e, h, at = holder(v)
