@@ -280,7 +280,7 @@ done
 # --- lock shapes: --shared readers together, --permits; refused by name where not offered ---
 for strategy in $STRATEGIES; do
 S="--strategy $strategy" N="shape-$strategy"
-if [ "$BACKEND:$strategy" = postgresql:advisory ]; then
+if [ "$BACKEND:$strategy" = postgresql:advisory ] || [ "$strategy" = redis ]; then
   rm -f held
   "$DBLOCK" run --name "$N" $S --shared -- sh -c 'touch held; sleep 30' &
   reader=$!
@@ -293,7 +293,23 @@ else
   expect_exit 64 "$strategy: --shared is refused where the strategy does not offer it" "$DBLOCK" run --name "$N" $S --shared -- true
   grep -q "$strategy.*shared" "$WORK/err" && ok "$strategy: the error names the strategy" || fail "$strategy: --shared error: $(cat "$WORK/err")"
 fi
-expect_exit 64 "$strategy: --permits 2 where no semaphore is offered" "$DBLOCK" run --name "$N" $S --permits 2 -- true
+if [ "$strategy" = redis ]; then
+  rm -f held1 held2
+  "$DBLOCK" run --name "$N-pool" $S --permits 2 -- sh -c 'touch held1; sleep 30' &
+  p1=$!
+  "$DBLOCK" run --name "$N-pool" $S --permits 2 -- sh -c 'touch held2; sleep 30' &
+  p2=$!
+  wait_for_file held1 && wait_for_file held2 || fail "$strategy: two --permits 2 runs did not hold together"
+  [ -f held1 ] && [ -f held2 ] && ok "$strategy: two --permits 2 runs hold together"
+  expect_exit 75 "$strategy: a third --permits 2 run is busy" "$DBLOCK" run --name "$N-pool" $S --permits 2 --no-wait -- true
+  expect_exit 64 "$strategy: --permits 3 on a name held with 2 is refused" "$DBLOCK" run --name "$N-pool" $S --permits 3 --no-wait -- true
+  grep -q "permits" "$WORK/err" && ok "$strategy: the error names the permits" || fail "$strategy: --permits error: $(cat "$WORK/err")"
+  kill -TERM "$p1"; wait "$p1"
+  expect_exit 0 "$strategy: a permit is free once a holder is gone" "$DBLOCK" run --name "$N-pool" $S --permits 2 --wait 5s -- true
+  kill -TERM "$p2"; wait "$p2"
+else
+  expect_exit 64 "$strategy: --permits 2 where no semaphore is offered" "$DBLOCK" run --name "$N" $S --permits 2 -- true
+fi
 done
 expect_exit 64 "--permits 0" "$DBLOCK" run --name shape --permits 0 -- true
 expect_exit 64 "--permits over 10000" "$DBLOCK" run --name shape --permits 10001 -- true

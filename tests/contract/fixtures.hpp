@@ -112,6 +112,8 @@ struct RedisFixture {
 };
 struct RedisLock : RedisFixture {
   static constexpr Strategy strategy = Strategy::redis;
+  static constexpr bool offers_shared = true;     // a hash of readers, writers preferred
+  static constexpr bool offers_semaphore = true;  // the same hash, at most permits holders
   RedisLock() : RedisFixture("DBLOCK_TEST_REDIS_URL") {}
 };
 struct Redlock : RedisFixture {

@@ -7,6 +7,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <fstream>
 #include <random>
 #include <thread>
@@ -626,4 +627,143 @@ TEST_CASE("redis, redlock: fences keep increasing across a crash that loses the 
       next->release();
     }
   }
+}
+
+namespace {
+LockOptions permits_opts(std::uint32_t permits) {
+  auto o = opts(Strategy::redis);
+  o.permits = permits;
+  return o;
+}
+}  // namespace
+
+TEST_CASE("redis: shaped locks keep their holders in a hash on the lock's key, writers preferred", "[redis][shapes]") {
+  dblock::test::RedisLock f;
+  auto ns = f.make();
+  auto a = ns.open(), b = ns.open(), w = ns.open();
+  auto server = hosts_of(ns.url)[0];
+  auto r1 = a->lock("doc", opts(Strategy::redis)).acquire_shared();
+  auto r2 = b->lock("doc", opts(Strategy::redis)).acquire_shared();
+  CHECK(raw(server, {"TYPE", "doc"}) == "hash");
+  CHECK(raw(server, {"HGET", "doc", ":permits"}) == "1");
+  CHECK(raw(server, {"GET", "dblock_locks:fence:doc"}) == std::to_string(r2.fence()));
+  auto listed = a->list();
+  REQUIRE(listed.size() == 2);
+  for (const auto& li : listed) {
+    CHECK(li.mode == dblock::Mode::shared);
+    // "<mode> <fence> <expires_at ms> <holds> <acquired_at ms>"
+    auto v = raw(server, {"HGET", "doc", li.owner});
+    CHECK(v.rfind("s " + std::to_string(li.fence) + " ", 0) == 0);
+  }
+  auto pttl = std::stoll(raw(server, {"PTTL", "doc"}));
+  CHECK(pttl > 25000);
+  CHECK(pttl <= 30000);  // the key lives as long as its latest holder
+  // A try-lock writer that finds readers leaves no mark: readers still come in.
+  auto writer = w->lock("doc", opts(Strategy::redis));
+  CHECK_FALSE(writer.try_acquire());
+  CHECK(raw(server, {"HEXISTS", "doc", ":writer"}) == "0");
+  // A waiting writer marks the hash: new readers are busy, held readers still re-enter.
+  std::optional<dblock::Lease> held;
+  std::thread waiting([&] { held = writer.try_acquire(20s); });
+  REQUIRE(eventually([&] { return raw(server, {"HEXISTS", "doc", ":writer"}) == "1"; }, 5s));
+  CHECK(std::stoll(raw(server, {"HGET", "doc", ":writer"})) > 0);
+  auto late = ns.open();
+  CHECK_FALSE(late->lock("doc", opts(Strategy::redis)).try_acquire_shared());
+  auto again = a->lock("doc", opts(Strategy::redis)).try_acquire_shared();  // a re-entry is no new reader
+  REQUIRE(again);
+  again.reset();
+  r1.release();
+  r2.release();
+  // The writer takes it (woken by the last reader's release), as the plain record.
+  waiting.join();
+  REQUIRE(held);
+  CHECK(raw(server, {"TYPE", "doc"}) == "string");
+  CHECK(raw(server, {"GET", "doc"}).rfind(std::to_string(held->fence()) + " 1 ", 0) == 0);
+  CHECK(held->fence() > r2.fence());
+  held->release();
+  CHECK(raw(server, {"EXISTS", "doc"}) == "0");
+  // Without a writer waiting, the key goes with its last reader.
+  auto r3 = a->lock("doc", opts(Strategy::redis)).acquire_shared();
+  r3.release();
+  CHECK(raw(server, {"EXISTS", "doc"}) == "0");
+  // A semaphore's hash records its permits; force release frees every holder at once.
+  auto s1 = a->lock("pool", permits_opts(2)).acquire();
+  auto s2 = b->lock("pool", permits_opts(2)).acquire();
+  CHECK(raw(server, {"HGET", "pool", ":permits"}) == "2");
+  CHECK(a->list().size() == 2);
+  CHECK(a->force_release("pool"));
+  CHECK(raw(server, {"EXISTS", "pool"}) == "0");
+  CHECK(w->lock("pool", permits_opts(2)).try_acquire());
+}
+
+TEST_CASE("redis: expired holders are pruned, and a stale grant never touches a newer one", "[redis][shapes]") {
+  dblock::test::RedisLock f;
+  auto ns = f.make();
+  auto a = ns.open(), b = ns.open();
+  auto server = hosts_of(ns.url)[0];
+  // A holder whose expiry has passed (its key kept by a live one) does not count.
+  auto r1 = a->lock("pool", permits_opts(2)).acquire();
+  REQUIRE(raw(server, {"HSET", "pool", "deadhost:1:00:t1", "x 5 1000 1 1000"}) == "1");
+  auto r2 = b->lock("pool", permits_opts(2)).try_acquire();
+  REQUIRE(r2);
+  CHECK(raw(server, {"HEXISTS", "pool", "deadhost:1:00:t1"}) == "0");
+  // Renewal and release name the grant by owner and fence: another fence changes nothing.
+  auto owner = a->list().at(0).owner;
+  auto conn = connect(server);
+  auto stale = std::to_string(r1.fence() - 1);
+  auto r = conn->eval(dblock::detail::redis::shaped_renew_script(), {"pool"}, {owner, stale, "60000", "1"});
+  CHECK(r->type == REDIS_REPLY_NIL);
+  r = conn->eval(dblock::detail::redis::shaped_release_script(), {"pool"}, {owner, stale, "dblock_locks:released"});
+  CHECK(r->integer == 0);
+  CHECK(raw(server, {"HEXISTS", "pool", owner}) == "1");
+  // The exclusive scripts meet the hash as "not ours", never as an error.
+  r = conn->eval(dblock::detail::redis::renew_script(), {"pool"}, {owner, std::to_string(r1.fence()), "60000", "1"});
+  CHECK(r->type == REDIS_REPLY_NIL);
+  r1.release();
+  CHECK(raw(server, {"HEXISTS", "pool", owner}) == "0");
+  r2->release();
+  CHECK(raw(server, {"EXISTS", "pool"}) == "0");
+}
+
+TEST_CASE("redis: exclusive and shaped locks on one name exclude each other; other keys are refused", "[redis][shapes]") {
+  dblock::test::RedisLock f;
+  auto ns = f.make();
+  auto c = ns.open(), other = ns.open();
+  auto server = hosts_of(ns.url)[0];
+  // A dblock writer (the plain record): readers and semaphore holders are busy or refused.
+  {
+    auto held = c->lock("name", opts(Strategy::redis)).acquire();
+    CHECK_FALSE(other->lock("name", opts(Strategy::redis)).try_acquire_shared());
+    CHECK_THROWS_WITH(other->lock("name", permits_opts(2)).try_acquire(),
+                      Catch::Contains("mutex or read/write lock") && Catch::Contains("semaphore of 2 permits"));
+  }
+  // Readers hold: redis-py's lock (SET NX) and a dblock writer are busy; a semaphore is refused.
+  {
+    auto reader = c->lock("name", opts(Strategy::redis)).acquire_shared();
+    CHECK(python_try(ns.url, "name", f.dir.path() + "/py") == "False");
+    CHECK_FALSE(other->lock("name", opts(Strategy::redis)).try_acquire());
+    CHECK_THROWS_AS(other->lock("name", permits_opts(3)).try_acquire(), dblock::UsageError);
+  }
+  // A redis-py holder: a reader is busy, and waits no longer than its TTL says.
+  auto ready = f.dir.path() + "/ready";
+  auto pid = python_holder(ns.url, "name", ready);
+  REQUIRE(eventually([&] { return std::filesystem::exists(ready); }));
+  CHECK_FALSE(c->lock("name", opts(Strategy::redis)).try_acquire_shared());
+  kill(pid, SIGKILL);
+  dblock::test::wait_exit(pid);
+  raw(server, {"DEL", "name"});
+  // A key of another type, or a hash that is not a dblock lock, is refused and left alone.
+  // (its field even looks like a holder's, but the hash has no ':permits')
+  REQUIRE(raw(server, {"HSET", "name", "field", "value", "h:1:0:t1", "s 5 99999999999999 1 0"}) == "2");
+  CHECK_THROWS_WITH(c->lock("name", opts(Strategy::redis)).try_acquire_shared(), Catch::Contains("not a dblock lock"));
+  CHECK_THROWS_AS(c->lock("name", opts(Strategy::redis)).try_acquire(), dblock::UsageError);
+  CHECK_FALSE(c->force_release("name"));
+  CHECK(raw(server, {"HGET", "name", "field"}) == "value");
+  CHECK(raw(server, {"HLEN", "name"}) == "2");
+  CHECK(c->list().empty());
+  raw(server, {"DEL", "name"});
+  REQUIRE(raw(server, {"RPUSH", "name", "x"}) == "1");
+  CHECK_THROWS_WITH(c->lock("name", permits_opts(2)).try_acquire(), Catch::Contains("list"));
+  CHECK_THROWS_AS(c->lock("name", opts(Strategy::redis)).try_acquire(), dblock::UsageError);
+  raw(server, {"DEL", "name"});
 }

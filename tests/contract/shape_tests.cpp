@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <set>
 #include <shared_mutex>
 #include <thread>
 
@@ -157,4 +158,114 @@ CONTRACT_TEST("a reader killed with SIGKILL gives its share back", "[contract][s
   std::uint64_t dead_fence = 0;
   std::ifstream(ready) >> dead_fence;
   CHECK(lease->fence() > dead_fence);
+}
+
+CONTRACT_TEST("a semaphore lets N holders in at once and no more, with increasing fences", "[contract][shapes]",
+              DBLOCK_CONTRACT_FIXTURES) {
+  if (!f.offers_semaphore) return;  // refused, as the first test checks
+  constexpr std::uint32_t n = 3;
+  auto ns = f.make();
+  std::vector<std::shared_ptr<dblock::Client>> clients;
+  for (std::uint32_t i = 0; i <= n; ++i) clients.push_back(ns.open());
+  std::vector<dblock::Lease> held;
+  std::uint64_t last = 0;
+  for (std::uint32_t i = 0; i < n; ++i) {
+    auto l = clients[i]->lock("pool", opts(f, n)).try_acquire();
+    REQUIRE(l);
+    CHECK(l->mode() == dblock::Mode::exclusive);
+    CHECK(l->fence() > last);  // every grant draws a fence of its own, in grant order
+    last = l->fence();
+    held.push_back(std::move(*l));
+  }
+  auto extra = clients[n]->lock("pool", opts(f, n));
+  CHECK_FALSE(extra.try_acquire());  // the N+1th
+  CHECK_FALSE(extra.try_acquire(300ms));
+  if (f.lease_based) {
+    auto listed = clients[0]->list();
+    CHECK(listed.size() == n);  // one lease per holder
+    for (const auto& li : listed) CHECK(li.name == "pool");
+  }
+  held[1].release();  // a permit comes free: the waiter gets it
+  auto got = extra.try_acquire(5s);
+  REQUIRE(got);
+  CHECK(got->fence() > last);
+  CHECK_FALSE(clients[1]->lock("pool", opts(f, n)).try_acquire());
+  // A holder that asks again re-enters its own permit; it takes no other one.
+  auto again = clients[0]->lock("pool", opts(f, n)).try_acquire();
+  REQUIRE(again);
+  CHECK(again->fence() == held[0].fence());
+}
+
+CONTRACT_TEST("a semaphore's holders must agree on its permits", "[contract][shapes]", DBLOCK_CONTRACT_FIXTURES) {
+  if (!f.offers_semaphore) return;
+  auto ns = f.make();
+  auto a = ns.open(), b = ns.open();
+  auto held = a->lock("pool", opts(f, 2)).try_acquire();
+  REQUIRE(held);
+  CHECK_THROWS_AS(b->lock("pool", opts(f, 3)).try_acquire(), dblock::UsageError);
+  CHECK_THROWS_WITH(b->lock("pool", opts(f, 3)).try_acquire(5s), Catch::Contains("permits"));
+  CHECK_THROWS_AS(b->lock("pool", opts(f)).try_acquire(), dblock::UsageError);  // a mutex is permits 1
+  if (f.offers_shared) CHECK_THROWS_AS(b->lock("pool", opts(f)).try_acquire_shared(), dblock::UsageError);
+  auto beside = b->lock("pool", opts(f, 2)).try_acquire();  // the same permits: a second holder
+  CHECK(beside);
+  beside.reset();
+  held->release();
+  // Free again, the name takes any shape: here a mutex, and then a semaphore is the mismatch.
+  auto mutex = b->lock("pool", opts(f)).try_acquire(5s);
+  REQUIRE(mutex);
+  CHECK_THROWS_AS(a->lock("pool", opts(f, 2)).try_acquire(), dblock::UsageError);
+}
+
+CONTRACT_TEST("a semaphore's holder killed with SIGKILL gives its permit back", "[contract][shapes]",
+              DBLOCK_CONTRACT_FIXTURES) {
+  if (!f.offers_semaphore) return;
+  auto ns = f.make();
+  auto ready = f.dir + "/ready";
+  auto ttl = 700ms;
+  auto pid = dblock::test::spawn({DBLOCK_HAMMER, "hold", ns.url, ns.options.table,
+                                  std::string(dblock::to_string(f.strategy)), "pool", std::to_string(ttl.count()),
+                                  ready, "permits=2"});
+  REQUIRE(eventually([&] { return std::filesystem::exists(ready); }));
+  auto a = ns.open(), b = ns.open();
+  auto mine = a->lock("pool", opts(f, 2)).try_acquire();  // the second permit
+  REQUIRE(mine);
+  auto lock = b->lock("pool", opts(f, 2));
+  CHECK_FALSE(lock.try_acquire());  // both permits are taken
+  kill(pid, SIGKILL);
+  dblock::test::wait_exit(pid);
+  auto killed_at = Clock::now();
+  auto lease = lock.try_acquire(10s);
+  REQUIRE(lease);
+  if (f.lease_based) CHECK(Clock::now() - killed_at < ttl + 5s);
+  std::uint64_t dead_fence = 0;
+  std::ifstream(ready) >> dead_fence;
+  CHECK(lease->fence() > dead_fence);
+  CHECK(lease->fence() > mine->fence());
+}
+
+CONTRACT_TEST("3 processes x 2 threads never exceed a semaphore's permits", "[contract][shapes][multiprocess]",
+              DBLOCK_CONTRACT_FIXTURES) {
+  if (!f.offers_semaphore) return;
+  constexpr int permits = 2, processes = 3, threads = 2, iterations = 8;
+  auto ns = f.make();
+  auto counter = f.dir + "/holders", fences = f.dir + "/fences";
+  std::ofstream(counter) << "0 0 0\n";
+  std::vector<pid_t> pids;
+  for (int p = 0; p < processes; ++p)
+    pids.push_back(dblock::test::spawn({DBLOCK_HAMMER, "count", ns.url, ns.options.table,
+                                        std::string(dblock::to_string(f.strategy)), "pool", std::to_string(iterations),
+                                        std::to_string(threads), counter, fences,
+                                        "permits=" + std::to_string(permits)}));
+  for (auto pid : pids) CHECK(dblock::test::wait_exit(pid) == 0);
+  long now = -1, most = -1, grants = -1;
+  std::ifstream(counter) >> now >> most >> grants;
+  CHECK(now == 0);
+  CHECK(grants == processes * threads * iterations);
+  CHECK(most <= permits);  // never more holders than permits
+  CHECK(most >= 2);        // and they did hold together (the test would miss an excess otherwise)
+  std::ifstream log(fences);
+  std::set<std::uint64_t> seen;
+  std::uint64_t fence = 0;
+  while (log >> fence) CHECK(seen.insert(fence).second);  // every grant a fence of its own
+  CHECK(seen.size() == static_cast<std::size_t>(processes * threads * iterations));
 }

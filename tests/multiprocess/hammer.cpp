@@ -1,13 +1,21 @@
 // A helper process for the multi-process tests, using only the public API.
-//   dblock_hammer hold URL TABLE STRATEGY NAME TTL_MS READY_FILE [shared]
-//       acquire NAME (shared: as a reader), write its fence to READY_FILE, then sleep until
-//       killed (a holder that dies).
+//   dblock_hammer hold URL TABLE STRATEGY NAME TTL_MS READY_FILE [shared | permits=N]
+//       acquire NAME (shared: as a reader; permits=N: as one of a semaphore's N holders),
+//       write its fence to READY_FILE, then sleep until killed (a holder that dies).
 //   dblock_hammer count URL TABLE STRATEGY NAME ITERATIONS THREADS COUNTER_FILE FENCE_LOG
 //       each thread, ITERATIONS times: acquire, read the counter, yield, write it + 1,
 //       append the fence to FENCE_LOG, release. The counter is protected by the lock only.
+//   dblock_hammer count URL TABLE STRATEGY NAME ITERATIONS THREADS COUNTER_FILE FENCE_LOG permits=N
+//       the same with a semaphore of N permits: COUNTER_FILE holds "<holders now> <most at
+//       once> <grants>", updated under flock(2) when a holder enters and leaves (the lock is
+//       what keeps "most at once" at N or below); FENCE_LOG gets each grant's fence.
+#include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <stdexcept>
 #include <fstream>
 #include <iostream>
 #include <string>
@@ -60,18 +68,73 @@ int count(const std::string& url, const std::string& table, dblock::Strategy str
   return 0;
 }
 
+// One step of the semaphore count: under an exclusive flock of `path`, adds `delta` to the
+// holders now (and counts a grant when entering), raising the most at once.
+void count_holders(const std::string& path, int delta) {
+  int fd = ::open(path.c_str(), O_RDWR);
+  if (fd < 0 || ::flock(fd, LOCK_EX) != 0) throw std::runtime_error("cannot lock " + path);
+  long now = 0, most = 0, grants = 0;
+  {
+    std::ifstream in(path);
+    in >> now >> most >> grants;
+  }
+  now += delta;
+  most = std::max(most, now);
+  if (delta > 0) ++grants;
+  {
+    std::ofstream out(path, std::ios::trunc);
+    out << now << " " << most << " " << grants << "\n";
+  }
+  ::close(fd);  // drops the flock
+}
+
+int count_permits(const std::string& url, const std::string& table, dblock::Strategy strategy, const std::string& name,
+                  int iterations, int threads, const std::string& counter, const std::string& fences,
+                  std::uint32_t permits) {
+  auto client = dblock::Client::open(url, table_options(table));
+  dblock::LockOptions o;
+  o.strategy = strategy;
+  o.ttl = std::chrono::seconds(10);
+  o.permits = permits;
+  auto lock = client->lock(name, o);
+  std::vector<std::thread> workers;
+  for (int t = 0; t < threads; ++t)
+    workers.emplace_back([&] {
+      for (int i = 0; i < iterations; ++i) {
+        auto lease = lock.acquire();
+        count_holders(counter, +1);
+        {
+          std::ofstream log(fences, std::ios::app);
+          log << lease.fence() << "\n";
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));  // holders overlap
+        count_holders(counter, -1);
+        lease.release();
+      }
+    });
+  for (auto& w : workers) w.join();
+  return 0;
+}
+
+std::uint32_t permits_arg(const std::string& a) {
+  if (a.rfind("permits=", 0) != 0) throw std::invalid_argument("expected permits=N, not " + a);
+  return static_cast<std::uint32_t>(std::stoul(a.substr(8)));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   try {
     std::vector<std::string> a(argv + 1, argv + argc);
-    if ((a.size() == 7 || (a.size() == 8 && a[7] == "shared")) && a[0] == "hold") {
+    if ((a.size() == 7 || a.size() == 8) && a[0] == "hold") {
+      const bool shared = a.size() == 8 && a[7] == "shared";
       auto client = dblock::Client::open(a[1], table_options(a[2]));
       dblock::LockOptions o;
       o.strategy = dblock::parse_strategy(a[3]);
       o.ttl = std::chrono::milliseconds(std::stol(a[5]));
+      if (a.size() == 8 && !shared) o.permits = permits_arg(a[7]);
       auto lock = client->lock(a[4], o);
-      auto lease = a.size() == 8 ? lock.acquire_shared() : lock.acquire();
+      auto lease = shared ? lock.acquire_shared() : lock.acquire();
       {
         std::ofstream tmp(a[6] + ".tmp");
         tmp << lease.fence() << "\n";
@@ -81,6 +144,9 @@ int main(int argc, char** argv) {
     }
     if (a.size() == 9 && a[0] == "count")
       return count(a[1], a[2], dblock::parse_strategy(a[3]), a[4], std::stoi(a[5]), std::stoi(a[6]), a[7], a[8]);
+    if (a.size() == 10 && a[0] == "count")
+      return count_permits(a[1], a[2], dblock::parse_strategy(a[3]), a[4], std::stoi(a[5]), std::stoi(a[6]), a[7],
+                           a[8], permits_arg(a[9]));
     std::cerr << "usage: dblock_hammer hold|count ...\n";
     return 64;
   } catch (const std::exception& e) {

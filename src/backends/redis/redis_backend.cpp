@@ -62,22 +62,28 @@ std::vector<LeaseInfo> list_on(Connection& c) {
     std::vector<Reply> described;  // all read before any is checked: none left on the connection
     for (std::size_t i = 0; i < names.size(); ++i) described.push_back(c.read());
     for (std::size_t i = 0; i < names.size(); ++i) {
-      const auto& name = names[i];
       const auto& d = described[i];
       if (is_error(*d)) c.fail_reply(*d);
-      if (d->type != REDIS_REPLY_ARRAY || d->elements != 6) continue;  // not held now
-      LeaseInfo li;
-      li.name = name;
-      li.owner.assign(d->element[0]->str, d->element[0]->len);
-      li.fence = static_cast<std::uint64_t>(as_int(*d->element[1]));
-      li.holds = static_cast<std::uint32_t>(as_int(*d->element[2]));
-      li.acquired_at = ms(as_int(*d->element[3]));
-      auto now = as_int(*d->element[5]);
-      li.expires_at = ms(now + std::max<std::int64_t>(0, as_int(*d->element[4])));
-      out.push_back(std::move(li));
+      if (d->type != REDIS_REPLY_ARRAY || d->elements < 1) continue;  // not held now
+      auto now = as_int(*d->element[0]);
+      for (std::size_t j = 1; j < d->elements; ++j) {  // one per holder: a record, or a hash's holders
+        const auto& h = *d->element[j];
+        if (h.type != REDIS_REPLY_ARRAY || h.elements != 6) continue;
+        LeaseInfo li;
+        li.name = names[i];
+        li.owner.assign(h.element[0]->str, h.element[0]->len);
+        li.fence = static_cast<std::uint64_t>(as_int(*h.element[1]));
+        li.holds = static_cast<std::uint32_t>(as_int(*h.element[2]));
+        li.acquired_at = ms(as_int(*h.element[3]));
+        li.expires_at = ms(now + std::max<std::int64_t>(0, as_int(*h.element[4])));
+        li.mode = std::string(h.element[5]->str, h.element[5]->len) == "s" ? Mode::shared : Mode::exclusive;
+        out.push_back(std::move(li));
+      }
     }
   } while (cursor != "0");
-  std::sort(out.begin(), out.end(), [](const LeaseInfo& a, const LeaseInfo& b) { return a.name < b.name; });
+  std::sort(out.begin(), out.end(), [](const LeaseInfo& a, const LeaseInfo& b) {
+    return a.name != b.name ? a.name < b.name : a.fence < b.fence;
+  });
   return out;
 }
 
@@ -90,6 +96,9 @@ class RedisBackend final : public Backend {
   }
   std::string_view name() const noexcept override { return "redis"; }
   std::vector<Strategy> strategies() const override { return {Strategy::redis}; }
+  // Read/write locks and semaphores on a hash of holders (redis_scripts.hpp); Redlock offers
+  // neither (docs/ARCHITECTURE.md, "Lock shapes").
+  Shapes shapes(Strategy s) const override { return s == Strategy::redis ? Shapes{true, true} : Shapes{}; }
   void check_name(const std::string& name) const override { keys::check_name(name); }
   std::unique_ptr<LockDriver> make_driver(Strategy s) override {
     if (s != Strategy::redis)

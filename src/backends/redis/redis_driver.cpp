@@ -1,5 +1,7 @@
 #include "backends/redis/redis_driver.hpp"
 
+#include <algorithm>
+
 #include "dblock/errors.hpp"
 
 namespace dblock::detail::redis {
@@ -12,18 +14,93 @@ std::string now_ms_text() {
 Answer parse_answer(const redisReply& r, milliseconds ttl) {
   if (r.type == REDIS_REPLY_INTEGER && r.integer > 0)  // a grant answers its fence alone
     return Answer{true, static_cast<std::uint64_t>(r.integer), ttl};
+  // {-1, permits} or {-2, type}: the name is held in a shape this attempt cannot join (see
+  // refuse_mismatch); Redlock, which offers no shapes, only meets them when a name is also
+  // locked with the redis strategy on a node's server, and counts such a node busy.
+  if (r.type == REDIS_REPLY_ARRAY && r.elements == 2 && r.element[0]->type == REDIS_REPLY_INTEGER &&
+      r.element[0]->integer < 0)
+    return Answer{false, 0, milliseconds{0}};
   if (r.type != REDIS_REPLY_ARRAY || r.elements != 3)
     throw InternalError("redis: unexpected answer to the acquire script");
   return Answer{false, 0, milliseconds{std::max<std::int64_t>(0, as_int(*r.element[2]))}};
 }
 
+namespace {
+
+// How long a writer that found readers keeps new readers out (the hash's ':writer' mark, on
+// the server's clock): this, or what is left of the writer's wait if less, so a try-lock
+// (no wait) leaves no mark and a writer that gives up keeps nobody out after its deadline.
+// A waiting writer tries again within half of it (its busy answer says so), and each
+// attempt renews the mark, so it lasts while the writer waits.
+constexpr milliseconds writer_mark{3000};
+
+// The acquire scripts' refusals: the name is held with another number of permits, or the key
+// is not a dblock lock. Both are the caller's mistake (two programs disagree about what the
+// name is): a UsageError, never a wait that cannot end.
+void refuse_mismatch(const redisReply& r, const AcquireRequest& req) {
+  if (r.type != REDIS_REPLY_ARRAY || r.elements != 2 || r.element[0]->type != REDIS_REPLY_INTEGER) return;
+  if (r.element[0]->integer == -1) {
+    auto held = as_int(*r.element[1]);
+    auto shape = [](std::int64_t permits) {
+      return permits == 1 ? std::string("a mutex or read/write lock (permits 1)")
+                          : "a semaphore of " + std::to_string(permits) + " permits";
+    };
+    throw UsageError("lock '" + req.name + "' is held as " + shape(held) + ", not as " +
+                     shape(static_cast<std::int64_t>(req.permits)) + ": every holder of a name must ask for the same permits");
+  }
+  if (r.element[0]->integer == -2)
+    throw UsageError("lock '" + req.name + "': the redis key of that name holds a " +
+                     std::string(r.element[1]->str, r.element[1]->len) + " that is not a dblock lock");
+}
+
+// A shaped grant (a reader, or one of a semaphore's holders): a field of the name's hash,
+// found again by owner and fence.
+class ShapedGrant final : public GrantHandle {
+ public:
+  ShapedGrant(Pool& pool, std::string name, std::string owner, std::uint64_t fence)
+      : pool_(pool), name_(std::move(name)), owner_(std::move(owner)), fence_(std::to_string(fence)) {}
+  Renewal renew(milliseconds ttl, int holds) override {
+    auto c = pool_.get();
+    auto reply =
+        c->eval(shaped_renew_script(), {name_}, {owner_, fence_, std::to_string(ttl.count()), std::to_string(holds)});
+    if (reply->type == REDIS_REPLY_NIL) return Renewal{false, milliseconds{0}};
+    return Renewal{true, milliseconds{as_int(*reply)}};
+  }
+  bool release() override {
+    auto c = pool_.get();
+    return as_int(*c->eval(shaped_release_script(), {name_}, {owner_, fence_, keys::channel})) != 0;
+  }
+  bool release_after(milliseconds keep) override {
+    auto c = pool_.get();
+    return as_int(*c->eval(shaped_keep_script(), {name_}, {owner_, fence_, std::to_string(keep.count())})) != 0;
+  }
+
+ private:
+  Pool& pool_;  // the backend's, which outlives every grant (as the driver does)
+  const std::string name_, owner_, fence_;
+};
+
+}  // namespace
+
 Attempt RedisDriver::try_acquire(AcquireRequest& r) {
   auto c = pool_.get();
-  // Attempt "-": nothing undoes a single server's grant. Fence floor "": the server's clock.
-  auto reply = c->eval(acquire_script(), {r.name, keys::fence(r.name)},
-                       {r.owner, std::to_string(r.ttl.count()), sub_ ? "1" : "0", now_ms_text(), "-", ""});
+  if (r.mode == Mode::exclusive && r.permits == 1) {
+    // The plain record (redis-py's key). Attempt "-": nothing undoes a single server's grant.
+    // Fence floor "": the server's clock.
+    auto reply = c->eval(acquire_script(), {r.name, keys::fence(r.name)},
+                         {r.owner, std::to_string(r.ttl.count()), sub_ ? "1" : "0", now_ms_text(), "-", "",
+                          std::to_string(std::min(writer_mark, r.wait).count())});
+    refuse_mismatch(*reply, r);
+    auto a = parse_answer(*reply, r.ttl);
+    return a.granted ? keyed_grant(*this, r, a.fence, a.remaining) : Attempt::busy(a.remaining);
+  }
+  auto reply = c->eval(shaped_acquire_script(), {r.name, keys::fence(r.name)},
+                       {r.owner, std::to_string(r.ttl.count()), sub_ ? "1" : "0", now_ms_text(),
+                        r.mode == Mode::shared ? "s" : "x", std::to_string(r.permits)});
+  refuse_mismatch(*reply, r);
   auto a = parse_answer(*reply, r.ttl);
-  return a.granted ? keyed_grant(*this, r, a.fence, a.remaining) : Attempt::busy(a.remaining);
+  if (!a.granted) return Attempt::busy(a.remaining);
+  return Attempt{std::make_unique<ShapedGrant>(pool_, r.name, r.owner, a.fence), a.fence, a.remaining, nullptr};
 }
 
 Renewal RedisDriver::renew(const std::string& name, const std::string& owner, std::uint64_t fence, milliseconds ttl,

@@ -18,16 +18,73 @@ void keys::check_name(const std::string& name) {
 // with_record(): the script with two helpers in front, so each script reads and writes the
 // record the same way: parse(v) -> fence, holds, acquired_at, waiting, attempt, owner (all
 // nil when v is nil or not a record: a redis-py token, a value of an older dblock);
-// record(...) -> the string again.
+// record(...) -> the string again; get(k) -> GET k, or nil when k is not a string (a shaped
+// lock's hash), so that a script meets a hash as "not ours" instead of a WRONGTYPE error.
 namespace {
-std::string with_record(const char* body) {
+// The hash of a shaped lock's holders (see redis_scripts.hpp): clock() -> the server's time
+// in ms and us; holder(v) -> mode, fence, expires_at, holds, acquired_at of a holder field's
+// value; holders(key, now, drop) reads the hash, deletes expired holders (and `drop`'s
+// leftover) and an expired writer mark, and answers its state (ours: the hash has
+// ':permits', i.e. it is a dblock lock; a foreign hash is left alone); expire(key, st, now)
+// keeps the key exactly as long as its latest holder or the writer mark, or deletes it.
+const char* const shaped_helpers = R"lua(
+local function clock()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000), tonumber(t[1]) * 1000000 + tonumber(t[2])
+end
+local function holder(v) return string.match(v, '^([sx]) (%d+) (%d+) (%d+) (%d+)$') end
+local function holders(key, now, drop)
+  local all = redis.call('HGETALL', key)
+  local st = {ours = false, permits = 1, writer = 0, waiting = '0', live = 0, soonest = 0, latest = 0}
+  local dead = {}
+  for i = 1, #all, 2 do
+    local k, v = all[i], all[i + 1]
+    if k == ':permits' then st.ours = true; st.permits = tonumber(v)
+    elseif k == ':waiting' then st.waiting = v
+    elseif k == ':writer' then
+      st.writer = tonumber(v) or 0
+      if st.writer <= now then st.writer = 0; dead[#dead + 1] = k end
+    else
+      local m, f, e, h = holder(v)
+      e = tonumber(e)
+      if m and e > now and not (k == drop and h ~= '0') then
+        st.live = st.live + 1
+        if not st.first then st.first = k end
+        if st.soonest == 0 or e < st.soonest then st.soonest = e end
+        if e > st.latest then st.latest = e end
+      else
+        dead[#dead + 1] = k
+      end
+    end
+  end
+  if st.ours then
+    for i = 1, #dead, 1000 do redis.call('HDEL', key, unpack(dead, i, math.min(i + 999, #dead))) end
+  end
+  return st
+end
+local function expire(key, st, now)
+  local keep = st.latest
+  if st.writer > keep then keep = st.writer end
+  if keep > now then redis.call('PEXPIRE', key, keep - now) else redis.call('DEL', key) end
+end
+)lua";
+
+std::string with_record(const std::string& body) {
   return std::string(R"lua(
 local function parse(v)
   if v then return string.match(v, '^(%d+) (%d+) (%d+) (%d) (%S+) (.*)$') end
 end
 local function record(f, h, at, w, a, o) return f .. ' ' .. h .. ' ' .. at .. ' ' .. w .. ' ' .. a .. ' ' .. o end
+local function get(k)
+  local v = redis.pcall('GET', k)
+  if type(v) == 'string' then return v end
+end
 )lua") + body;
 }
+// with_record() and the shaped helpers: for the scripts that may meet a hash of holders
+// (acquire's busy path, describe, the shaped scripts). The others only need get() to meet
+// it as "not ours", and do not define functions they never call.
+std::string with_shapes(const char* body) { return with_record(shaped_helpers + std::string(body)); }
 }  // namespace
 
 // Acquire. The common case (a free name) comes first: the next fence, then SET NX PX the
@@ -56,7 +113,7 @@ local function record(f, h, at, w, a, o) return f .. ' ' .. h .. ' ' .. at .. ' 
 // release publishes nothing. A foreign holder is not flagged: its release does not publish
 // anyway. Redlock tells a split vote from a holder with a majority by the holder named.
 const Script& acquire_script() {
-  static const Script s(with_record(R"lua(
+  static const Script s(with_shapes(R"lua(
 local floor = tonumber(ARGV[6])
 if not floor then
   local t = redis.call('TIME')
@@ -69,7 +126,30 @@ if redis.call('SET', KEYS[1], record(fs, '1', ARGV[4], '0', ARGV[5], ARGV[1]), '
   redis.call('SET', KEYS[2], fs)
   return fence
 end
-local value = redis.call('GET', KEYS[1])
+local value = redis.pcall('GET', KEYS[1])
+if type(value) == 'table' then
+  local kind = redis.call('TYPE', KEYS[1]).ok
+  local now = clock()
+  local st = kind == 'hash' and holders(KEYS[1], now, ARGV[1])
+  if not (st and st.ours) then return {-2, kind} end
+  if st.live == 0 then
+    redis.call('DEL', KEYS[1])
+    redis.call('SET', KEYS[1], record(fs, '1', ARGV[4], st.waiting, ARGV[5], ARGV[1]), 'PX', ARGV[2])
+    redis.call('SET', KEYS[2], fs)
+    return fence
+  end
+  if st.permits ~= 1 then return {-1, st.permits} end
+  local mark = tonumber(ARGV[7] or '0')
+  if mark > 0 and now + mark > st.writer then
+    st.writer = now + mark
+    redis.call('HSET', KEYS[1], ':writer', string.format('%d', st.writer))
+  end
+  if ARGV[3] == '1' and st.waiting ~= '1' then redis.call('HSET', KEYS[1], ':waiting', '1') end
+  expire(KEYS[1], st, now)
+  local left = st.latest - now
+  if mark > 0 and left > mark / 2 then left = math.floor(mark / 2) end
+  return {0, st.first, left}
+end
 local f, h, at, w, a, o = parse(value)
 if f and o == ARGV[1] and h ~= '0' then
   redis.call('SET', KEYS[1], record(fs, '1', ARGV[4], w, ARGV[5], o), 'PX', ARGV[2])
@@ -92,7 +172,7 @@ return {0, o or value or '', left}
 // (string.format('%d')'s, std::to_string's), and no float is involved.
 const Script& renew_script() {
   static const Script s(with_record(R"lua(
-local f, h, at, w, a, o = parse(redis.call('GET', KEYS[1]))
+local f, h, at, w, a, o = parse(get(KEYS[1]))
 if o ~= ARGV[1] or f ~= ARGV[2] then return false end
 local ttl = tonumber(ARGV[3])
 local left = redis.call('PTTL', KEYS[1])
@@ -117,7 +197,7 @@ return ttl
 // attempt never ran (or after another one) changes nothing.
 const Script& free_script() {
   static const Script s(with_record(R"lua(
-local f, h, at, w, a, o = parse(redis.call('GET', KEYS[1]))
+local f, h, at, w, a, o = parse(get(KEYS[1]))
 local grant = f
 if ARGV[2] == 'attempt' then grant = a end
 if o ~= ARGV[1] or grant ~= ARGV[3] then return 0 end
@@ -132,7 +212,7 @@ return 1
 // same check as release, then holds 0 (kept: see acquire) and exactly that expiry.
 const Script& keep_script() {
   static const Script s(with_record(R"lua(
-local f, h, at, w, a, o = parse(redis.call('GET', KEYS[1]))
+local f, h, at, w, a, o = parse(get(KEYS[1]))
 if o ~= ARGV[1] or f ~= ARGV[2] then return 0 end
 redis.call('SET', KEYS[1], record(f, '0', at, w, a, o), 'PX', ARGV[3])
 return 1
@@ -146,7 +226,7 @@ return 1
 const Script& fence_script() {
   static const Script s(with_record(R"lua(
 if tonumber(redis.call('GET', KEYS[2]) or '0') < tonumber(ARGV[2]) then redis.call('SET', KEYS[2], ARGV[2]) end
-local f, h, at, w, a, o = parse(redis.call('GET', KEYS[1]))
+local f, h, at, w, a, o = parse(get(KEYS[1]))
 if o ~= ARGV[1] then return 0 end
 redis.call('SET', KEYS[1], record(ARGV[2], h, at, w, a, o), 'KEEPTTL')
 return 1
@@ -154,11 +234,17 @@ return 1
   return s;
 }
 
-// An operator's force release: only a dblock holder's lock (the value is a grant record) is
-// deleted, never a foreign key that merely has the same name.
+// An operator's force release: only a dblock holder's lock (the value is a grant record, or
+// a hash of holders with ':permits': every holder goes at once) is deleted, never a foreign
+// key that merely has the same name.
 const Script& force_release_script() {
   static const Script s(with_record(R"lua(
-if not parse(redis.call('GET', KEYS[1])) then return 0 end
+local v = redis.pcall('GET', KEYS[1])
+if type(v) == 'table' then
+  if redis.call('TYPE', KEYS[1]).ok ~= 'hash' or redis.call('HEXISTS', KEYS[1], ':permits') == 0 then return 0 end
+elseif not parse(v) then
+  return 0
+end
 redis.call('DEL', KEYS[1])
 redis.call('PUBLISH', ARGV[1], KEYS[1])
 return 1
@@ -166,14 +252,162 @@ return 1
   return s;
 }
 
-// One listed lease, read atomically, with the server's clock for expires_at.
+// The leases of one name, read atomically, with the server's clock for expires_at:
+// {now_ms, {owner, fence, holds, acquired_at_ms, remaining_ms, mode}...}, mode "x" (an
+// exclusive record, or a semaphore's holder) or "s" (a reader); nil when nobody holds it
+// (or the key is not a dblock lock: a foreign value, a hash without ':permits').
 const Script& describe_script() {
-  static const Script s(with_record(R"lua(
-local f, h, at, w, a, o = parse(redis.call('GET', KEYS[1]))
-if not f then return false end
-local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-return {o, tonumber(f), tonumber(h), tonumber(at), redis.call('PTTL', KEYS[1]), now}
+  static const Script s(with_shapes(R"lua(
+local now = clock()
+local v = redis.pcall('GET', KEYS[1])
+if type(v) == 'string' then
+  local f, h, at, w, a, o = parse(v)
+  if not f then return false end
+  return {now, {o, tonumber(f), tonumber(h), tonumber(at), redis.call('PTTL', KEYS[1]), 'x'}}
+end
+if type(v) ~= 'table' or redis.call('TYPE', KEYS[1]).ok ~= 'hash' then return false end
+local all = redis.call('HGETALL', KEYS[1])
+local out, ours = {now}, false
+for i = 1, #all, 2 do
+  if all[i] == ':permits' then
+    ours = true
+  elseif string.sub(all[i], 1, 1) ~= ':' then
+    local m, f, e, h, at = holder(all[i + 1])
+    if m and tonumber(e) > now then
+      out[#out + 1] = {all[i], tonumber(f), tonumber(h), tonumber(at), tonumber(e) - now, m}
+    end
+  end
+end
+if not ours then return false end
+return out
+)lua"));
+  return s;
+}
+
+// Shaped locks (read/write and semaphores; docs/ARCHITECTURE.md, "Lock shapes"): NAME is a
+// hash of holders while readers or a semaphore's holders hold it, and the plain record while
+// a writer does, so a writer and a reader never hold at once (one key, one type). A holder
+// field is the owner, its value "<mode s|x> <fence> <expires_at ms> <holds> <acquired_at ms>"
+// (expires_at on the server's clock, TIME); ':permits' (1 for a read/write lock, N for a
+// semaphore), ':writer' (a writer found readers: until then, on the server's clock, no new
+// reader gets in) and ':waiting' (1: a subscribed waiter found the name busy, a release
+// that may let it in PUBLISHes) are not holders. The key's PTTL is its latest holder's or
+// writer mark's expiry. Every grant draws its fence from the name's counter like an
+// exclusive one: max(counter + 1, the server's clock in us).
+//
+// Acquire: KEYS name, fence; ARGV owner, ttl_ms, flag_waiting, acquired_at_ms, mode s|x,
+// permits -> fence (granted), {0, holder, remaining_ms} (busy), {-1, permits held} (the
+// name is held with another number of permits: 1 for a mutex or read/write lock), {-2, type}
+// (the key is some other Redis value).
+const Script& shaped_acquire_script() {
+  static const Script s(with_shapes(R"lua(
+local now, us = clock()
+local owner, mode, permits = ARGV[1], ARGV[5], tonumber(ARGV[6])
+local kind = redis.call('TYPE', KEYS[1]).ok
+if kind == 'string' then
+  local value = redis.call('GET', KEYS[1])
+  local f, h, at, w, a, o = parse(value)
+  if f and o == owner and h ~= '0' then
+    redis.call('DEL', KEYS[1])
+    kind = 'none'
+  else
+    if permits ~= 1 then return {-1, 1} end
+    if f and ARGV[3] == '1' and w == '0' then redis.call('SET', KEYS[1], record(f, h, at, '1', a, o), 'KEEPTTL') end
+    local left = redis.call('PTTL', KEYS[1])
+    if left < 0 then left = 0 end
+    return {0, o or value, left}
+  end
+end
+local st = {ours = true, permits = permits, writer = 0, waiting = '0', live = 0, soonest = 0, latest = 0}
+if kind == 'hash' then
+  st = holders(KEYS[1], now, owner)
+  if not st.ours then return {-2, kind} end
+  if st.permits ~= permits then
+    if st.live > 0 then return {-1, st.permits} end
+    redis.call('DEL', KEYS[1])
+    st = {ours = true, permits = permits, writer = 0, waiting = '0', live = 0, soonest = 0, latest = 0}
+  end
+elseif kind ~= 'none' then
+  return {-2, kind}
+end
+local left
+if mode == 's' then
+  if st.writer > now then left = st.writer - now end
+elseif st.live >= permits then
+  left = st.soonest - now
+end
+if left then
+  if ARGV[3] == '1' and st.waiting ~= '1' then redis.call('HSET', KEYS[1], ':waiting', '1') end
+  return {0, st.first or '', left}
+end
+local fence = tonumber(redis.call('GET', KEYS[2]) or '0') + 1
+if fence < us then fence = us end
+local fs = string.format('%d', fence)
+redis.call('SET', KEYS[2], fs)
+local e = now + tonumber(ARGV[2])
+redis.call('HSET', KEYS[1], owner, mode .. ' ' .. fs .. ' ' .. string.format('%d', e) .. ' 1 ' .. ARGV[4], ':permits', ARGV[6])
+if e > st.latest then st.latest = e end
+expire(KEYS[1], st, now)
+return fence
+)lua"));
+  return s;
+}
+
+// Renew a holder: KEYS name; ARGV owner, fence, ttl_ms, holds -> remaining_ms, or nil when
+// not ours (no such holder with that fence, or it expired). Keeps the longer of what is left
+// and ttl (ttl 0: only the holds change), as the exclusive renewal does.
+const Script& shaped_renew_script() {
+  static const Script s(with_shapes(R"lua(
+local v = redis.pcall('HGET', KEYS[1], ARGV[1])
+if type(v) ~= 'string' then return false end
+local m, f, e, h, at = holder(v)
+local now = clock()
+if f ~= ARGV[2] or tonumber(e) <= now then return false end
+e = tonumber(e)
+if now + tonumber(ARGV[3]) > e then e = now + tonumber(ARGV[3]) end
+redis.call('HSET', KEYS[1], ARGV[1], m .. ' ' .. f .. ' ' .. string.format('%d', e) .. ' ' .. ARGV[4] .. ' ' .. at)
+if redis.call('PTTL', KEYS[1]) < e - now then redis.call('PEXPIRE', KEYS[1], e - now) end
+return e - now
+)lua"));
+  return s;
+}
+
+// Release a holder: KEYS name; ARGV owner, fence, channel -> 1 freed, 0 not ours. The key
+// goes with its last holder (unless a writer's mark keeps it); if a waiter flagged it and
+// the release may let one in (the last reader went, or a semaphore's permit came free),
+// PUBLISHes the name and clears the flag (a waiter still busy sets it again).
+const Script& shaped_release_script() {
+  static const Script s(with_shapes(R"lua(
+local v = redis.pcall('HGET', KEYS[1], ARGV[1])
+if type(v) ~= 'string' then return 0 end
+local m, f, e = holder(v)
+local now = clock()
+if f ~= ARGV[2] or tonumber(e) <= now then return 0 end
+redis.call('HDEL', KEYS[1], ARGV[1])
+local st = holders(KEYS[1], now, nil)
+if st.waiting == '1' and (st.live == 0 or st.permits > 1) then
+  redis.call('HDEL', KEYS[1], ':waiting')
+  redis.call('PUBLISH', ARGV[3], KEYS[1])
+end
+expire(KEYS[1], st, now)
+return 1
+)lua"));
+  return s;
+}
+
+// A holder's release that keeps its place for keep_ms more (LockOptions::hold_at_least):
+// KEYS name; ARGV owner, fence, keep_ms -> 1 kept (holds 0), 0 not ours.
+const Script& shaped_keep_script() {
+  static const Script s(with_shapes(R"lua(
+local v = redis.pcall('HGET', KEYS[1], ARGV[1])
+if type(v) ~= 'string' then return 0 end
+local m, f, e, h, at = holder(v)
+local now = clock()
+if f ~= ARGV[2] or tonumber(e) <= now then return 0 end
+e = now + tonumber(ARGV[3])
+redis.call('HSET', KEYS[1], ARGV[1], m .. ' ' .. f .. ' ' .. string.format('%d', e) .. ' 0 ' .. at)
+expire(KEYS[1], holders(KEYS[1], now, nil), now)
+return 1
 )lua"));
   return s;
 }

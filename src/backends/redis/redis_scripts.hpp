@@ -7,6 +7,13 @@
 //                                lease. The bare name, so that redis-py's Redis().lock(NAME)
 //                                (SET NX on the same key, its token as value) and dblock
 //                                exclude each other.
+//                                While readers or a semaphore's holders hold NAME, it is
+//                                a hash of holders instead (shaped locks, see
+//                                shaped_acquire_script()): "<owner>" -> "<mode s|x> <fence>
+//                                <expires_at ms> <holds> <acquired_at ms>", plus
+//                                ":permits", ":writer" (a waiting writer's mark) and
+//                                ":waiting". One key either way, so a writer's record and
+//                                readers' hash exclude each other.
 //   dblock_locks:fence:NAME      the fence counter: the last fence granted on NAME; never
 //                                expires; list() finds names by it. Names beginning
 //                                "dblock_locks:fence:" are refused (they would be counters).
@@ -39,9 +46,11 @@ void check_name(const std::string& name);
 }  // namespace keys
 
 // KEYS name, fence; ARGV owner, ttl_ms, flag_waiting 0|1, acquired_at_ms, attempt,
-// fence floor in microseconds ("": the server's clock)
+// fence floor in microseconds ("": the server's clock)[, writer mark ms (default 0: none)]
 //   -> fence (an integer: a grant, for ttl_ms; a leftover of owner's is taken over), or
-//   {0, holder, holder's remaining_ms} (busy)
+//   {0, holder, holder's remaining_ms} (busy; readers hold it: the writer's mark is set for
+//   that long, and the remaining no more than half of it), or
+//   {-1, permits} (a semaphore holds it), {-2, type} (the key is another Redis value)
 const Script& acquire_script();
 // KEYS name; ARGV owner, fence, ttl_ms, holds -> remaining_ms, or nil when not ours
 const Script& renew_script();
@@ -54,7 +63,18 @@ const Script& keep_script();
 const Script& fence_script();
 // KEYS name; ARGV channel -> 1 if a dblock holder's lock was deleted
 const Script& force_release_script();
-// KEYS name -> {owner, fence, holds, acquired_at_ms, pttl_ms, now_ms} or nil
+// KEYS name -> {now_ms, {owner, fence, holds, acquired_at_ms, remaining_ms, mode x|s}...} or nil
 const Script& describe_script();
+
+// Shaped locks (read/write, semaphores) on the redis strategy, on the hash described above.
+// KEYS name, fence; ARGV owner, ttl_ms, flag_waiting 0|1, acquired_at_ms, mode s|x, permits
+//   -> fence, {0, holder, remaining_ms} (busy), {-1, permits held}, {-2, type}
+const Script& shaped_acquire_script();
+// KEYS name; ARGV owner, fence, ttl_ms, holds -> remaining_ms, or nil when not ours
+const Script& shaped_renew_script();
+// KEYS name; ARGV owner, fence, channel -> 1 freed, 0 not ours
+const Script& shaped_release_script();
+// KEYS name; ARGV owner, fence, keep_ms -> 1 kept (holds 0, expiring in keep_ms), 0 not ours
+const Script& shaped_keep_script();
 
 }  // namespace dblock::detail::redis
