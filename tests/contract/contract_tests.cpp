@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "contract/fixtures.hpp"
+#include "contract/holder_process.hpp"
 #include "core/driver.hpp"
 #include "core/url.hpp"
 #include "dblock/leadership.hpp"
@@ -184,25 +185,14 @@ CONTRACT_TEST("fences increase across release, expiry, sweep, loss and reopening
 CONTRACT_TEST("a holder killed with SIGKILL gives the lock back", "[contract]",
                         DBLOCK_CONTRACT_FIXTURES) {
   auto ns = f.make();
-  auto ready = f.dir + "/ready";
-  auto ttl = 700ms;
-  auto pid = dblock::test::spawn({DBLOCK_HAMMER, "hold", ns.url, ns.options.table,
-                                  std::string(dblock::to_string(f.strategy)),
-                                  "job", std::to_string(ttl.count()), ready});
-  REQUIRE(eventually([&] { return std::filesystem::exists(ready); }));
+  dblock::test::HolderProcess holder(f, ns, "job", 700ms);
   auto c = ns.open();
   auto lock = c->lock("job", opts(f));
   CHECK_FALSE(lock.try_acquire());
-  kill(pid, SIGKILL);
-  dblock::test::wait_exit(pid);
-  auto killed_at = Clock::now();
+  holder.kill();
   auto lease = lock.try_acquire(10s);
   REQUIRE(lease);
-  auto waited = Clock::now() - killed_at;
-  if (f.lease_based) CHECK(waited < ttl + 5s);  // bounded by the TTL (generously)
-  std::uint64_t dead_fence = 0;
-  std::ifstream(ready) >> dead_fence;
-  CHECK(lease->fence() > dead_fence);
+  holder.came_back(*lease);
 }
 
 CONTRACT_TEST("try-lock returns at once and timed waits end at their deadline", "[contract]",

@@ -1,11 +1,8 @@
 // The contract for lock shapes beyond a plain exclusive lock (docs/CONTRACT.md, "Shapes"):
 // read/write locks (shared holds) and semaphores, on every fixture that offers them; every
 // other fixture must refuse them by name before anything is written.
-#include <signal.h>
-
 #include <atomic>
 #include <catch2/catch.hpp>
-#include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <set>
@@ -13,12 +10,12 @@
 #include <thread>
 
 #include "contract/fixtures.hpp"
+#include "contract/holder_process.hpp"
 #include "support/eventually.hpp"
 #include "support/process.hpp"
 
 using namespace std::chrono_literals;
 using dblock::test::eventually;
-using Clock = std::chrono::steady_clock;
 
 namespace {
 
@@ -137,27 +134,17 @@ CONTRACT_TEST("a thread holds a name in one mode, and std::shared_lock works", "
 CONTRACT_TEST("a reader killed with SIGKILL gives its share back", "[contract][shapes]", DBLOCK_CONTRACT_FIXTURES) {
   if (!f.offers_shared) return;
   auto ns = f.make();
-  auto ready = f.dir + "/ready";
-  auto ttl = 700ms;
-  auto pid = dblock::test::spawn({DBLOCK_HAMMER, "hold", ns.url, ns.options.table,
-                                  std::string(dblock::to_string(f.strategy)), "doc", std::to_string(ttl.count()),
-                                  ready, "shared"});
-  REQUIRE(eventually([&] { return std::filesystem::exists(ready); }));
+  dblock::test::HolderProcess reader(f, ns, "doc", 700ms, "shared");
   auto c = ns.open();
   auto lock = c->lock("doc", opts(f));
   auto beside = lock.try_acquire_shared();  // readers share
   REQUIRE(beside);
   beside->release();
   CHECK_FALSE(lock.try_acquire());
-  kill(pid, SIGKILL);
-  dblock::test::wait_exit(pid);
-  auto killed_at = Clock::now();
+  reader.kill();
   auto lease = lock.try_acquire(10s);
   REQUIRE(lease);
-  if (f.lease_based) CHECK(Clock::now() - killed_at < ttl + 5s);
-  std::uint64_t dead_fence = 0;
-  std::ifstream(ready) >> dead_fence;
-  CHECK(lease->fence() > dead_fence);
+  reader.came_back(*lease);
 }
 
 CONTRACT_TEST("a semaphore lets N holders in at once and no more, with increasing fences", "[contract][shapes]",
@@ -220,26 +207,16 @@ CONTRACT_TEST("a semaphore's holder killed with SIGKILL gives its permit back", 
               DBLOCK_CONTRACT_FIXTURES) {
   if (!f.offers_semaphore) return;
   auto ns = f.make();
-  auto ready = f.dir + "/ready";
-  auto ttl = 700ms;
-  auto pid = dblock::test::spawn({DBLOCK_HAMMER, "hold", ns.url, ns.options.table,
-                                  std::string(dblock::to_string(f.strategy)), "pool", std::to_string(ttl.count()),
-                                  ready, "permits=2"});
-  REQUIRE(eventually([&] { return std::filesystem::exists(ready); }));
+  dblock::test::HolderProcess holder(f, ns, "pool", 700ms, "permits=2");
   auto a = ns.open(), b = ns.open();
   auto mine = a->lock("pool", opts(f, 2)).try_acquire();  // the second permit
   REQUIRE(mine);
   auto lock = b->lock("pool", opts(f, 2));
   CHECK_FALSE(lock.try_acquire());  // both permits are taken
-  kill(pid, SIGKILL);
-  dblock::test::wait_exit(pid);
-  auto killed_at = Clock::now();
+  holder.kill();
   auto lease = lock.try_acquire(10s);
   REQUIRE(lease);
-  if (f.lease_based) CHECK(Clock::now() - killed_at < ttl + 5s);
-  std::uint64_t dead_fence = 0;
-  std::ifstream(ready) >> dead_fence;
-  CHECK(lease->fence() > dead_fence);
+  holder.came_back(*lease);
   CHECK(lease->fence() > mine->fence());
 }
 
