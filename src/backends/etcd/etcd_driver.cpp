@@ -30,6 +30,7 @@ pb::RangeRequest by_creation(const std::string& prefix, pb::RangeRequest::SortOr
   r.set_sort_target(pb::RangeRequest::CREATE);
   r.set_sort_order(order);
   r.set_limit(1);
+  r.set_keys_only(true);  // only its key and create revision are used
   if (before > 0) r.set_max_create_revision(before - 1);
   return r;
 }
