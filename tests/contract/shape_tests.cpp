@@ -141,6 +141,15 @@ CONTRACT_TEST("a reader killed with SIGKILL gives its share back", "[contract][s
   auto pid = dblock::test::spawn({DBLOCK_HAMMER, "hold", ns.url, ns.options.table,
                                   std::string(dblock::to_string(f.strategy)), "doc", std::to_string(ttl.count()),
                                   ready, "shared"});
+  // Killed when a check fails before the test kills it (it holds the test's stdout open).
+  struct Reap {
+    pid_t pid;
+    ~Reap() {
+      if (pid <= 0) return;
+      kill(pid, SIGKILL);
+      dblock::test::wait_exit(pid);
+    }
+  } reap{pid};
   REQUIRE(eventually([&] { return std::filesystem::exists(ready); }));
   auto c = ns.open();
   auto lock = c->lock("doc", opts(f));
@@ -150,6 +159,7 @@ CONTRACT_TEST("a reader killed with SIGKILL gives its share back", "[contract][s
   CHECK_FALSE(lock.try_acquire());
   kill(pid, SIGKILL);
   dblock::test::wait_exit(pid);
+  reap.pid = -1;
   auto killed_at = Clock::now();
   auto lease = lock.try_acquire(10s);
   REQUIRE(lease);

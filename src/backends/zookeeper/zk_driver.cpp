@@ -91,9 +91,9 @@ int Driver::remove(const Node& node) noexcept {
 }
 
 std::unique_ptr<Driver::Node> Driver::create(const std::shared_ptr<Session>& s, const std::string& dir,
-                                             const std::string& owner, std::vector<std::string>* children,
-                                             bool* listed) {
-  const std::string prefix = random_prefix() + std::string(lock_marker);
+                                             const std::string& owner, bool shared,
+                                             std::vector<std::string>* children, bool* listed) {
+  const std::string prefix = random_prefix() + std::string(shared ? read_marker : lock_marker);
   *listed = false;
   for (int attempt = 0; attempt < 5; ++attempt) {
     auto node = std::make_unique<Node>(*this, s);
@@ -134,7 +134,9 @@ Attempt Driver::try_acquire(AcquireRequest& r) {
   const auto entered = Clock::now();
   const auto until = entered + std::max(r.wait, milliseconds{0});
 
-  // Our node from the previous attempt of this acquire (this driver's own QueuePlace).
+  const bool shared = r.mode == Mode::shared;
+  // Our node from the previous attempt of this acquire (this driver's own QueuePlace; the
+  // same mode, since one acquire asks for one).
   std::unique_ptr<Node> node(static_cast<Node*>(r.place.release()));
   if (node && node->session->dead()) {  // its session expired: the node went with it
     node->gone = true;
@@ -144,7 +146,7 @@ Attempt Driver::try_acquire(AcquireRequest& r) {
     std::vector<std::string> children;
     bool listed = false;  // children already read with the create
     auto sent = Clock::now();
-    if (!node) node = create(pool_->session(r.ttl), dir, r.owner, &children, &listed);
+    if (!node) node = create(pool_->session(r.ttl), dir, r.owner, shared, &children, &listed);
     const auto s = node->session;
     if (!listed) {
       if (!s->connected() && !s->wait_connected(pool_->connect_timeout) && !s->dead())
@@ -164,8 +166,9 @@ Attempt Driver::try_acquire(AcquireRequest& r) {
         throw UnavailableError("zookeeper: our lock node under " + dir + " keeps disappearing");
       continue;
     }
-    if (me == list.begin()) {
-      // The session (and so the lock) lasts at least its timeout past the request that
+    const auto blocking = blocker(list, static_cast<std::size_t>(me - list.begin()));
+    if (blocking == npos) {
+      // A writer first, or a reader with no writer before it. The session (and so the lock) lasts at least its timeout past the request that
       // showed us first; the core measures from when it called us, hence the time waited.
       auto waited = std::chrono::duration_cast<milliseconds>(sent - entered);
       auto fence = node->czxid;
@@ -177,9 +180,10 @@ Attempt Driver::try_acquire(AcquireRequest& r) {
       a.place = std::move(node);
       return a;
     }
-    // Watch only the predecessor: its deletion wakes exactly us. If it is already gone the
-    // watch is not set and we look again at once.
-    auto predecessor = dir + "/" + std::prev(me)->node;
+    // Watch only the node we wait for (a writer: its predecessor; a reader: the nearest
+    // writer before it): its deletion wakes us and the readers right behind it, nobody else.
+    // If it is already gone the watch is not set and we look again at once.
+    auto predecessor = dir + "/" + list[blocking].node;
     if (auto token = s->watch(predecessor)) s->wait(predecessor, *token, until);
   }
 }
