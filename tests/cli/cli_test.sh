@@ -298,7 +298,23 @@ else
   expect_exit 64 "$strategy: --shared is refused where the strategy does not offer it" "$DBLOCK" run --name "$N" $S --shared -- true
   grep -q "$strategy.*shared" "$WORK/err" && ok "$strategy: the error names the strategy" || fail "$strategy: --shared error: $(cat "$WORK/err")"
 fi
-expect_exit 64 "$strategy: --permits 2 where no semaphore is offered" "$DBLOCK" run --name "$N" $S --permits 2 -- true
+if [ "$strategy" = zookeeper ]; then  # Kazoo's Semaphore layout
+  rm -f held
+  "$DBLOCK" run --name "sem-$N" $S --permits 2 -- sh -c 'touch held; sleep 30' &
+  permit=$!
+  wait_for_file held || fail "$strategy: the first permit holder did not start"
+  expect_exit 0 "$strategy: a second --permits 2 run holds beside the first" "$DBLOCK" run --name "sem-$N" $S --permits 2 --no-wait -- true
+  "$DBLOCK" run --name "sem-$N" $S --permits 2 -- sleep 30 &
+  permit2=$!
+  sleep 1
+  expect_exit 75 "$strategy: a third is busy while two hold" "$DBLOCK" run --name "sem-$N" $S --permits 2 --no-wait -- true
+  expect_exit 64 "$strategy: another number of permits on the same name is refused" "$DBLOCK" run --name "sem-$N" $S --permits 3 --no-wait -- true
+  grep -q "semaphore of 2 permits" "$WORK/err" && ok "$strategy: the error says the stored number" || fail "$strategy: --permits 3 error: $(cat "$WORK/err")"
+  kill -TERM "$permit" "$permit2"; wait "$permit" "$permit2"
+  expect_exit 0 "$strategy: a permit is free once its holder is gone" "$DBLOCK" run --name "sem-$N" $S --permits 2 --wait 5s -- true
+else
+  expect_exit 64 "$strategy: --permits 2 where no semaphore is offered" "$DBLOCK" run --name "$N" $S --permits 2 -- true
+fi
 done
 expect_exit 64 "--permits 0" "$DBLOCK" run --name shape --permits 0 -- true
 expect_exit 64 "--permits over 10000" "$DBLOCK" run --name shape --permits 10001 -- true

@@ -1,6 +1,7 @@
 // What only the ZooKeeper bridge promises (and its interop with Kazoo).
 #include <zookeeper/zookeeper.h>
 
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <csignal>
@@ -52,16 +53,19 @@ struct Tree {
 };
 
 
-// A Kazoo lock in a process of its own: `kind` is Lock, WriteLock or ReadLock. `hold` takes it
+// A Kazoo lock in a process of its own: `kind` is Lock, WriteLock, ReadLock or Semaphore:N. `hold` takes it
 // (waiting up to 20 s), writes `file` and keeps it until `file`.stop exists; `try` writes 1 or
-// 0 to `file`: whether acquire(blocking=False) got it.
+// 0 to `file`: whether acquire(blocking=False) got it (E: a Semaphore's max_leases mismatch).
 const char* kazoo_script = R"(
 import os, sys, time
 from kazoo.client import KazooClient
 hosts, path, mode, out, kind = sys.argv[1:6]
 zk = KazooClient(hosts=hosts)
 zk.start(timeout=10)
-lock = getattr(zk, kind)(path, "kazoo-" + mode)
+if kind.startswith("Semaphore:"):
+    lock = zk.Semaphore(path, "kazoo-" + mode, max_leases=int(kind.split(":")[1]))
+else:
+    lock = getattr(zk, kind)(path, "kazoo-" + mode)
 if mode == "hold":
     lock.acquire(timeout=20)
     open(out + ".tmp", "w").write("held")
@@ -70,8 +74,12 @@ if mode == "hold":
         time.sleep(0.02)
     lock.release()
 else:
-    got = lock.acquire(blocking=False)
-    open(out + ".tmp", "w").write("1" if got else "0")
+    try:
+        got = lock.acquire(blocking=False)
+        answer = "1" if got else "0"
+    except ValueError:  # Semaphore: another max_leases is stored on the path
+        got, answer = False, "E"
+    open(out + ".tmp", "w").write(answer)
     os.rename(out + ".tmp", out)
     if got:
         lock.release()
@@ -279,6 +287,86 @@ TEST_CASE("dblock's readers queue behind a waiting dblock writer, then get in to
   CHECK(most_inside == 3);           // together
   CHECK(writer_in_when_read.load());  // none before it
   CHECK(t.nodes("doc").empty());
+}
+
+TEST_CASE("semaphores are Kazoo's: leases under the path, max_leases in its data, both ways", "[zookeeper][shapes]") {
+  Tree t;
+  auto ns = t.f.make();
+  auto a = ns.open(), b = ns.open();
+  auto o = zk_opts();
+  o.permits = 2;
+  // A Kazoo Semaphore of 2 holds one lease: dblock gets the other, and no third.
+  KazooHold kazoo_lease(t, "pool", "Semaphore:2", t.f.dir.path() + "/kazoo-sem");
+  REQUIRE(eventually([&] { return kazoo_lease.held(); }, 20s));
+  auto mine = a->lock("pool", o).try_acquire();
+  REQUIRE(mine);
+  CHECK_FALSE(b->lock("pool", o).try_acquire());
+  CHECK_FALSE(b->lock("pool", o).try_acquire(300ms));
+  // The layout: max_leases as the path's data, one <uuid hex> child per lease, data = owner.
+  std::string data;
+  REQUIRE(t.raw->get(t.root + "/pool", &data, nullptr) == ZOK);
+  CHECK(data == "2");
+  auto leases = t.nodes("pool");
+  CHECK(leases.size() == 2);
+  bool found = false;
+  for (const auto& l : leases) {
+    std::string owner;
+    struct Stat st {};
+    REQUIRE(t.raw->get(t.root + "/pool/" + l, &owner, &st) == ZOK);
+    if (owner == mine->owner()) {
+      found = true;
+      CHECK(l.size() == 32);
+      CHECK(mine->fence() == static_cast<std::uint64_t>(st.czxid));
+    }
+  }
+  CHECK(found);
+  CHECK(t.nodes("pool-__lock__").empty());  // the gate is let go once a lease is taken
+  auto listed = a->list();
+  CHECK(std::count_if(listed.begin(), listed.end(), [](const dblock::LeaseInfo& l) { return l.name == "pool"; }) == 2);
+  // Full: Kazoo's non-blocking acquire fails too; a permit given back lets it in.
+  CHECK(kazoo_try(t, "pool", "Semaphore:2", t.f.dir.path() + "/try-full") == "0");
+  CHECK(kazoo_lease.stop() == 0);
+  auto second = b->lock("pool", o).try_acquire(5s);
+  REQUIRE(second);
+  CHECK(second->fence() > mine->fence());
+  CHECK(kazoo_try(t, "pool", "Semaphore:2", t.f.dir.path() + "/try-full2") == "0");
+  mine->release();
+  CHECK(kazoo_try(t, "pool", "Semaphore:2", t.f.dir.path() + "/try-free") == "1");
+  // Another number of permits on the same path is refused on both sides, as Kazoo does.
+  CHECK(kazoo_try(t, "pool", "Semaphore:3", t.f.dir.path() + "/try-mismatch") == "E");
+  auto three = zk_opts();
+  three.permits = 3;
+  CHECK_THROWS_WITH(a->lock("pool", three).try_acquire(), Catch::Contains("semaphore of 2 permits, not 3"));
+  second->release();
+  CHECK(t.nodes("pool").empty());
+}
+
+TEST_CASE("a semaphore waiter waits in the gate's queue and is woken by a lease going", "[zookeeper][shapes]") {
+  Tree t;
+  auto ns = t.f.make();
+  auto a = ns.open(), b = ns.open(), c = ns.open();
+  auto o = zk_opts();
+  o.permits = 2;
+  auto first = a->lock("pool", o).acquire();
+  auto second = b->lock("pool", o).acquire();
+  std::atomic<bool> in{false};
+  std::thread waiter([&] {
+    auto l = c->lock("pool", o).try_acquire(20s);
+    in = l.has_value();
+  });
+  // The waiter holds the gate while it waits (one __lock__ node), and takes no lease.
+  REQUIRE(eventually([&] { return t.nodes("pool-__lock__").size() == 1; }));
+  std::this_thread::sleep_for(300ms);
+  CHECK_FALSE(in.load());
+  CHECK(t.nodes("pool").size() == 2);
+  auto t0 = Clock::now();
+  second.release();
+  waiter.join();
+  CHECK(in.load());
+  CHECK(Clock::now() - t0 < 2s);  // woken by the lease's deletion, not by polling
+  first.release();
+  CHECK(t.nodes("pool").empty());
+  CHECK(t.nodes("pool-__lock__").empty());
 }
 
 TEST_CASE("nodes are named like Kazoo's and fences are their creation zxids", "[zookeeper]") {

@@ -3,6 +3,8 @@
 
 #include <zookeeper/zookeeper.h>
 
+#include <algorithm>
+
 #include "backends/zookeeper/zk_driver.hpp"
 #include "backends/zookeeper/zk_paths.hpp"
 #include "dblock/errors.hpp"
@@ -22,9 +24,9 @@ class ZkBackend : public Backend {
 
   std::string_view name() const noexcept override { return "zookeeper"; }
   std::vector<Strategy> strategies() const override { return {Strategy::zookeeper}; }
-  // Read/write locks on Kazoo's WriteLock/ReadLock nodes; semaphores not yet (Kazoo's
-  // Semaphore layout is the plan: docs/ARCHITECTURE.md, "Lock shapes").
-  Shapes shapes(Strategy) const override { return Shapes{true, false}; }
+  // Read/write locks on Kazoo's WriteLock/ReadLock nodes, semaphores in Kazoo's Semaphore
+  // layout (docs/ARCHITECTURE.md, "Lock shapes").
+  Shapes shapes(Strategy) const override { return Shapes{true, true}; }
 
   std::unique_ptr<LockDriver> make_driver(Strategy strategy) override {
     if (strategy != Strategy::zookeeper)
@@ -52,8 +54,12 @@ class ZkBackend : public Backend {
       if (s->children(pool_->root + "/" + name, &children) == ZNONODE) continue;
       // The holders: the first writer, or the readers before the first writer. A node gone
       // between the listing and its read is left out (its successor may hold by now, and the
-      // next list shows it).
-      for (const auto& c : zk::holders(zk::contenders(children))) {
+      // next list shows it). A semaphore's node (max_leases as its data) has leases instead:
+      // every child holds one.
+      auto held = zk::holders(zk::contenders(children));
+      if (held.empty() && !children.empty() && is_semaphore(*s, pool_->root + "/" + name))
+        for (const auto& c : children) held.push_back(zk::Contender{c, 0, false});
+      for (const auto& c : held) {
         LeaseInfo info;
         struct Stat st {};
         if (s->get(pool_->root + "/" + name + "/" + c.node, &info.owner, &st) == ZNONODE) continue;
@@ -80,6 +86,8 @@ class ZkBackend : public Backend {
       std::vector<std::string> children;
       if (s->children(dir, &children) == ZNONODE) return false;
       auto held = zk::holders(zk::contenders(children));
+      if (held.empty() && !children.empty() && is_semaphore(*s, dir))  // every lease
+        for (const auto& c : children) held.push_back(zk::Contender{c, 0, false});
       if (held.empty()) return false;
       bool removed = false;
       for (const auto& c : held) {
@@ -102,6 +110,15 @@ class ZkBackend : public Backend {
   }
 
  private:
+  // Whether `dir` is a semaphore's node: its data is a number (Kazoo's max_leases).
+  static bool is_semaphore(zk::Session& s, const std::string& dir) {
+    std::string data;
+    if (s.get(dir, &data, nullptr) != ZOK) return false;
+    auto first = data.find_first_not_of(" \t\n"), last = data.find_last_not_of(" \t\n");
+    return first != std::string::npos &&
+           std::all_of(data.begin() + first, data.begin() + last + 1, [](char c) { return c >= '0' && c <= '9'; });
+  }
+
   std::shared_ptr<Pool> pool_;
 };
 

@@ -11,6 +11,7 @@
 // when the object holding it goes, unless the server already dropped it.
 #pragma once
 
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -33,6 +34,20 @@ class Driver : public LockDriver {
   // round trip, it is in *children and *listed is true.
   std::unique_ptr<Node> create(const std::shared_ptr<Session>& s, const std::string& dir, const std::string& owner,
                                bool shared, std::vector<std::string>* children, bool* listed);
+  // Waits in the queue of `dir` until `node` (created there when null, a reader's when
+  // `shared`) holds: true; false at `until`, or at once for a try-lock (r.wait 0). *sent: when
+  // the request that showed us first was sent.
+  bool wait_turn(std::unique_ptr<Node>& node, const std::string& dir, const AcquireRequest& r, bool shared,
+                 Clock::time_point until, Clock::time_point* sent);
+  // Semaphores (permits > 1), Kazoo's Semaphore layout: /root/N holds max_leases as its data
+  // and one ephemeral <uuid hex> child per lease; /root/N-__lock__ is a Lock that one
+  // contender at a time holds while it counts the leases and takes one.
+  Attempt try_acquire_permit(AcquireRequest& r);
+  // Creates /root/N with `permits` as its data, or checks the number stored there (UsageError
+  // when it differs, as Kazoo's ValueError).
+  void ensure_semaphore(Session& s, const std::string& dir, std::uint32_t permits);
+  std::unique_ptr<Node> create_lease(const std::shared_ptr<Session>& s, const std::string& dir,
+                                     const std::string& owner, std::uint32_t permits);
   // Deletes the node: ZOK, or ZNONODE when someone else did. A connection lost on the way is
   // waited out (the session and its node outlive a blip, up to the session timeout) and the
   // delete repeated; when the session cannot be reached in that time it is retired so that

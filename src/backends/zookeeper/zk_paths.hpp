@@ -6,6 +6,8 @@
 // one ephemeral sequential node per contender. The layout is Kazoo's Lock, WriteLock and
 // ReadLock recipes', so that a Kazoo `WriteLock("/root/N")` (or `Lock`) and a dblock lock on
 // name N exclude each other, and a Kazoo `ReadLock` holds beside dblock's shared holders.
+// A semaphore is Kazoo's Semaphore: /root/N with max_leases as its data and one ephemeral
+// <32 hex> child per lease, and the gate lock /root/N-__lock__ (zk_driver.hpp).
 #pragma once
 
 #include <cstdint>
