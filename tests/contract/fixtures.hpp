@@ -154,6 +154,8 @@ struct leftover_replaced<F, std::void_t<decltype(F::leftover_replaced)>> : std::
 struct ZooKeeperLock {
   static constexpr bool lease_based = false;
   static constexpr Strategy strategy = Strategy::zookeeper;
+  static constexpr bool offers_shared = true;     // Kazoo's ReadLock/WriteLock nodes
+  static constexpr bool offers_semaphore = true;  // Kazoo's Semaphore layout
   TempDir dir;
   std::string url = server_url("DBLOCK_TEST_ZK_URL") + "/t" + std::to_string(std::random_device{}());
   Namespace make() const { return Namespace{url, ClientOptions{}}; }

@@ -8,6 +8,7 @@
 #include <set>
 #include <shared_mutex>
 #include <thread>
+#include <vector>
 
 #include "contract/fixtures.hpp"
 #include "contract/holder_process.hpp"
@@ -245,4 +246,63 @@ CONTRACT_TEST("3 processes x 2 threads never exceed a semaphore's permits", "[co
   std::uint64_t fence = 0;
   while (log >> fence) CHECK(seen.insert(fence).second);  // every grant a fence of its own
   CHECK(seen.size() == static_cast<std::size_t>(processes * threads * iterations));
+}
+
+CONTRACT_TEST("a semaphore has at most N holders, each with a fence above every earlier grant's",
+              "[contract][shapes][semaphore]", DBLOCK_CONTRACT_FIXTURES) {
+  if (!f.offers_semaphore) return;  // refused, as the first test checks
+  auto ns = f.make();
+  std::vector<std::shared_ptr<dblock::Client>> clients;
+  for (int i = 0; i < 4; ++i) clients.push_back(ns.open());
+  std::vector<dblock::Lease> held;
+  std::uint64_t last = 0;
+  for (int i = 0; i < 3; ++i) {
+    auto l = clients[i]->lock("pool", opts(f, 3)).try_acquire();
+    REQUIRE(l);
+    CHECK(l->fence() > last);
+    last = l->fence();
+    held.push_back(std::move(*l));
+  }
+  auto fourth = clients[3]->lock("pool", opts(f, 3));
+  CHECK_FALSE(fourth.try_acquire());
+  CHECK_FALSE(fourth.try_acquire(300ms));
+  // A waiter gets the permit a holder gives back.
+  std::atomic<bool> in{false};
+  std::atomic<std::uint64_t> fence{0};
+  std::thread waiter([&] {
+    auto l = fourth.try_acquire(20s);
+    if (l) fence = l->fence();
+    in = l.has_value();
+  });
+  std::this_thread::sleep_for(300ms);
+  CHECK_FALSE(in.load());
+  held[1].release();
+  waiter.join();
+  REQUIRE(in.load());
+  CHECK(fence.load() > last);
+  // Threads of one Client hold permits of their own, up to N in all.
+  held[0].release();
+  held[2].release();
+  auto lock = clients[0]->lock("pool", opts(f, 3));
+  std::atomic<int> inside{0}, got{0}, refused{0};
+  std::vector<std::thread> threads;
+  std::atomic<bool> go{false};
+  for (int i = 0; i < 4; ++i)
+    threads.emplace_back([&] {
+      auto l = lock.try_acquire(2s);
+      if (!l) {
+        ++refused;
+        return;
+      }
+      ++got;
+      ++inside;
+      while (!go) std::this_thread::sleep_for(10ms);
+      --inside;
+    });
+  REQUIRE(eventually([&] { return got.load() + refused.load() == 4; }, 15s));
+  CHECK(got == 3);
+  CHECK(refused == 1);
+  CHECK(inside == 3);
+  go = true;
+  for (auto& t : threads) t.join();
 }

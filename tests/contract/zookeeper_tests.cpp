@@ -1,6 +1,7 @@
 // What only the ZooKeeper bridge promises (and its interop with Kazoo).
 #include <zookeeper/zookeeper.h>
 
+#include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
 #include <csignal>
@@ -8,6 +9,7 @@
 #include <fstream>
 #include <mutex>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "support/eventually.hpp"
@@ -51,15 +53,19 @@ struct Tree {
 };
 
 
-// A Kazoo Lock in a process of its own: `hold` takes it, writes `file` and keeps it until
-// `file`.stop exists; `try` writes 1 or 0 to `file`: whether acquire(blocking=False) got it.
+// A Kazoo lock in a process of its own: `kind` is Lock, WriteLock, ReadLock or Semaphore:N. `hold` takes it
+// (waiting up to 20 s), writes `file` and keeps it until `file`.stop exists; `try` writes 1 or
+// 0 to `file`: whether acquire(blocking=False) got it (E: a Semaphore's max_leases mismatch).
 const char* kazoo_script = R"(
 import os, sys, time
 from kazoo.client import KazooClient
-hosts, path, mode, out = sys.argv[1:5]
+hosts, path, mode, out, kind = sys.argv[1:6]
 zk = KazooClient(hosts=hosts)
 zk.start(timeout=10)
-lock = zk.Lock(path, "kazoo-" + mode)
+if kind.startswith("Semaphore:"):
+    lock = zk.Semaphore(path, "kazoo-" + mode, max_leases=int(kind.split(":")[1]))
+else:
+    lock = getattr(zk, kind)(path, "kazoo-" + mode)
 if mode == "hold":
     lock.acquire(timeout=20)
     open(out + ".tmp", "w").write("held")
@@ -68,16 +74,21 @@ if mode == "hold":
         time.sleep(0.02)
     lock.release()
 else:
-    got = lock.acquire(blocking=False)
-    open(out + ".tmp", "w").write("1" if got else "0")
+    try:
+        got = lock.acquire(blocking=False)
+        answer = "1" if got else "0"
+    except ValueError:  # Semaphore: another max_leases is stored on the path
+        got, answer = False, "E"
+    open(out + ".tmp", "w").write(answer)
     os.rename(out + ".tmp", out)
     if got:
         lock.release()
 zk.stop()
 )";
 
-pid_t kazoo(const Tree& t, const std::string& name, const std::string& mode, const std::string& out) {
-  return dblock::test::spawn({"/usr/bin/python3", "-c", kazoo_script, t.hosts, t.root + "/" + name, mode, out});
+pid_t kazoo(const Tree& t, const std::string& name, const std::string& mode, const std::string& out,
+            const std::string& kind = "Lock") {
+  return dblock::test::spawn({"/usr/bin/python3", "-c", kazoo_script, t.hosts, t.root + "/" + name, mode, out, kind});
 }
 
 std::string slurp(const std::string& path) {
@@ -85,6 +96,44 @@ std::string slurp(const std::string& path) {
   std::string s;
   in >> s;
   return s;
+}
+
+// Kazoo's acquire(blocking=False) of `kind` on `name`: whether it got it ("1", "0"; anything
+// else: the script failed).
+std::string kazoo_try(const Tree& t, const std::string& name, const std::string& kind, const std::string& out) {
+  CHECK(dblock::test::wait_exit(kazoo(t, name, "try", out, kind)) == 0);
+  return slurp(out);
+}
+
+// A Kazoo hold of `kind` on `name` in its own process, stopped (or killed, when a check failed
+// before stop()) when it goes.
+struct KazooHold {
+  std::string out;
+  pid_t pid;
+  KazooHold(const Tree& t, const std::string& name, const std::string& kind, std::string file)
+      : out(std::move(file)), pid(kazoo(t, name, "hold", out, kind)) {}
+  bool held() const { return std::filesystem::exists(out); }
+  int stop() {
+    std::ofstream(out + ".stop").put('x');
+    auto rc = dblock::test::wait_exit(pid);
+    pid = -1;
+    return rc;
+  }
+  ~KazooHold() {
+    if (pid <= 0) return;
+    kill(pid, SIGKILL);
+    dblock::test::wait_exit(pid);
+  }
+  KazooHold(const KazooHold&) = delete;
+  KazooHold& operator=(const KazooHold&) = delete;
+};
+
+// How many of `nodes` are writers' (__lock__) and readers' (__rlock__) contenders.
+std::pair<int, int> writers_readers(const std::vector<std::string>& nodes) {
+  std::pair<int, int> n{0, 0};
+  for (const auto& c : nodes)
+    if (auto k = zk::parse_contender(c)) ++(k->shared ? n.second : n.first);
+  return n;
 }
 
 }  // namespace
@@ -112,6 +161,212 @@ TEST_CASE("a Kazoo Lock and a dblock lock on the same node exclude each other", 
   CHECK(dblock::test::wait_exit(kazoo(t, "shared", "try", try_out)) == 0);
   CHECK(slurp(try_out) == "1");
   CHECK(t.nodes("shared").empty());  // Kazoo's failed try and both releases left nothing
+}
+
+TEST_CASE("a Kazoo ReadLock holds beside dblock's readers and keeps its writers out", "[zookeeper][shapes]") {
+  Tree t;
+  auto ns = t.f.make();
+  auto c = ns.open();
+  auto lock = c->lock("doc", zk_opts());
+  KazooHold reader(t, "doc", "ReadLock", t.f.dir.path() + "/kazoo-read");
+  REQUIRE(eventually([&] { return reader.held(); }, 20s));
+  auto shared = lock.try_acquire_shared();  // readers together
+  REQUIRE(shared);
+  CHECK(shared->mode() == dblock::Mode::shared);
+  CHECK(writers_readers(t.nodes("doc")) == std::pair<int, int>{0, 2});
+  shared->release();
+  auto writer = ns.open()->lock("doc", zk_opts());
+  CHECK_FALSE(writer.try_acquire());  // a writer waits for Kazoo's reader
+  CHECK_FALSE(writer.try_acquire(300ms));
+  CHECK(reader.stop() == 0);
+  auto held = writer.try_acquire(10s);
+  REQUIRE(held);
+  CHECK(held->mode() == dblock::Mode::exclusive);
+  held->release();
+  CHECK(t.nodes("doc").empty());
+}
+
+TEST_CASE("a Kazoo WriteLock keeps dblock's readers out", "[zookeeper][shapes]") {
+  Tree t;
+  auto c = t.f.make().open();
+  auto lock = c->lock("doc", zk_opts());
+  KazooHold writer(t, "doc", "WriteLock", t.f.dir.path() + "/kazoo-write");
+  REQUIRE(eventually([&] { return writer.held(); }, 20s));
+  CHECK_FALSE(lock.try_acquire_shared());
+  CHECK_FALSE(lock.try_acquire_shared(300ms));
+  CHECK(writers_readers(t.nodes("doc")) == std::pair<int, int>{1, 0});  // both tries left nothing
+  CHECK(writer.stop() == 0);
+  auto shared = lock.try_acquire_shared(10s);
+  REQUIRE(shared);
+  CHECK(shared->mode() == dblock::Mode::shared);
+}
+
+TEST_CASE("a dblock reader lets a Kazoo ReadLock in, and a Kazoo WriteLock waits for it", "[zookeeper][shapes]") {
+  Tree t;
+  auto ns = t.f.make();
+  auto a = ns.open(), b = ns.open();
+  auto reader = a->lock("doc", zk_opts()).acquire_shared();
+  auto nodes = t.nodes("doc");
+  REQUIRE(nodes.size() == 1);
+  CHECK(nodes[0].size() == 32 + 9 + 10);  // <uuid hex>__rlock__<10-digit sequence>, as Kazoo's ReadLock
+  CHECK(nodes[0].substr(32, 9) == "__rlock__");
+  auto listed = a->list();
+  REQUIRE(listed.size() == 1);
+  CHECK(listed[0].mode == dblock::Mode::shared);
+  CHECK(listed[0].fence == reader.fence());
+  CHECK(kazoo_try(t, "doc", "ReadLock", t.f.dir.path() + "/try-read") == "1");
+  CHECK(kazoo_try(t, "doc", "WriteLock", t.f.dir.path() + "/try-write") == "0");
+  CHECK(kazoo_try(t, "doc", "Lock", t.f.dir.path() + "/try-lock") == "1");  // Kazoo's Lock ignores readers
+  // A Kazoo writer queues behind the dblock reader ...
+  KazooHold writer(t, "doc", "WriteLock", t.f.dir.path() + "/kazoo-write");
+  REQUIRE(eventually([&] { return writers_readers(t.nodes("doc")).first == 1; }, 20s));
+  std::this_thread::sleep_for(500ms);
+  CHECK_FALSE(writer.held());
+  // ... and, waiting, keeps new dblock readers out: writers are not starved.
+  auto late = b->lock("doc", zk_opts());
+  CHECK_FALSE(late.try_acquire_shared());
+  CHECK_FALSE(late.try_acquire_shared(300ms));
+  CHECK_FALSE(writer.held());
+  // The dblock reader goes: the Kazoo writer gets in, new readers still wait for it.
+  reader.release();
+  REQUIRE(eventually([&] { return writer.held(); }, 10s));
+  CHECK_FALSE(late.try_acquire_shared());
+  std::atomic<bool> late_in{false};
+  std::thread waiting([&] {
+    auto l = late.try_acquire_shared(20s);
+    late_in = l.has_value();
+  });
+  std::this_thread::sleep_for(300ms);
+  CHECK_FALSE(late_in.load());
+  CHECK(writer.stop() == 0);
+  waiting.join();
+  CHECK(late_in.load());
+  CHECK(t.nodes("doc").empty());
+}
+
+TEST_CASE("dblock's readers queue behind a waiting dblock writer, then get in together", "[zookeeper][shapes]") {
+  Tree t;
+  auto ns = t.f.make();
+  auto a = ns.open(), w = ns.open();
+  auto first = a->lock("doc", zk_opts()).acquire_shared();
+  std::atomic<bool> writer_in{false};
+  std::thread writer([&] {
+    auto l = w->lock("doc", zk_opts()).try_acquire(20s);
+    writer_in = l.has_value();
+    std::this_thread::sleep_for(300ms);
+  });
+  REQUIRE(eventually([&] { return writers_readers(t.nodes("doc")) == std::pair<int, int>{1, 1}; }));
+  // Three readers queue behind the writer; each holds a node of its own.
+  std::vector<std::shared_ptr<dblock::Client>> clients;
+  std::vector<std::thread> readers;
+  std::atomic<int> readers_in{0}, inside{0}, most_inside{0};
+  std::atomic<bool> writer_in_when_read{true};
+  for (int i = 0; i < 3; ++i) {
+    clients.push_back(ns.open());
+    readers.emplace_back([&, c = clients.back()] {
+      auto l = c->lock("doc", zk_opts()).try_acquire_shared(20s);
+      if (!l) return;
+      if (!writer_in.load()) writer_in_when_read = false;
+      ++readers_in;
+      int now = ++inside;
+      for (int seen = most_inside; now > seen && !most_inside.compare_exchange_weak(seen, now);) {
+      }
+      std::this_thread::sleep_for(1s);  // the three wake on the writer's one deletion
+      --inside;
+    });
+  }
+  REQUIRE(eventually([&] { return writers_readers(t.nodes("doc")) == std::pair<int, int>{1, 4}; }));
+  std::this_thread::sleep_for(300ms);
+  CHECK(readers_in == 0);
+  CHECK_FALSE(writer_in.load());
+  first.release();
+  writer.join();
+  for (auto& r : readers) r.join();
+  CHECK(writer_in.load());
+  CHECK(readers_in == 3);            // all three after the writer
+  CHECK(most_inside == 3);           // together
+  CHECK(writer_in_when_read.load());  // none before it
+  CHECK(t.nodes("doc").empty());
+}
+
+TEST_CASE("semaphores are Kazoo's: leases under the path, max_leases in its data, both ways", "[zookeeper][shapes]") {
+  Tree t;
+  auto ns = t.f.make();
+  auto a = ns.open(), b = ns.open();
+  auto o = zk_opts();
+  o.permits = 2;
+  // A Kazoo Semaphore of 2 holds one lease: dblock gets the other, and no third.
+  KazooHold kazoo_lease(t, "pool", "Semaphore:2", t.f.dir.path() + "/kazoo-sem");
+  REQUIRE(eventually([&] { return kazoo_lease.held(); }, 20s));
+  auto mine = a->lock("pool", o).try_acquire();
+  REQUIRE(mine);
+  CHECK_FALSE(b->lock("pool", o).try_acquire());
+  CHECK_FALSE(b->lock("pool", o).try_acquire(300ms));
+  // The layout: max_leases as the path's data, one <uuid hex> child per lease, data = owner.
+  std::string data;
+  REQUIRE(t.raw->get(t.root + "/pool", &data, nullptr) == ZOK);
+  CHECK(data == "2");
+  auto leases = t.nodes("pool");
+  CHECK(leases.size() == 2);
+  bool found = false;
+  for (const auto& l : leases) {
+    std::string owner;
+    struct Stat st {};
+    REQUIRE(t.raw->get(t.root + "/pool/" + l, &owner, &st) == ZOK);
+    if (owner == mine->owner()) {
+      found = true;
+      CHECK(l.size() == 32);
+      CHECK(mine->fence() == static_cast<std::uint64_t>(st.czxid));
+    }
+  }
+  CHECK(found);
+  CHECK(t.nodes("pool-__lock__").empty());  // the gate is let go once a lease is taken
+  auto listed = a->list();
+  CHECK(std::count_if(listed.begin(), listed.end(), [](const dblock::LeaseInfo& l) { return l.name == "pool"; }) == 2);
+  // Full: Kazoo's non-blocking acquire fails too; a permit given back lets it in.
+  CHECK(kazoo_try(t, "pool", "Semaphore:2", t.f.dir.path() + "/try-full") == "0");
+  CHECK(kazoo_lease.stop() == 0);
+  auto second = b->lock("pool", o).try_acquire(5s);
+  REQUIRE(second);
+  CHECK(second->fence() > mine->fence());
+  CHECK(kazoo_try(t, "pool", "Semaphore:2", t.f.dir.path() + "/try-full2") == "0");
+  mine->release();
+  CHECK(kazoo_try(t, "pool", "Semaphore:2", t.f.dir.path() + "/try-free") == "1");
+  // Another number of permits on the same path is refused on both sides, as Kazoo does.
+  CHECK(kazoo_try(t, "pool", "Semaphore:3", t.f.dir.path() + "/try-mismatch") == "E");
+  auto three = zk_opts();
+  three.permits = 3;
+  CHECK_THROWS_WITH(a->lock("pool", three).try_acquire(), Catch::Contains("semaphore of 2 permits, not 3"));
+  second->release();
+  CHECK(t.nodes("pool").empty());
+}
+
+TEST_CASE("a semaphore waiter waits in the gate's queue and is woken by a lease going", "[zookeeper][shapes]") {
+  Tree t;
+  auto ns = t.f.make();
+  auto a = ns.open(), b = ns.open(), c = ns.open();
+  auto o = zk_opts();
+  o.permits = 2;
+  auto first = a->lock("pool", o).acquire();
+  auto second = b->lock("pool", o).acquire();
+  std::atomic<bool> in{false};
+  std::thread waiter([&] {
+    auto l = c->lock("pool", o).try_acquire(20s);
+    in = l.has_value();
+  });
+  // The waiter holds the gate while it waits (one __lock__ node), and takes no lease.
+  REQUIRE(eventually([&] { return t.nodes("pool-__lock__").size() == 1; }));
+  std::this_thread::sleep_for(300ms);
+  CHECK_FALSE(in.load());
+  CHECK(t.nodes("pool").size() == 2);
+  auto t0 = Clock::now();
+  second.release();
+  waiter.join();
+  CHECK(in.load());
+  CHECK(Clock::now() - t0 < 2s);  // woken by the lease's deletion, not by polling
+  first.release();
+  CHECK(t.nodes("pool").empty());
+  CHECK(t.nodes("pool-__lock__").empty());
 }
 
 TEST_CASE("nodes are named like Kazoo's and fences are their creation zxids", "[zookeeper]") {

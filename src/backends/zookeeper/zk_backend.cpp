@@ -3,6 +3,8 @@
 
 #include <zookeeper/zookeeper.h>
 
+#include <algorithm>
+
 #include "backends/zookeeper/zk_driver.hpp"
 #include "backends/zookeeper/zk_paths.hpp"
 #include "dblock/errors.hpp"
@@ -22,6 +24,9 @@ class ZkBackend : public Backend {
 
   std::string_view name() const noexcept override { return "zookeeper"; }
   std::vector<Strategy> strategies() const override { return {Strategy::zookeeper}; }
+  // Read/write locks on Kazoo's WriteLock/ReadLock nodes, semaphores in Kazoo's Semaphore
+  // layout (docs/ARCHITECTURE.md, "Lock shapes").
+  Shapes shapes(Strategy) const override { return Shapes{true, true}; }
 
   std::unique_ptr<LockDriver> make_driver(Strategy strategy) override {
     if (strategy != Strategy::zookeeper)
@@ -47,34 +52,51 @@ class ZkBackend : public Backend {
     for (const auto& name : names) {
       std::vector<std::string> children;
       if (s->children(pool_->root + "/" + name, &children) == ZNONODE) continue;
-      for (const auto& c : zk::contenders(children)) {  // the first still there holds it
+      // The holders: the first writer, or the readers before the first writer. A node gone
+      // between the listing and its read is left out (its successor may hold by now, and the
+      // next list shows it). A semaphore's node (max_leases as its data) has leases instead:
+      // every child holds one.
+      auto held = zk::holders(zk::contenders(children));
+      if (held.empty() && !children.empty() && is_semaphore(*s, pool_->root + "/" + name))
+        for (const auto& c : children) held.push_back(zk::Contender{c, 0, false});
+      for (const auto& c : held) {
         LeaseInfo info;
         struct Stat st {};
         if (s->get(pool_->root + "/" + name + "/" + c.node, &info.owner, &st) == ZNONODE) continue;
         info.name = zk::lock_name(name);
         info.fence = static_cast<std::uint64_t>(st.czxid);
         info.holds = 1;  // held in the holder's process: a Client lists its own grants' counts
+        info.mode = c.shared ? Mode::shared : Mode::exclusive;
         // A session lock has no expiry of its own: both times are the node's creation time
         // on the server's clock (it lasts as long as its holder's session).
         info.acquired_at = info.expires_at = std::chrono::system_clock::time_point(milliseconds{st.ctime});
         out.push_back(std::move(info));
-        break;
       }
     }
     return out;
   }
 
-  // Deletes the holder's node; its session learns at its next renewal that it lost the lock.
+  // Deletes the holders' nodes (one writer's, or every reader's that holds); their sessions
+  // learn at their next renewal that they lost the lock. When the holders all went by
+  // themselves meanwhile, looks again: the next ones hold by now.
   bool force_release(const std::string& name) override {
     auto dir = pool_->root + "/" + zk::node_name(name);
     auto s = pool_->session(default_ttl);
-    std::vector<std::string> children;
-    if (s->children(dir, &children) == ZNONODE) return false;
-    for (const auto& c : zk::contenders(children)) {
-      int rc = s->remove(dir + "/" + c.node);
-      if (rc == ZOK) return true;
-      if (rc == ZCONNECTIONLOSS) zk::throw_error(rc, "delete " + dir + "/" + c.node);
-      // else it just went: try the next
+    for (int round = 0; round < 3; ++round) {
+      std::vector<std::string> children;
+      if (s->children(dir, &children) == ZNONODE) return false;
+      auto held = zk::holders(zk::contenders(children));
+      if (held.empty() && !children.empty() && is_semaphore(*s, dir))  // every lease
+        for (const auto& c : children) held.push_back(zk::Contender{c, 0, false});
+      if (held.empty()) return false;
+      bool removed = false;
+      for (const auto& c : held) {
+        int rc = s->remove(dir + "/" + c.node);
+        if (rc == ZOK) removed = true;
+        if (rc == ZCONNECTIONLOSS) zk::throw_error(rc, "delete " + dir + "/" + c.node);
+        // else it just went
+      }
+      if (removed) return true;
     }
     return false;
   }
@@ -88,6 +110,15 @@ class ZkBackend : public Backend {
   }
 
  private:
+  // Whether `dir` is a semaphore's node: its data is a number (Kazoo's max_leases).
+  static bool is_semaphore(zk::Session& s, const std::string& dir) {
+    std::string data;
+    if (s.get(dir, &data, nullptr) != ZOK) return false;
+    auto first = data.find_first_not_of(" \t\n"), last = data.find_last_not_of(" \t\n");
+    return first != std::string::npos &&
+           std::all_of(data.begin() + first, data.begin() + last + 1, [](char c) { return c >= '0' && c <= '9'; });
+  }
+
   std::shared_ptr<Pool> pool_;
 };
 

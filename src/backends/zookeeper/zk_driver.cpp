@@ -91,9 +91,9 @@ int Driver::remove(const Node& node) noexcept {
 }
 
 std::unique_ptr<Driver::Node> Driver::create(const std::shared_ptr<Session>& s, const std::string& dir,
-                                             const std::string& owner, std::vector<std::string>* children,
-                                             bool* listed) {
-  const std::string prefix = random_prefix() + std::string(lock_marker);
+                                             const std::string& owner, bool shared,
+                                             std::vector<std::string>* children, bool* listed) {
+  const std::string prefix = random_prefix() + std::string(shared ? read_marker : lock_marker);
   *listed = false;
   for (int attempt = 0; attempt < 5; ++attempt) {
     auto node = std::make_unique<Node>(*this, s);
@@ -129,13 +129,8 @@ std::unique_ptr<Driver::Node> Driver::create(const std::shared_ptr<Session>& s, 
   throw UnavailableError("zookeeper: " + pool_->hosts + ": cannot create a lock node under " + dir);
 }
 
-Attempt Driver::try_acquire(AcquireRequest& r) {
-  const std::string dir = pool_->root + "/" + node_name(r.name);
-  const auto entered = Clock::now();
-  const auto until = entered + std::max(r.wait, milliseconds{0});
-
-  // Our node from the previous attempt of this acquire (this driver's own QueuePlace).
-  std::unique_ptr<Node> node(static_cast<Node*>(r.place.release()));
+bool Driver::wait_turn(std::unique_ptr<Node>& node, const std::string& dir, const AcquireRequest& r, bool shared,
+                       Clock::time_point until, Clock::time_point* sent) {
   if (node && node->session->dead()) {  // its session expired: the node went with it
     node->gone = true;
     node.reset();
@@ -143,13 +138,13 @@ Attempt Driver::try_acquire(AcquireRequest& r) {
   for (int recreated = 0;; ) {
     std::vector<std::string> children;
     bool listed = false;  // children already read with the create
-    auto sent = Clock::now();
-    if (!node) node = create(pool_->session(r.ttl), dir, r.owner, &children, &listed);
+    *sent = Clock::now();
+    if (!node) node = create(pool_->session(r.ttl), dir, r.owner, shared, &children, &listed);
     const auto s = node->session;
     if (!listed) {
       if (!s->connected() && !s->wait_connected(pool_->connect_timeout) && !s->dead())
         throw UnavailableError("zookeeper: " + pool_->hosts + ": disconnected, and not back within the connect timeout");
-      sent = Clock::now();
+      *sent = Clock::now();
       if (!s->dead()) s->children(dir, &children);
     }
     auto list = contenders(children);
@@ -164,23 +159,145 @@ Attempt Driver::try_acquire(AcquireRequest& r) {
         throw UnavailableError("zookeeper: our lock node under " + dir + " keeps disappearing");
       continue;
     }
-    if (me == list.begin()) {
-      // The session (and so the lock) lasts at least its timeout past the request that
-      // showed us first; the core measures from when it called us, hence the time waited.
-      auto waited = std::chrono::duration_cast<milliseconds>(sent - entered);
-      auto fence = node->czxid;
-      return Attempt{std::make_unique<Held>(std::move(node)), fence, s->timeout() + waited, nullptr};
+    const auto blocking = blocker(list, static_cast<std::size_t>(me - list.begin()));
+    if (blocking == npos) return true;  // a writer first, or a reader with no writer before it
+    if (r.wait.count() <= 0 || Clock::now() >= until) return false;
+    // Watch only the node we wait for (a writer: its predecessor; a reader: the nearest
+    // writer before it): its deletion wakes us and the readers right behind it, nobody else.
+    // If it is already gone the watch is not set and we look again at once.
+    auto predecessor = dir + "/" + list[blocking].node;
+    if (auto token = s->watch(predecessor)) s->wait(predecessor, *token, until);
+  }
+}
+
+Attempt Driver::try_acquire(AcquireRequest& r) {
+  if (r.permits > 1) return try_acquire_permit(r);
+  const std::string dir = pool_->root + "/" + node_name(r.name);
+  const auto entered = Clock::now();
+  const auto until = entered + std::max(r.wait, milliseconds{0});
+  // Our node from the previous attempt of this acquire (this driver's own QueuePlace; the
+  // same mode, since one acquire asks for one).
+  std::unique_ptr<Node> node(static_cast<Node*>(r.place.release()));
+  Clock::time_point sent;
+  if (wait_turn(node, dir, r, r.mode == Mode::shared, until, &sent)) {
+    // The session (and so the lock) lasts at least its timeout past the request that
+    // showed us first; the core measures from when it called us, hence the time waited.
+    auto waited = std::chrono::duration_cast<milliseconds>(sent - entered);
+    auto fence = node->czxid;
+    auto timeout = node->session->timeout();
+    return Attempt{std::make_unique<Held>(std::move(node)), fence, timeout + waited, nullptr};
+  }
+  if (r.wait.count() <= 0) return busy(milliseconds{0});  // a try-lock: our node goes at once
+  auto a = busy(milliseconds{1});                         // the node stays queued for the core's next call
+  a.place = std::move(node);
+  return a;
+}
+
+void Driver::ensure_semaphore(Session& s, const std::string& dir, std::uint32_t permits) {
+  const std::string data = std::to_string(permits);
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    int rc = s.create(dir, data, 0, nullptr, nullptr);
+    if (rc == ZOK) return;
+    if (rc == ZNONODE) {  // the root is missing
+      s.ensure_path(pool_->root);
+      continue;
     }
-    if (r.wait.count() <= 0) return busy(milliseconds{0});  // a try-lock: our node goes at once
-    if (Clock::now() >= until) {  // the node stays queued for the core's next call
-      auto a = busy(milliseconds{1});
-      a.place = std::move(node);
+    if (rc == ZCONNECTIONLOSS) {
+      if (!s.wait_connected(pool_->connect_timeout)) break;
+      continue;  // created or not: the next create says (ZNODEEXISTS then reads our data)
+    }
+    // ZNODEEXISTS: the max_leases stored there must be ours. Data that is not a number is
+    // not a semaphore's (an exclusive lock made the node): ignored, as Kazoo does.
+    std::string stored;
+    if (s.get(dir, &stored, nullptr) == ZNONODE) continue;
+    auto first = stored.find_first_not_of(" \t\n");
+    auto last = stored.find_last_not_of(" \t\n");
+    if (first == std::string::npos) return;
+    auto number = stored.substr(first, last - first + 1);
+    if (number.size() > 9 || !std::all_of(number.begin(), number.end(), [](char c) { return c >= '0' && c <= '9'; }))
+      return;
+    if (std::stoul(number) != permits)
+      throw UsageError("zookeeper: " + dir + " is a semaphore of " + number + " permits, not " + data +
+                       " (Kazoo's Semaphore max_leases is stored there; delete the node to change it)");
+    return;
+  }
+  throw UnavailableError("zookeeper: " + pool_->hosts + ": cannot create the semaphore node " + dir);
+}
+
+std::unique_ptr<Driver::Node> Driver::create_lease(const std::shared_ptr<Session>& s, const std::string& dir,
+                                                   const std::string& owner, std::uint32_t permits) {
+  auto node = std::make_unique<Node>(*this, s);
+  const std::string path = dir + "/" + random_prefix();  // Kazoo's lease: <uuid hex>, no sequence
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    struct Stat st {};
+    int rc = s->create(path, owner, ZOO_EPHEMERAL, &node->path, &st);
+    if (rc == ZOK) {
+      node->czxid = static_cast<std::uint64_t>(st.czxid);
+      return node;
+    }
+    if (rc == ZNONODE) {  // the semaphore node went (deleted by hand): make it again
+      ensure_semaphore(*s, dir, permits);
+      continue;
+    }
+    if (rc != ZCONNECTIONLOSS && rc != ZNODEEXISTS) throw_error(rc, "create " + path);
+    // The create may have happened without its answer reaching us (ZNODEEXISTS: a repeated
+    // create found it): the path is ours alone, so it is ours if it exists.
+    if (!s->wait_connected(pool_->connect_timeout)) {
+      pool_->retire(s);
+      throw UnavailableError("zookeeper: " + pool_->hosts + ": connection lost while creating a lease node");
+    }
+    if (s->exists(path, &st) == ZOK) {
+      node->path = path;
+      node->czxid = static_cast<std::uint64_t>(st.czxid);
+      return node;
+    }
+  }
+  throw UnavailableError("zookeeper: " + pool_->hosts + ": cannot create a lease node under " + dir);
+}
+
+Attempt Driver::try_acquire_permit(AcquireRequest& r) {
+  const std::string dir = pool_->root + "/" + node_name(r.name);
+  const std::string gate_dir = dir + "-" + std::string(lock_marker);  // Kazoo's: path + "-__lock__"
+  const auto entered = Clock::now();
+  const auto until = entered + std::max(r.wait, milliseconds{0});
+  // Our node in the gate's queue from the previous attempt of this acquire.
+  std::unique_ptr<Node> gate(static_cast<Node*>(r.place.release()));
+  if (!gate) ensure_semaphore(*pool_->session(r.ttl), dir, r.permits);
+  Clock::time_point sent;
+  if (!wait_turn(gate, gate_dir, r, false, until, &sent)) {
+    if (r.wait.count() <= 0) return busy(milliseconds{0});
+    auto a = busy(milliseconds{1});
+    a.place = std::move(gate);
+    return a;
+  }
+  // We hold the gate: one contender at a time counts the leases and takes one, so N is
+  // never exceeded, and the gate's queue makes the waiters first come first served. Only
+  // the gate's holder watches the leases (no herd).
+  const auto s = gate->session;
+  for (;;) {
+    std::vector<std::string> leases;
+    std::uint64_t token = 0;
+    sent = Clock::now();
+    if (s->watch_children(dir, &leases, &token) == ZNONODE) {
+      ensure_semaphore(*s, dir, r.permits);
+      continue;
+    }
+    if (leases.size() < r.permits) {
+      s->unwatch(dir);
+      auto lease = create_lease(s, dir, r.owner, r.permits);
+      gate.reset();  // the gate's next contender counts our lease
+      auto waited = std::chrono::duration_cast<milliseconds>(sent - entered);
+      auto fence = lease->czxid;
+      return Attempt{std::make_unique<Held>(std::move(lease)), fence, s->timeout() + waited, nullptr};
+    }
+    if (r.wait.count() <= 0 || Clock::now() >= until || s->dead()) {
+      s->unwatch(dir);
+      if (r.wait.count() <= 0) return busy(milliseconds{0});
+      auto a = busy(milliseconds{1});  // keeps the gate: we are next whenever a lease goes
+      a.place = std::move(gate);
       return a;
     }
-    // Watch only the predecessor: its deletion wakes exactly us. If it is already gone the
-    // watch is not set and we look again at once.
-    auto predecessor = dir + "/" + std::prev(me)->node;
-    if (auto token = s->watch(predecessor)) s->wait(predecessor, *token, until);
+    s->wait(dir, token, until);
   }
 }
 

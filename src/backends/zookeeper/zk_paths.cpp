@@ -106,7 +106,7 @@ std::string lock_name(std::string_view node) {
 
 std::optional<Contender> parse_contender(const std::string& child) {
   // <anything><marker><-?10 digits>, as Kazoo's contender regex.
-  for (std::string_view marker : {std::string_view("__lock__"), std::string_view("__rlock__")}) {
+  for (std::string_view marker : {lock_marker, read_marker}) {
     auto at = child.rfind(marker);
     if (at == std::string::npos) continue;
     std::string_view seq(child);
@@ -116,7 +116,7 @@ std::optional<Contender> parse_contender(const std::string& child) {
     if (seq.size() != 10 || !std::all_of(seq.begin(), seq.end(), [](char c) { return c >= '0' && c <= '9'; }))
       continue;
     std::int64_t n = std::stoll(std::string(seq));
-    return Contender{child, negative ? -n : n};
+    return Contender{child, negative ? -n : n, marker == read_marker};
   }
   return std::nullopt;
 }
@@ -127,6 +127,26 @@ std::vector<Contender> contenders(const std::vector<std::string>& children) {
     if (auto k = parse_contender(c)) v.push_back(*k);
   std::sort(v.begin(), v.end(), [](const Contender& a, const Contender& b) { return a.sequence < b.sequence; });
   return v;
+}
+
+std::size_t blocker(const std::vector<Contender>& list, std::size_t me) {
+  if (me == 0 || me >= list.size()) return npos;
+  if (!list[me].shared) return me - 1;
+  for (std::size_t i = me; i-- > 0;)
+    if (!list[i].shared) return i;
+  return npos;
+}
+
+std::vector<Contender> holders(const std::vector<Contender>& list) {
+  std::vector<Contender> out;
+  for (const auto& c : list) {
+    if (!c.shared) {
+      if (out.empty()) out.push_back(c);
+      break;
+    }
+    out.push_back(c);
+  }
+  return out;
 }
 
 std::string random_prefix() {

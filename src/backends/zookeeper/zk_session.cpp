@@ -287,6 +287,31 @@ std::optional<std::uint64_t> Session::watch(const std::string& path) {
   throw_error(rc, "watch " + path);
 }
 
+int Session::watch_children(const std::string& path, std::vector<std::string>* names, std::uint64_t* token) {
+  check_usable("list " + path);
+  {
+    std::lock_guard lk(mutex_);
+    auto& w = watched_[path];  // registered before the watch is set, so its event is not missed
+    ++w.waiters;
+    *token = w.fired;
+  }
+  struct String_vector v {};
+  int rc = zoo_wget_children(zh_, path.c_str(), &Session::on_event, this, &v);
+  if (rc == ZOK) {
+    names->assign(v.data, v.data + v.count);
+    deallocate_String_vector(&v);
+    return rc;
+  }
+  unwatch(path);
+  if (rc == ZNONODE) return rc;
+  throw_error(rc, "list " + path);
+}
+
+void Session::unwatch(const std::string& path) {
+  std::lock_guard lk(mutex_);
+  unwatch_locked(path);
+}
+
 void Session::wait(const std::string& path, std::uint64_t token, Clock::time_point until) {
   std::unique_lock lk(mutex_);
   auto changes = state_changes_;

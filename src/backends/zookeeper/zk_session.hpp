@@ -65,6 +65,12 @@ class Session {
   // Watches `path` for deletion or change: a token to wait on, or nullopt when the node is
   // already gone (no watch is left behind then).
   std::optional<std::uint64_t> watch(const std::string& path);
+  // Lists the children of `path` and watches them for a change (a child created or deleted):
+  // ZOK with *token to wait on, after which the caller calls wait() or unwatch() once; or
+  // ZNONODE, and no watch is left behind.
+  int watch_children(const std::string& path, std::vector<std::string>* names, std::uint64_t* token);
+  // Gives up waiting on a watch set by watch() or watch_children() without calling wait().
+  void unwatch(const std::string& path);
   // Waits until the watch on `path` set with `token` fired, the connection state changed, or
   // `until`. Spurious returns are allowed; callers re-check.
   void wait(const std::string& path, std::uint64_t token, Clock::time_point until);
