@@ -114,3 +114,13 @@ TEST_CASE("zk::holders: the first writer, or every reader before the first write
   CHECK(held[0].node == list[0].node);
   CHECK(held[1].node == list[1].node);
 }
+
+TEST_CASE("zk::is_lease: a semaphore's lease is 32 hex digits alone, as Kazoo names it", "[zookeeper][shapes]") {
+  CHECK(zk::is_lease("0123456789abcdef0123456789abcdef"));
+  CHECK(zk::is_lease(zk::random_prefix()));
+  CHECK_FALSE(zk::is_lease(zk::random_prefix() + "__lock__0000000001"));
+  CHECK_FALSE(zk::is_lease(zk::random_prefix() + "__rlock__0000000001"));
+  CHECK_FALSE(zk::is_lease("0123456789ABCDEF0123456789ABCDEF"));  // uuid4().hex is lowercase
+  CHECK_FALSE(zk::is_lease("0123456789abcdef0123456789abcde"));
+  CHECK_FALSE(zk::is_lease(""));
+}

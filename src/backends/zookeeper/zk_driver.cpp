@@ -147,6 +147,12 @@ bool Driver::wait_turn(std::unique_ptr<Node>& node, const std::string& dir, cons
       *sent = Clock::now();
       if (!s->dead()) s->children(dir, &children);
     }
+    // A semaphore's leases under the name: it is held as a semaphore, which a lock would not
+    // see (its holders have no contender nodes). A different shape, like a different number
+    // of permits, is an error, not a wait (our node goes as this unwinds).
+    if (std::any_of(children.begin(), children.end(), is_lease))
+      throw UsageError("zookeeper: " + dir + " is held as a semaphore (its leases are there): " +
+                       "take it with the same permits, or not as a lock");
     auto list = contenders(children);
     auto self = basename(node->path);
     auto me = std::find_if(list.begin(), list.end(), [&](const Contender& c) { return c.node == self; });
@@ -281,6 +287,14 @@ Attempt Driver::try_acquire_permit(AcquireRequest& r) {
     if (s->watch_children(dir, &leases, &token) == ZNONODE) {
       ensure_semaphore(*s, dir, r.permits);
       continue;
+    }
+    // Contender nodes of a lock under the name: it is held as a lock (or read/write lock),
+    // whose nodes are not leases. An error, not a wait, as a mismatch of permits is (the
+    // gate's node goes as this unwinds).
+    if (std::any_of(leases.begin(), leases.end(), [](const std::string& c) { return !is_lease(c); })) {
+      s->unwatch(dir);
+      throw UsageError("zookeeper: " + dir + " is held as a lock, not as a semaphore of " +
+                       std::to_string(r.permits) + " permits");
     }
     if (leases.size() < r.permits) {
       s->unwatch(dir);

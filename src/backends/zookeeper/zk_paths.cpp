@@ -129,6 +129,11 @@ std::vector<Contender> contenders(const std::vector<std::string>& children) {
   return v;
 }
 
+bool is_lease(const std::string& child) {
+  return child.size() == 32 &&
+         std::all_of(child.begin(), child.end(), [](char c) { return (c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'); });
+}
+
 std::size_t blocker(const std::vector<Contender>& list, std::size_t me) {
   if (me == 0 || me >= list.size()) return npos;
   if (!list[me].shared) return me - 1;

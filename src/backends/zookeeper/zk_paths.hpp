@@ -45,6 +45,8 @@ struct Contender {
 std::optional<Contender> parse_contender(const std::string& child);
 // The contenders among `children`, in sequence order.
 std::vector<Contender> contenders(const std::vector<std::string>& children);
+// A semaphore's lease: a child named by 32 hex digits alone (Kazoo's uuid4().hex).
+bool is_lease(const std::string& child);
 // Kazoo's read/write rule: the index in `list` (sequence order) of the one contender that
 // list[me] waits for, or npos when list[me] holds. A writer waits for every node before it,
 // so for the one right before it; a reader waits only for writers, so for the nearest writer
