@@ -74,11 +74,14 @@ HangupWatch::~HangupWatch() {
     return;
   }
   {
+    // The wake-up is written under the mutex: the thread closes the eventfd once it has seen
+    // `stop`, which it reads under the mutex, and a napping thread may see it without being
+    // woken; written after, it could go to a closed (or reused) descriptor.
     std::lock_guard lk(state_->mutex);
     state_->stop = true;
+    std::uint64_t one = 1;
+    (void)!::write(state_->wake, &one, sizeof one);
   }
-  std::uint64_t one = 1;
-  (void)!::write(state_->wake, &one, sizeof one);
   // Destroyed from a callback (it dropped the last reference to the Client): the thread ends
   // on its own, holding the state.
   if (thread_.get_id() == std::this_thread::get_id()) thread_.detach();
