@@ -47,6 +47,8 @@ constexpr std::array<std::string_view, static_cast<std::size_t>(Statement::count
     "ping",             "for_update_create", "for_update_try", "for_update_wait",       "fence_next",
     "advisory_try",     "advisory_wait",   "advisory_unlock",  "advisory_wait_bounded",
     "advisory_try_shared", "advisory_wait_shared", "advisory_unlock_shared", "advisory_wait_bounded_shared",
+    "shared_acquire",   "shared_busy",     "shared_renew",     "shared_release",        "shared_release_after",
+    "writer_mark",      "writer_unmark",   "sweep_holders",
     "lock_in",
     "check_in",         "list",
     "sweep",            "sweep_pick",      "sweep_delete",     "force_release",         "migration_lock",
@@ -60,6 +62,8 @@ bool required(const Dialect& d, Statement s) {
     case Statement::advisory_wait_shared:
     case Statement::advisory_unlock_shared:
     case Statement::advisory_wait_bounded_shared:
+    case Statement::shared_acquire:
+    case Statement::shared_busy:
     case Statement::lock_in:
     case Statement::check_in:
     case Statement::migration_lock:
@@ -82,6 +86,13 @@ bool required(const Dialect& d, Statement s) {
     case Statement::sweep_pick:
     case Statement::sweep_delete:
       return !d.offers(Statement::sweep);
+    case Statement::shared_renew:  // the rest of the shapes, once shared_acquire is given
+    case Statement::shared_release:
+    case Statement::shared_release_after:
+    case Statement::writer_mark:
+    case Statement::writer_unmark:
+    case Statement::sweep_holders:
+      return d.offers(Statement::shared_acquire);
     default:
       return true;
   }

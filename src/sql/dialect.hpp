@@ -101,6 +101,27 @@ enum class Statement : std::size_t {
   advisory_unlock_shared,
   advisory_wait_bounded_shared,
 
+  // Optional: read/write locks and semaphores on the lease strategies (docs/ARCHITECTURE.md,
+  // "Lock shapes"). Shared holders (readers: mode 's'; a semaphore's holders: mode 'x') are
+  // rows of ${table}_holders; the name's row in ${table} is owned by ':readers' or
+  // ':semaphore' while they hold, and lasts as long as the latest of them, so every exclusive
+  // acquire is busy behind it with no statement of its own changed. Given, both lease
+  // strategies offer both shapes (SqlBackend::shapes).
+  // (name, owner, mode, permits, ttl_ms) -> fence, remaining: fence > 0 granted; 0 busy for
+  // remaining ms; the asker disagrees about what the name is (a UsageError): -1 a semaphore
+  // of `remaining` permits holds it, -2 readers hold it, -3 an exclusive holder does (asked
+  // for a semaphore). No row: ask shared_busy.
+  shared_acquire,
+  shared_busy,  // optional: (name, owner, mode, permits) -> the same two columns, for no row above
+  shared_renew,          // as renew, for a shared holder's row
+  shared_release,        // as insert_release, for a shared holder's row (and wakes waiters)
+  shared_release_after,  // as release_after, for a shared holder's row
+  // (name, owner, mark_ms): a writer busy behind readers marks the name for mark_ms, and new
+  // readers queue behind it meanwhile (writers preferred); affected 1 when marked.
+  writer_mark,
+  writer_unmark,  // (name, owner): the mark goes (the writer got in, or gave up)
+  sweep_holders,  // (batch): delete up to batch expired holders and marks; affected = deleted
+
   // In the caller's own transaction (sql/in_transaction.hpp), where the dialect offers it:
   // (name, key, wait_ms) -> fence > 0 when held until that transaction ends; 0 busy (held by
   // another transaction or a session lock past wait_ms); -ms busy (a lease, for ms more); no
@@ -113,7 +134,9 @@ enum class Statement : std::size_t {
   check_in,
 
   // Operations on the table.
-  list,  // () -> name, owner, fence, holds, acquired_at_ms, valid_until_ms
+  // () -> name, owner, fence, holds, acquired_at_ms, valid_until_ms[, mode]: every live
+  // holder, mode 'shared' for a reader (where shared holders exist)
+  list,
   // The sweep deletes expired or free rows in batches, each batch a short transaction of its
   // own (SqlBackend::sweep), skipping rows someone holds locked rather than waiting for them.
   // Either one statement per batch:

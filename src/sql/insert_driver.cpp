@@ -5,6 +5,7 @@
 namespace dblock::detail::sqldb {
 
 Attempt InsertDriver::try_acquire(AcquireRequest& r) {
+  if (r.mode == Mode::shared || r.permits > 1) return try_shared(r);
   auto s = pool_.get();
   return upsert(*s, r);
 }

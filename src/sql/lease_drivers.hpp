@@ -15,6 +15,22 @@
 
 namespace dblock::detail::sqldb {
 
+// A shared holder's grant (a reader, a semaphore's holder): its row in ${table}_holders,
+// found again by (name, owner, fence) like an exclusive row, through the shared_* statements.
+class SharedHolders {
+ public:
+  SharedHolders(ConnectionPool& pool, const Dialect& d, std::shared_ptr<Notifier> notifier)
+      : pool_(pool), d_(d), notifier_(std::move(notifier)) {}
+  Renewal renew(const std::string& name, const std::string& owner, std::uint64_t fence, milliseconds ttl, int holds);
+  bool release(const std::string& name, const std::string& owner, std::uint64_t fence);
+  bool release_after(const std::string& name, const std::string& owner, std::uint64_t fence, milliseconds keep);
+
+ private:
+  ConnectionPool& pool_;
+  const Dialect& d_;
+  std::shared_ptr<Notifier> notifier_;
+};
+
 class LeaseDriver : public LockDriver {
  public:
   LeaseDriver(ConnectionPool& pool, const Dialect& d, std::shared_ptr<Notifier> notifier)
@@ -48,18 +64,27 @@ class LeaseDriver : public LockDriver {
   // The insert strategy's upsert (the dialect's insert_acquire): creates the row granted to
   // us, takes over an expired row or a leftover of ours, or answers busy, in one atomic
   // statement.
-  Attempt upsert(Connection& s, const AcquireRequest& r) {
+  Attempt upsert(Connection& s, AcquireRequest& r) {
     auto won = s.run(d_[Statement::insert_acquire], {r.name, r.owner, std::int64_t{r.ttl.count()}});
-    if (won.rows.empty()) return busy(s, r.name);
+    if (won.rows.empty()) return busy(s, r);
     const auto& row = won.rows.front();
-    if (as_int(row[0]) == 0) return Attempt::busy(milliseconds{as_int(row[1])});  // the holder's time
+    if (as_int(row[0]) == 0)  // the holder's time, and where the dialect says so, its name
+      return busy_behind(r, row.size() > 2 ? as_text(row[2]) : std::string(), milliseconds{as_int(row[1])});
     return granted(r, row);
   }
   // Not won: how long the current holder has left, so the waiter sleeps no longer.
-  Attempt busy(Connection& s, const std::string& name) {
-    auto h = s.run(d_[Statement::holder], {name});
-    return Attempt::busy(h.rows.empty() ? milliseconds{0} : milliseconds{as_int(h.rows.front()[1])});
+  Attempt busy(Connection& s, AcquireRequest& r) {
+    auto h = s.run(d_[Statement::holder], {r.name});
+    if (h.rows.empty()) return Attempt::busy(milliseconds{0});
+    return busy_behind(r, as_text(h.rows.front()[0]), milliseconds{as_int(h.rows.front()[1])});
   }
+  // An exclusive acquire found `holder` (an owner; ':readers' or ':semaphore' for shared
+  // holders) in its way for `remaining`: busy, except that a semaphore is refused (a mutex
+  // is one permit: the two disagree about the name), and that a writer which may wait
+  // behind readers marks the name, so that new readers queue behind it (lease_shapes.cpp).
+  Attempt busy_behind(AcquireRequest& r, const std::string& holder, milliseconds remaining);
+  // A read/write lock's shared hold or one of a semaphore's permits (lease_shapes.cpp).
+  Attempt try_shared(AcquireRequest& r);
   // Frees our row with the strategy's release statement and wakes the waiters. Its result
   // when it did, nothing when the row was not ours any more.
   std::optional<Result> free_row(const std::string& sql, const std::string& name, const std::string& owner,
@@ -74,6 +99,7 @@ class LeaseDriver : public LockDriver {
   ConnectionPool& pool_;
   const Dialect& d_;
   std::shared_ptr<Notifier> notifier_;
+  SharedHolders shared_{pool_, d_, notifier_};
 };
 
 class InsertDriver final : public LeaseDriver {

@@ -25,6 +25,7 @@ void OptimisticDriver::leave_hint(const std::string& name, std::int64_t version)
 }
 
 Attempt OptimisticDriver::try_acquire(AcquireRequest& r) {
+  if (r.mode == Mode::shared || r.permits > 1) return try_shared(r);  // the holders table, as insert's
   auto s = pool_.get();
   // Our own last release of the name left this version: try the compare-and-set on it at
   // once, a round trip fewer than reading first (a Client that takes and releases a name in
@@ -50,16 +51,17 @@ Attempt OptimisticDriver::try_acquire(AcquireRequest& r) {
     const auto& row = read.rows.front();
     auto version = as_int(row[1]);
     auto remaining = milliseconds{as_int(row[2])};
-    if (remaining.count() > 0) return as_text(row[0]) == r.owner ? upsert(*s, r) : Attempt::busy(remaining);
+    if (remaining.count() > 0) return as_text(row[0]) == r.owner ? upsert(*s, r) : busy_behind(r, as_text(row[0]), remaining);
     auto won = s->run(d_[Statement::optimistic_take], {r.name, r.owner, std::int64_t{r.ttl.count()}, version});
     if (won.rows.empty()) continue;  // lost the compare-and-set: read again
     const auto& answer = won.rows.front();
     if (as_int(answer[0]) != 0) return granted(r, answer);
     // The dialect said why it lost (see Dialect::optimistic_take): a holder, or a rival
     // taking it now, is busy; only a row that is free for nobody is worth reading again.
-    if (auto left = as_int(answer[1]); left >= 0) return Attempt::busy(milliseconds{left});
+    if (auto left = as_int(answer[1]); left >= 0)
+      return busy_behind(r, answer.size() > 2 ? as_text(answer[2]) : std::string(), milliseconds{left});
   }
-  return busy(*s, r.name);
+  return busy(*s, r);
 }
 
 bool OptimisticDriver::release(const std::string& name, const std::string& owner, std::uint64_t fence) {

@@ -89,9 +89,22 @@ std::size_t SqlBackend::sweep(std::size_t batch) {
         }
       }
     }  // the session is back in the pool during the pause
-    if (found < batch) return total;
+    if (found < batch) break;
     if (d_.sweep_pause.count() > 0) std::this_thread::sleep_for(d_.sweep_pause);
   }
+  // Shared holders and writers' marks past their time (the name's own row, once it expires,
+  // went above; its holders with it where the dialect's trigger says so).
+  while (d_.offers(Statement::sweep_holders)) {
+    std::size_t deleted = 0;
+    {
+      auto s = pool_.get();
+      deleted = static_cast<std::size_t>(s->run(d_[Statement::sweep_holders], {limit}).affected);
+    }
+    total += deleted;
+    if (deleted < batch) break;
+    if (d_.sweep_pause.count() > 0) std::this_thread::sleep_for(d_.sweep_pause);
+  }
+  return total;
 }
 
 std::vector<LeaseInfo> SqlBackend::list() {
@@ -106,6 +119,7 @@ std::vector<LeaseInfo> SqlBackend::list() {
     info.holds = static_cast<std::uint32_t>(as_int(row[3]));
     info.acquired_at = std::chrono::system_clock::time_point(milliseconds{as_int(row[4])});
     info.expires_at = std::chrono::system_clock::time_point(milliseconds{as_int(row[5])});
+    if (row.size() > 6 && as_text(row[6]) == "shared") info.mode = Mode::shared;
     out.push_back(std::move(info));
   }
   return out;

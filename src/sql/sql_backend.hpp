@@ -22,7 +22,9 @@ class SqlBackend : public Backend {
   std::string_view name() const noexcept override { return raw_.name; }
   std::vector<Strategy> strategies() const override { return raw_.strategies; }
   Shapes shapes(Strategy strategy) const override {
-    return {strategy == Strategy::advisory && d_.offers(Statement::advisory_try_shared), false};
+    const bool lease = strategy == Strategy::insert || strategy == Strategy::optimistic;
+    const bool holders = lease && d_.offers(Statement::shared_acquire);
+    return {holders || (strategy == Strategy::advisory && d_.offers(Statement::advisory_try_shared)), holders};
   }
   std::unique_ptr<LockDriver> make_driver(Strategy strategy) override;
   std::vector<std::string> migrate() override;

@@ -31,6 +31,8 @@ namespace dblock::test {
 //                   there is nothing for sweep() to do and it returns 0
 struct SqliteFixture {
   static constexpr bool lease_based = true;
+  static constexpr bool offers_shared = true;     // rows of the holders table (migration V3)
+  static constexpr bool offers_semaphore = true;
   TempDir dir;
   Namespace make() const { return Namespace{"sqlite:" + dir.path() + "/locks.db", ClientOptions{}}; }
   void steal(Client& c, const std::string& name) const { REQUIRE(c.force_release(name)); }
@@ -70,8 +72,15 @@ struct ServerSessionFixture : ServerFixture<S> {
   }
 
 #ifdef DBLOCK_TEST_POSTGRESQL
-DBLOCK_SERVER_FIXTURE(PgInsert, ServerLeaseFixture, postgresql, insert);
-DBLOCK_SERVER_FIXTURE(PgOptimistic, ServerLeaseFixture, postgresql, optimistic);
+// The lease strategies keep readers and a semaphore's holders in the holders table (V3).
+template <Strategy S>
+struct PgLease : ServerLeaseFixture<ScratchTable::Server::postgresql> {
+  static constexpr Strategy strategy = S;
+  static constexpr bool offers_shared = true;
+  static constexpr bool offers_semaphore = true;
+};
+struct PgInsert : PgLease<Strategy::insert> {};
+struct PgOptimistic : PgLease<Strategy::optimistic> {};
 DBLOCK_SERVER_FIXTURE(PgForUpdate, ServerSessionFixture, postgresql, for_update);
 struct PgAdvisory : ServerSessionFixture<ScratchTable::Server::postgresql> {
   static constexpr Strategy strategy = Strategy::advisory;

@@ -1,4 +1,5 @@
 // What only the SQLite backend promises (its URL forms, file checks, auto-migration).
+#include <SQLiteCpp/SQLiteCpp.h>
 #include <catch2/catch.hpp>
 #include <atomic>
 #include <filesystem>
@@ -50,9 +51,31 @@ TEST_CASE("sqlite: without auto-migration a missing table names dblock migrate",
   auto c = dblock::Client::open(url);
   CHECK_THROWS_AS(c->lock("x").try_acquire(), dblock::SchemaError);
   CHECK_THROWS_WITH(c->list(), Catch::Contains("dblock migrate"));
-  CHECK(c->migrate() == std::vector<std::string>{"V1__create_dblock_locks.sql", "V2__in_transaction.sql"});
+  CHECK(c->migrate() ==
+        std::vector<std::string>{"V1__create_dblock_locks.sql", "V2__in_transaction.sql", "V3__shared_holders.sql"});
   CHECK(c->migrate().empty());
   CHECK(c->lock("x").try_acquire());
+}
+
+TEST_CASE("sqlite: V3 (shared holders) upgrades a table in place, keeping held locks", "[sqlite]") {
+  dblock::test::TempDir dir;
+  auto url = "sqlite:" + dir.path() + "/l.db";
+  auto c = dblock::Client::open(url);
+  auto held = c->lock("held").try_acquire();
+  REQUIRE(held);
+  {  // back to the schema before V3, as a table made by an earlier release has it
+    SQLite::Database db(dir.path() + "/l.db", SQLite::OPEN_READWRITE);
+    db.exec("DROP TABLE dblock_locks_holders; DROP TRIGGER dblock_locks_shared_on_delete; "
+            "DELETE FROM dblock_locks_schema_history WHERE version = '3'");
+  }
+  CHECK(c->migrate() == std::vector<std::string>{"V3__shared_holders.sql"});
+  auto other = dblock::Client::open(url);
+  CHECK_FALSE(other->lock("held").try_acquire());  // still held
+  const auto fence = held->fence();
+  held->release();
+  auto reader = other->lock("held").try_acquire_shared();
+  REQUIRE(reader);
+  CHECK(reader->fence() > fence);
 }
 
 TEST_CASE("sqlite: separate tables are separate lock spaces", "[sqlite]") {

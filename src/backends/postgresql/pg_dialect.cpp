@@ -50,8 +50,9 @@ const Dialect& postgresql_dialect() {
     //   next release.
     // - An owner taking over its own leftover waits for that lock instead (an attempt holds
     //   it for one statement), so that it never fails because someone else just tried.
-    // - A busy answer carries the holder's time left, from the same snapshot, so a waiter's
-    //   attempt is one round trip.
+    // - A busy answer carries the holder's time left and name, from the same snapshot, so a
+    //   waiter's attempt is one round trip (a writer behind readers learns it so, and marks
+    //   the name: "Lock shapes").
     d[S::insert_acquire] =
         "WITH won AS (INSERT INTO ${table} AS t (name, owner, fence, holds, acquired_at, valid_until, version) "
         "SELECT $1, $2, nextval('${table}_fence'), 1, ${now_ms}, ${now_ms} + $3::bigint, 1 "
@@ -64,8 +65,9 @@ const Dialect& postgresql_dialect() {
         "valid_until = EXCLUDED.valid_until, owner = EXCLUDED.owner, version = t.version + 1 "
         "WHERE t.valid_until <= ${now_ms} OR (t.owner = EXCLUDED.owner AND t.holds > 0) "
         "RETURNING fence, valid_until - ${now_ms} AS remaining) "
-        "SELECT fence, remaining FROM won UNION ALL "
-        "SELECT 0, COALESCE((SELECT valid_until - ${now_ms} FROM ${table} WHERE name = $1), 0) "
+        "SELECT fence, remaining, '' FROM won UNION ALL "
+        "SELECT 0, COALESCE(busy.valid_until - ${now_ms}, 0), COALESCE(busy.owner, '') "
+        "FROM (SELECT 1) AS one LEFT JOIN ${table} AS busy ON busy.name = $1 "
         "WHERE NOT EXISTS (SELECT 1 FROM won)";
     d[S::insert_release] =
         "WITH gone AS (DELETE FROM ${table} WHERE name = $1 AND owner = $2 AND fence = $3::bigint "
@@ -91,10 +93,10 @@ const Dialect& postgresql_dialect() {
         "WHERE name = $1 AND CASE WHEN version = $4::bigint AND valid_until <= ${now_ms} "
         "THEN pg_try_advisory_xact_lock(hashtextextended('${table}:' || $1, 0)) ELSE false END "
         "RETURNING fence, valid_until - ${now_ms} AS remaining) "
-        "SELECT fence, remaining FROM won UNION ALL "
-        "SELECT 0, CASE WHEN (SELECT valid_until FROM ${table} WHERE name = $1) > ${now_ms} "
-        "THEN (SELECT valid_until FROM ${table} WHERE name = $1) - ${now_ms} "
-        "WHEN pg_try_advisory_xact_lock(hashtextextended('${table}:' || $1, 0)) THEN -1 ELSE 0 END "
+        "SELECT fence, remaining, '' FROM won UNION ALL "
+        "SELECT 0, CASE WHEN busy.valid_until > ${now_ms} THEN busy.valid_until - ${now_ms} "
+        "WHEN pg_try_advisory_xact_lock(hashtextextended('${table}:' || $1, 0)) THEN -1 ELSE 0 END, "
+        "COALESCE(busy.owner, '') FROM (SELECT 1) AS one LEFT JOIN ${table} AS busy ON busy.name = $1 "
         "WHERE NOT EXISTS (SELECT 1 FROM won)";
     d[S::optimistic_release] =
         "WITH freed AS (UPDATE ${table} SET owner = '', holds = 0, valid_until = 0, version = version + 1 "
@@ -144,6 +146,40 @@ const Dialect& postgresql_dialect() {
         "SELECT nextval('${table}_fence') FROM (SELECT pg_advisory_lock_shared($1::bigint) FROM "
         "(SELECT set_config('lock_timeout', $2::bigint || 'ms', true)) AS bounded) AS locked";
 
+    // Read/write locks and semaphores (migration V3): the grant and the release lock the
+    // name's row first and then read in fresh snapshots, which takes a function; renewals
+    // and the rest are single statements that touch the name's row first, so they queue
+    // behind a grant or release under way instead of reading around it.
+    d[S::shared_acquire] = "SELECT fence, remaining FROM ${table}_acquire_shared($1, $2, $3, $4::integer, $5::bigint)";
+    const std::string holder_live =
+        "EXISTS (SELECT 1 FROM ${table}_holders AS h WHERE h.name = $1 AND h.owner = $2 AND h.fence = $3::bigint "
+        "AND h.mode <> 'w' AND h.valid_until > ${now_ms})";
+    d[S::shared_renew] =
+        "WITH named AS (UPDATE ${table} AS t SET valid_until = GREATEST(t.valid_until, ${now_ms} + $4::bigint), "
+        "version = t.version + 1 WHERE t.name = $1 AND t.owner LIKE ':%' AND t.valid_until > ${now_ms} AND " +
+        holder_live + " RETURNING 1) "
+        "UPDATE ${table}_holders AS h SET valid_until = GREATEST(h.valid_until, ${now_ms} + $4::bigint), "
+        "holds = $5::integer WHERE h.name = $1 AND h.owner = $2 AND h.fence = $3::bigint AND h.mode <> 'w' "
+        "AND EXISTS (SELECT 1 FROM named) RETURNING h.valid_until - ${now_ms}";
+    d[S::shared_release] = "SELECT 1 FROM ${table}_release_shared($1, $2, $3::bigint) AS freed WHERE freed";
+    d[S::shared_release_after] =
+        "WITH named AS (UPDATE ${table} AS t SET valid_until = GREATEST(t.valid_until, ${now_ms} + $4::bigint), "
+        "version = t.version + 1 WHERE t.name = $1 AND t.owner LIKE ':%' AND t.valid_until > ${now_ms} AND " +
+        holder_live + " RETURNING 1) "
+        "UPDATE ${table}_holders AS h SET valid_until = ${now_ms} + $4::bigint, holds = 0 "
+        "WHERE h.name = $1 AND h.owner = $2 AND h.fence = $3::bigint AND h.mode <> 'w' "
+        "AND EXISTS (SELECT 1 FROM named)";
+    d[S::writer_mark] =
+        "INSERT INTO ${table}_holders AS h (name, owner, mode, permits, fence, holds, acquired_at, valid_until) "
+        "SELECT $1, $2, 'w', 0, 0, 0, ${now_ms}, ${now_ms} + $3::bigint WHERE EXISTS (SELECT 1 FROM ${table} AS t "
+        "WHERE t.name = $1 AND t.owner = ':readers' AND t.valid_until > ${now_ms}) "
+        "ON CONFLICT (name, owner) DO UPDATE SET mode = 'w', permits = 0, fence = 0, holds = 0, "
+        "valid_until = EXCLUDED.valid_until";
+    d[S::writer_unmark] = "DELETE FROM ${table}_holders WHERE name = $1 AND owner = $2 AND mode = 'w'";
+    d[S::sweep_holders] =
+        "DELETE FROM ${table}_holders WHERE (name, owner) = ANY(ARRAY(SELECT (name, owner) FROM ${table}_holders "
+        "WHERE valid_until <= ${now_ms} LIMIT $1::bigint FOR UPDATE SKIP LOCKED))";
+
     // A function of migration V2: each attempt is one round trip, and a busy one leaves the
     // caller's transaction usable (the function's exception block is a subtransaction).
     d[S::lock_in] = "SELECT ${table}_lock_in($1, $2::bigint, $3::bigint)";
@@ -154,8 +190,12 @@ const Dialect& postgresql_dialect() {
         "AND valid_until > (extract(epoch from clock_timestamp()) * 1000)::bigint FOR SHARE";
 
     d[S::list] =
-        "SELECT name, owner, fence, holds, acquired_at, valid_until FROM ${table} "
-        "WHERE valid_until > ${now_ms} ORDER BY name";
+        "SELECT name, owner, fence, holds, acquired_at, valid_until, 'exclusive' FROM ${table} "
+        "WHERE valid_until > ${now_ms} AND owner NOT LIKE ':%' UNION ALL "
+        "SELECT h.name, h.owner, h.fence, h.holds, h.acquired_at, h.valid_until, "
+        "CASE h.mode WHEN 's' THEN 'shared' ELSE 'exclusive' END FROM ${table}_holders AS h JOIN ${table} AS t "
+        "ON t.name = h.name AND t.owner LIKE ':%' AND t.valid_until > ${now_ms} "
+        "WHERE h.mode <> 'w' AND h.valid_until > ${now_ms} ORDER BY 1, 3";
     // SKIP LOCKED: a row being taken over right now is not worth waiting for. The picked names
     // go through ARRAY(...), an InitPlan run once, so the DELETE finds them by primary key:
     // written `name IN (SELECT ...)` the planner hash-joined the subquery with a sequential
@@ -165,13 +205,16 @@ const Dialect& postgresql_dialect() {
         "DELETE FROM ${table} WHERE name = ANY(ARRAY(SELECT name FROM ${table} WHERE valid_until <= ${now_ms} "
         "LIMIT $1::bigint FOR UPDATE SKIP LOCKED))";
     d[S::force_release] =
-        "WITH gone AS (DELETE FROM ${table} WHERE name = $1 AND valid_until > ${now_ms} RETURNING name) " + notify +
+        "WITH holders AS (DELETE FROM ${table}_holders WHERE name = $1), "
+        "gone AS (DELETE FROM ${table} WHERE name = $1 AND valid_until > ${now_ms} RETURNING name) " + notify +
         "gone";
 
     d[S::migration_lock] = "SELECT pg_advisory_xact_lock(hashtext('dblock migrate ${table}'))";
     d[S::drop_schema] =
-        "DROP TABLE IF EXISTS ${table}, ${table}_schema_history; DROP SEQUENCE IF EXISTS ${table}_fence; "
-        "DROP FUNCTION IF EXISTS ${table}_lock_in(text, bigint, bigint), ${table}_check(text, bigint)";
+        "DROP TABLE IF EXISTS ${table}, ${table}_holders, ${table}_schema_history; "
+        "DROP SEQUENCE IF EXISTS ${table}_fence; "
+        "DROP FUNCTION IF EXISTS ${table}_lock_in(text, bigint, bigint), ${table}_check(text, bigint), "
+        "${table}_acquire_shared(text, text, text, integer, bigint), ${table}_release_shared(text, text, bigint)";
     d[S::history_create] =
         "CREATE TABLE IF NOT EXISTS ${table}_schema_history ("
         "installed_rank integer NOT NULL PRIMARY KEY, version varchar(50), description varchar(200) NOT NULL, "

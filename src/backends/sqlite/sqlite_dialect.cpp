@@ -45,8 +45,12 @@ const Dialect& sqlite_dialect() {
         "WHERE name = ?1 AND owner = ?2 AND fence = ?3 RETURNING version";
 
     d[S::list] =
-        "SELECT name, owner, fence, holds, acquired_at, valid_until FROM ${table} "
-        "WHERE valid_until > ${now_ms} ORDER BY name";
+        "SELECT name, owner, fence, holds, acquired_at, valid_until, 'exclusive' FROM ${table} "
+        "WHERE valid_until > ${now_ms} AND owner NOT LIKE ':%' UNION ALL "
+        "SELECT h.name, h.owner, h.fence, h.holds, h.acquired_at, h.valid_until, "
+        "CASE h.mode WHEN 's' THEN 'shared' ELSE 'exclusive' END FROM ${table}_holders AS h JOIN ${table} AS t "
+        "ON t.name = h.name AND t.owner LIKE ':%' AND t.valid_until > ${now_ms} "
+        "WHERE h.mode <> 'w' AND h.valid_until > ${now_ms} ORDER BY 1, 3";
     d[S::sweep] =
         "DELETE FROM ${table} WHERE name IN "
         "(SELECT name FROM ${table} WHERE valid_until <= ${now_ms} LIMIT ?1)";
@@ -58,6 +62,51 @@ const Dialect& sqlite_dialect() {
     // in next (the measurements behind both numbers: docs/ARCHITECTURE.md, "Sweeping").
     d.sweep_batch_max = 500;
     d.sweep_pause = std::chrono::milliseconds(10);
+
+    // Read/write locks and semaphores (migration V3): one statement each, whose triggers
+    // keep the name's row in step (one writer at a time: nothing can come between them).
+    // A grant: no live exclusive holder, no live holder that disagrees about the name's
+    // shape, for a reader no writer's mark, for a semaphore fewer than N others; the owner's
+    // own leftover is replaced. No row: shared_busy says why.
+    const std::string live = "valid_until > ${now_ms}";
+    d[S::shared_acquire] =
+        "INSERT INTO ${table}_holders AS h (name, owner, mode, permits, fence, holds, acquired_at, valid_until) "
+        "SELECT ?1, ?2, ?3, ?4, (SELECT value + 1 FROM ${table}_fence), 1, ${now_ms}, ${now_ms} + ?5 "
+        "WHERE NOT EXISTS (SELECT 1 FROM ${table} WHERE name = ?1 AND owner NOT LIKE ':%' AND " + live + ") "
+        "AND NOT EXISTS (SELECT 1 FROM ${table}_holders WHERE name = ?1 AND owner <> ?2 AND " + live +
+        " AND (mode = 'w' AND ?3 = 's' OR mode <> 'w' AND (mode <> ?3 OR permits <> ?4))) "
+        "AND (?3 = 's' OR (SELECT count(*) FROM ${table}_holders WHERE name = ?1 AND owner <> ?2 AND mode = 'x' "
+        "AND " + live + ") < ?4) "
+        "ON CONFLICT (name, owner) DO UPDATE SET mode = excluded.mode, permits = excluded.permits, "
+        "fence = excluded.fence, holds = 1, acquired_at = excluded.acquired_at, valid_until = excluded.valid_until "
+        "RETURNING fence, valid_until - ${now_ms}";
+    d[S::shared_busy] =
+        "SELECT code, remaining FROM ("
+        "SELECT 1 AS k, CASE WHEN ?3 = 'x' THEN -3 ELSE 0 END AS code, valid_until - ${now_ms} AS remaining "
+        "FROM ${table} WHERE name = ?1 AND owner NOT LIKE ':%' AND " + live + " UNION ALL "
+        "SELECT 2, CASE mode WHEN 'x' THEN -1 ELSE -2 END, permits FROM ${table}_holders WHERE name = ?1 "
+        "AND owner <> ?2 AND mode <> 'w' AND " + live + " AND (mode <> ?3 OR permits <> ?4) UNION ALL "
+        "SELECT 3, 0, min(valid_until) - ${now_ms} FROM ${table}_holders WHERE name = ?1 AND owner <> ?2 "
+        "AND " + live + " AND (mode = 'w' AND ?3 = 's' OR mode = 'x' AND ?3 = 'x') "
+        "HAVING count(*) > 0 UNION ALL SELECT 4, 0, 0) ORDER BY k LIMIT 1";
+    d[S::shared_renew] =
+        "UPDATE ${table}_holders SET valid_until = MAX(valid_until, ${now_ms} + ?4), holds = ?5 "
+        "WHERE name = ?1 AND owner = ?2 AND fence = ?3 AND mode <> 'w' AND " + live +
+        " RETURNING valid_until - ${now_ms}";
+    d[S::shared_release] = "DELETE FROM ${table}_holders WHERE name = ?1 AND owner = ?2 AND fence = ?3 AND mode <> 'w'";
+    d[S::shared_release_after] =
+        "UPDATE ${table}_holders SET valid_until = ${now_ms} + ?4, holds = 0 "
+        "WHERE name = ?1 AND owner = ?2 AND fence = ?3 AND mode <> 'w' AND " + live;
+    d[S::writer_mark] =
+        "INSERT INTO ${table}_holders AS h (name, owner, mode, permits, fence, holds, acquired_at, valid_until) "
+        "SELECT ?1, ?2, 'w', 0, 0, 0, ${now_ms}, ${now_ms} + ?3 WHERE EXISTS (SELECT 1 FROM ${table} "
+        "WHERE name = ?1 AND owner = ':readers' AND " + live + ") "
+        "ON CONFLICT (name, owner) DO UPDATE SET mode = 'w', permits = 0, fence = 0, holds = 0, "
+        "valid_until = excluded.valid_until";
+    d[S::writer_unmark] = "DELETE FROM ${table}_holders WHERE name = ?1 AND owner = ?2 AND mode = 'w'";
+    d[S::sweep_holders] =
+        "DELETE FROM ${table}_holders WHERE rowid IN "
+        "(SELECT rowid FROM ${table}_holders WHERE valid_until <= ${now_ms} LIMIT ?1)";
 
     // In the caller's write transaction (dblock/sqlite.hpp), which keeps every other writer
     // out until it ends: the lock is that transaction itself, given a fence unless a lease
@@ -74,7 +123,7 @@ const Dialect& sqlite_dialect() {
         "RETURNING fence";
 
     d[S::drop_schema] =
-        "DROP TABLE IF EXISTS ${table}; DROP TABLE IF EXISTS ${table}_fence; DROP TABLE IF EXISTS ${table}_schema_history; "
+        "DROP TABLE IF EXISTS ${table}; DROP TABLE IF EXISTS ${table}_holders; DROP TABLE IF EXISTS ${table}_fence; DROP TABLE IF EXISTS ${table}_schema_history; "
         "DROP TABLE IF EXISTS ${table}_check";
     d[S::history_create] =
         "CREATE TABLE IF NOT EXISTS ${table}_schema_history ("

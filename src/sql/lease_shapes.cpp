@@ -1,0 +1,115 @@
+// Read/write locks and semaphores on the SQL lease strategies (docs/ARCHITECTURE.md, "Lock
+// shapes"): shared holders are rows of ${table}_holders, and the name's own row, owned by
+// ':readers' or ':semaphore' while they hold, keeps every exclusive acquire out. The dialect's
+// shared_* statements do the work; this is the part both lease strategies share.
+#include "sql/lease_drivers.hpp"
+
+#include <algorithm>
+
+namespace dblock::detail::sqldb {
+
+namespace {
+
+constexpr std::string_view readers_row = ":readers";
+constexpr std::string_view semaphore_row = ":semaphore";
+// How long a waiting writer's mark keeps new readers out; each attempt renews it, so a
+// writer that gives up without taking it back (a crash) delays readers by this much at most.
+constexpr milliseconds mark_for{3000};
+
+std::string asked(const AcquireRequest& r) {
+  if (r.mode == Mode::shared) return "a read/write lock's reader";
+  if (r.permits > 1) return "a semaphore of " + std::to_string(r.permits) + " permits";
+  return "a mutex or a read/write lock's writer";
+}
+
+// The name's shape as another acquirer left it, and what this one asks: a usage error,
+// since the two programs disagree about what the name is (waiting could never end).
+[[noreturn]] void disagree(const AcquireRequest& r, const std::string& held) {
+  throw UsageError("lock '" + r.name + "' is held as " + held + ", not as " + asked(r) +
+                   ": every acquirer of a name must ask for the same shape");
+}
+
+// A writer's mark, kept between the attempts of one acquire; it goes when the acquire ends,
+// granted or not (the core drops its QueuePlace then), so that readers wait for no one.
+class WriterMark final : public QueuePlace {
+ public:
+  WriterMark(ConnectionPool& pool, const Dialect& d, std::string name, std::string owner)
+      : pool_(pool), d_(d), name_(std::move(name)), owner_(std::move(owner)) {}
+  ~WriterMark() override {
+    try {
+      auto s = pool_.get();
+      s->run(d_[Statement::writer_unmark], {name_, owner_});
+    } catch (...) {
+      // Unreachable: the mark ends by itself within mark_for.
+    }
+  }
+
+ private:
+  ConnectionPool& pool_;
+  const Dialect& d_;
+  const std::string name_, owner_;
+};
+
+}  // namespace
+
+Attempt LeaseDriver::busy_behind(AcquireRequest& r, const std::string& holder, milliseconds remaining) {
+  if (remaining <= milliseconds{0}) return Attempt::busy(remaining);  // a row nobody holds: no shape to meet
+  if (holder == semaphore_row) disagree(r, "a semaphore");
+  if (holder != readers_row || !d_.offers(Statement::writer_mark) || r.wait <= milliseconds{0})
+    return Attempt::busy(remaining);
+  // Writers preferred: new readers queue behind the mark. The writer comes back (woken by
+  // the last reader's release, or at half the mark) and renews it before it ends.
+  const auto mark = std::min(mark_for, r.wait);
+  {
+    auto s = pool_.get();
+    s->run(d_[Statement::writer_mark], {r.name, r.owner, std::int64_t{mark.count()}});
+  }
+  if (!r.place) r.place = std::make_unique<WriterMark>(pool_, d_, r.name, r.owner);
+  Attempt a = Attempt::busy(std::min(remaining, mark / 2));
+  a.place = std::move(r.place);
+  return a;
+}
+
+Attempt LeaseDriver::try_shared(AcquireRequest& r) {
+  const std::string mode = r.mode == Mode::shared ? "s" : "x";
+  const auto permits = static_cast<std::int64_t>(r.mode == Mode::shared ? 1 : r.permits);
+  auto s = pool_.get();
+  auto won = s->run(d_[Statement::shared_acquire], {r.name, r.owner, mode, permits, std::int64_t{r.ttl.count()}});
+  if (won.rows.empty()) won = s->run(d_[Statement::shared_busy], {r.name, r.owner, mode, permits});
+  const auto& row = won.rows.at(0);
+  const auto fence = as_int(row[0]);
+  const auto n = as_int(row[1]);
+  if (fence > 0) {
+    return Attempt{std::make_unique<KeyedGrant<SharedHolders>>(shared_, r.name, r.owner, static_cast<std::uint64_t>(fence)),
+                   static_cast<std::uint64_t>(fence), milliseconds{n}, nullptr};
+  }
+  if (fence == -1) disagree(r, "a semaphore of " + std::to_string(n) + " permits");
+  if (fence == -2) disagree(r, "a read/write lock's readers");
+  if (fence == -3) disagree(r, "a mutex or a read/write lock's writer");
+  return Attempt::busy(milliseconds{std::max<std::int64_t>(n, 0)});
+}
+
+Renewal SharedHolders::renew(const std::string& name, const std::string& owner, std::uint64_t fence, milliseconds ttl,
+                             int holds) {
+  auto s = pool_.get();
+  auto r = s->run(d_[Statement::shared_renew], {name, owner, static_cast<std::int64_t>(fence),
+                                                std::int64_t{ttl.count()}, std::int64_t{holds}});
+  if (r.rows.empty()) return Renewal{false, milliseconds{0}};
+  return Renewal{true, milliseconds{as_int(r.rows.front()[0])}};
+}
+
+bool SharedHolders::release(const std::string& name, const std::string& owner, std::uint64_t fence) {
+  auto s = pool_.get();
+  if (s->run(d_[Statement::shared_release], {name, owner, static_cast<std::int64_t>(fence)}).affected != 1) return false;
+  if (notifier_) notifier_->released(name);
+  return true;
+}
+
+bool SharedHolders::release_after(const std::string& name, const std::string& owner, std::uint64_t fence,
+                                  milliseconds keep) {
+  auto s = pool_.get();
+  return s->run(d_[Statement::shared_release_after], {name, owner, static_cast<std::int64_t>(fence),
+                                                      std::int64_t{keep.count()}}).affected == 1;
+}
+
+}  // namespace dblock::detail::sqldb
