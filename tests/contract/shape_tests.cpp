@@ -306,3 +306,33 @@ CONTRACT_TEST("a semaphore has at most N holders, each with a fence above every 
   go = true;
   for (auto& t : threads) t.join();
 }
+
+CONTRACT_TEST("a writer that gives up leaves the readers free", "[contract][shapes]", DBLOCK_CONTRACT_FIXTURES) {
+  // Redis keeps a given-up writer's mark until it ends (at most 3 s: docs/ARCHITECTURE.md,
+  // "Lock shapes"), since its mark is a field the waiter cannot take back on its way out.
+  if (!f.offers_shared || f.strategy == dblock::Strategy::redis) return;
+  auto ns = f.make();
+  auto a = ns.open(), b = ns.open(), w = ns.open();
+  auto reader = a->lock("doc", opts(f)).try_acquire_shared();
+  REQUIRE(reader);
+  CHECK_FALSE(w->lock("doc", opts(f)).try_acquire(500ms));  // waited behind the reader, then gave up
+  CHECK(b->lock("doc", opts(f)).try_acquire_shared());      // at once: nobody waits any more
+}
+
+CONTRACT_TEST("a shared holder that is not renewed expires, frees its share and is swept", "[contract][shapes]",
+              DBLOCK_CONTRACT_FIXTURES) {
+  if (!f.offers_shared || !f.lease_based) return;
+  auto ns = f.make();
+  auto a = ns.open(), w = ns.open();
+  auto o = opts(f);
+  o.ttl = 1s;
+  o.auto_renew = false;
+  auto reader = a->lock("doc", o).try_acquire_shared();
+  REQUIRE(reader);
+  auto writer = w->lock("doc", opts(f)).try_acquire(10s);  // once the reader's lease ended
+  REQUIRE(writer);
+  CHECK(writer->fence() > reader->fence());
+  writer->release();
+  if (!f.server_expires) CHECK(w->sweep() >= 1);  // the expired reader's row, or the name's with it
+  CHECK(w->list().empty());
+}
