@@ -1,11 +1,12 @@
 -- Read/write locks and semaphores on the lease strategies (insert, optimistic): docs/
 -- ARCHITECTURE.md, "Lock shapes". A name held by shared holders (a read/write lock's readers,
 -- or a semaphore's holders) keeps its one row in ${table}, owned by ':readers' or ':semaphore'
--- (real owners never begin with ':'), whose valid_until is never before any live holder's. Every exclusive
--- acquire meets that row and is busy until it ends, exactly as behind an exclusive holder, so
--- the exclusive statements need nothing new; and every shaped grant and release locks that
--- row first, which orders them with each other and with the exclusive ones. The holders are
--- rows of ${table}_holders. Held locks are untouched by this migration.
+-- (real owners never begin with ':'), whose valid_until is never before any live holder's,
+-- with holds 0 (so ${table}_check, which wants holds > 0, never takes it for a grant).
+-- Every exclusive acquire meets that row and is busy until it ends, exactly as behind an
+-- exclusive holder, so the exclusive statements need nothing new; and every shaped grant and
+-- release locks that row first, which orders them with each other and with the exclusive
+-- ones. The holders are rows of ${table}_holders. Held locks are untouched by this migration.
 
 CREATE TABLE ${table}_holders (
     name        text COLLATE "C" NOT NULL,
@@ -101,7 +102,7 @@ BEGIN
     UPDATE ${table} AS t SET
         acquired_at = CASE WHEN row_owner LIKE ':%' AND row_until > now_ms THEN t.acquired_at ELSE now_ms END,
         valid_until = GREATEST(CASE WHEN row_owner LIKE ':%' THEN row_until ELSE 0 END, now_ms + ttl_ms),
-        owner = summary, fence = granted, holds = live + 1, version = t.version + 1
+        owner = summary, fence = granted, holds = 0, version = t.version + 1
         WHERE t.name = lock_name;
     fence := granted;
     remaining := ttl_ms;
@@ -125,8 +126,6 @@ BEGIN
     END IF;
     UPDATE ${table} AS t SET valid_until = COALESCE((SELECT max(h.valid_until) FROM ${table}_holders AS h
             WHERE h.name = lock_name AND h.mode <> 'w' AND h.valid_until > now_ms), 0),
-        holds = (SELECT count(*) FROM ${table}_holders AS h
-            WHERE h.name = lock_name AND h.mode <> 'w' AND h.valid_until > now_ms),
         version = t.version + 1
         WHERE t.name = lock_name AND t.owner LIKE ':%';
     PERFORM pg_notify('dblock_${table}', lock_name), set_config('synchronous_commit', 'off', true);

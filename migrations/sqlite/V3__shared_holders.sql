@@ -1,7 +1,8 @@
 -- Read/write locks and semaphores on the lease strategies (insert, optimistic): docs/
 -- ARCHITECTURE.md, "Lock shapes". A name held by shared holders (a read/write lock's readers,
 -- or a semaphore's holders) keeps its one row in ${table}, owned by ':readers' or ':semaphore'
--- (real owners never begin with ':'), whose valid_until is never before any live holder's.
+-- (real owners never begin with ':'), whose valid_until is never before any live holder's,
+-- with holds 0 (so the in-transaction check, which wants holds > 0, never takes it for a grant).
 -- Every exclusive acquire meets that row and is busy until it ends, exactly as behind an
 -- exclusive holder, so the exclusive statements need nothing new. The holders are rows of
 -- ${table}_holders; the triggers below keep the name's row in step with them (SQLite runs one
@@ -27,28 +28,26 @@ CREATE INDEX ${table}_holders_valid_until ON ${table_name}_holders (valid_until)
 CREATE TRIGGER ${table}_holders_on_insert AFTER INSERT ON ${table_name}_holders WHEN NEW.mode <> 'w'
 BEGIN
     INSERT INTO ${table_name} (name, owner, fence, holds, acquired_at, valid_until, version)
-    VALUES (NEW.name, CASE NEW.mode WHEN 's' THEN ':readers' ELSE ':semaphore' END, NEW.fence, 1,
+    VALUES (NEW.name, CASE NEW.mode WHEN 's' THEN ':readers' ELSE ':semaphore' END, NEW.fence, 0,
             NEW.acquired_at, NEW.valid_until, 1)
     ON CONFLICT (name) DO UPDATE SET
         acquired_at = CASE WHEN owner LIKE ':%' AND valid_until > excluded.acquired_at THEN acquired_at
                       ELSE excluded.acquired_at END,
         valid_until = MAX(CASE WHEN owner LIKE ':%' THEN valid_until ELSE 0 END, excluded.valid_until),
-        holds = (SELECT count(*) FROM ${table_name}_holders AS h WHERE h.name = excluded.name AND h.mode <> 'w'
-                 AND h.valid_until > excluded.acquired_at),
+        holds = 0,
         owner = excluded.owner, fence = MAX(fence, excluded.fence), version = version + 1;
 END;
 
 CREATE TRIGGER ${table}_holders_on_update AFTER UPDATE ON ${table_name}_holders WHEN NEW.mode <> 'w'
 BEGIN
     INSERT INTO ${table_name} (name, owner, fence, holds, acquired_at, valid_until, version)
-    VALUES (NEW.name, CASE NEW.mode WHEN 's' THEN ':readers' ELSE ':semaphore' END, NEW.fence, 1,
+    VALUES (NEW.name, CASE NEW.mode WHEN 's' THEN ':readers' ELSE ':semaphore' END, NEW.fence, 0,
             NEW.acquired_at, NEW.valid_until, 1)
     ON CONFLICT (name) DO UPDATE SET
         acquired_at = CASE WHEN owner LIKE ':%' AND valid_until > excluded.acquired_at THEN acquired_at
                       ELSE excluded.acquired_at END,
         valid_until = MAX(CASE WHEN owner LIKE ':%' THEN valid_until ELSE 0 END, excluded.valid_until),
-        holds = (SELECT count(*) FROM ${table_name}_holders AS h WHERE h.name = excluded.name AND h.mode <> 'w'
-                 AND h.valid_until > excluded.acquired_at),
+        holds = 0,
         owner = excluded.owner, fence = MAX(fence, excluded.fence), version = version + 1;
 END;
 
@@ -60,8 +59,6 @@ BEGIN
     UPDATE ${table_name} SET
         valid_until = COALESCE((SELECT max(h.valid_until) FROM ${table_name}_holders AS h
                                 WHERE h.name = OLD.name AND h.mode <> 'w' AND h.valid_until > ${now_ms}), 0),
-        holds = (SELECT count(*) FROM ${table_name}_holders AS h
-                 WHERE h.name = OLD.name AND h.mode <> 'w' AND h.valid_until > ${now_ms}),
         version = version + 1
     WHERE name = OLD.name AND owner LIKE ':%';
 END;

@@ -114,8 +114,10 @@ enum class Statement : std::size_t {
   shared_acquire,
   shared_busy,  // optional: (name, owner, mode, permits) -> the same two columns, for no row above
   shared_renew,          // as renew, for a shared holder's row
-  shared_release,        // as insert_release, for a shared holder's row (and wakes waiters)
-  shared_release_after,  // as release_after, for a shared holder's row
+  // As insert_release and release_after, for a shared holder's row (a release also wakes
+  // waiters): ours when a row is answered, or else when one row changed.
+  shared_release,
+  shared_release_after,
   // (name, owner, mark_ms): a writer busy behind readers marks the name for mark_ms, and new
   // readers queue behind it meanwhile (writers preferred); affected 1 when marked.
   writer_mark,

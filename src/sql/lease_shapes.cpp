@@ -50,6 +50,10 @@ class WriterMark final : public QueuePlace {
   const std::string name_, owner_;
 };
 
+// Whether a release or keep found the holder ours: a row answered (a procedure's or a
+// function's), or else one row changed (a plain statement's).
+bool done(const Result& r) { return !r.rows.empty() || r.affected == 1; }
+
 }  // namespace
 
 Attempt LeaseDriver::busy_behind(AcquireRequest& r, const std::string& holder, milliseconds remaining) {
@@ -100,7 +104,7 @@ Renewal SharedHolders::renew(const std::string& name, const std::string& owner, 
 
 bool SharedHolders::release(const std::string& name, const std::string& owner, std::uint64_t fence) {
   auto s = pool_.get();
-  if (s->run(d_[Statement::shared_release], {name, owner, static_cast<std::int64_t>(fence)}).affected != 1) return false;
+  if (!done(s->run(d_[Statement::shared_release], {name, owner, static_cast<std::int64_t>(fence)}))) return false;
   if (notifier_) notifier_->released(name);
   return true;
 }
@@ -108,8 +112,8 @@ bool SharedHolders::release(const std::string& name, const std::string& owner, s
 bool SharedHolders::release_after(const std::string& name, const std::string& owner, std::uint64_t fence,
                                   milliseconds keep) {
   auto s = pool_.get();
-  return s->run(d_[Statement::shared_release_after], {name, owner, static_cast<std::int64_t>(fence),
-                                                      std::int64_t{keep.count()}}).affected == 1;
+  return done(s->run(d_[Statement::shared_release_after], {name, owner, static_cast<std::int64_t>(fence),
+                                                           std::int64_t{keep.count()}}));
 }
 
 }  // namespace dblock::detail::sqldb

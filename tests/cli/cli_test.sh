@@ -281,7 +281,7 @@ done
 for strategy in $STRATEGIES; do
 S="--strategy $strategy" N="shape-$strategy"
 holders=0  # the SQL lease strategies' holders table (migration V3)
-case "$BACKEND:$strategy" in sqlite:insert | sqlite:optimistic | postgresql:insert | postgresql:optimistic) holders=1 ;; esac
+case "$strategy" in insert | optimistic) holders=1 ;; esac
 if [ "$BACKEND:$strategy" = postgresql:advisory ] || [ "$strategy" = redis ] || [ "$strategy" = zookeeper ] ||
    [ $holders = 1 ]; then
   rm -f held

@@ -31,7 +31,7 @@ namespace dblock::test {
 //                   there is nothing for sweep() to do and it returns 0
 struct SqliteFixture {
   static constexpr bool lease_based = true;
-  static constexpr bool offers_shared = true;     // rows of the holders table (migration V3)
+  static constexpr bool offers_shared = true;  // rows of the holders table (migration V3)
   static constexpr bool offers_semaphore = true;
   TempDir dir;
   Namespace make() const { return Namespace{"sqlite:" + dir.path() + "/locks.db", ClientOptions{}}; }
@@ -65,6 +65,13 @@ struct ServerSessionFixture : ServerFixture<S> {
     REQUIRE(terminate_lock_holders(this->table.url(), this->table.name(), name) > 0);
   }
 };
+// The SQL lease strategies keep readers and a semaphore's holders in the holders table.
+template <ScratchTable::Server Server, Strategy S>
+struct ServerHoldersFixture : ServerLeaseFixture<Server> {
+  static constexpr Strategy strategy = S;
+  static constexpr bool offers_shared = true;
+  static constexpr bool offers_semaphore = true;
+};
 // One fixture per server x strategy, named so that test names say which.
 #define DBLOCK_SERVER_FIXTURE(Name, Kind, server, strategy_)  \
   struct Name : Kind<ScratchTable::Server::server> {          \
@@ -72,15 +79,8 @@ struct ServerSessionFixture : ServerFixture<S> {
   }
 
 #ifdef DBLOCK_TEST_POSTGRESQL
-// The lease strategies keep readers and a semaphore's holders in the holders table (V3).
-template <Strategy S>
-struct PgLease : ServerLeaseFixture<ScratchTable::Server::postgresql> {
-  static constexpr Strategy strategy = S;
-  static constexpr bool offers_shared = true;
-  static constexpr bool offers_semaphore = true;
-};
-struct PgInsert : PgLease<Strategy::insert> {};
-struct PgOptimistic : PgLease<Strategy::optimistic> {};
+struct PgInsert : ServerHoldersFixture<ScratchTable::Server::postgresql, Strategy::insert> {};
+struct PgOptimistic : ServerHoldersFixture<ScratchTable::Server::postgresql, Strategy::optimistic> {};
 DBLOCK_SERVER_FIXTURE(PgForUpdate, ServerSessionFixture, postgresql, for_update);
 struct PgAdvisory : ServerSessionFixture<ScratchTable::Server::postgresql> {
   static constexpr Strategy strategy = Strategy::advisory;
@@ -94,8 +94,8 @@ struct PgAdvisory : ServerSessionFixture<ScratchTable::Server::postgresql> {
 #endif
 
 #ifdef DBLOCK_TEST_MYSQL
-DBLOCK_SERVER_FIXTURE(MySqlInsert, ServerLeaseFixture, mysql, insert);
-DBLOCK_SERVER_FIXTURE(MySqlOptimistic, ServerLeaseFixture, mysql, optimistic);
+struct MySqlInsert : ServerHoldersFixture<ScratchTable::Server::mysql, Strategy::insert> {};
+struct MySqlOptimistic : ServerHoldersFixture<ScratchTable::Server::mysql, Strategy::optimistic> {};
 DBLOCK_SERVER_FIXTURE(MySqlForUpdate, ServerSessionFixture, mysql, for_update);
 DBLOCK_SERVER_FIXTURE(MySqlAdvisory, ServerSessionFixture, mysql, advisory);
 #define DBLOCK_MYSQL_LEASE_FIXTURES , dblock::test::MySqlInsert, dblock::test::MySqlOptimistic

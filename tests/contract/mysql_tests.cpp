@@ -160,9 +160,9 @@ TEST_CASE("mysql: concurrent migrations apply the script once", "[mysql]") {
   for (int i = 0; i < 4; ++i)
     ts.emplace_back([&] { applied += static_cast<int>(dblock::Client::open(url, o)->migrate().size()); });
   for (auto& t : ts) t.join();
-  CHECK(applied == 5);  // V1 to V5, each once
+  CHECK(applied == 6);  // V1 to V6, each once
   auto s = dblock::test::server_connection(url);
-  CHECK(s->run("SELECT COUNT(*) FROM " + o.table + "_schema_history", {}).rows[0][0] == Value{std::int64_t{5}});
+  CHECK(s->run("SELECT COUNT(*) FROM " + o.table + "_schema_history", {}).rows[0][0] == Value{std::int64_t{6}});
   const auto& d = dblock::detail::sqldb::mysql_dialect();
   s->run_script(dblock::detail::sqldb::render(d[Statement::drop_schema], dblock::detail::parse_table_name(o.table), d.now_ms));
 }
@@ -206,9 +206,32 @@ TEST_CASE("mysql: a history row deleted by hand is applied again under a free ra
   auto c = table.ns().open();
   CHECK(c->migrate() == std::vector<std::string>{"V2__acquire_procedures.sql"});
   CHECK(raw->run("SELECT installed_rank FROM " + table.name() + "_schema_history WHERE version = '2'").rows.at(0).at(0) ==
-        Value{std::int64_t{6}});
+        Value{std::int64_t{7}});
   dblock::LockOptions lease;
   CHECK(c->lock("job", lease).try_acquire());
+}
+
+TEST_CASE("mysql: V6 (shared holders) upgrades a table in place, keeping held locks", "[mysql]") {
+  dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
+  auto ns = table.ns();
+  auto c = ns.open();
+  auto held = c->lock("held").try_acquire();
+  REQUIRE(held);
+  {  // back to the schema before V6, as a table made by an earlier release has it
+    auto raw = dblock::test::server_connection(table.url());
+    const auto t = table.name();
+    raw->run_script("DROP TABLE " + t + "_holders; DROP PROCEDURE " + t + "_acquire_shared; DROP PROCEDURE " + t +
+                    "_release_shared; DROP PROCEDURE " + t + "_renew_shared; DROP PROCEDURE " + t +
+                    "_keep_shared; DELETE FROM " + t + "_schema_history WHERE version = '6'");
+  }
+  CHECK(c->migrate() == std::vector<std::string>{"V6__shared_holders.sql"});
+  auto other = ns.open();
+  CHECK_FALSE(other->lock("held").try_acquire());  // still held
+  const auto fence = held->fence();
+  held->release();
+  auto reader = other->lock("held").try_acquire_shared();
+  REQUIRE(reader);
+  CHECK(reader->fence() > fence);
 }
 
 // V4's procedure takes over a leftover of the caller's own owner with a new fence, where
@@ -319,7 +342,7 @@ TEST_CASE("mysql: where the fence cache cannot be created, V3 still applies", "[
   auto raw = dblock::test::server_connection(url);
   raw->run("CREATE VIEW " + o.table + "_fence_cache AS SELECT 1 AS id, 0 AS given, 0 AS reserved_to");
   auto c = dblock::Client::open(url, o);
-  CHECK(c->migrate().size() == 5);  // V1 to V5
+  CHECK(c->migrate().size() == 6);  // V1 to V6
   std::uint64_t last = 0;
   for (int i = 0; i < 3; ++i) {
     dblock::LockOptions lo;

@@ -52,6 +52,20 @@ const Dialect& mysql_dialect() {
         "WHERE name = ?1 AND owner = ?2 AND fence = ?3; "
         "SELECT LAST_INSERT_ID() FROM DUAL WHERE ROW_COUNT() = 1";
 
+    // Read/write locks and semaphores (migration V6): the grant, renewal, release and keep
+    // are procedures that lock the name's row first; the mark and the sweep single statements.
+    d[S::shared_acquire] = "CALL ${table}_acquire_shared(?1, ?2, ?3, ?4, ?5)";
+    d[S::shared_renew] = "CALL ${table}_renew_shared(?1, ?2, ?3, ?4, ?5)";
+    d[S::shared_release] = "CALL ${table}_release_shared(?1, ?2, ?3)";
+    d[S::shared_release_after] = "CALL ${table}_keep_shared(?1, ?2, ?3, ?4)";
+    d[S::writer_mark] =
+        "INSERT INTO ${table}_holders (name, owner, mode, permits, fence, holds, acquired_at, valid_until) "
+        "SELECT ?1, ?2, 'w', 0, 0, 0, ${now_ms}, ${now_ms} + ?3 FROM DUAL WHERE EXISTS (SELECT 1 FROM ${table} "
+        "WHERE name = ?1 AND owner = ':readers' AND valid_until > ${now_ms}) "
+        "ON DUPLICATE KEY UPDATE mode = 'w', permits = 0, fence = 0, holds = 0, valid_until = ${now_ms} + ?3";
+    d[S::writer_unmark] = "DELETE FROM ${table}_holders WHERE name = ?1 AND owner = ?2 AND mode = 'w'";
+    d[S::sweep_holders] = "DELETE FROM ${table}_holders WHERE valid_until <= ${now_ms} LIMIT ?1";
+
     // Session strategies. The wait bound goes to both mechanisms (a user variable for
     // GET_LOCK, the session's row-lock timeout for FOR UPDATE), in whole seconds.
     d[S::session_wait] = "SET @dblock_wait = ?1 DIV 1000, SESSION innodb_lock_wait_timeout = GREATEST(1, ?1 DIV 1000)";
@@ -82,8 +96,12 @@ const Dialect& mysql_dialect() {
     d[S::advisory_unlock] = "DO RELEASE_ALL_LOCKS()";
 
     d[S::list] =
-        "SELECT name, owner, fence, holds, acquired_at, valid_until FROM ${table} "
-        "WHERE valid_until > ${now_ms} ORDER BY name";
+        "SELECT name, owner, fence, holds, acquired_at, valid_until, 'exclusive' FROM ${table} "
+        "WHERE valid_until > ${now_ms} AND owner NOT LIKE ':%' UNION ALL "
+        "SELECT h.name, h.owner, h.fence, h.holds, h.acquired_at, h.valid_until, "
+        "IF(h.mode = 's', 'shared', 'exclusive') FROM ${table}_holders AS h JOIN ${table} AS t "
+        "ON t.name = h.name AND t.owner LIKE ':%' AND t.valid_until > ${now_ms} "
+        "WHERE h.mode <> 'w' AND h.valid_until > ${now_ms} ORDER BY 1, 3";
     // MySQL cannot DELETE ... SKIP LOCKED, nor delete from a table it selects from: a batch
     // picks expired rows that nobody holds locked right now (a for-update row stays locked
     // for a whole hold), then deletes them by primary key in one statement, and commits.
@@ -94,7 +112,10 @@ const Dialect& mysql_dialect() {
     d[S::sweep_pick] = "SELECT name FROM ${table} WHERE valid_until <= ${now_ms} LIMIT ?1 FOR UPDATE SKIP LOCKED";
     d[S::sweep_delete] = "DELETE FROM ${table} WHERE name IN (${names}) AND valid_until <= ${now_ms}";
     d.sweep_batch_max = 1000;
-    d[S::force_release] = "DELETE FROM ${table} WHERE name = ?1 AND valid_until > ${now_ms}";
+    // The held name's row and its holders and marks, in one statement (affected counts both).
+    d[S::force_release] =
+        "DELETE t, h FROM ${table} AS t LEFT JOIN ${table}_holders AS h ON h.name = t.name "
+        "WHERE t.name = ?1 AND t.valid_until > ${now_ms}";
 
     // GET_LOCK is held by the connection, so it is released explicitly after migrating.
     d[S::migration_lock] = "SELECT GET_LOCK(CONCAT('dblock:migrate:', LEFT(SHA1('${table}'), 24)), 60)";
@@ -102,7 +123,10 @@ const Dialect& mysql_dialect() {
     d[S::drop_schema] =
         "DROP TABLE IF EXISTS ${table}, ${table}_schema_history, ${table}_fence, ${table}_fence_cache; "
         "DROP PROCEDURE IF EXISTS ${table}_acquire; DROP PROCEDURE IF EXISTS ${table}_grant; DROP PROCEDURE IF EXISTS ${table}_take; "
-        "DROP PROCEDURE IF EXISTS ${table}_fence_draw; DROP PROCEDURE IF EXISTS ${table}_check";
+        "DROP PROCEDURE IF EXISTS ${table}_fence_draw; DROP PROCEDURE IF EXISTS ${table}_check; "
+        "DROP TABLE IF EXISTS ${table}_holders; DROP PROCEDURE IF EXISTS ${table}_acquire_shared; "
+        "DROP PROCEDURE IF EXISTS ${table}_release_shared; DROP PROCEDURE IF EXISTS ${table}_renew_shared; "
+        "DROP PROCEDURE IF EXISTS ${table}_keep_shared";
     d[S::history_create] =
         "CREATE TABLE IF NOT EXISTS ${table}_schema_history ("
         "installed_rank INT NOT NULL PRIMARY KEY, version VARCHAR(50), description VARCHAR(200) NOT NULL, "

@@ -204,10 +204,10 @@ const Dialect& postgresql_dialect() {
     d[S::sweep] =
         "DELETE FROM ${table} WHERE name = ANY(ARRAY(SELECT name FROM ${table} WHERE valid_until <= ${now_ms} "
         "LIMIT $1::bigint FOR UPDATE SKIP LOCKED))";
+    // The name's row first, then its holders (the order every shaped statement locks them in).
     d[S::force_release] =
-        "WITH holders AS (DELETE FROM ${table}_holders WHERE name = $1), "
-        "gone AS (DELETE FROM ${table} WHERE name = $1 AND valid_until > ${now_ms} RETURNING name) " + notify +
-        "gone";
+        "WITH gone AS (DELETE FROM ${table} WHERE name = $1 AND valid_until > ${now_ms} RETURNING name), "
+        "holders AS (DELETE FROM ${table}_holders WHERE name IN (SELECT name FROM gone)) " + notify + "gone";
 
     d[S::migration_lock] = "SELECT pg_advisory_xact_lock(hashtext('dblock migrate ${table}'))";
     d[S::drop_schema] =
