@@ -6,13 +6,21 @@
 // the loss reported within one renewal interval, see resource.hpp), grants per second and
 // recovery times after each fault, as one JSON line.
 //
+// With --shape shared, a quarter of the sections are a read/write lock's writers (doing the
+// fenced update above) and the rest its readers; with --shape permits=N every section is one
+// of a semaphore's N holders. Then every entry is also checked against the shape's rule (a
+// writer alone, readers with no writer, at most N holders) by counting the live holders
+// inside (occupancy.hpp), and the report adds entries, the most inside at once and the
+// entries that broke the rule.
+//
 //   dblock_torture --url URL --strategy S [--table T] [--processes 3] [--threads 2]
 //                  [--seconds 10] [--grants N] [--ttl 1000ms] [--kill-every 0ms]
 //                  [--stop-every 0ms] [--restart-every 0ms --restart-cmd CMD] [--dir DIR]
-//   dblock_torture worker URL TABLE STRATEGY NAME THREADS TTL_MS RESOURCE STOP_FILE
+//                  [--shape exclusive | shared | permits=N]
+//   dblock_torture worker URL TABLE STRATEGY NAME THREADS TTL_MS RESOURCE STOP_FILE SHAPE OCCUPANCY
 //
-// Exit 0 when the run had grants and no violation or lost increment, 1 otherwise, 64 on bad
-// arguments. Only the public API is used, as a service would.
+// Exit 0 when the run had grants and no violation, lost increment or broken shape rule, 1
+// otherwise, 64 on bad arguments. Only the public API is used, as a service would.
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -25,6 +33,7 @@
 #include <filesystem>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <random>
 #include <string>
 #include <thread>
@@ -33,6 +42,7 @@
 #include "dblock/duration.hpp"  // the CLI's duration syntax (1000ms, 2s)
 #include "dblock/dblock.hpp"
 #include "support/process.hpp"
+#include "torture/occupancy.hpp"
 #include "torture/resource.hpp"
 
 using namespace std::chrono_literals;
@@ -40,6 +50,23 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 namespace {
+
+// "exclusive" -> 1 with shared false; "shared" -> 1 with shared true; "permits=N" -> N.
+struct Shape {
+  bool shared = false;
+  std::uint32_t permits = 1;
+  bool exclusive() const { return !shared && permits == 1; }
+};
+
+Shape parse_shape(const std::string& v) {
+  if (v == "exclusive") return Shape{};
+  if (v == "shared") return Shape{true, 1};
+  if (v.rfind("permits=", 0) == 0) {
+    auto n = std::stoul(v.substr(8));
+    if (n >= 2 && n <= 64) return Shape{false, static_cast<std::uint32_t>(n)};
+  }
+  throw dblock::UsageError("--shape takes exclusive, shared or permits=N (2..64), not " + v);
+}
 
 bool exists(const std::string& path) {
   struct stat st;
@@ -50,6 +77,8 @@ bool exists(const std::string& path) {
 int worker(const std::vector<std::string>& a) {
   const std::string &url = a[1], &table = a[2], &name = a[4], &resource_path = a[7], &stop = a[8];
   const auto strategy = dblock::parse_strategy(a[3]);
+  const Shape shape = parse_shape(a[9]);
+  const std::string& occupancy_path = a[10];
   const int threads = std::stoi(a[5]);
   const milliseconds ttl{std::stol(a[6])};
   dblock::ClientOptions co;
@@ -68,28 +97,41 @@ int worker(const std::vector<std::string>& a) {
   dblock::LockOptions lo;
   lo.strategy = strategy;
   lo.ttl = ttl;
+  lo.permits = shape.permits;
   auto lock = client->lock(name, lo);
   const bool session_lock = strategy == dblock::Strategy::for_update || strategy == dblock::Strategy::advisory;
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t)
     pool.emplace_back([&, t] {
       dblock::torture::Resource resource(resource_path);
+      dblock::torture::Occupancy occupancy(occupancy_path);
       std::mt19937 rng(std::random_device{}() + t);
       while (!exists(stop)) {
         try {
-          auto lease = lock.try_acquire(500ms);
+          // A writer (the fenced update below), or a reader or semaphore holder (counted only).
+          const bool writer = shape.exclusive() || (shape.shared && rng() % 4 == 0);
+          auto lease = shape.shared && !writer ? lock.try_acquire_shared(500ms) : lock.try_acquire(500ms);
           if (!lease) continue;
           // Every section is slow enough to widen the race; one in 16 takes 20 ms and is
           // published, so that the chaos catches a process while it holds the lock.
           const bool slow = rng() % 16 == 0;
           auto lost = [&] { return lease->lost(); };
           bool superseded = false;
-          if (resource.enter(lease->fence(), lost, slow, &superseded)) {
+          int slot = -1;
+          if (!shape.exclusive()) {
+            const auto left = lease->remaining();
+            if (left <= milliseconds{0}) continue;  // lost already: not inside
+            slot = occupancy.enter(writer, shape.permits, Clock::now() + left, slow);
+          }
+          if (!writer) {
+            std::this_thread::sleep_for(std::chrono::microseconds(slow ? 20'000 : rng() % 500));
+          } else if (resource.enter(lease->fence(), lost, slow, &superseded)) {
             auto v = resource.read_counter();
             std::this_thread::sleep_for(std::chrono::microseconds(slow ? 20'000 : rng() % 500));
             // Written even when the lease was lost meanwhile: the fence must reject it then.
             resource.write_counter(lease->fence(), v + 1, lost, &superseded);
           }
+          if (slot >= 0) occupancy.leave(slot);
           if (superseded && session_lock) {
             // Someone else was granted the lock while ours looked valid: for a session lock,
             // the server may have dropped our connection (a restart, a killed backend) and
@@ -120,6 +162,7 @@ struct Args {
   milliseconds seconds{10'000}, ttl{1000}, kill_every{0}, stop_every{0}, restart_every{0};
   long grants = 0;  // > 0: run until this many grants (or 10x --seconds)
   bool allow_hung = false;  // a worker that does not stop is reported, not a failure
+  std::string shape = "exclusive";
 };
 
 milliseconds duration_arg(const std::string& v) {
@@ -146,10 +189,12 @@ Args parse(int argc, char** argv) {
     else if (k == "--restart-every") a.restart_every = duration_arg(v);
     else if (k == "--restart-cmd") a.restart_cmd = v;
     else if (k == "--allow-hung") a.allow_hung = v == "yes";
+    else if (k == "--shape") a.shape = v;
     else throw dblock::UsageError("unknown option " + k);
   }
   if (a.url.empty() || a.strategy.empty()) throw dblock::UsageError("--url and --strategy are required");
   dblock::parse_strategy(a.strategy);
+  parse_shape(a.shape);
   if (a.processes < 1 || a.threads < 1) throw dblock::UsageError("--processes and --threads must be at least 1");
   if (a.restart_every.count() > 0 && a.restart_cmd.empty())
     throw dblock::UsageError("--restart-every needs --restart-cmd");
@@ -176,8 +221,10 @@ class Run {
                           : std::filesystem::path(a_.dir);
     std::filesystem::create_directories(dir_);
     resource_path_ = (dir_ / "resource").string();
+    occupancy_path_ = (dir_ / "occupancy").string();
     stop_path_ = (dir_ / "stop").string();
     std::filesystem::remove(resource_path_);
+    std::filesystem::remove(occupancy_path_);
     std::filesystem::remove(stop_path_);
     name_ = "torture-" + std::to_string(::getpid());
   }
@@ -189,23 +236,24 @@ class Run {
       co.auto_migrate = true;
       dblock::Client::open(a_.url, co);
     }
-    dblock::torture::Resource resource(resource_path_);
+    resource_ = std::make_unique<dblock::torture::Resource>(resource_path_);
+    occupancy_ = std::make_unique<dblock::torture::Occupancy>(occupancy_path_);
     for (int p = 0; p < a_.processes; ++p) workers_.push_back(spawn_worker());
     const auto start = Clock::now();
     const auto end = start + (a_.grants > 0 ? a_.seconds * 10 : a_.seconds);
     auto next_kill = start + a_.kill_every, next_stop = start + a_.stop_every, next_restart = start + a_.restart_every;
     std::mt19937 rng(std::random_device{}());
-    while (Clock::now() < end && (a_.grants == 0 || resource.peek().accepted < a_.grants)) {
+    while (Clock::now() < end && (a_.grants == 0 || progress() < a_.grants)) {
       std::this_thread::sleep_for(20ms);
       auto now = Clock::now();
       if (a_.kill_every.count() > 0 && now >= next_kill) {
-        chaos_kill(resource);
+        chaos_kill();
         next_kill = Clock::now() + a_.kill_every;
       } else if (a_.stop_every.count() > 0 && now >= next_stop) {
-        chaos_stop(resource);
+        chaos_stop();
         next_stop = Clock::now() + a_.stop_every;
       } else if (a_.restart_every.count() > 0 && now >= next_restart) {
-        chaos_restart(resource);
+        chaos_restart();
         next_restart = Clock::now() + a_.restart_every;
       }
     }
@@ -213,7 +261,8 @@ class Run {
     { std::FILE* f = std::fopen(stop_path_.c_str(), "w"); if (f) std::fclose(f); }
     int hung = 0;
     for (pid_t pid : workers_) hung += finish(pid) ? 0 : 1;
-    auto s = resource.read();
+    auto s = resource_->read();
+    auto o = occupancy_->read();
     long lost_increments = s.accepted - s.counter;
     std::printf(
         "{\"url_scheme\":\"%s\",\"strategy\":\"%s\",\"processes\":%d,\"threads\":%d,\"seconds\":%.1f,"
@@ -221,73 +270,81 @@ class Run {
         "\"stale_rejected\":%lld,\"late_loss_reports\":%lld,\"late_loss_max_ms\":%lld,"
         "\"hung_workers\":%d,\"kills\":%zu,\"stops\":%zu,\"restarts\":%zu,"
         "\"recovery_ms\":{\"kill\":%s,\"stop_takeover\":%s,\"restart\":%s},"
-        "\"recovery_median_ms\":{\"kill\":%.0f,\"stop_takeover\":%.0f,\"restart\":%.0f}}\n",
+        "\"recovery_median_ms\":{\"kill\":%.0f,\"stop_takeover\":%.0f,\"restart\":%.0f},"
+        "\"shape\":\"%s\",\"entries\":%lld,\"max_inside\":%lld,\"shape_violations\":%lld}\n",
         a_.url.substr(0, a_.url.find(':')).c_str(), a_.strategy.c_str(), a_.processes, a_.threads, elapsed,
         static_cast<long long>(s.accepted), s.accepted / elapsed, static_cast<long long>(s.violations),
         lost_increments, static_cast<long long>(s.stale), static_cast<long long>(s.late_losses),
         static_cast<long long>(s.late_loss_max_ms), hung, kill_ms_.size(), stops_, restart_ms_.size(),
         json_list(kill_ms_).c_str(), json_list(stop_ms_).c_str(), json_list(restart_ms_).c_str(), median(kill_ms_),
-        median(stop_ms_), median(restart_ms_));
+        median(stop_ms_), median(restart_ms_), a_.shape.c_str(), static_cast<long long>(o.entries),
+        static_cast<long long>(o.max_inside), static_cast<long long>(o.over));
     std::filesystem::remove_all(dir_);
-    bool ok = s.accepted > 0 && s.violations == 0 && lost_increments == 0 && (hung == 0 || a_.allow_hung);
+    const auto shape = parse_shape(a_.shape);
+    const bool granted = shape.exclusive() ? s.accepted > 0 : o.entries > 0 && (shape.permits > 1 || s.accepted > 0);
+    bool ok = granted && s.violations == 0 && lost_increments == 0 && o.over == 0 && (hung == 0 || a_.allow_hung);
     return ok ? 0 : 1;
   }
 
  private:
   pid_t spawn_worker() {
     return dblock::test::spawn({self_, "worker", a_.url, a_.table, a_.strategy, name_, std::to_string(a_.threads),
-                                std::to_string(a_.ttl.count()), resource_path_, stop_path_});
+                                std::to_string(a_.ttl.count()), resource_path_, stop_path_, a_.shape, occupancy_path_});
   }
 
-  // Milliseconds from `since` until a grant after `before` was accepted (10 s at most).
-  static double until_progress(dblock::torture::Resource& r, std::int64_t before, Clock::time_point since,
-                               milliseconds limit = 30s) {
-    while (r.peek().accepted <= before && Clock::now() - since < limit) std::this_thread::sleep_for(2ms);
+  // Sections done so far: writes accepted, and shaped sections entered.
+  std::int64_t progress() { return resource_->peek().accepted + occupancy_->peek().entries; }
+
+  // Milliseconds from `since` until progress past `before` (30 s at most).
+  double until_progress(std::int64_t before, Clock::time_point since, milliseconds limit = 30s) {
+    while (progress() <= before && Clock::now() - since < limit) std::this_thread::sleep_for(2ms);
     return std::chrono::duration<double, std::milli>(Clock::now() - since).count();
   }
 
   // A worker process inside the critical section (so holding the lock), waited for up to 2 s.
-  std::vector<pid_t>::iterator holder(dblock::torture::Resource& r) {
+  std::vector<pid_t>::iterator holder() {
     for (auto until = Clock::now() + 2s; Clock::now() < until; std::this_thread::sleep_for(200us)) {
-      auto pid = static_cast<pid_t>(r.peek().holder_pid);
-      auto it = std::find(workers_.begin(), workers_.end(), pid);
-      if (pid != 0 && it != workers_.end()) return it;
+      for (auto pid : {resource_->peek().holder_pid, occupancy_->peek().holder_pid}) {
+        auto it = std::find(workers_.begin(), workers_.end(), static_cast<pid_t>(pid));
+        if (pid != 0 && it != workers_.end()) return it;
+      }
     }
     return workers_.end();
   }
 
-  void chaos_kill(dblock::torture::Resource& r) {
-    auto it = holder(r);
+  void chaos_kill() {
+    auto it = holder();
     if (it == workers_.end()) return;
-    auto before = r.peek().accepted;
+    auto before = progress();
+    occupancy_->killing(*it);
     ::kill(*it, SIGKILL);
     auto t0 = Clock::now();
     dblock::test::wait_exit(*it);
     *it = spawn_worker();
-    kill_ms_.push_back(until_progress(r, before, t0));
+    kill_ms_.push_back(until_progress(before, t0));
   }
 
   // Pauses the holder for twice its TTL: the others must take over (leases after the TTL;
   // session locks stay with the paused process' connection, so none may), and the resumed
   // holder must find its lease lost and its write rejected.
-  void chaos_stop(dblock::torture::Resource& r) {
-    auto it = holder(r);
+  void chaos_stop() {
+    auto it = holder();
     if (it == workers_.end()) return;
-    auto before = r.peek().accepted;
+    auto before = progress();
     ::kill(*it, SIGSTOP);
     auto t0 = Clock::now();
-    double took = until_progress(r, before, t0, a_.ttl * 2);
+    double took = until_progress(before, t0, a_.ttl * 2);
     std::this_thread::sleep_until(t0 + a_.ttl * 2);
     ::kill(*it, SIGCONT);
     ++stops_;
     if (took < std::chrono::duration<double, std::milli>(a_.ttl * 2).count()) stop_ms_.push_back(took);
   }
 
-  void chaos_restart(dblock::torture::Resource& r) {
-    auto before = r.peek().accepted;
+  void chaos_restart() {
+    auto before = progress();
     auto t0 = Clock::now();
     if (std::system((a_.restart_cmd + " >/dev/null 2>&1").c_str()) != 0) std::fprintf(stderr, "torture: restart failed\n");
-    restart_ms_.push_back(until_progress(r, before, t0));
+    restart_ms_.push_back(until_progress(before, t0));
   }
 
   // Waits up to 60 s for a worker to stop after the stop file appeared (a thread may be in a
@@ -308,7 +365,9 @@ class Run {
   Args a_;
   std::string self_;
   std::filesystem::path dir_;
-  std::string resource_path_, stop_path_, name_;
+  std::string resource_path_, occupancy_path_, stop_path_, name_;
+  std::unique_ptr<dblock::torture::Resource> resource_;
+  std::unique_ptr<dblock::torture::Occupancy> occupancy_;
   std::vector<pid_t> workers_;
   std::vector<double> kill_ms_, stop_ms_, restart_ms_;  // stop_ms_: takeovers while paused
   std::size_t stops_ = 0;
@@ -320,7 +379,7 @@ int main(int argc, char** argv) {
   try {
     std::vector<std::string> a(argv + 1, argv + argc);
     if (!a.empty() && a[0] == "worker") {
-      if (a.size() != 9) throw dblock::UsageError("worker takes 8 arguments");
+      if (a.size() != 11) throw dblock::UsageError("worker takes 10 arguments");
       return worker(a);
     }
     signal(SIGPIPE, SIG_IGN);
