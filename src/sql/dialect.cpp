@@ -44,7 +44,8 @@ constexpr std::array<std::string_view, static_cast<std::size_t>(Statement::count
     "holder",           "renew",           "insert_acquire",   "insert_release",        "release_after",
     "optimistic_read",
     "optimistic_take",  "optimistic_release", "session_wait",
-    "ping",             "for_update_create", "for_update_try", "for_update_wait",       "fence_next",
+    "ping",             "for_update_create", "for_update_try", "for_update_wait",
+    "for_update_try_shared", "for_update_wait_shared", "fence_next",
     "advisory_try",     "advisory_wait",   "advisory_unlock",  "advisory_wait_bounded",
     "advisory_try_shared", "advisory_wait_shared", "advisory_unlock_shared", "advisory_wait_bounded_shared",
     "shared_acquire",   "shared_busy",     "shared_renew",     "shared_release",        "shared_release_after",
@@ -62,6 +63,8 @@ bool required(const Dialect& d, Statement s) {
     case Statement::advisory_wait_shared:
     case Statement::advisory_unlock_shared:
     case Statement::advisory_wait_bounded_shared:
+    case Statement::for_update_try_shared:
+    case Statement::for_update_wait_shared:
     case Statement::shared_acquire:
     case Statement::shared_busy:
     case Statement::lock_in:

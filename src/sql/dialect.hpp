@@ -77,6 +77,12 @@ enum class Statement : std::size_t {
   for_update_create,  // (name): the row, unless it exists
   for_update_try,     // (name) -> a row when locked; no row: no row yet; lock error: busy
   for_update_wait,    // (name) -> the same, waiting within session_wait's bound
+  // Optional: the same two, shared (a read/write lock's readers: a share lock on the row).
+  // Given, for-update offers Mode::shared; only where a waiting exclusive lock makes new
+  // share lockers queue behind it (InnoDB; not PostgreSQL's FOR SHARE), so writers are
+  // not starved.
+  for_update_try_shared,
+  for_update_wait_shared,
   // (): draws a fence in a committed transaction of its own. for-update draws it with this
   // on another connection once its row is locked: a fence drawn inside the locking
   // transaction, which stays open while the lock is held and then rolls back, is not durable

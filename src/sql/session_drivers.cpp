@@ -84,17 +84,18 @@ Attempt SessionDriver::try_acquire(AcquireRequest& r) {
   }
 }
 
-std::uint64_t ForUpdateDriver::lock(Connection& s, const std::string& name, milliseconds wait, Mode) {
+std::uint64_t ForUpdateDriver::lock(Connection& s, const std::string& name, milliseconds wait, Mode mode) {
+  const bool shared = mode == Mode::shared;
   for (int round = 0; round < 3; ++round) {
     s.begin();
     try {
       Result r;
       if (wait.count() <= 0) {
-        r = s.run(d_[Statement::for_update_try], {name});
+        r = s.run(d_[shared ? Statement::for_update_try_shared : Statement::for_update_try], {name});
       } else {
         s.allow_wait(wait);
         s.run(d_[Statement::session_wait], {std::int64_t{wait.count()}});
-        r = s.run(d_[Statement::for_update_wait], {name});
+        r = s.run(d_[shared ? Statement::for_update_wait_shared : Statement::for_update_wait], {name});
       }
       if (!r.rows.empty()) {  // locked: the transaction stays open
         // The fence is drawn on another connection (Statement::fence_next says why), so it

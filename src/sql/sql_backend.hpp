@@ -24,7 +24,9 @@ class SqlBackend : public Backend {
   Shapes shapes(Strategy strategy) const override {
     const bool lease = strategy == Strategy::insert || strategy == Strategy::optimistic;
     const bool holders = lease && d_.offers(Statement::shared_acquire);
-    return {holders || (strategy == Strategy::advisory && d_.offers(Statement::advisory_try_shared)), holders};
+    const bool session_shared = (strategy == Strategy::advisory && d_.offers(Statement::advisory_try_shared)) ||
+                                (strategy == Strategy::for_update && d_.offers(Statement::for_update_try_shared));
+    return {holders || session_shared, holders};
   }
   std::unique_ptr<LockDriver> make_driver(Strategy strategy) override;
   std::vector<std::string> migrate() override;

@@ -282,8 +282,8 @@ for strategy in $STRATEGIES; do
 S="--strategy $strategy" N="shape-$strategy"
 holders=0  # the SQL lease strategies' holders table (migration V3)
 case "$strategy" in insert | optimistic) holders=1 ;; esac
-if [ "$BACKEND:$strategy" = postgresql:advisory ] || [ "$strategy" = redis ] || [ "$strategy" = zookeeper ] ||
-   [ $holders = 1 ]; then
+if [ "$BACKEND:$strategy" = postgresql:advisory ] || [ "$BACKEND:$strategy" = mysql:for-update ] ||
+   [ "$strategy" = redis ] || [ "$strategy" = zookeeper ] || [ $holders = 1 ]; then
   rm -f held
   "$DBLOCK" run --name "$N" $S --shared -- sh -c 'touch held; sleep 30' &
   reader=$!

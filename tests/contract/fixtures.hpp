@@ -96,7 +96,10 @@ struct PgAdvisory : ServerSessionFixture<ScratchTable::Server::postgresql> {
 #ifdef DBLOCK_TEST_MYSQL
 struct MySqlInsert : ServerHoldersFixture<ScratchTable::Server::mysql, Strategy::insert> {};
 struct MySqlOptimistic : ServerHoldersFixture<ScratchTable::Server::mysql, Strategy::optimistic> {};
-DBLOCK_SERVER_FIXTURE(MySqlForUpdate, ServerSessionFixture, mysql, for_update);
+struct MySqlForUpdate : ServerSessionFixture<ScratchTable::Server::mysql> {
+  static constexpr Strategy strategy = Strategy::for_update;
+  static constexpr bool offers_shared = true;  // LOCK IN SHARE MODE: InnoDB queues it behind a waiting writer
+};
 DBLOCK_SERVER_FIXTURE(MySqlAdvisory, ServerSessionFixture, mysql, advisory);
 #define DBLOCK_MYSQL_LEASE_FIXTURES , dblock::test::MySqlInsert, dblock::test::MySqlOptimistic
 #define DBLOCK_MYSQL_SESSION_FIXTURES , dblock::test::MySqlForUpdate, dblock::test::MySqlAdvisory

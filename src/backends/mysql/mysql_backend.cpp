@@ -4,6 +4,8 @@
 // inside the server.
 #include "backends/mysql/mysql_backend.hpp"
 
+#include <mutex>
+
 #include "backends/mysql/mysql_dialect.hpp"
 #include "backends/mysql/mysql_connection.hpp"
 #include "dblock/errors.hpp"
@@ -41,7 +43,23 @@ std::unique_ptr<Backend> open_mysql(const Url& url, const ClientOptions& options
   auto connect = [t]() -> std::unique_ptr<sqldb::Connection> { return std::make_unique<sqldb::MySqlConnection>(t); };
   ClientOptions qualified = options;
   qualified.table = table.qualified();
-  auto backend = std::make_unique<sqldb::SqlBackend>(sqldb::mysql_dialect(), table, connect, qualified);
+  // The server's flavour picks one text (mysql_dialect.hpp), asked on the first connection,
+  // which then is the pool's first (the one start() checks the server with).
+  struct First {
+    std::mutex mutex;
+    std::unique_ptr<sqldb::Connection> connection;
+  };
+  auto first = std::make_shared<First>();
+  first->connection = connect();
+  const auto& dialect = sqldb::mysql_dialect_of(*first->connection);
+  auto open = [connect, first]() -> std::unique_ptr<sqldb::Connection> {
+    {
+      std::lock_guard lk(first->mutex);
+      if (first->connection) return std::move(first->connection);
+    }
+    return connect();
+  };
+  auto backend = std::make_unique<sqldb::SqlBackend>(dialect, table, open, qualified);
   backend->start(options.auto_migrate.value_or(false));
   return backend;
 }

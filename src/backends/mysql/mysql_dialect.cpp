@@ -1,4 +1,5 @@
-// MySQL's and MariaDB's statement texts (one text for both: MySQL 8 and MariaDB 10.11).
+// MySQL's and MariaDB's statement texts (one text for both, MySQL 8 and MariaDB 10.11, but
+// for a shared try's NOWAIT: mysql_dialect_of picks by the server's version).
 //
 // MySQL has no RETURNING and no sequences, so an operation that must write and report is
 // several statements in one text, sent in one round trip (see MySqlConnection), or, for the
@@ -14,8 +15,10 @@
 
 namespace dblock::detail::sqldb {
 
-const Dialect& mysql_dialect() {
-  static const Dialect d = [] {
+namespace {
+
+Dialect make(bool mariadb) {
+  {
     using S = Statement;
     Dialect d;
     d.name = "mysql";
@@ -80,6 +83,13 @@ const Dialect& mysql_dialect() {
     // does not wait for a redo log flush (the fence was a session lock's only write).
     d[S::for_update_try] = "SELECT 1 FROM ${table} WHERE name = ?1 FOR UPDATE NOWAIT";
     d[S::for_update_wait] = "SELECT 1 FROM ${table} WHERE name = ?1 FOR UPDATE";
+    // Readers: InnoDB queues a share lock behind a waiting exclusive one, so a waiting writer
+    // keeps new readers out (checked on MariaDB 10.11: "once a writer waits..." in the shape
+    // contract). The try needs NOWAIT, which the two servers spell differently: MySQL 8 takes
+    // it after FOR SHARE only, MariaDB (which has no FOR SHARE) after LOCK IN SHARE MODE.
+    d[S::for_update_try_shared] = mariadb ? "SELECT 1 FROM ${table} WHERE name = ?1 LOCK IN SHARE MODE NOWAIT"
+                                          : "SELECT 1 FROM ${table} WHERE name = ?1 FOR SHARE NOWAIT";
+    d[S::for_update_wait_shared] = "SELECT 1 FROM ${table} WHERE name = ?1 LOCK IN SHARE MODE";
     d[S::fence_next] = "CALL ${table}_fence_draw(1)";
     // GET_LOCK names are server-wide, at most 64 characters and case-insensitive: the key
     // is "dblock:" and the 16 hex digits of advisory_key(<database>.<table>, name).
@@ -141,8 +151,24 @@ const Dialect& mysql_dialect() {
     d.settings = mysql_settings;
     d.check();
     return d;
-  }();
+  }
+}
+
+}  // namespace
+
+const Dialect& mysql_dialect() {
+  static const Dialect d = make(false);
   return d;
+}
+
+const Dialect& mariadb_dialect() {
+  static const Dialect d = make(true);
+  return d;
+}
+
+const Dialect& mysql_dialect_of(Connection& s) {
+  auto version = as_text(s.run("SELECT VERSION()").rows.at(0).at(0));
+  return version.find("MariaDB") != std::string::npos ? mariadb_dialect() : mysql_dialect();
 }
 
 }  // namespace dblock::detail::sqldb

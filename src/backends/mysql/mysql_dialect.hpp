@@ -9,7 +9,11 @@
 
 namespace dblock::detail::sqldb {
 
+// MySQL 8's texts, MariaDB's, and the one for the server `s` talks to. They differ in one
+// text only (for_update_try_shared); the migrations are the same.
 const Dialect& mysql_dialect();
+const Dialect& mariadb_dialect();
+const Dialect& mysql_dialect_of(Connection& s);
 std::vector<SettingCheck> mysql_settings(Connection& s);
 
 }  // namespace dblock::detail::sqldb
