@@ -161,6 +161,29 @@ TEST_CASE("postgresql: check_in refuses a stale fence and holds off a takeover u
   }
 }
 
+TEST_CASE("postgresql: a shared holder's fence is not a grant for check_in, and lock_in waits for readers",
+          "[postgresql]") {
+  ScratchTable table(ScratchTable::Server::postgresql);
+  LockTable locks(table.name());
+  pqxx::connection conn(table.url());
+  auto c = table.ns().open();
+  for (auto s : {Strategy::insert, Strategy::optimistic}) {
+    INFO(dblock::to_string(s));
+    auto reader = c->lock("doc", with(s)).acquire_shared();
+    {
+      pqxx::work tx(conn);
+      CHECK_THROWS_AS(locks.check_in(tx, reader), dblock::LockLostError);  // several hold it: no one's grant
+    }
+    {
+      pqxx::work tx(conn);
+      CHECK_FALSE(locks.try_lock_in(tx, "doc"));  // a writer in the transaction: busy behind the reader
+    }
+    reader.release();
+    pqxx::work tx(conn);
+    CHECK(locks.try_lock_in(tx, "doc"));
+  }
+}
+
 TEST_CASE("postgresql: in-transaction locks refuse bad input and write nothing", "[postgresql]") {
   ScratchTable table(ScratchTable::Server::postgresql);
   LockTable locks(table.name());
