@@ -283,14 +283,14 @@ S="--strategy $strategy" N="shape-$strategy"
 holders=0  # the SQL lease strategies' holders table (migration V3)
 case "$strategy" in insert | optimistic) holders=1 ;; esac
 if [ "$BACKEND:$strategy" = postgresql:advisory ] || [ "$BACKEND:$strategy" = mysql:for-update ] ||
-   [ "$strategy" = redis ] || [ "$strategy" = zookeeper ] || [ $holders = 1 ]; then
+   [ "$strategy" = redis ] || [ "$strategy" = zookeeper ] || [ "$strategy" = etcd ] || [ $holders = 1 ]; then
   rm -f held
   "$DBLOCK" run --name "$N" $S --shared -- sh -c 'touch held; sleep 30' &
   reader=$!
   wait_for_file held || fail "$strategy: the reader did not start"
   expect_exit 0 "$strategy: a second --shared run holds beside the first" "$DBLOCK" run --name "$N" $S --shared --no-wait -- true
   expect_exit 75 "$strategy: a writer is busy while a reader holds" "$DBLOCK" run --name "$N" $S --no-wait -- true
-  if [ "$strategy" = zookeeper ] || [ $holders = 1 ]; then  # listed: every holder, with its mode
+  if [ "$strategy" = zookeeper ] || [ "$strategy" = etcd ] || [ $holders = 1 ]; then  # listed: every holder, with its mode
     expect_exit 0 "$strategy: list while a reader holds" "$DBLOCK" list --format json
     grep -q '"mode": "shared"' "$WORK/out" && ok "$strategy: list shows the reader as shared" ||
       fail "$strategy: list did not show a shared holder: $(head -c 300 "$WORK/out")"
@@ -301,7 +301,7 @@ else
   expect_exit 64 "$strategy: --shared is refused where the strategy does not offer it" "$DBLOCK" run --name "$N" $S --shared -- true
   grep -q "$strategy.*shared" "$WORK/err" && ok "$strategy: the error names the strategy" || fail "$strategy: --shared error: $(cat "$WORK/err")"
 fi
-if [ "$strategy" = redis ] || [ "$strategy" = zookeeper ] || [ $holders = 1 ]; then  # zookeeper: Kazoo's layout
+if [ "$strategy" = redis ] || [ "$strategy" = zookeeper ] || [ "$strategy" = etcd ] || [ $holders = 1 ]; then  # zookeeper: Kazoo's layout
   rm -f held1 held2
   "$DBLOCK" run --name "$N-pool" $S --permits 2 -- sh -c 'touch held1; sleep 30' &
   p1=$!

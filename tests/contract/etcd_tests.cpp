@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -366,4 +367,169 @@ TEST_CASE("a holder and a waiter ride out a server restart", "[etcd]") {
   CHECK(error == "");
   CHECK(got);
   CHECK(waiter_fence > fence);
+}
+
+TEST_CASE("shaped keys: a reader's and a semaphore contender's suffix, and who holds", "[etcd]") {
+  using etcd::KeyShape;
+  const KeyShape reader{KeyShape::reader, 0}, writer{}, sem3{KeyShape::permit, 3};
+  CHECK(etcd::shaped_suffix(0x1a, reader, 0xff) == "1a-r-00000000000000ff");
+  CHECK(etcd::shaped_suffix(0x1a, sem3, 1) == "1a-s3-0000000000000001");
+  CHECK(etcd::key_shape("/p/n/1a-r-00000000000000ff") == reader);
+  CHECK(etcd::key_shape("/p/n/1a-s3-0000000000000001") == sem3);
+  CHECK(etcd::key_shape("/p/n/694d7a3c1b2e0f10") == writer);  // dblock's exclusive key, etcdctl's
+  CHECK(etcd::key_shape("/p/n/1a-r-ff") == writer);           // not ours: excludes like a writer
+  CHECK(etcd::key_shape("/p/n/1a-s1-0000000000000001") == writer);
+  CHECK(etcd::key_shape("/p/n/1a-s03-0000000000000001") == writer);
+  CHECK(etcd::key_shape("/p/n/1a-x-0000000000000001") == writer);
+  CHECK(etcd::key_shape("/p/n/XY-r-0000000000000001") == writer);
+  using Parsed = std::optional<std::pair<std::string, KeyShape>>;
+  CHECK(etcd::parse_lock_key("/p", "/p/doc/1a-r-00000000000000ff") == Parsed({"doc", reader}));
+  CHECK(etcd::parse_lock_key("/p", "/p/doc/1a") == Parsed({"doc", writer}));
+  CHECK_FALSE(etcd::parse_lock_key("/p", "/p/a/b/1a-r-00000000000000ff"));
+  CHECK_FALSE(etcd::parse_lock_key("/p", "/p/doc/other"));
+  using Held = std::vector<std::size_t>;
+  CHECK(etcd::holders({}).empty());
+  CHECK(etcd::holders({writer, reader}) == Held{0});
+  CHECK(etcd::holders({reader, reader, writer, reader}) == Held{0, 1});
+  CHECK(etcd::holders({reader, KeyShape{KeyShape::permit, 2}, reader}) == Held{0});
+  CHECK(etcd::holders({sem3, sem3, sem3, sem3}) == Held{0, 1, 2});
+  CHECK(etcd::holders({sem3, reader, sem3, sem3}) == Held{0, 2});  // the reader is on its way out
+}
+
+TEST_CASE("readers and a semaphore's holders have keys of their own under the Client's lease", "[etcd]") {
+  Keys k;
+  auto c = k.f.make().open();
+  auto lock = c->lock("doc", etcd_opts());
+  auto mine = lock.acquire_shared();
+  // Another thread of the same Client reads beside it, as an owner of its own: its own key.
+  std::optional<dblock::Lease> theirs;
+  std::thread([&] { theirs = lock.try_acquire_shared(); }).join();
+  REQUIRE(theirs);
+  auto keys = k.keys("doc");
+  REQUIRE(keys.size() == 2);
+  for (const auto& kv : keys) {
+    auto suffix = kv.key().substr(k.root.size() + 5);  // after "<root>/doc/"
+    CHECK(suffix.rfind(etcd::lease_hex(kv.lease()) + "-r-", 0) == 0);  // <lease %x>-r-<16 hex tag>
+    CHECK(suffix.size() == etcd::lease_hex(kv.lease()).size() + 3 + 16);
+    CHECK(etcd::key_shape(kv.key()).kind == etcd::KeyShape::reader);
+    CHECK(kv.lease() == keys[0].lease());  // the Client's one lease
+  }
+  CHECK(keys[0].key() != keys[1].key());
+  CHECK(keys[0].value() == mine.owner());
+  CHECK(mine.fence() == static_cast<std::uint64_t>(keys[0].create_revision()));
+  CHECK(theirs->fence() == static_cast<std::uint64_t>(keys[1].create_revision()));
+  auto listed = c->list();
+  REQUIRE(listed.size() == 2);
+  for (const auto& li : listed) CHECK(li.mode == dblock::Mode::shared);
+  theirs.reset();  // released
+  mine.release();
+  CHECK(k.keys("doc").empty());
+
+  auto o = etcd_opts();
+  o.permits = 3;
+  auto p1 = c->lock("pool", o).acquire();
+  auto other = k.f.make().open();
+  auto p2 = other->lock("pool", o).acquire();
+  keys = k.keys("pool");
+  REQUIRE(keys.size() == 2);
+  CHECK(etcd::key_shape(keys[0].key()) == etcd::KeyShape{etcd::KeyShape::permit, 3});
+  CHECK(keys[0].key().find("-s3-") != std::string::npos);
+  CHECK(p1.fence() == static_cast<std::uint64_t>(keys[0].create_revision()));
+  CHECK(p2.fence() == static_cast<std::uint64_t>(keys[1].create_revision()));
+  listed = c->list();
+  REQUIRE(listed.size() == 2);
+  for (const auto& li : listed) CHECK(li.mode == dblock::Mode::exclusive);
+  // A failed try leaves no key behind, in either shape.
+  o.permits = 2;
+  auto third = k.f.make().open();  // not a holder (a holder would re-enter its own permit)
+  CHECK_THROWS_AS(third->lock("pool", o).try_acquire(), dblock::UsageError);
+  CHECK(k.keys("pool").size() == 2);
+  auto w = c->lock("busy", etcd_opts()).acquire();
+  CHECK_FALSE(other->lock("busy", etcd_opts()).try_acquire_shared(300ms));
+  CHECK(k.keys("busy").size() == 1);
+  CHECK(k.keys("busy")[0].key() == k.root + "/busy/" + etcd::lease_hex(k.keys("busy")[0].lease()));  // unchanged
+}
+
+TEST_CASE("a semaphore's waiters each move up as permits come free", "[etcd]") {
+  Keys k;
+  auto ns = k.f.make();
+  auto o = etcd_opts();
+  o.permits = 2;
+  auto a = ns.open(), b = ns.open();
+  auto ha = a->lock("pool", o).acquire();
+  auto hb = b->lock("pool", o).acquire();
+  // Two waiters, queued in this order: the first watches the holders, the second the first.
+  std::vector<std::shared_ptr<dblock::Client>> clients{ns.open(), ns.open()};
+  std::atomic<int> in{0};
+  std::vector<std::thread> waiters;
+  std::atomic<bool> done{false};
+  for (int i = 0; i < 2; ++i) {
+    waiters.emplace_back([&, client = clients[static_cast<std::size_t>(i)]] {
+      auto l = client->lock("pool", o).try_acquire(20s);
+      if (l) ++in;
+      while (!done) std::this_thread::sleep_for(10ms);
+    });
+    REQUIRE(eventually([&] { return k.keys("pool").size() == static_cast<std::size_t>(i) + 3; }, 10s));
+  }
+  ha.release();
+  REQUIRE(eventually([&] { return in.load() == 1; }, 5s));
+  // The second waiter now waits for the holders (the first waiter told it so), not for the
+  // first waiter's key, which stays: a release of the other holder lets it in at once.
+  auto released_at = Clock::now();
+  hb.release();
+  REQUIRE(eventually([&] { return in.load() == 2; }, 5s));
+  CHECK(Clock::now() - released_at < 2s);
+  done = true;
+  for (auto& t : waiters) t.join();
+}
+
+TEST_CASE("etcdctl lock excludes dblock readers, and dblock readers exclude it", "[etcd]") {
+  Keys k;
+  auto ns = k.f.make();
+  auto a = ns.open(), b = ns.open();
+  auto out = k.f.dir.path() + "/etcdctl";
+  // etcdctl holds: its key (an empty value, a plain lease name) is a writer to our readers.
+  auto pid = etcdctl_hold(k, "doc", out);
+  REQUIRE(eventually([&] { return std::filesystem::exists(out); }, 20s));
+  auto reader = a->lock("doc", etcd_opts());
+  CHECK_FALSE(reader.try_acquire_shared());
+  CHECK_FALSE(reader.try_acquire_shared(300ms));
+  CHECK(k.keys("doc").size() == 1);  // the failed tries left no key of ours
+  std::atomic<bool> in{false};
+  std::uint64_t fence = 0;
+  std::thread waiting([&] {
+    auto l = reader.try_acquire_shared(20s);
+    if (l) fence = l->fence();
+    in = l.has_value();
+  });
+  REQUIRE(eventually([&] { return k.keys("doc").size() == 2; }, 10s));
+  std::this_thread::sleep_for(300ms);
+  CHECK_FALSE(in.load());
+  auto etcdctl_fence = k.keys("doc").at(0).create_revision();
+  std::ofstream(out + ".stop").put('x');
+  waiting.join();
+  REQUIRE(in.load());
+  CHECK(fence > static_cast<std::uint64_t>(etcdctl_fence));
+  CHECK(dblock::test::wait_exit(pid) == 0);
+  // dblock readers hold: etcdctl waits for every one of them.
+  auto r1 = a->lock("doc", etcd_opts()).acquire_shared();
+  auto r2 = b->lock("doc", etcd_opts()).acquire_shared();
+  auto out2 = k.f.dir.path() + "/etcdctl2";
+  auto waiter = etcdctl_hold(k, "doc", out2);
+  REQUIRE(eventually([&] { return k.keys("doc").size() == 3; }, 10s));  // queued behind both
+  std::this_thread::sleep_for(500ms);
+  CHECK_FALSE(std::filesystem::exists(out2));
+  r1.release();
+  std::this_thread::sleep_for(500ms);
+  CHECK_FALSE(std::filesystem::exists(out2));  // one reader still holds
+  // A reader that comes now queues behind the waiting etcdctl (writers are not starved).
+  CHECK_FALSE(a->lock("doc", etcd_opts()).try_acquire_shared());
+  r2.release();
+  REQUIRE(eventually([&] { return std::filesystem::exists(out2); }, 10s));
+  auto holder_fence = k.keys("doc").at(0).create_revision();
+  std::ofstream(out2 + ".stop").put('x');
+  CHECK(dblock::test::wait_exit(waiter) == 0);
+  auto after = b->lock("doc", etcd_opts()).try_acquire_shared(10s);
+  REQUIRE(after);
+  CHECK(after->fence() > static_cast<std::uint64_t>(holder_fence));
 }

@@ -187,6 +187,8 @@ struct EtcdLock {
   // Keys of a Client's renewed locks share its lease, so a leftover key is found and replaced.
   static constexpr bool leftover_replaced = true;
   static constexpr Strategy strategy = Strategy::etcd;
+  static constexpr bool offers_shared = true;     // readers' keys beside the writers' under the prefix
+  static constexpr bool offers_semaphore = true;  // the first N keys hold
   TempDir dir;
   std::string url = server_url("DBLOCK_TEST_ETCD_URL") + "/t" + std::to_string(std::random_device{}());
   Namespace make() const { return Namespace{url, ClientOptions{}}; }

@@ -20,6 +20,9 @@ class EtcdBackend : public Backend {
 
   std::string_view name() const noexcept override { return "etcd"; }
   std::vector<Strategy> strategies() const override { return {Strategy::etcd}; }
+  // Readers' and semaphore contenders' keys beside the writers' under the name's prefix
+  // (docs/ARCHITECTURE.md, "Lock shapes").
+  Shapes shapes(Strategy) const override { return Shapes{true, true}; }
 
   std::unique_ptr<LockDriver> make_driver(Strategy strategy) override {
     if (strategy != Strategy::etcd)
@@ -39,53 +42,64 @@ class EtcdBackend : public Backend {
     pb::RangeRequest all;
     all.set_key(root_ + "/");
     all.set_range_end(etcd::prefix_end(root_ + "/"));
+    all.set_sort_target(pb::RangeRequest::CREATE);
+    all.set_sort_order(pb::RangeRequest::ASCEND);
     auto resp = cluster_->range(all);
-    // Per name, the key with the lowest create revision holds it.
-    std::map<std::string, const mvccpb::KeyValue*> holders;
-    for (const auto& kv : resp.kvs()) {
-      auto name = etcd::lock_name_of(root_, kv.key());
-      if (!name) continue;
-      auto& h = holders[*name];
-      if (!h || kv.create_revision() < h->create_revision()) h = &kv;
-    }
+    // Per name, its contenders in creation order; the first ones hold it (etcd::holder_count).
+    std::map<std::string, std::vector<std::pair<const mvccpb::KeyValue*, etcd::KeyShape>>> names;
+    for (const auto& kv : resp.kvs())
+      if (auto parsed = etcd::parse_lock_key(root_, kv.key())) names[parsed->first].emplace_back(&kv, parsed->second);
     std::vector<LeaseInfo> out;
-    for (const auto& [name, kv] : holders) {
-      LeaseInfo info;
-      info.name = name;
-      info.owner = kv->value();  // empty for an etcdctl holder, which puts no value
-      info.fence = static_cast<std::uint64_t>(kv->create_revision());
-      info.holds = 1;  // held in the holder's process: a Client lists its own grants' counts
-      // etcd keeps no time on keys: both times are when the holder's lease runs out if it
-      // stops renewing (its time left, from now on this machine's clock).
-      auto left = kv->lease() ? cluster_->time_to_live(kv->lease()) : std::chrono::seconds{0};
-      info.acquired_at = info.expires_at = std::chrono::system_clock::now() + left;
-      out.push_back(std::move(info));
+    for (const auto& [name, keys] : names) {
+      std::vector<etcd::KeyShape> shapes;
+      for (const auto& k : keys) shapes.push_back(k.second);
+      for (auto i : etcd::holders(shapes)) {
+        const auto* kv = keys[i].first;
+        LeaseInfo info;
+        info.name = name;
+        info.owner = kv->value();  // empty for an etcdctl holder, which puts no value
+        info.fence = static_cast<std::uint64_t>(kv->create_revision());
+        info.holds = 1;  // held in the holder's process: a Client lists its own grants' counts
+        info.mode = keys[i].second.kind == etcd::KeyShape::reader ? Mode::shared : Mode::exclusive;
+        // etcd keeps no time on keys: both times are when the holder's lease runs out if it
+        // stops renewing (its time left, from now on this machine's clock).
+        auto left = kv->lease() ? cluster_->time_to_live(kv->lease()) : std::chrono::seconds{0};
+        info.acquired_at = info.expires_at = std::chrono::system_clock::now() + left;
+        out.push_back(std::move(info));
+      }
     }
     return out;
   }
 
-  // Deletes the holder's key; its owner learns at its next renewal that it lost the lock.
+  // Deletes the holders' keys (the writer's, every reader's that holds, or a semaphore's
+  // holders'); their owners learn at their next renewal that they lost the lock.
   bool force_release(const std::string& name) override {
     auto prefix = etcd::lock_prefix(root_, name);
     for (int tries = 0; tries < 3; ++tries) {
-      pb::RangeRequest first;
-      first.set_key(prefix);
-      first.set_range_end(etcd::prefix_end(prefix));
-      first.set_sort_target(pb::RangeRequest::CREATE);
-      first.set_sort_order(pb::RangeRequest::ASCEND);
-      first.set_limit(1);
-      auto resp = cluster_->range(first);
+      pb::RangeRequest keys;
+      keys.set_key(prefix);
+      keys.set_range_end(etcd::prefix_end(prefix));
+      keys.set_sort_target(pb::RangeRequest::CREATE);
+      keys.set_sort_order(pb::RangeRequest::ASCEND);
+      keys.set_keys_only(true);
+      auto resp = cluster_->range(keys);
       if (resp.kvs_size() == 0) return false;
-      const auto& kv = resp.kvs(0);
-      pb::TxnRequest t;  // that key, not one made again under the same name meanwhile
-      auto* cmp = t.add_compare();
-      cmp->set_key(kv.key());
-      cmp->set_target(pb::Compare::CREATE);
-      cmp->set_result(pb::Compare::EQUAL);
-      cmp->set_create_revision(kv.create_revision());
-      t.add_success()->mutable_request_delete_range()->set_key(kv.key());
-      if (cluster_->txn(t).succeeded()) return true;
-      // else it just went: look again
+      std::vector<etcd::KeyShape> shapes;
+      for (const auto& kv : resp.kvs()) shapes.push_back(etcd::key_shape(kv.key()));
+      bool deleted = false;
+      for (auto i : etcd::holders(shapes)) {
+        const auto& kv = resp.kvs(static_cast<int>(i));
+        pb::TxnRequest t;  // that key, not one made again under the same name meanwhile
+        auto* cmp = t.add_compare();
+        cmp->set_key(kv.key());
+        cmp->set_target(pb::Compare::CREATE);
+        cmp->set_result(pb::Compare::EQUAL);
+        cmp->set_create_revision(kv.create_revision());
+        t.add_success()->mutable_request_delete_range()->set_key(kv.key());
+        if (cluster_->txn(t).succeeded()) deleted = true;
+      }
+      if (deleted) return true;
+      // else they just went: look again
     }
     return false;
   }

@@ -190,6 +190,19 @@ bool Cluster::txn_under_lease(const pb::TxnRequest& request, pb::TxnResponse* re
 }
 
 bool Cluster::wait_deleted(const std::string& key, std::int64_t from, Clock::time_point until) {
+  return wait_event(key, "", false, from, until, [&] {
+    pb::RangeRequest r;
+    r.set_key(key);
+    r.set_keys_only(true);
+    pb::RangeResponse got;
+    auto rc = kv_->Range(context().get(), r, &got);
+    // Gone, or unknown (the caller's own read will tell): look again.
+    return !rc.ok() || got.kvs_size() == 0;
+  });
+}
+
+bool Cluster::wait_event(const std::string& key, const std::string& range_end, bool puts, std::int64_t from,
+                         Clock::time_point until, const std::function<bool()>& missed) {
   grpc::ClientContext ctx;
   ctx.set_deadline(deadline(until));
   ctx.set_wait_for_ready(true);
@@ -197,37 +210,36 @@ bool Cluster::wait_deleted(const std::string& key, std::int64_t from, Clock::tim
   pb::WatchRequest req;
   auto* create = req.mutable_create_request();
   create->set_key(key);
+  if (!range_end.empty()) create->set_range_end(range_end);
   // No start revision: the watch starts at the current one. A watch from a past revision is
   // "unsynced" in etcd once any other write landed since (another contender's put), and etcd
-  // catches those up only every 100 ms: that was the tail of every contended hand-off. A
-  // deletion between `from` and the watch's start is found by reading the key once, when the
+  // catches those up only every 100 ms: that was the tail of every contended hand-off. An
+  // event between `from` and the watch's start is found by missed(), asked when the
   // `created` answer shows writes since `from - 1` (the revision the caller read at).
-  create->add_filters(pb::WatchCreateRequest::NOPUT);
-  bool deleted = false;
+  if (!puts) create->add_filters(pb::WatchCreateRequest::NOPUT);
+  bool changed = false;
   if (stream->Write(req)) {
     pb::WatchResponse resp;
-    while (!deleted && stream->Read(&resp)) {
+    while (!changed && stream->Read(&resp)) {
       // Canceled: refused (or compacted). Either way the caller reads again.
-      if (resp.canceled() || resp.compact_revision() > 0) deleted = true;
+      if (resp.canceled() || resp.compact_revision() > 0) changed = true;
       for (const auto& e : resp.events())
-        if (e.type() == mvccpb::Event::DELETE) deleted = true;
-      if (!deleted && resp.created() && resp.header().revision() >= from) {
-        pb::RangeRequest r;
-        r.set_key(key);
-        r.set_keys_only(true);
-        pb::RangeResponse got;
-        auto rc = kv_->Range(context().get(), r, &got);
-        // Gone, or unknown (the caller's own read will tell): look again.
-        if (!rc.ok() || got.kvs_size() == 0) deleted = true;
+        if (puts || e.type() == mvccpb::Event::DELETE) changed = true;
+      if (!changed && resp.created() && resp.header().revision() >= from) {
+        try {
+          changed = missed();
+        } catch (...) {
+          changed = true;  // unknown: the caller's own read will tell
+        }
       }
     }
   }
   ctx.TryCancel();  // the watch's stream ends with this call
   stream->WritesDone();
   auto s = stream->Finish();
-  if (deleted) return true;
+  if (changed) return true;
   // Our deadline, our own cancel, or the connection broke under the watch (a restart): no
-  // deletion seen, and the caller looks again (its calls wait for the reconnection). Anything
+  // event seen, and the caller looks again (its calls wait for the reconnection). Anything
   // else is the server refusing the watch.
   switch (s.error_code()) {
     case grpc::StatusCode::OK:

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -61,6 +62,12 @@ class Cluster {
   // Waits until `key` is deleted at revision `from` or later, or until `until`. True: it was
   // deleted (or may have been), and the caller must look again.
   bool wait_deleted(const std::string& key, std::int64_t from, Clock::time_point until);
+  // The same for any key in [key, range_end) (range_end empty: `key` alone), deleted or, with
+  // `puts`, written. The watch starts at the current revision; when that is past `from - 1`,
+  // missed() says whether such an event came before the watch did (true, or a throw: the
+  // caller must look again).
+  bool wait_event(const std::string& key, const std::string& range_end, bool puts, std::int64_t from,
+                  Clock::time_point until, const std::function<bool()>& missed);
 
  private:
   std::unique_ptr<grpc::ClientContext> context() const;

@@ -1,6 +1,8 @@
 #include "backends/etcd/etcd_driver.hpp"
 
 #include <algorithm>
+#include <functional>
+#include <vector>
 
 #include "backends/etcd/etcd_keys.hpp"
 #include "dblock/errors.hpp"
@@ -33,6 +35,37 @@ pb::RangeRequest by_creation(const std::string& prefix, pb::RangeRequest::SortOr
   r.set_keys_only(true);  // only its key and create revision are used
   if (before > 0) r.set_max_create_revision(before - 1);
   return r;
+}
+
+// Every key under `prefix` created before revision `before` (0: every key), oldest first:
+// what a reader or a semaphore contender must know of the keys below its own.
+pb::RangeRequest all_before(const std::string& prefix, std::int64_t before) {
+  pb::RangeRequest r;
+  r.set_key(prefix);
+  r.set_range_end(prefix_end(prefix));
+  r.set_sort_target(pb::RangeRequest::CREATE);
+  r.set_sort_order(pb::RangeRequest::ASCEND);
+  r.set_keys_only(true);
+  if (before > 0) r.set_max_create_revision(before - 1);
+  return r;
+}
+
+std::string describe(KeyShape s) {
+  switch (s.kind) {
+    case KeyShape::reader:
+      return "a read/write lock";
+    case KeyShape::permit:
+      return "a semaphore of " + std::to_string(s.permits) + " permits";
+    default:
+      return "a lock";
+  }
+}
+
+// Two programs disagree about what the name is: an error, not a wait (our key goes as this
+// unwinds).
+[[noreturn]] void mismatch(const std::string& name, KeyShape found, KeyShape asked) {
+  throw UsageError("etcd: lock '" + name + "' is held as " + describe(found) + ", not as " + describe(asked) +
+                   ": take it in the same shape (a semaphore with the same permits)");
 }
 
 }  // namespace
@@ -100,13 +133,14 @@ std::shared_ptr<Session> Driver::session(milliseconds ttl, bool renewed) {
   return s;
 }
 
-std::unique_ptr<Driver::Contender> Driver::enter(const std::string& prefix, const std::string& owner,
-                                                 std::shared_ptr<Session> s, bool* first) {
-  s->claim(s->key(prefix));
+std::unique_ptr<Driver::Contender> Driver::enter(const std::string& key,
+                                                 const std::string& owner, std::shared_ptr<Session> s,
+                                                 const pb::RangeRequest& look, pb::TxnResponse* seen) {
+  s->claim(key);
   for (int leftovers = 0;; ++leftovers) {
-    auto c = std::make_unique<Contender>(s, s->key(prefix));
-    // concurrency.Mutex's transaction: put our key unless it exists, and read the name's first
-    // key in the same round trip. Should the answer not come back, c gives the key up.
+    auto c = std::make_unique<Contender>(s, key);
+    // concurrency.Mutex's transaction: put our key unless it exists, and read the name's keys
+    // in the same round trip. Should the answer not come back, c gives the key up.
     pb::TxnRequest t;
     auto* cmp = t.add_compare();
     cmp->set_key(c->key);
@@ -117,34 +151,38 @@ std::unique_ptr<Driver::Contender> Driver::enter(const std::string& prefix, cons
     put->set_key(c->key);
     put->set_value(owner);
     put->set_lease(s->id());
-    *t.add_success() = range_op(by_creation(prefix, pb::RangeRequest::ASCEND));
+    *t.add_success() = range_op(look);
     *t.add_failure() = range_op(key_range(c->key));
-    pb::TxnResponse resp;
-    if (!cluster_->txn_under_lease(t, &resp)) {  // the lease expired: nothing was put
+    if (!cluster_->txn_under_lease(t, seen)) {  // the lease expired: nothing was put
       s->mark_gone();
       return nullptr;
     }
-    if (!resp.succeeded()) {
+    if (!seen->succeeded()) {
       // A key of ours is there already: a leftover of an earlier acquire of this Client (its
       // answer lost, its release failed). Handing it back would reuse its fence; delete it
       // and put a new one.
       c->gone = true;  // nothing of this attempt's to give up
       if (leftovers >= 2) throw InternalError("etcd: our lock key " + c->key + " keeps coming back");
-      const auto& mine = resp.responses(0).response_range();
+      const auto& mine = seen->responses(0).response_range();
       if (mine.kvs_size() > 0) delete_key(*cluster_, c->key, mine.kvs(0).create_revision());
       continue;
     }
-    c->revision = resp.header().revision();
-    const auto& head = resp.responses(1).response_range();
-    *first = head.kvs_size() == 0 || head.kvs(0).create_revision() == c->revision;
+    c->revision = seen->header().revision();
     return c;
   }
 }
 
 Attempt Driver::try_acquire(AcquireRequest& r) {
+  if (r.mode == Mode::shared || r.permits > 1) return try_acquire_shaped(r);
   const std::string prefix = lock_prefix(root_, r.name);
   const auto entered = Clock::now();
   const auto until = entered + std::max(r.wait, milliseconds{0});
+  // The name's first key is its holders' shape: a semaphore's, and we are not one. A
+  // semaphore's contender further up (one that will find out itself) is waited for like any.
+  auto check = [&](const mvccpb::KeyValue& head) {
+    auto shape = key_shape(head.key());
+    if (shape.kind == KeyShape::permit) mismatch(r.name, shape, KeyShape{});
+  };
 
   // Our key holds the lock: the grant. The core counts the lease from when it called us; it
   // lasts at least until expiry().
@@ -158,14 +196,17 @@ Attempt Driver::try_acquire(AcquireRequest& r) {
   std::unique_ptr<Contender> c(static_cast<Contender*>(r.place.release()));
   for (int reentered = 0;;) {
     if (!c) {
-      bool first = false;
-      c = enter(prefix, r.owner, session(r.ttl, r.renewed), &first);
+      auto s = session(r.ttl, r.renewed);
+      pb::TxnResponse resp;
+      c = enter(s->key(prefix), r.owner, s, by_creation(prefix, pb::RangeRequest::ASCEND), &resp);
       if (!c) {  // the shared lease expired just now: the next session() grants a new one
         if (++reentered > 3)
           throw UnavailableError("etcd: " + cluster_->endpoints() + ": our lease under " + prefix + " keeps expiring");
         continue;
       }
-      if (first) return granted(std::move(c));
+      const auto& head = resp.responses(1).response_range();
+      if (head.kvs_size() == 0 || head.kvs(0).create_revision() == c->revision) return granted(std::move(c));
+      check(head.kvs(0));
       if (r.wait.count() <= 0) return Attempt::busy(milliseconds{0});  // a try-lock: our key goes at once
     }
     // A waiter keeps its lease alive (a shared one, for the Client's other locks too).
@@ -190,6 +231,10 @@ Attempt Driver::try_acquire(AcquireRequest& r) {
     }
     const auto& before = seen.responses(1).response_range();
     if (before.kvs_size() == 0) return granted(std::move(c));  // every key made before ours is gone
+    if (key_shape(before.kvs(0).key()).kind == KeyShape::permit) {  // rare: is the name a semaphore?
+      auto head = cluster_->range(by_creation(prefix, pb::RangeRequest::ASCEND));
+      if (head.kvs_size() > 0) check(head.kvs(0));
+    }
     if (r.wait.count() <= 0) return Attempt::busy(milliseconds{0});
     if (Clock::now() >= until) {  // the key stays queued for the core's next call
       auto a = Attempt::busy(milliseconds{1});
@@ -200,6 +245,147 @@ Attempt Driver::try_acquire(AcquireRequest& r) {
     // once (Cluster::wait_deleted). Woken at least when our lease needs its next keep-alive.
     auto wake = std::min(until, c->session->refresh_due_at());
     cluster_->wait_deleted(before.kvs(0).key(), seen.header().revision() + 1, wake);
+  }
+}
+
+bool Driver::announce(Contender& c, const std::string& owner) {
+  // The same key, value and lease written again: a put event for the watcher behind us, and
+  // only while the key is still ours.
+  pb::TxnRequest t;
+  auto* cmp = t.add_compare();
+  cmp->set_key(c.key);
+  cmp->set_target(pb::Compare::CREATE);
+  cmp->set_result(pb::Compare::EQUAL);
+  cmp->set_create_revision(c.revision);
+  auto* put = t.add_success()->mutable_request_put();
+  put->set_key(c.key);
+  put->set_value(owner);
+  put->set_lease(c.session->id());
+  pb::TxnResponse resp;
+  if (!cluster_->txn_under_lease(t, &resp)) {
+    c.session->mark_gone();
+    return false;
+  }
+  return resp.succeeded();
+}
+
+Attempt Driver::try_acquire_shaped(AcquireRequest& r) {
+  const std::string prefix = lock_prefix(root_, r.name);
+  const auto entered = Clock::now();
+  const auto until = entered + std::max(r.wait, milliseconds{0});
+  const KeyShape asked = r.mode == Mode::shared ? KeyShape{KeyShape::reader, 0} : KeyShape{KeyShape::permit, r.permits};
+
+  auto granted = [&](std::unique_ptr<Contender> held) {
+    auto fence = static_cast<std::uint64_t>(held->revision);
+    auto left = std::chrono::duration_cast<milliseconds>(held->session->expiry() - entered);
+    return Attempt{std::make_unique<Held>(std::move(held)), fence, left, nullptr};
+  };
+
+  std::unique_ptr<Contender> c(static_cast<Contender*>(r.place.release()));
+  bool waited = c != nullptr;  // a semaphore contender that waited announces its grant
+  for (int reentered = 0;;) {
+    // The keys below ours, oldest first, read at one revision with (or after) ours.
+    std::vector<const mvccpb::KeyValue*> below;
+    pb::TxnResponse seen;
+    if (!c) {
+      auto s = session(r.ttl, r.renewed);
+      // Read in the same Txn as the put: every key there is below ours, or ours.
+      c = enter(s->shaped_key(prefix, asked), r.owner, s, all_before(prefix, 0), &seen);
+      if (!c) {
+        if (++reentered > 3)
+          throw UnavailableError("etcd: " + cluster_->endpoints() + ": our lease under " + prefix + " keeps expiring");
+        continue;
+      }
+      for (const auto& kv : seen.responses(1).response_range().kvs())
+        if (kv.create_revision() < c->revision) below.push_back(&kv);
+    } else {
+      if (c->session->refresh_due() && !c->session->refresh()) {
+        c.reset();
+        if (++reentered > 3)
+          throw UnavailableError("etcd: " + cluster_->endpoints() + ": our lease under " + prefix + " keeps expiring");
+        continue;
+      }
+      pb::TxnRequest look;
+      *look.add_success() = range_op(key_range(c->key));
+      *look.add_success() = range_op(all_before(prefix, c->revision));
+      seen = cluster_->txn(look);
+      const auto& mine = seen.responses(0).response_range();
+      if (mine.kvs_size() == 0 || mine.kvs(0).create_revision() != c->revision) {
+        c.reset();  // deleted by an operator: queue again, a few times
+        if (++reentered > 3) throw UnavailableError("etcd: our lock key under " + prefix + " keeps disappearing");
+        continue;
+      }
+      for (const auto& kv : seen.responses(1).response_range().kvs()) below.push_back(&kv);
+    }
+    const std::int64_t at = seen.header().revision();
+
+    // What we wait for, if anything: a key's deletion (puts too: its put), or any deletion
+    // under the prefix.
+    std::string watch_key, watch_end;
+    bool puts = false;
+    std::function<bool()> missed;
+    // The name's first key is the shape its holders have: another one is an error. A key of
+    // another shape further up is a contender that finds out itself (or etcdctl's, which
+    // waits): it is waited for like any other.
+    if (!below.empty()) {
+      auto head = key_shape(below.front()->key());
+      if (asked.kind == KeyShape::reader ? head.kind == KeyShape::permit : !(head == asked))
+        mismatch(r.name, head, asked);
+    }
+    if (asked.kind == KeyShape::reader) {
+      // Readers hold beside readers; any other key below (a writer: dblock's exclusive one,
+      // etcdctl's, or one we cannot read) excludes us, and we wait for the nearest one.
+      const mvccpb::KeyValue* writer = nullptr;
+      for (const auto* kv : below)
+        if (key_shape(kv->key()).kind != KeyShape::reader) writer = kv;
+      if (!writer) return granted(std::move(c));
+      watch_key = writer->key();
+    } else {
+      // The first N keys hold. Keys are only ever added above every existing one, so the keys
+      // below ours only go: once fewer than N, they stay so, and at any revision only the
+      // first N keys can have seen that.
+      const std::size_t n = below.size();
+      if (n < r.permits) {
+        if (waited && !announce(*c, r.owner)) {  // our key went meanwhile (or its lease): queue again
+          c->gone = true;
+          c.reset();
+          if (++reentered > 3) throw UnavailableError("etcd: our lock key under " + prefix + " keeps disappearing");
+          continue;
+        }
+        return granted(std::move(c));
+      }
+      if (n == r.permits) {
+        // The first waiter: any of the N holders' deletions lets it in, so it watches the
+        // name's deletions (it alone: the waiters behind it watch the key before their own).
+        watch_key = prefix;
+        watch_end = prefix_end(prefix);
+        const std::int64_t rev = c->revision;
+        missed = [this, prefix, rev, n] {
+          auto count = all_before(prefix, rev);
+          count.set_count_only(true);
+          return static_cast<std::size_t>(cluster_->range(count).count()) < n;
+        };
+      } else {
+        // Behind another waiter: we can hold only after it does, and it announces that with a
+        // put of its key (or goes, deleted).
+        watch_key = below.back()->key();
+        puts = true;
+        missed = [this, watch_key, at] {
+          auto got = cluster_->range(key_range(watch_key));
+          return got.kvs_size() == 0 || got.kvs(0).mod_revision() > at;
+        };
+      }
+    }
+    if (r.wait.count() <= 0) return Attempt::busy(milliseconds{0});  // a try-lock: our key goes at once
+    if (Clock::now() >= until) {
+      auto a = Attempt::busy(milliseconds{1});
+      a.place = std::move(c);
+      return a;
+    }
+    waited = true;
+    auto wake = std::min(until, c->session->refresh_due_at());
+    if (!missed) cluster_->wait_deleted(watch_key, at + 1, wake);
+    else cluster_->wait_event(watch_key, watch_end, puts, at + 1, wake, missed);
   }
 }
 

@@ -13,9 +13,17 @@
 // never kept alive (Session::give_up).
 //
 // A key is named by its lease, so a lease holds at most one key per name: the Client's Gate
-// lets one thread per name contend at a time, so that is enough. A key of ours already there
-// when we put one is a leftover (an acquire whose answer was lost, a failed release): it is
-// deleted and a new key put, so a leftover is never handed back with its old fence.
+// lets one thread per name contend exclusively at a time, so that is enough. A key of ours
+// already there when we put one is a leftover (an acquire whose answer was lost, a failed
+// release): it is deleted and a new key put, so a leftover is never handed back with its old
+// fence.
+//
+// Read/write locks and semaphores (docs/ARCHITECTURE.md, "Lock shapes") use the same prefix,
+// so that `etcdctl lock` and dblock's writers wait for readers: a reader's key and a
+// semaphore contender's carry their shape and a random tag besides the lease (the Gate lets
+// several threads of a Client in at once in those shapes; etcd_keys.hpp). A writer is any
+// other key. A reader holds when no writer's key is below its own and waits for the nearest
+// one; a semaphore contender of N holds when fewer than N keys are below its own.
 #pragma once
 
 #include <map>
@@ -42,13 +50,18 @@ class Driver : public LockDriver {
  private:
   struct Contender;
   class Held;
+  // A reader's or a semaphore contender's acquire (AcquireRequest::mode, permits).
+  Attempt try_acquire_shaped(AcquireRequest& request);
+  // A semaphore contender that waited tells the one behind it that it moved up (holds now).
+  bool announce(Contender& c, const std::string& owner);
   // The lease a new key goes under: the shared one for `ttl` (granted anew when it is gone),
   // kept alive within the last third of its TTL; or, for an unrenewed lock, one of its own.
   std::shared_ptr<Session> session(milliseconds ttl, bool renewed);
-  // Our key under `prefix` in session `s`; *first tells whether no key was created before
-  // ours. Null: the lease was gone, and nothing was put.
-  std::unique_ptr<Contender> enter(const std::string& prefix, const std::string& owner, std::shared_ptr<Session> s,
-                                   bool* first);
+  // Our key `key` (under a name's prefix) in session `s`, put if absent, and in the same Txn `look`
+  // (a read of the name's keys, which sees ours) into *seen. Null: the lease was gone, and
+  // nothing was put.
+  std::unique_ptr<Contender> enter(const std::string& key, const std::string& owner,
+                                   std::shared_ptr<Session> s, const pb::RangeRequest& look, pb::TxnResponse* seen);
 
   std::shared_ptr<Cluster> cluster_;
   const std::string root_;

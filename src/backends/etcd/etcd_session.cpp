@@ -9,11 +9,15 @@ namespace dblock::detail::etcd {
 
 namespace {
 
+std::uint64_t random64() {
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  return rng();
+}
+
 // A lease id of our own choosing: positive, never 0 (which asks the server to choose).
 std::int64_t random_lease_id() {
-  thread_local std::mt19937_64 rng(std::random_device{}());
   std::int64_t id;
-  do id = static_cast<std::int64_t>(rng() >> 1);
+  do id = static_cast<std::int64_t>(random64() >> 1);
   while (id == 0);
   return id;
 }
@@ -31,6 +35,10 @@ Session::~Session() {
 }
 
 std::string Session::key(const std::string& prefix) const { return prefix + lease_hex(id_); }
+
+std::string Session::shaped_key(const std::string& prefix, KeyShape shape) const {
+  return prefix + shaped_suffix(id_, shape, random64());
+}
 
 bool Session::refresh() {
   std::lock_guard lk(mutex_);

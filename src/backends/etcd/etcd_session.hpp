@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "backends/etcd/etcd_cluster.hpp"
+#include "backends/etcd/etcd_keys.hpp"
 
 namespace dblock::detail::etcd {
 
@@ -47,6 +48,10 @@ class Session {
   // A key under this lease at most one acquire uses at a time: the Client's Gate lets one
   // thread per name contend, and a lock's own Session holds one lock.
   std::string key(const std::string& prefix) const;
+  // A reader's or a semaphore contender's key under this lease: several threads of the Client
+  // (each its own owner) may contend for one name in those shapes at once, so each key also
+  // gets a random tag of its own.
+  std::string shaped_key(const std::string& prefix, KeyShape shape) const;
 
   // Deletes the keys given up under the lease, then keeps it alive once. False: the lease is
   // gone (expired or revoked), and every key under it with it. Transient errors throw.
