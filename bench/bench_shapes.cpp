@@ -352,6 +352,8 @@ BackendReport run_shape_scenarios(const std::string& backend, const std::string&
     }
   } remove_dir{dir};
 
+  dblock::ClientOptions worker_options = options;
+  if (opt.shape_polling) worker_options.notifications = false;
   auto admin = dblock::Client::open(url, options);
   const std::chrono::milliseconds hold(opt.shape_hold_ms);
   std::string skipped, timeouts;
@@ -376,13 +378,13 @@ BackendReport run_shape_scenarios(const std::string& backend, const std::string&
 
     const std::size_t rounds = shape_rounds(opt);
     fmt::print(stderr, "dblock-bench: {}/{} shapes: {} series x {} round(s) of {:.1f} s, {} workers ({} processes), "
-               "hold {} ms\n", backend, s, series.size(), rounds, shape_seconds_per_round(opt), kShapeWorkers,
-               kProcesses, hold.count());
+               "hold {} ms{}\n", backend, s, series.size(), rounds, shape_seconds_per_round(opt), kShapeWorkers,
+               kProcesses, hold.count(), worker_options.notifications ? "" : ", notifications off");
     for (std::size_t round = 0; round < rounds; ++round)
       for (std::size_t k = 0; k < series.size(); ++k) {
         auto& se = series[(round + k) % series.size()];
         const std::string label = fmt::format("{}/{} {} ({})", backend, s, se.scenario, se.key);
-        run_round(se, label, url, options, strategy, fmt::format("bench-shape-{}-{}", s, se.key),
+        run_round(se, label, url, worker_options, strategy, fmt::format("bench-shape-{}-{}", s, se.key),
                   shape_seconds_per_round(opt), hold, fmt::format("{}/map-{}-{}", dir, s, se.key));
       }
 
@@ -428,7 +430,7 @@ void print_shapes_table(const std::vector<Row>& rows, const Options& opt) {
   fmt::print(
       "\n## Lock shapes: 8 workers on one name, exclusive vs read/write vs semaphore\n\n"
       "- {} workers = {} worker processes x {} threads, each thread with its own Client, loop on acquire "
-      "(wait up to {} s), hold {} ms, release, on ONE name per line-up: `8 exclusive` (try_acquire: the "
+      "(wait up to {} s), hold {} ms, release{}, on ONE name per line-up: `8 exclusive` (try_acquire: the "
       "baseline), `8 readers` (try_acquire_shared), `7 readers + 1 writer` (the writer is one worker looping on "
       "try_acquire; a row each for the readers and the writer) and `8 on {} permits` (LockOptions::permits = "
       "{}). A strategy's line-ups run in {} round(s) of {:.1f} s, the order rotated each round. grants/s = the "
@@ -437,6 +439,7 @@ void print_shapes_table(const std::vector<Row>& rows, const Options& opt) {
       "map while it held (no reader beside a writer, at most N permit holders, a writer's fence above every "
       "fence before it): every row passed (a failure stops the run with exit status 1)\n\n",
       kShapeWorkers, kProcesses, kShapeWorkers / kProcesses, kGenerousWait.count() / 1000, opt.shape_hold_ms,
+      opt.shape_polling ? " (--shape-polling: every Client opened with notifications = false, waiters poll)" : "",
       kShapePermits, kShapePermits, shape_rounds(opt), shape_seconds_per_round(opt));
   fmt::print("| backend | strategy | holders | grants/s | p50 wait us | p99 wait us | p50 release us | grants/worker min..max | ratio |\n");
   fmt::print("|---|---|---|---:|---:|---:|---:|---:|---:|\n");

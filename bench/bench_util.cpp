@@ -19,7 +19,8 @@ namespace dblock_bench {
 
 const char* usage_text() {
   return "usage: dblock-bench [--quick] [--iterations N] [--handoffs N] [--hold-ms N]\n"
-         "                    [--shape-hold-ms N] [--backend NAME]... [--scenario NAME]...\n"
+         "                    [--shape-hold-ms N] [--shape-polling] [--backend NAME]...\n"
+         "                    [--scenario NAME]...\n"
          "                    [--dir DIR] [--csv FILE]\n"
          "\n"
          "Backends: sqlite (always), postgresql (when built with libpqxx and DBLOCK_TEST_PG_URL\n"
@@ -129,6 +130,9 @@ const char* usage_text() {
          "                    (default: it releases at once)\n"
          "  --shape-hold-ms N how long a shared / semaphore scenario holder keeps its grant\n"
          "                    before it releases (default 2; 0: at once)\n"
+         "  --shape-polling   open the shared / semaphore scenarios' Clients with\n"
+         "                    notifications = false (waiters poll with backoff), to tell what\n"
+         "                    the wake-ups do to the line-ups\n"
          "  --backend NAME    only these backends (repeatable or comma-separated)\n"
          "  --scenario NAME   only these scenarios (repeatable or comma-separated)\n"
          "  --dir DIR         where to put bench.db and the table-size/ and sweep/ SQLite files\n"
@@ -225,6 +229,7 @@ Options parse_options(int argc, char** argv) {
     else if (arg == "--handoffs") handoffs = parse_count(arg, value());
     else if (arg == "--hold-ms") o.hold_ms = parse_count(arg, value(), 0, 60'000);
     else if (arg == "--shape-hold-ms") o.shape_hold_ms = parse_count(arg, value(), 0, 10'000);
+    else if (arg == "--shape-polling") no_value(), o.shape_polling = true;
     else if (arg == "--backend") add_names(arg, value(), kBackends, o.backends);
     else if (arg == "--scenario") add_names(arg, value(), kScenarios, o.scenarios);
     else if (arg == "--dir") {
