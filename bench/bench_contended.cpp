@@ -1,9 +1,7 @@
 #include "bench_contended.hpp"
 
 #include <fcntl.h>
-#include <spawn.h>
 #include <stdlib.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -27,7 +25,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-extern char** environ;
+#include "bench_proc.hpp"
 
 namespace dblock_bench {
 
@@ -36,9 +34,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using json = nlohmann::json;
 
-// The URL goes to the workers in the environment, not argv: argv is world-readable in
-// /proc/PID/cmdline and a server URL may carry a password.
-constexpr const char* kUrlVar = "DBLOCK_BENCH_WORKER_URL";
 // A waiter gives up after this long; far above any wait a healthy run sees, so a timeout
 // shows up as a count in the report rather than as lost throughput.
 constexpr std::chrono::milliseconds kGenerousWait{60'000};
@@ -113,8 +108,7 @@ void worker_thread(dblock::Lock lock, int counter_fd, Clock::time_point until, W
 int contended_worker_main(int argc, char** argv) {
   try {
     if (argc != 11) throw std::runtime_error("usage: --contended-worker STRATEGY NAME THREADS MILLIS FILE TABLE N M");
-    const char* url = std::getenv(kUrlVar);
-    if (!url) throw std::runtime_error(fmt::format("{} is not set", kUrlVar));
+    const char* url = worker_url();
     dblock::LockOptions lock_options;
     lock_options.strategy = dblock::parse_strategy(argv[2]);
     const std::string name = argv[3];
@@ -136,11 +130,7 @@ int contended_worker_main(int argc, char** argv) {
       clients.push_back(dblock::Client::open(url, options));
       locks.push_back(clients.back()->lock(name, lock_options));
     }
-    std::fputs("ready\n", stdout);
-    std::fflush(stdout);
-    char buf[64];
-    while (read(0, buf, sizeof buf) > 0) {
-    }  // EOF: the parent closed the start pipe, all workers are ready
+    worker_ready_then_wait();
 
     const auto start = Clock::now(), until = start + run_for;
     std::vector<WorkerResult> results(static_cast<std::size_t>(threads));
@@ -172,63 +162,6 @@ int contended_worker_main(int argc, char** argv) {
 
 namespace {
 
-// A file descriptor closed when it goes.
-struct Fd {
-  int fd = -1;
-  Fd() = default;
-  explicit Fd(int f) : fd(f) {}
-  Fd(Fd&& o) noexcept : fd(std::exchange(o.fd, -1)) {}
-  Fd& operator=(Fd&& o) noexcept {
-    reset();
-    fd = std::exchange(o.fd, -1);
-    return *this;
-  }
-  ~Fd() { reset(); }
-  void reset() {
-    if (fd >= 0) close(fd);
-    fd = -1;
-  }
-};
-
-// Reads one line (without the newline) from fd; empty at EOF before any byte.
-std::string read_line(int fd) {
-  std::string line;
-  char c;
-  for (;;) {
-    ssize_t n = read(fd, &c, 1);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0 || c == '\n') return line;
-    line += c;
-  }
-}
-
-struct Worker {
-  pid_t pid = -1;
-  Fd out;  // its stdout
-};
-
-Worker spawn_worker(const std::vector<std::string>& args, const std::vector<std::string>& env, int start_fd) {
-  int p[2];
-  if (pipe2(p, O_CLOEXEC) != 0) throw std::runtime_error(fmt::format("pipe2: {}", std::strerror(errno)));
-  Fd read_end(p[0]), write_end(p[1]);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  // dup2 clears O_CLOEXEC on the copies; every other pipe end stays out of the child.
-  posix_spawn_file_actions_adddup2(&fa, start_fd, 0);
-  posix_spawn_file_actions_adddup2(&fa, write_end.fd, 1);
-  std::vector<char*> av, ev;
-  for (const auto& a : args) av.push_back(const_cast<char*>(a.c_str()));
-  av.push_back(nullptr);
-  for (const auto& e : env) ev.push_back(const_cast<char*>(e.c_str()));
-  ev.push_back(nullptr);
-  Worker w;
-  int rc = posix_spawn(&w.pid, "/proc/self/exe", &fa, nullptr, av.data(), ev.data());
-  posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) throw std::runtime_error(fmt::format("posix_spawn /proc/self/exe: {}", std::strerror(rc)));
-  w.out = std::move(read_end);
-  return w;
-}
-
 struct Point {
   std::vector<double> waits_us;
   std::vector<std::uint64_t> grants;  // per worker thread
@@ -245,10 +178,6 @@ Point run_point(const std::string& label, const std::string& url, const dblock::
     write_record(f.fd, SharedRecord{});
   }
   auto [procs, threads] = processes_and_threads(workers);
-  std::vector<std::string> env;
-  for (char** e = environ; *e; ++e)
-    if (std::strncmp(*e, kUrlVar, std::strlen(kUrlVar)) != 0) env.emplace_back(*e);
-  env.push_back(fmt::format("{}={}", kUrlVar, url));
   const std::vector<std::string> args{
       "dblock-bench",
       kContendedWorkerFlag,
@@ -261,31 +190,15 @@ Point run_point(const std::string& label, const std::string& url, const dblock::
       options.notifications ? "1" : "0",
       options.auto_migrate ? (*options.auto_migrate ? "1" : "0") : "-",
       "-"};
-
-  int sp[2];
-  if (pipe2(sp, O_CLOEXEC) != 0) throw std::runtime_error(fmt::format("pipe2: {}", std::strerror(errno)));
-  Fd start_read(sp[0]), start_write(sp[1]);
-  std::vector<Worker> ws;
-  for (int i = 0; i < procs; ++i) ws.push_back(spawn_worker(args, env, start_read.fd));
-  start_read.reset();
-
   std::string failure;
-  for (auto& w : ws)
-    if (auto line = read_line(w.out.fd); line != "ready" && failure.empty())
-      failure = line.empty() ? "a worker exited before it was ready" : line;
-  // Every worker has its clients open (or failed): closing the pipe starts them together.
-  start_write.reset();
+  auto outputs = run_workers(std::vector<std::vector<std::string>>(static_cast<std::size_t>(procs), args), url, failure);
 
   Point p;
-  for (auto& w : ws) {
-    std::string line = read_line(w.out.fd);
-    int status = 0;
-    while (waitpid(w.pid, &status, 0) < 0 && errno == EINTR) {
-    }
+  for (const auto& w : outputs) {
     if (!failure.empty()) continue;
-    json j = json::parse(line, nullptr, false);
+    json j = json::parse(w.line, nullptr, false);
     if (j.is_discarded() || !j.is_object()) {
-      failure = fmt::format("worker {} gave no result (exit status {})", w.pid, status);
+      failure = fmt::format("worker {} gave no result (exit status {})", w.pid, w.status);
       continue;
     }
     if (j.contains("error")) {

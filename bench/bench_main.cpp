@@ -29,6 +29,7 @@
 #include "bench_mysql.hpp"
 #include "bench_redis.hpp"
 #include "bench_resources.hpp"
+#include "bench_shapes.hpp"
 #include "bench_pg.hpp"
 #include "bench_plots.hpp"
 #include "bench_sweep.hpp"
@@ -238,6 +239,7 @@ int run(const Options& opt) {
   print_table_size_markdown(rows);
   print_sweep_markdown(rows);
   print_contended_table(rows);
+  print_shapes_table(rows, opt);
   print_resources_table(rows);
   if (!opt.csv.empty()) {
     try {
@@ -255,6 +257,8 @@ int run(const Options& opt) {
 int main(int argc, char** argv) {
   // A contended-scenario worker: this binary started again by run_contended_scenario.
   if (argc > 1 && std::string(argv[1]) == kContendedWorkerFlag) return contended_worker_main(argc, argv);
+  // A shared / semaphore scenario worker: started again by run_shape_scenarios.
+  if (argc > 1 && std::string(argv[1]) == kShapeWorkerFlag) return shape_worker_main(argc, argv);
   Options opt;
   try {
     opt = parse_options(argc, argv);

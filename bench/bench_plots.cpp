@@ -19,6 +19,7 @@
 #include <fmt/format.h>
 
 #include "bench_fill.hpp"  // short_count
+#include "bench_shapes.hpp"  // kShapeHolders
 #include "dblock/dblock.hpp"
 
 extern char** environ;
@@ -151,6 +152,37 @@ std::string uncontended_chart(const fs::path& dir, const std::vector<Row>& rows,
       count, f, f);
 }
 
+// Grouped bars: grants/s per backend/strategy, one bar per line-up of holders (the `exclusive`,
+// `shared` and `semaphore` rows), log scale; a line-up a strategy does not offer is left out.
+std::string shapes_chart(const fs::path& dir, const std::vector<Row>& rows, std::size_t& groups) {
+  std::vector<std::string> labels;
+  for (const auto& r : rows)
+    if (r.scenario == "exclusive" || r.scenario == "shared" || r.scenario == "semaphore")
+      if (auto l = r.backend + "/" + r.strategy; std::find(labels.begin(), labels.end(), l) == labels.end())
+        labels.push_back(l);
+  groups = labels.size();
+  auto file = dir / "shapes.dat";
+  std::ofstream out(file);
+  for (const auto& label : labels) {
+    out << '"' << label << '"';  // backend/strategy: no quotes or blanks in it
+    for (const auto& h : kShapeHolders) {
+      auto it = std::find_if(rows.begin(), rows.end(),
+                             [&](const Row& r) { return r.backend + "/" + r.strategy == label && r.holders == h; });
+      out << (it == rows.end() || it->s.ops_per_s <= 0 ? std::string(" -") : fmt::format(" {:.1f}", it->s.ops_per_s));
+    }
+    out << "\n";
+  }
+  std::string plot;
+  for (std::size_t i = 0; i < kShapeHolders.size(); ++i)
+    plot += fmt::format("{}{} using {}{} title {}", i ? ", \\\n  " : "plot ", i ? "''" : quoted(file.string()), i + 2,
+                        i ? "" : ":xtic(1)", quoted(kShapeHolders[i]));
+  return "set title 'dblock-bench lock shapes: grants/s of 8 workers on one name, by holders (log scale)'\n"
+         "set style data histograms\nset style histogram clustered gap 1\nset style fill solid 0.8 border -1\n"
+         "set datafile missing '-'\nset logscale y\nset yrange [10:*]\nset grid ytics\nset ylabel 'grants/s'\n"
+         "set xtics rotate by 30 right\nset key outside right top\n" +
+         plot + "\n";
+}
+
 }  // namespace
 
 void write_plots(const std::string& csv_path, const std::vector<Row>& rows) {
@@ -208,6 +240,15 @@ void write_plots(const std::string& csv_path, const std::vector<Row>& rows) {
                          "set ylabel 'p50 us'\n"));
     else
       fmt::print(stderr, "dblock-bench: table-size plot skipped: no `table-size` rows\n");
+
+    std::size_t groups = 0;
+    std::string shapes = shapes_chart(dir, rows, groups);
+    if (groups > 0)
+      charts.emplace_back(png("shapes"),
+                          header(png("shapes"), static_cast<int>(std::max<std::size_t>(900, 110 * groups + 350)), 650) +
+                              shapes);
+    else
+      fmt::print(stderr, "dblock-bench: shapes plot skipped: no `shared` or `semaphore` rows\n");
 
     for (const auto& [out, script] : charts) {
       auto file = dir / (fs::path(out).stem().string() + ".gp");

@@ -15,6 +15,8 @@ namespace dblock_bench {
 //                             baselines included, log scale
 //   DIR/NAME-contended.png    grants/s by worker count per backend/strategy (`contended` rows)
 //   DIR/NAME-table-size.png   table-size p50 by other leases present per backend/strategy
+//   DIR/NAME-shapes.png       grants/s per backend/strategy and line-up of holders
+//                             (`exclusive`, `shared`, `semaphore` rows)
 // A plot without rows, or a gnuplot that is missing or fails, gives one line on stderr;
 // never throws.
 void write_plots(const std::string& csv_path, const std::vector<Row>& rows);

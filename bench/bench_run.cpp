@@ -18,6 +18,7 @@
 
 #include "bench_contended.hpp"
 #include "bench_resources.hpp"
+#include "bench_shapes.hpp"
 
 namespace dblock_bench {
 
@@ -413,6 +414,7 @@ void add_own_table_scenarios(BackendReport& rep, const std::string& backend, con
     rep.notes.insert(rep.notes.end(), more.notes.begin(), more.notes.end());
   };
   add(run_contended_scenario(backend, url, options, strategies, opt, rep.rows));
+  add(run_shape_scenarios(backend, url, options, strategies, opt));
   add(run_resources_scenario(backend, url, options, strategies, opt));
 }
 

@@ -123,8 +123,8 @@ struct ServerRun {
 };
 
 // Appends the rows and notes of the scenarios with a table of their own, `contended`
-// (bench_contended.hpp; its baselines are the uncontended rows already in rep) and
-// `resources` (bench_resources.hpp), each when selected.
+// (bench_contended.hpp; its baselines are the uncontended rows already in rep), `shared` and
+// `semaphore` (bench_shapes.hpp) and `resources` (bench_resources.hpp), each when selected.
 void add_own_table_scenarios(BackendReport& rep, const std::string& backend, const std::string& url,
                              const dblock::ClientOptions& options, const std::vector<dblock::Strategy>& strategies,
                              const Options& opt);

@@ -19,7 +19,9 @@ namespace dblock_bench {
 
 const char* usage_text() {
   return "usage: dblock-bench [--quick] [--iterations N] [--handoffs N] [--hold-ms N]\n"
-         "                    [--backend NAME]... [--scenario NAME]... [--dir DIR] [--csv FILE]\n"
+         "                    [--shape-hold-ms N] [--shape-polling] [--backend NAME]...\n"
+         "                    [--scenario NAME]...\n"
+         "                    [--dir DIR] [--csv FILE]\n"
          "\n"
          "Backends: sqlite (always), postgresql (when built with libpqxx and DBLOCK_TEST_PG_URL\n"
          "is set), mysql (when built with mysql-connector-c++ and DBLOCK_TEST_MYSQL_URL is set);\n"
@@ -79,6 +81,21 @@ const char* usage_text() {
          "               Each holder bumps a shared counter in a file (read, +1, write) and\n"
          "               checks its fence is above the last one: a lost increment or a fence\n"
          "               that does not increase stops the run with exit status 1.\n"
+         "  shared       per strategy that offers read/write locks (others: a line on stderr and\n"
+         "               a note), 8 workers on ONE name, threads spread over 2 worker processes\n"
+         "               (4 each), each with its own Client, each looping on acquire (up to 60 s),\n"
+         "               hold 2 ms (--shape-hold-ms), release: 8 exclusive lockers (the baseline,\n"
+         "               also the semaphore's), 8 readers, and 7 readers beside 1 writer. Reports\n"
+         "               grants/s, the wait (asking -> holding) p50 and p99, release p50 and\n"
+         "               grants per worker min..max in a table of its own; ratio = grants/s /\n"
+         "               the 8 exclusive lockers' grants/s. The series of a strategy run in\n"
+         "               rounds (3 of 1 s; --quick: 1 of 0.3 s), their order rotated each round.\n"
+         "               Holders count themselves in a shared memory map: a reader beside a\n"
+         "               writer, two writers at once, or a writer's fence not above every fence\n"
+         "               seen before stops the run with exit status 1.\n"
+         "  semaphore    the same for strategies that offer semaphores: 8 workers on a\n"
+         "               semaphore of 4 permits (more than 4 holders at once is a violation),\n"
+         "               against the same 8 exclusive lockers.\n"
          "  resources    one Client holds 100 locks (--quick: 20) on different names at once\n"
          "               per strategy: connections per held lock (postgresql: pg_stat_activity\n"
          "               rows of the user and database; mysql: Threads_connected; redis and\n"
@@ -111,6 +128,11 @@ const char* usage_text() {
          "  --hold-ms N       a hand-off holder keeps the lease N ms before it releases, so the\n"
          "                    waiters have been waiting (polling ones backing off) when it goes\n"
          "                    (default: it releases at once)\n"
+         "  --shape-hold-ms N how long a shared / semaphore scenario holder keeps its grant\n"
+         "                    before it releases (default 2; 0: at once)\n"
+         "  --shape-polling   open the shared / semaphore scenarios' Clients with\n"
+         "                    notifications = false (waiters poll with backoff), to tell what\n"
+         "                    the wake-ups do to the line-ups\n"
          "  --backend NAME    only these backends (repeatable or comma-separated)\n"
          "  --scenario NAME   only these scenarios (repeatable or comma-separated)\n"
          "  --dir DIR         where to put bench.db and the table-size/ and sweep/ SQLite files\n"
@@ -119,19 +141,24 @@ const char* usage_text() {
          "  --csv FILE        also write rows: backend,strategy,scenario,workers,ops_per_s,\n"
          "                    p50_us,p99_us,baseline,ratio, one per row per baseline it is\n"
          "                    compared with (baseline: the strategy column of the baseline row;\n"
-         "                    ratio: p50 / baseline p50, on sweep rows p99 / baseline p99; a row\n"
+         "                    ratio: p50 / baseline p50, on sweep rows p99 / baseline p99, on\n"
+         "                    exclusive, shared and semaphore rows grants/s / baseline grants/s; a row\n"
          "                    without a baseline: one line, both empty), then fairness (contended:\n"
          "                    Jain's index), connections_per_lock and bytes_per_lock (resources;\n"
          "                    their workers = locks held, ops_per_s, p50_us and p99_us 0) and\n"
-         "                    table_rows (table-size and sweep), empty in other scenarios' rows.\n"
+         "                    table_rows (table-size and sweep), holders and release_p50_us (exclusive,\n"
+         "                    shared, semaphore), empty in other scenarios' rows.\n"
          "                    Next to FILE (less its .csv) also the plots FILE-uncontended.png (p50\n"
          "                    and p99 per backend/strategy, baselines included), FILE-contended.png\n"
-         "                    (grants/s by workers, from `contended` rows) and FILE-table-size.png\n"
-         "                    (p50 by other rows present), drawn by gnuplot (Debian: gnuplot-nox);\n"
+         "                    (grants/s by workers, from `contended` rows), FILE-table-size.png\n"
+         "                    (p50 by other rows present) and FILE-shapes.png (grants/s per\n"
+         "                    holders, from exclusive, shared and semaphore rows), drawn by gnuplot\n"
+         "                    (Debian: gnuplot-nox);\n"
          "                    without gnuplot a line on stderr says they were skipped\n"
          "  --help            this text\n"
          "\n"
-         "Prints a Markdown table on stdout (contended and resources: a table each) and progress\n"
+         "Prints a Markdown table on stdout (contended, shared + semaphore and resources: a table\n"
+         "each) and progress\n"
          "on stderr. Exit status: 0 success, 1 a correctness violation under contention, 64 bad\n"
          "options, 70 a dblock or database error, 73 the CSV or DIR cannot be created.\n";
 }
@@ -201,6 +228,8 @@ Options parse_options(int argc, char** argv) {
     else if (arg == "--iterations") iterations = parse_count(arg, value());
     else if (arg == "--handoffs") handoffs = parse_count(arg, value());
     else if (arg == "--hold-ms") o.hold_ms = parse_count(arg, value(), 0, 60'000);
+    else if (arg == "--shape-hold-ms") o.shape_hold_ms = parse_count(arg, value(), 0, 10'000);
+    else if (arg == "--shape-polling") no_value(), o.shape_polling = true;
     else if (arg == "--backend") add_names(arg, value(), kBackends, o.backends);
     else if (arg == "--scenario") add_names(arg, value(), kScenarios, o.scenarios);
     else if (arg == "--dir") {
@@ -298,13 +327,15 @@ void write_csv(const std::string& path, const std::vector<Row>& rows) {
   std::ofstream out(path, std::ios::trunc);
   if (!out) throw std::runtime_error(fmt::format("cannot write CSV file '{}'", path));
   out << "backend,strategy,scenario,workers,ops_per_s,p50_us,p99_us,baseline,ratio,fairness,connections_per_lock,"
-         "bytes_per_lock,table_rows\n";
+         "bytes_per_lock,table_rows,holders,release_p50_us\n";
   auto opt = [](const std::optional<double>& v, const char* f) {
     return v ? fmt::format(fmt::runtime(f), *v) : std::string();
   };
   for (const auto& r : rows) {
-    const std::string tail = fmt::format(",{},{},{},{}", opt(r.fairness, "{:.4f}"), opt(r.connections_per_lock, "{:.3f}"),
-                                         opt(r.bytes_per_lock, "{:.0f}"), r.table_rows ? std::to_string(r.table_rows) : "");
+    const std::string tail =
+        fmt::format(",{},{},{},{},{},{}", opt(r.fairness, "{:.4f}"), opt(r.connections_per_lock, "{:.3f}"),
+                    opt(r.bytes_per_lock, "{:.0f}"), r.table_rows ? std::to_string(r.table_rows) : "", r.holders,
+                    opt(r.release_p50_us, "{:.2f}"));
     const std::string head = fmt::format("{},{},{},{},{:.1f},{:.2f},{:.2f}", r.backend, r.strategy, r.scenario,
                                          r.workers, r.s.ops_per_s, r.s.p50_us, r.s.p99_us);
     if (r.vs.empty()) out << head << ",," << tail << "\n";

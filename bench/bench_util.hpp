@@ -25,6 +25,8 @@ struct Options {
   std::size_t rounds = 3;         // at least this many interleaved rounds
   std::size_t handoffs = 400;     // timed hand-offs per handoff series (quick: 40)
   std::size_t hold_ms = 0;        // how long a hand-off holder keeps the lease (0: releases at once)
+  std::size_t shape_hold_ms = 2;  // how long a shared / semaphore scenario holder keeps its grant
+  bool shape_polling = false;     // the shared / semaphore scenarios' Clients without notifications
   std::string dir;                // empty: a fresh mkdtemp dir under /tmp, removed at the end
   std::string csv;                // empty: no CSV
   std::vector<std::string> backends;   // empty: all (kBackends)
@@ -35,7 +37,8 @@ struct Options {
 
 inline const std::vector<std::string> kBackends{"sqlite", "postgresql", "mysql", "redis", "redlock", "zookeeper", "etcd"};
 inline const std::vector<std::string> kScenarios{"uncontended", "reentrant", "handoff", "handoff-polling",
-                                                 "contended", "resources", "table-size", "sweep", "txn"};
+                                                 "contended", "shared", "semaphore", "resources", "table-size",
+                                                 "sweep", "txn"};
 
 // Throws UsageProblem.
 Options parse_options(int argc, char** argv);
@@ -75,6 +78,8 @@ struct Row {
   std::optional<double> connections_per_lock;  // resources: server connections (or fds) per held lock
   std::optional<double> bytes_per_lock;        // resources: RSS growth per held lock
   std::size_t table_rows = 0;  // table-size: other leases present; sweep: expired rows swept (0: n/a)
+  std::string holders;                   // shared, semaphore: who contends ("8 readers", ...)
+  std::optional<double> release_p50_us;  // shared, semaphore: how long release() took, p50
 };
 
 // p50 / baseline p50 (0 when the baseline has no samples).
@@ -94,7 +99,7 @@ void print_markdown(const std::vector<std::string>& notes, const std::vector<Row
                     const std::vector<std::string>& after = {});
 // One line per row per baseline it is compared with (a row with none: one line, baseline and
 // ratio empty), then the own-table scenarios' columns fairness, connections_per_lock,
-// bytes_per_lock (empty where they do not apply). Throws std::runtime_error when the
+// bytes_per_lock, table_rows, holders, release_p50_us (empty where they do not apply). Throws std::runtime_error when the
 // file cannot be written.
 void write_csv(const std::string& path, const std::vector<Row>& rows);
 
