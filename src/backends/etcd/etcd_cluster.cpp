@@ -189,15 +189,17 @@ bool Cluster::txn_under_lease(const pb::TxnRequest& request, pb::TxnResponse* re
   return true;
 }
 
-bool Cluster::wait_deleted(const std::string& key, std::int64_t from, Clock::time_point until) {
+bool Cluster::wait_deleted(const std::string& key, std::int64_t created, std::int64_t from,
+                           Clock::time_point until) {
   return wait_event(key, "", false, from, until, [&] {
     pb::RangeRequest r;
     r.set_key(key);
     r.set_keys_only(true);
     pb::RangeResponse got;
     auto rc = kv_->Range(context().get(), r, &got);
-    // Gone, or unknown (the caller's own read will tell): look again.
-    return !rc.ok() || got.kvs_size() == 0;
+    // Gone, made again since (the key we waited for was deleted before the watch began), or
+    // unknown (the caller's own read will tell): look again.
+    return !rc.ok() || got.kvs_size() == 0 || got.kvs(0).create_revision() != created;
   });
 }
 

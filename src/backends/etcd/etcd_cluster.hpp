@@ -59,9 +59,11 @@ class Cluster {
   // server has no such lease any more (it expired, or was revoked).
   bool txn_under_lease(const pb::TxnRequest& request, pb::TxnResponse* response);
 
-  // Waits until `key` is deleted at revision `from` or later, or until `until`. True: it was
-  // deleted (or may have been), and the caller must look again.
-  bool wait_deleted(const std::string& key, std::int64_t from, Clock::time_point until);
+  // Waits until `key`, as created at revision `created`, is deleted at revision `from` or
+  // later, or until `until`. True: it was deleted (or may have been), and the caller must look
+  // again. A key of the same name created since is another key: a Client's keys are named by
+  // its lease, so a holder that releases and queues again at once puts the same name back.
+  bool wait_deleted(const std::string& key, std::int64_t created, std::int64_t from, Clock::time_point until);
   // The same for any key in [key, range_end) (range_end empty: `key` alone), deleted or, with
   // `puts`, written. The watch starts at the current revision; when that is past `from - 1`,
   // missed() says whether such an event came before the watch did (true, or a throw: the

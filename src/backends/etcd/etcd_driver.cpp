@@ -244,7 +244,7 @@ Attempt Driver::try_acquire(AcquireRequest& r) {
     // Watch only the predecessor's deletion; one since the revision we looked at is reported at
     // once (Cluster::wait_deleted). Woken at least when our lease needs its next keep-alive.
     auto wake = std::min(until, c->session->refresh_due_at());
-    cluster_->wait_deleted(before.kvs(0).key(), seen.header().revision() + 1, wake);
+    cluster_->wait_deleted(before.kvs(0).key(), before.kvs(0).create_revision(), seen.header().revision() + 1, wake);
   }
 }
 
@@ -322,6 +322,7 @@ Attempt Driver::try_acquire_shaped(AcquireRequest& r) {
     // What we wait for, if anything: a key's deletion (puts too: its put), or any deletion
     // under the prefix.
     std::string watch_key, watch_end;
+    std::int64_t watch_created = 0;  // the watched key's create revision (wait_deleted)
     bool puts = false;
     std::function<bool()> missed;
     // The name's first key is the shape its holders have: another one is an error. A key of
@@ -340,6 +341,7 @@ Attempt Driver::try_acquire_shaped(AcquireRequest& r) {
         if (key_shape(kv->key()).kind != KeyShape::reader) writer = kv;
       if (!writer) return granted(std::move(c));
       watch_key = writer->key();
+      watch_created = writer->create_revision();
     } else {
       // The first N keys hold. Keys are only ever added above every existing one, so the keys
       // below ours only go: once fewer than N, they stay so, and at any revision only the
@@ -384,7 +386,7 @@ Attempt Driver::try_acquire_shaped(AcquireRequest& r) {
     }
     waited = true;
     auto wake = std::min(until, c->session->refresh_due_at());
-    if (!missed) cluster_->wait_deleted(watch_key, at + 1, wake);
+    if (!missed) cluster_->wait_deleted(watch_key, watch_created, at + 1, wake);
     else cluster_->wait_event(watch_key, watch_end, puts, at + 1, wake, missed);
   }
 }
