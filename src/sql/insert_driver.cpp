@@ -11,7 +11,7 @@ Attempt InsertDriver::try_acquire(AcquireRequest& r) {
 }
 
 bool InsertDriver::release(const std::string& name, const std::string& owner, std::uint64_t fence) {
-  return free_row(d_[Statement::insert_release], name, owner, fence).has_value();
+  return rows_.release(name, owner, fence);
 }
 
 }  // namespace dblock::detail::sqldb

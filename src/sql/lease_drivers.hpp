@@ -1,6 +1,6 @@
 // The lease strategies on SQL (insert, optimistic): what they share lives in LeaseDriver,
 // what differs is acquire and release. A grant is our row, found again by (name, owner,
-// fence): its handle is a KeyedGrant.
+// fence): its handle is a KeyedGrant, its statements a GrantRows.
 #pragma once
 
 #include <mutex>
@@ -15,26 +15,39 @@
 
 namespace dblock::detail::sqldb {
 
-// A shared holder's grant (a reader, a semaphore's holder): its row in ${table}_holders,
-// found again by (name, owner, fence) like an exclusive row, through the shared_* statements.
-class SharedHolders {
+// A grant's row, found again by (name, owner, fence): an exclusive lease's row in ${table},
+// or a shared holder's (a reader, a semaphore's holder) in ${table}_holders. The dialect's
+// statements for that kind of row renew it, free it (waking the waiters) and keep it after
+// its release; its handle is a KeyedGrant.
+class GrantRows {
  public:
-  SharedHolders(ConnectionPool& pool, const Dialect& d, std::shared_ptr<Notifier> notifier)
-      : pool_(pool), d_(d), notifier_(std::move(notifier)) {}
+  GrantRows(ConnectionPool& pool, const Dialect& d, std::shared_ptr<Notifier> notifier, Statement renew,
+            Statement release, Statement release_after)
+      : pool_(pool), d_(d), notifier_(std::move(notifier)), renew_(renew), release_(release),
+        release_after_(release_after) {}
+  // Extends our row to at least ttl from now and writes the owner's hold count.
   Renewal renew(const std::string& name, const std::string& owner, std::uint64_t fence, milliseconds ttl, int holds);
-  bool release(const std::string& name, const std::string& owner, std::uint64_t fence);
+  bool release(const std::string& name, const std::string& owner, std::uint64_t fence) {
+    return free(name, owner, fence).has_value();
+  }
+  // The release statement's result when it freed our row (and woke the waiters); nothing
+  // when the row was not ours any more.
+  std::optional<Result> free(const std::string& name, const std::string& owner, std::uint64_t fence);
   bool release_after(const std::string& name, const std::string& owner, std::uint64_t fence, milliseconds keep);
 
  private:
   ConnectionPool& pool_;
   const Dialect& d_;
   std::shared_ptr<Notifier> notifier_;
+  const Statement renew_, release_, release_after_;
 };
 
 class LeaseDriver : public LockDriver {
  public:
-  LeaseDriver(ConnectionPool& pool, const Dialect& d, std::shared_ptr<Notifier> notifier)
-      : pool_(pool), d_(d), notifier_(std::move(notifier)) {}
+  // `release`: the strategy's statement that frees its row.
+  LeaseDriver(ConnectionPool& pool, const Dialect& d, std::shared_ptr<Notifier> notifier, Statement release)
+      : pool_(pool), d_(d), notifier_(std::move(notifier)),
+        rows_(pool_, d_, notifier_, Statement::renew, release, Statement::release_after) {}
 
   std::unique_ptr<ReleaseWatch> watch(const std::string& name) override {
     return notifier_ ? notifier_->watch(name) : nullptr;
@@ -44,17 +57,11 @@ class LeaseDriver : public LockDriver {
   // writes the hold count; release is the strategy's own.
   Renewal renew(const std::string& name, const std::string& owner, std::uint64_t fence, milliseconds ttl,
                 int holds) {
-    auto s = pool_.get();
-    auto r = s->run(d_[Statement::renew], {name, owner, static_cast<std::int64_t>(fence), std::int64_t{ttl.count()},
-                                           std::int64_t{holds}});
-    if (r.rows.empty()) return Renewal{false, milliseconds{0}};
-    return Renewal{true, milliseconds{as_int(r.rows.front()[0])}};
+    return rows_.renew(name, owner, fence, ttl, holds);
   }
   virtual bool release(const std::string& name, const std::string& owner, std::uint64_t fence) = 0;
   bool release_after(const std::string& name, const std::string& owner, std::uint64_t fence, milliseconds keep) {
-    auto s = pool_.get();
-    return s->run(d_[Statement::release_after], {name, owner, static_cast<std::int64_t>(fence),
-                                                 std::int64_t{keep.count()}}).affected == 1;
+    return rows_.release_after(name, owner, fence, keep);
   }
 
  protected:
@@ -85,33 +92,26 @@ class LeaseDriver : public LockDriver {
   Attempt busy_behind(AcquireRequest& r, const std::string& holder, milliseconds remaining);
   // A read/write lock's shared hold or one of a semaphore's permits (lease_shapes.cpp).
   Attempt try_shared(AcquireRequest& r);
-  // Frees our row with the strategy's release statement and wakes the waiters. Its result
-  // when it did, nothing when the row was not ours any more.
-  std::optional<Result> free_row(const std::string& sql, const std::string& name, const std::string& owner,
-                                 std::uint64_t fence) {
-    auto s = pool_.get();
-    auto freed = s->run(sql, {name, owner, static_cast<std::int64_t>(fence)});
-    if (freed.affected != 1) return std::nullopt;
-    if (notifier_) notifier_->released(name);
-    return freed;
-  }
-
   ConnectionPool& pool_;
   const Dialect& d_;
   std::shared_ptr<Notifier> notifier_;
-  SharedHolders shared_{pool_, d_, notifier_};
+  GrantRows rows_;  // exclusive grants' rows
+  GrantRows shared_{pool_, d_, notifier_, Statement::shared_renew, Statement::shared_release,
+                    Statement::shared_release_after};
 };
 
 class InsertDriver final : public LeaseDriver {
  public:
-  using LeaseDriver::LeaseDriver;
+  InsertDriver(ConnectionPool& pool, const Dialect& d, std::shared_ptr<Notifier> notifier)
+      : LeaseDriver(pool, d, std::move(notifier), Statement::insert_release) {}
   Attempt try_acquire(AcquireRequest& r) override;
   bool release(const std::string& name, const std::string& owner, std::uint64_t fence) override;
 };
 
 class OptimisticDriver final : public LeaseDriver {
  public:
-  using LeaseDriver::LeaseDriver;
+  OptimisticDriver(ConnectionPool& pool, const Dialect& d, std::shared_ptr<Notifier> notifier)
+      : LeaseDriver(pool, d, std::move(notifier), Statement::optimistic_release) {}
   Attempt try_acquire(AcquireRequest& r) override;
   bool release(const std::string& name, const std::string& owner, std::uint64_t fence) override;
 

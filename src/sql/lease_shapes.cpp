@@ -50,10 +50,6 @@ class WriterMark final : public QueuePlace {
   const std::string name_, owner_;
 };
 
-// Whether a release or keep found the holder ours: a row answered (a procedure's or a
-// function's), or else one row changed (a plain statement's).
-bool done(const Result& r) { return !r.rows.empty() || r.affected == 1; }
-
 }  // namespace
 
 Attempt LeaseDriver::busy_behind(AcquireRequest& r, const std::string& holder, milliseconds remaining) {
@@ -84,36 +80,13 @@ Attempt LeaseDriver::try_shared(AcquireRequest& r) {
   const auto fence = as_int(row[0]);
   const auto n = as_int(row[1]);
   if (fence > 0) {
-    return Attempt{std::make_unique<KeyedGrant<SharedHolders>>(shared_, r.name, r.owner, static_cast<std::uint64_t>(fence)),
+    return Attempt{std::make_unique<KeyedGrant<GrantRows>>(shared_, r.name, r.owner, static_cast<std::uint64_t>(fence)),
                    static_cast<std::uint64_t>(fence), milliseconds{n}, nullptr};
   }
   if (fence == -1) disagree(r, "a semaphore of " + std::to_string(n) + " permits");
   if (fence == -2) disagree(r, "a read/write lock's readers");
   if (fence == -3) disagree(r, "a mutex or a read/write lock's writer");
   return Attempt::busy(milliseconds{std::max<std::int64_t>(n, 0)});
-}
-
-Renewal SharedHolders::renew(const std::string& name, const std::string& owner, std::uint64_t fence, milliseconds ttl,
-                             int holds) {
-  auto s = pool_.get();
-  auto r = s->run(d_[Statement::shared_renew], {name, owner, static_cast<std::int64_t>(fence),
-                                                std::int64_t{ttl.count()}, std::int64_t{holds}});
-  if (r.rows.empty()) return Renewal{false, milliseconds{0}};
-  return Renewal{true, milliseconds{as_int(r.rows.front()[0])}};
-}
-
-bool SharedHolders::release(const std::string& name, const std::string& owner, std::uint64_t fence) {
-  auto s = pool_.get();
-  if (!done(s->run(d_[Statement::shared_release], {name, owner, static_cast<std::int64_t>(fence)}))) return false;
-  if (notifier_) notifier_->released(name);
-  return true;
-}
-
-bool SharedHolders::release_after(const std::string& name, const std::string& owner, std::uint64_t fence,
-                                  milliseconds keep) {
-  auto s = pool_.get();
-  return done(s->run(d_[Statement::shared_release_after], {name, owner, static_cast<std::int64_t>(fence),
-                                                           std::int64_t{keep.count()}}));
 }
 
 }  // namespace dblock::detail::sqldb

@@ -65,7 +65,7 @@ Attempt OptimisticDriver::try_acquire(AcquireRequest& r) {
 }
 
 bool OptimisticDriver::release(const std::string& name, const std::string& owner, std::uint64_t fence) {
-  auto released = free_row(d_[Statement::optimistic_release], name, owner, fence);
+  auto released = rows_.free(name, owner, fence);
   if (released && !released->rows.empty() && !released->rows.front().empty())
     leave_hint(name, as_int(released->rows.front().back()));
   return released.has_value();
