@@ -1,7 +1,5 @@
 #include "torture/occupancy.hpp"
 
-#include <fcntl.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -55,30 +53,10 @@ void store(int fd, const State& s, const std::string& path) {
 
 }  // namespace
 
-Occupancy::Occupancy(std::string path) : path_(std::move(path)) {
-  fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw std::runtime_error("cannot open the occupancy file " + path_);
-}
-
-Occupancy::~Occupancy() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
-template <class F>
-auto Occupancy::locked(F&& f) {
-  while (::flock(fd_, LOCK_EX) != 0) {
-  }
-  struct Unlock {
-    int fd;
-    ~Unlock() { ::flock(fd, LOCK_UN); }
-  } unlock{fd_};
-  return f();
-}
-
 int Occupancy::enter(bool exclusive, std::uint32_t permits, std::chrono::steady_clock::time_point deadline,
                      bool slow) {
-  return locked([&] {
-    auto s = load(fd_);
+  return file_.locked([&] {
+    auto s = load(file_.fd());
     const auto now = now_ns();
     std::int64_t writers = 0, others = 0;
     int free = -1;
@@ -102,37 +80,37 @@ int Occupancy::enter(bool exclusive, std::uint32_t permits, std::chrono::steady_
     if (slow) s.counts.holder_pid = ::getpid();
     s.slot[free] = Slot{::getpid(), exclusive ? 1 : 0,
                         std::chrono::duration_cast<std::chrono::nanoseconds>(deadline.time_since_epoch()).count()};
-    store(fd_, s, path_);
+    store(file_.fd(), s, file_.path());
     return free;
   });
 }
 
 void Occupancy::killing(std::int64_t pid) {
-  locked([&] {
-    auto s = load(fd_);
+  file_.locked([&] {
+    auto s = load(file_.fd());
     s.killed[s.killed_next++ % 8] = pid;
-    store(fd_, s, path_);
+    store(file_.fd(), s, file_.path());
     return 0;
   });
 }
 
 void Occupancy::leave(int slot) {
-  locked([&] {
-    auto s = load(fd_);
+  file_.locked([&] {
+    auto s = load(file_.fd());
     if (s.counts.holder_pid == ::getpid()) s.counts.holder_pid = 0;
     s.slot[slot] = Slot{};
-    store(fd_, s, path_);
+    store(file_.fd(), s, file_.path());
     return 0;
   });
 }
 
 OccupancyCounts Occupancy::read() {
-  return locked([&] { return load(fd_).counts; });
+  return file_.locked([&] { return load(file_.fd()).counts; });
 }
 
 OccupancyCounts Occupancy::peek() {
   OccupancyCounts c;
-  if (::pread(fd_, &c, sizeof c, 0) != static_cast<ssize_t>(sizeof c)) return OccupancyCounts{};
+  if (::pread(file_.fd(), &c, sizeof c, 0) != static_cast<ssize_t>(sizeof c)) return OccupancyCounts{};
   return c;
 }
 

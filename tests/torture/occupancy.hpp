@@ -13,6 +13,8 @@
 #include <cstdint>
 #include <string>
 
+#include "torture/shared_file.hpp"
+
 namespace dblock::torture {
 
 struct OccupancyCounts {
@@ -24,10 +26,7 @@ struct OccupancyCounts {
 
 class Occupancy {
  public:
-  explicit Occupancy(std::string path);
-  ~Occupancy();
-  Occupancy(const Occupancy&) = delete;
-  Occupancy& operator=(const Occupancy&) = delete;
+  explicit Occupancy(std::string path) : file_(std::move(path), "the occupancy file") {}
 
   // Enters as a writer (exclusive), a reader (not exclusive, permits 1) or one of a
   // semaphore's `permits` holders, holding until `deadline`. Counts `over` when the live
@@ -44,10 +43,7 @@ class Occupancy {
   OccupancyCounts peek();
 
  private:
-  template <class F>
-  auto locked(F&& f);
-  std::string path_;
-  int fd_ = -1;
+  SharedFile file_;
 };
 
 }  // namespace dblock::torture

@@ -1,7 +1,5 @@
 #include "torture/resource.hpp"
 
-#include <fcntl.h>
-#include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -10,29 +8,9 @@
 
 namespace dblock::torture {
 
-Resource::Resource(std::string path) : path_(std::move(path)) {
-  fd_ = ::open(path_.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-  if (fd_ < 0) throw std::runtime_error("cannot open the resource " + path_);
-}
-
-Resource::~Resource() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
-template <class F>
-auto Resource::locked(F&& f) {
-  while (::flock(fd_, LOCK_EX) != 0) {
-  }
-  struct Unlock {
-    int fd;
-    ~Unlock() { ::flock(fd, LOCK_UN); }
-  } unlock{fd_};
-  return f();
-}
-
 ResourceState Resource::load() {
   char buf[256] = {};
-  ssize_t n = ::pread(fd_, buf, sizeof buf - 1, 0);
+  ssize_t n = ::pread(file_.fd(), buf, sizeof buf - 1, 0);
   ResourceState s;
   if (n <= 0) return s;
   unsigned long long fence = 0;
@@ -59,7 +37,7 @@ void Resource::store(const ResourceState& s) {
                         static_cast<long long>(s.accepted), static_cast<long long>(s.stale),
                         static_cast<long long>(s.violations), static_cast<long long>(s.holder_pid),
                         static_cast<long long>(s.late_losses), static_cast<long long>(s.late_loss_max_ms));
-  if (::pwrite(fd_, buf, n, 0) != n) throw std::runtime_error("cannot write the resource " + path_);
+  if (::pwrite(file_.fd(), buf, n, 0) != n) throw std::runtime_error("cannot write the resource " + file_.path());
 }
 
 ResourceState Resource::read() {

@@ -28,6 +28,8 @@
 #include <functional>
 #include <string>
 
+#include "torture/shared_file.hpp"
+
 namespace dblock::torture {
 
 struct ResourceState {
@@ -43,8 +45,7 @@ struct ResourceState {
 
 class Resource {
  public:
-  explicit Resource(std::string path);
-  ~Resource();
+  explicit Resource(std::string path) : file_(std::move(path), "the resource") {}
   Resource(const Resource&) = delete;
   Resource& operator=(const Resource&) = delete;
 
@@ -72,12 +73,13 @@ class Resource {
 
  private:
   template <class F>
-  auto locked(F&& f);
+  auto locked(F&& f) {
+    return file_.locked(std::forward<F>(f));
+  }
   ResourceState load();
   void store(const ResourceState& s);
   void reject(ResourceState& s, const std::function<bool()>& lease_lost, bool* superseded);
-  std::string path_;
-  int fd_ = -1;
+  SharedFile file_;
 };
 
 }  // namespace dblock::torture
