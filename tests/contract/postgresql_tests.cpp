@@ -8,6 +8,7 @@
 #include "backends/postgresql/pg_dialect.hpp"
 #include "backends/postgresql/pg_listener.hpp"
 #include "backends/postgresql/pg_connection.hpp"
+#include "contract/upgrade_check.hpp"
 #include "core/validate.hpp"
 #include "sql/dialect.hpp"
 #include "sql/session_drivers.hpp"
@@ -62,23 +63,15 @@ TEST_CASE("postgresql: a release wakes a waiter through LISTEN/NOTIFY", "[postgr
 TEST_CASE("postgresql: V3 (shared holders) upgrades a table in place, keeping held locks", "[postgresql]") {
   dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::postgresql);
   auto ns = table.ns();
-  auto c = ns.open();
-  auto held = c->lock("held").try_acquire();
-  REQUIRE(held);
-  {  // back to the schema before V3, as a table made by an earlier release has it
-    dblock::detail::sqldb::PgConnection raw(table.url(), "test", 10s);
-    const auto t = table.name();
-    raw.run_script("DROP TABLE " + t + "_holders; DROP FUNCTION " + t + "_acquire_shared; DROP FUNCTION " + t +
-                   "_release_shared; DELETE FROM " + t + "_schema_history WHERE version = '3'");
-  }
-  CHECK(c->migrate() == std::vector<std::string>{"V3__shared_holders.sql"});
-  auto other = ns.open();
-  CHECK_FALSE(other->lock("held").try_acquire());  // still held
-  const auto fence = held->fence();
-  held->release();
-  auto reader = other->lock("held").try_acquire_shared();
-  REQUIRE(reader);
-  CHECK(reader->fence() > fence);
+  dblock::test::check_holders_upgrade(
+      [&] { return ns.open(); },
+      [&] {
+        dblock::detail::sqldb::PgConnection raw(table.url(), "test", 10s);
+        const auto t = table.name();
+        raw.run_script("DROP TABLE " + t + "_holders; DROP FUNCTION " + t + "_acquire_shared; DROP FUNCTION " + t +
+                       "_release_shared; DELETE FROM " + t + "_schema_history WHERE version = '3'");
+      },
+      "V3__shared_holders.sql");
 }
 
 TEST_CASE("postgresql: a renewal that waited for the row lock extends from before the wait", "[postgresql]") {

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "dblock/dblock.hpp"
+#include "contract/upgrade_check.hpp"
 #include "support/temp_dir.hpp"
 
 TEST_CASE("sqlite: the strategies it does not offer are refused by name", "[sqlite]") {
@@ -60,22 +61,14 @@ TEST_CASE("sqlite: without auto-migration a missing table names dblock migrate",
 TEST_CASE("sqlite: V3 (shared holders) upgrades a table in place, keeping held locks", "[sqlite]") {
   dblock::test::TempDir dir;
   auto url = "sqlite:" + dir.path() + "/l.db";
-  auto c = dblock::Client::open(url);
-  auto held = c->lock("held").try_acquire();
-  REQUIRE(held);
-  {  // back to the schema before V3, as a table made by an earlier release has it
-    SQLite::Database db(dir.path() + "/l.db", SQLite::OPEN_READWRITE);
-    db.exec("DROP TABLE dblock_locks_holders; DROP TRIGGER dblock_locks_shared_on_delete; "
-            "DELETE FROM dblock_locks_schema_history WHERE version = '3'");
-  }
-  CHECK(c->migrate() == std::vector<std::string>{"V3__shared_holders.sql"});
-  auto other = dblock::Client::open(url);
-  CHECK_FALSE(other->lock("held").try_acquire());  // still held
-  const auto fence = held->fence();
-  held->release();
-  auto reader = other->lock("held").try_acquire_shared();
-  REQUIRE(reader);
-  CHECK(reader->fence() > fence);
+  dblock::test::check_holders_upgrade(
+      [&] { return dblock::Client::open(url); },
+      [&] {
+        SQLite::Database db(dir.path() + "/l.db", SQLite::OPEN_READWRITE);
+        db.exec("DROP TABLE dblock_locks_holders; DROP TRIGGER dblock_locks_shared_on_delete; "
+                "DELETE FROM dblock_locks_schema_history WHERE version = '3'");
+      },
+      "V3__shared_holders.sql");
 }
 
 TEST_CASE("sqlite: separate tables are separate lock spaces", "[sqlite]") {
