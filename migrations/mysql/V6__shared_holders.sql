@@ -26,8 +26,7 @@ DELIMITER //
 
 DROP PROCEDURE IF EXISTS ${table}_acquire_shared//
 DROP PROCEDURE IF EXISTS ${table}_release_shared//
-DROP PROCEDURE IF EXISTS ${table}_renew_shared//
-DROP PROCEDURE IF EXISTS ${table}_keep_shared//
+DROP PROCEDURE IF EXISTS ${table}_extend_shared//
 DROP PROCEDURE IF EXISTS ${table}_grant//
 
 -- (name, owner, mode, permits, ttl_ms) -> (fence, remaining): fence > 0, granted for remaining
@@ -118,10 +117,12 @@ BEGIN
     SELECT 1 FROM DUAL WHERE gone = 1;
 END//
 
--- (name, owner, fence, ttl_ms, holds) -> ms left when the holder is still ours and live:
--- extends it (and the name's row) to at least ttl_ms from now and writes its hold count.
-CREATE PROCEDURE ${table}_renew_shared(IN p_name VARBINARY(255), IN p_owner VARBINARY(512), IN p_fence BIGINT,
-                                       IN p_ttl BIGINT, IN p_holds INT)
+-- (name, owner, fence, ms, holds, keep) -> ms left, when the holder is still ours and live. A
+-- renewal (keep 0) extends it to at least ms from now and writes its hold count; a keep (keep 1:
+-- released, LockOptions::hold_at_least) has it end ms from now, with the holds given (0). The
+-- name's row lasts at least as long.
+CREATE PROCEDURE ${table}_extend_shared(IN p_name VARBINARY(255), IN p_owner VARBINARY(512), IN p_fence BIGINT,
+                                        IN p_ms BIGINT, IN p_holds INT, IN p_keep INT)
     MODIFIES SQL DATA SQL SECURITY INVOKER
 BEGIN
     DECLARE now_ms BIGINT DEFAULT TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000;
@@ -133,37 +134,15 @@ BEGIN
     SELECT COUNT(*) INTO mine FROM ${table}_holders
     WHERE name = p_name AND owner = p_owner AND fence = p_fence AND mode <> 'w' AND valid_until > now_ms;
     IF named = 1 AND mine = 1 THEN
-        UPDATE ${table}_holders SET valid_until = GREATEST(valid_until, now_ms + p_ttl), holds = p_holds
+        UPDATE ${table}_holders
+        SET valid_until = IF(p_keep = 1, now_ms + p_ms, GREATEST(valid_until, now_ms + p_ms)), holds = p_holds
         WHERE name = p_name AND owner = p_owner;
-        UPDATE ${table} SET valid_until = GREATEST(valid_until, now_ms + p_ttl), version = version + 1
+        UPDATE ${table} SET valid_until = GREATEST(valid_until, now_ms + p_ms), version = version + 1
         WHERE name = p_name;
     END IF;
     COMMIT;
     SELECT valid_until - now_ms FROM ${table}_holders
     WHERE name = p_name AND owner = p_owner AND fence = p_fence AND named = 1 AND mine = 1;
-END//
-
--- (name, owner, fence, keep_ms) -> a row when kept: the holder, released, stays a holder
--- (holds 0) until keep_ms from now (LockOptions::hold_at_least), the name's row as long.
-CREATE PROCEDURE ${table}_keep_shared(IN p_name VARBINARY(255), IN p_owner VARBINARY(512), IN p_fence BIGINT,
-                                      IN p_keep BIGINT)
-    MODIFIES SQL DATA SQL SECURITY INVOKER
-BEGIN
-    DECLARE now_ms BIGINT DEFAULT TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000;
-    DECLARE named INT DEFAULT 0;
-    DECLARE mine INT DEFAULT 0;
-    START TRANSACTION;
-    SELECT COUNT(*) INTO named FROM ${table}
-    WHERE name = p_name AND owner LIKE ':%' AND valid_until > now_ms FOR UPDATE;
-    SELECT COUNT(*) INTO mine FROM ${table}_holders
-    WHERE name = p_name AND owner = p_owner AND fence = p_fence AND mode <> 'w' AND valid_until > now_ms;
-    IF named = 1 AND mine = 1 THEN
-        UPDATE ${table}_holders SET valid_until = now_ms + p_keep, holds = 0 WHERE name = p_name AND owner = p_owner;
-        UPDATE ${table} SET valid_until = GREATEST(valid_until, now_ms + p_keep), version = version + 1
-        WHERE name = p_name;
-    END IF;
-    COMMIT;
-    SELECT 1 FROM DUAL WHERE named = 1 AND mine = 1;
 END//
 
 -- V4's grant, whose busy answer now also names the holder (a third column), so that a writer

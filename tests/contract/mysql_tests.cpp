@@ -6,6 +6,7 @@
 
 #include "backends/mysql/mysql_dialect.hpp"
 #include "backends/mysql/mysql_connection.hpp"
+#include "contract/upgrade_check.hpp"
 #include "core/validate.hpp"
 #include "sql/dialect.hpp"
 #include "support/servers.hpp"
@@ -214,24 +215,16 @@ TEST_CASE("mysql: a history row deleted by hand is applied again under a free ra
 TEST_CASE("mysql: V6 (shared holders) upgrades a table in place, keeping held locks", "[mysql]") {
   dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
   auto ns = table.ns();
-  auto c = ns.open();
-  auto held = c->lock("held").try_acquire();
-  REQUIRE(held);
-  {  // back to the schema before V6, as a table made by an earlier release has it
-    auto raw = dblock::test::server_connection(table.url());
-    const auto t = table.name();
-    raw->run_script("DROP TABLE " + t + "_holders; DROP PROCEDURE " + t + "_acquire_shared; DROP PROCEDURE " + t +
-                    "_release_shared; DROP PROCEDURE " + t + "_renew_shared; DROP PROCEDURE " + t +
-                    "_keep_shared; DELETE FROM " + t + "_schema_history WHERE version = '6'");
-  }
-  CHECK(c->migrate() == std::vector<std::string>{"V6__shared_holders.sql"});
-  auto other = ns.open();
-  CHECK_FALSE(other->lock("held").try_acquire());  // still held
-  const auto fence = held->fence();
-  held->release();
-  auto reader = other->lock("held").try_acquire_shared();
-  REQUIRE(reader);
-  CHECK(reader->fence() > fence);
+  dblock::test::check_holders_upgrade(
+      [&] { return ns.open(); },
+      [&] {
+        auto raw = dblock::test::server_connection(table.url());
+        const auto t = table.name();
+        raw->run_script("DROP TABLE " + t + "_holders; DROP PROCEDURE " + t + "_acquire_shared; DROP PROCEDURE " + t +
+                        "_release_shared; DROP PROCEDURE " + t + "_extend_shared; DELETE FROM " + t +
+                        "_schema_history WHERE version = '6'");
+      },
+      "V6__shared_holders.sql");
 }
 
 // V4's procedure takes over a leftover of the caller's own owner with a new fence, where

@@ -55,12 +55,13 @@ Dialect make(bool mariadb) {
         "WHERE name = ?1 AND owner = ?2 AND fence = ?3; "
         "SELECT LAST_INSERT_ID() FROM DUAL WHERE ROW_COUNT() = 1";
 
-    // Read/write locks and semaphores (migration V6): the grant, renewal, release and keep
-    // are procedures that lock the name's row first; the mark and the sweep single statements.
+    // Read/write locks and semaphores (migration V6): the grant, release, renewal and keep
+    // are procedures that lock the name's row first (the last two one procedure); the mark
+    // and the sweep single statements.
     d[S::shared_acquire] = "CALL ${table}_acquire_shared(?1, ?2, ?3, ?4, ?5)";
-    d[S::shared_renew] = "CALL ${table}_renew_shared(?1, ?2, ?3, ?4, ?5)";
+    d[S::shared_renew] = "CALL ${table}_extend_shared(?1, ?2, ?3, ?4, ?5, 0)";
     d[S::shared_release] = "CALL ${table}_release_shared(?1, ?2, ?3)";
-    d[S::shared_release_after] = "CALL ${table}_keep_shared(?1, ?2, ?3, ?4)";
+    d[S::shared_release_after] = "CALL ${table}_extend_shared(?1, ?2, ?3, ?4, 0, 1)";
     d[S::writer_mark] =
         "INSERT INTO ${table}_holders (name, owner, mode, permits, fence, holds, acquired_at, valid_until) "
         "SELECT ?1, ?2, 'w', 0, 0, 0, ${now_ms}, ${now_ms} + ?3 FROM DUAL WHERE EXISTS (SELECT 1 FROM ${table} "
@@ -135,8 +136,7 @@ Dialect make(bool mariadb) {
         "DROP PROCEDURE IF EXISTS ${table}_acquire; DROP PROCEDURE IF EXISTS ${table}_grant; DROP PROCEDURE IF EXISTS ${table}_take; "
         "DROP PROCEDURE IF EXISTS ${table}_fence_draw; DROP PROCEDURE IF EXISTS ${table}_check; "
         "DROP TABLE IF EXISTS ${table}_holders; DROP PROCEDURE IF EXISTS ${table}_acquire_shared; "
-        "DROP PROCEDURE IF EXISTS ${table}_release_shared; DROP PROCEDURE IF EXISTS ${table}_renew_shared; "
-        "DROP PROCEDURE IF EXISTS ${table}_keep_shared";
+        "DROP PROCEDURE IF EXISTS ${table}_release_shared; DROP PROCEDURE IF EXISTS ${table}_extend_shared";
     d[S::history_create] =
         "CREATE TABLE IF NOT EXISTS ${table}_schema_history ("
         "installed_rank INT NOT NULL PRIMARY KEY, version VARCHAR(50), description VARCHAR(200) NOT NULL, "
