@@ -1,0 +1,60 @@
+// WakeTable (src/core/wake_table.hpp): which waiters of a name a release wakes. Waits that a
+// bug would turn into a stall end at a 10 s deadline, so a broken table fails instead of
+// hanging; the one wait that must NOT be woken early is short.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "core/wake_table.hpp"
+
+using dblock::detail::Clock;
+using dblock::detail::ReleaseWatch;
+using dblock::detail::WakeTable;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::unique_ptr<ReleaseWatch> watch(const std::shared_ptr<WakeTable>& t, const std::string& name) {
+  std::lock_guard lk(t->mutex);
+  return WakeTable::watch_locked(t, name);
+}
+
+// How long a wait on `w` lasted, up to `limit`, started on a thread of its own.
+std::future<Clock::duration> wait_on(ReleaseWatch& w, Clock::duration limit) {
+  return std::async(std::launch::async, [&w, limit] {
+    auto t0 = Clock::now();
+    w.wait_until(t0 + limit);
+    return Clock::now() - t0;
+  });
+}
+
+}  // namespace
+
+TEST_CASE("a release wakes the first exclusive waiter of a name, not the others", "[wake]") {
+  auto t = std::make_shared<WakeTable>();
+  auto first = watch(t, "job"), second = watch(t, "job");
+  auto other = watch(t, "other");
+  auto second_waits = wait_on(*second, 400ms);
+  auto other_waits = wait_on(*other, 400ms);
+  std::this_thread::sleep_for(50ms);
+  t->bump("job");
+  auto t0 = Clock::now();
+  first->wait_until(t0 + 10s);  // the release is its: it returns at once
+  CHECK(Clock::now() - t0 < 5s);
+  CHECK(second_waits.get() >= 400ms);
+  CHECK(other_waits.get() >= 400ms);
+}
+
+TEST_CASE("a first waiter that leaves hands its wake-up to the next", "[wake]") {
+  auto t = std::make_shared<WakeTable>();
+  auto first = watch(t, "job"), second = watch(t, "job");
+  auto second_waits = wait_on(*second, 10s);
+  std::this_thread::sleep_for(50ms);
+  t->bump("job");
+  first.reset();  // e.g. it timed out instead of retrying
+  CHECK(second_waits.get() < 5s);
+}
