@@ -29,11 +29,19 @@ CREATE INDEX ${table_name}_holders_valid_until ON ${table}_holders (valid_until)
 -- The name's turn (the transaction advisory lock the insert acquire tries before it draws a
 -- fence) is waited for, bounded, then the name's row is locked: from then on each statement
 -- reads a snapshot taken after every other grant and release of the name committed.
+-- A reader that finds the name held by live readers, with the row lasting past its own
+-- lease, writes nothing of the name's row: it takes the turn and the row lock shared, so
+-- the grants of a name's readers commit side by side and share WAL flushes instead of
+-- queueing one flush each. Anything that would change the row (a new run of readers, a
+-- lease past the row's end, a semaphore, whose count must not be raced) takes the row lock
+-- exclusively. A reader that does extend the row extends it by a little more than its own
+-- lease (the slack: ttl/2, at most 1 s), so the next readers find it long enough.
 CREATE FUNCTION ${table}_acquire_shared(lock_name text, lock_owner text, lock_mode text, lock_permits integer,
                                        ttl_ms bigint, OUT fence bigint, OUT remaining bigint)
     LANGUAGE plpgsql VOLATILE SECURITY INVOKER AS $dblock$
 DECLARE
     now_ms bigint := (extract(epoch from now()) * 1000)::bigint;
+    turn bigint := hashtextextended('${table}:' || lock_name, 0);
     row_owner text;
     row_until bigint;
     held_mode text;
@@ -42,11 +50,27 @@ DECLARE
     soonest bigint;
     granted bigint;
     summary text := CASE WHEN lock_mode = 's' THEN ':readers' ELSE ':semaphore' END;
+    slack bigint := CASE WHEN lock_mode = 's' THEN LEAST(ttl_ms / 2, 1000) ELSE 0 END;
     saved text := current_setting('lock_timeout');
 BEGIN
+    IF lock_mode = 's' THEN  -- a writer waits: readers queue behind it, without taking the turn
+        -- (a writer's acquire only tries the turn, and takes a failed try for a grant under way
+        -- whose release will wake it: a reader that is only going to be busy must not hold it)
+        SELECT min(h.valid_until) INTO soonest FROM ${table}_holders AS h
+            WHERE h.name = lock_name AND h.mode = 'w' AND h.valid_until > now_ms AND h.owner <> lock_owner;
+        IF soonest IS NOT NULL THEN
+            fence := 0;
+            remaining := soonest - now_ms;
+            RETURN;
+        END IF;
+    END IF;
     BEGIN
         PERFORM set_config('lock_timeout', '2000ms', true);
-        PERFORM pg_advisory_xact_lock(hashtextextended('${table}:' || lock_name, 0));
+        IF lock_mode = 's' THEN
+            PERFORM pg_advisory_xact_lock_shared(turn);
+        ELSE
+            PERFORM pg_advisory_xact_lock(turn);
+        END IF;
     EXCEPTION WHEN lock_not_available THEN
         fence := 0;  -- a transaction's lock_in holds the turn: busy, woken by its release
         remaining := 0;
@@ -55,6 +79,35 @@ BEGIN
     PERFORM set_config('lock_timeout', saved, true);
     INSERT INTO ${table} AS t (name, owner, fence, holds, acquired_at, valid_until, version)
         VALUES (lock_name, summary, 0, 0, now_ms, 0, 1) ON CONFLICT (name) DO NOTHING;
+    IF lock_mode = 's' THEN
+        BEGIN  -- a subtransaction: leaving it by the exception gives the shared row lock back
+            SELECT t.owner, t.valid_until INTO row_owner, row_until FROM ${table} AS t
+                WHERE t.name = lock_name FOR SHARE;
+            IF NOT FOUND OR row_owner <> ':readers' OR row_until < now_ms + ttl_ms THEN
+                RAISE EXCEPTION USING ERRCODE = 'DBL01';  -- the row must change: lock it exclusively
+            END IF;
+            SELECT min(h.valid_until) INTO soonest FROM ${table}_holders AS h
+                WHERE h.name = lock_name AND h.mode = 'w' AND h.valid_until > now_ms AND h.owner <> lock_owner;
+            IF soonest IS NOT NULL THEN  -- a writer waits: readers queue behind it
+                fence := 0;
+                remaining := soonest - now_ms;
+                RETURN;
+            END IF;
+            -- Under a live ':readers' row every live holder is a reader (a semaphore's grant
+            -- would have found them and refused).
+            granted := nextval('${table}_fence');
+            INSERT INTO ${table}_holders AS h (name, owner, mode, permits, fence, holds, acquired_at, valid_until)
+                VALUES (lock_name, lock_owner, 's', 1, granted, 1, now_ms, now_ms + ttl_ms)
+                ON CONFLICT (name, owner) DO UPDATE SET mode = EXCLUDED.mode, permits = EXCLUDED.permits,
+                    fence = EXCLUDED.fence, holds = 1, acquired_at = EXCLUDED.acquired_at,
+                    valid_until = EXCLUDED.valid_until;
+            fence := granted;
+            remaining := ttl_ms;
+            RETURN;
+        EXCEPTION WHEN SQLSTATE 'DBL01' THEN
+            NULL;
+        END;
+    END IF;
     SELECT t.owner, t.valid_until INTO row_owner, row_until FROM ${table} AS t WHERE t.name = lock_name FOR UPDATE;
     IF NOT FOUND THEN  -- deleted right after the insert found it: look again at the next attempt
         fence := 0;
@@ -101,7 +154,7 @@ BEGIN
             fence = EXCLUDED.fence, holds = 1, acquired_at = EXCLUDED.acquired_at, valid_until = EXCLUDED.valid_until;
     UPDATE ${table} AS t SET
         acquired_at = CASE WHEN row_owner LIKE ':%' AND row_until > now_ms THEN t.acquired_at ELSE now_ms END,
-        valid_until = GREATEST(CASE WHEN row_owner LIKE ':%' THEN row_until ELSE 0 END, now_ms + ttl_ms),
+        valid_until = GREATEST(CASE WHEN row_owner LIKE ':%' THEN row_until ELSE 0 END, now_ms + ttl_ms + slack),
         owner = summary, fence = granted, holds = 0, version = t.version + 1
         WHERE t.name = lock_name;
     fence := granted;
@@ -109,14 +162,17 @@ BEGIN
 END
 $dblock$;
 
--- ${table}_release_shared(name, owner, fence) -> true when it was ours: deletes the holder and
--- brings the row's valid_until back to the latest live holder's (0 with none left), so a
--- waiting writer gets in as soon as the last reader goes; waiters are notified. Committed
--- without waiting for the WAL flush, as the exclusive release (pg_dialect.cpp says why).
+-- ${table}_release_shared(name, owner, fence) -> true when it was ours: deletes the holder
+-- and brings the row's valid_until back to the latest live holder's (0 with none left), so a
+-- waiting writer gets in as soon as the last reader goes; waiters are notified. Readers keep
+-- the slack (see above) on top, or the next reader would have to extend the row again,
+-- exclusively. Committed without waiting for the WAL flush, as the exclusive release
+-- (pg_dialect.cpp says why).
 CREATE FUNCTION ${table}_release_shared(lock_name text, lock_owner text, lock_fence bigint) RETURNS boolean
     LANGUAGE plpgsql VOLATILE SECURITY INVOKER AS $dblock$
 DECLARE
     now_ms bigint := (extract(epoch from now()) * 1000)::bigint;
+    latest bigint;
 BEGIN
     PERFORM 1 FROM ${table} AS t WHERE t.name = lock_name AND t.owner LIKE ':%' FOR UPDATE;
     DELETE FROM ${table}_holders AS h
@@ -124,9 +180,10 @@ BEGIN
     IF NOT FOUND THEN
         RETURN false;
     END IF;
-    UPDATE ${table} AS t SET valid_until = COALESCE((SELECT max(h.valid_until) FROM ${table}_holders AS h
-            WHERE h.name = lock_name AND h.mode <> 'w' AND h.valid_until > now_ms), 0),
-        version = t.version + 1
+    SELECT max(h.valid_until) INTO latest FROM ${table}_holders AS h
+        WHERE h.name = lock_name AND h.mode <> 'w' AND h.valid_until > now_ms;
+    UPDATE ${table} AS t SET version = t.version + 1, valid_until = CASE WHEN latest IS NULL THEN 0
+            ELSE LEAST(t.valid_until, latest + CASE WHEN t.owner = ':readers' THEN 1000 ELSE 0 END) END
         WHERE t.name = lock_name AND t.owner LIKE ':%';
     PERFORM pg_notify('dblock_${table}', lock_name), set_config('synchronous_commit', 'off', true);
     RETURN true;

@@ -4,6 +4,7 @@
 #include <optional>
 #include <catch2/catch.hpp>
 #include <thread>
+#include <tuple>
 
 #include "backends/postgresql/pg_dialect.hpp"
 #include "backends/postgresql/pg_listener.hpp"
@@ -110,6 +111,46 @@ TEST_CASE("postgresql: a renewal that waited for the row lock extends from befor
   CHECK(until >= freed_at + 30000 - 5000);
   CHECK(answered == 30000);
   lease.release();
+}
+
+TEST_CASE("postgresql: a reader beside live readers takes the name's row shared and writes nothing of it",
+          "[postgresql][shapes]") {
+  // What lets readers' commits overlap and share WAL flushes (ARCHITECTURE, "Lock shapes").
+  dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::postgresql);
+  auto a = table.ns().open(), b = table.ns().open();
+  dblock::LockOptions o;
+  o.ttl = 30s;
+  auto first = a->lock("doc", o).acquire_shared();
+  auto sql = dblock::test::server_connection(table.url());
+  auto row = [&] {
+    auto r = sql->run("SELECT owner, version, valid_until FROM " + table.name() + " WHERE name = 'doc'");
+    return std::tuple{dblock::detail::sqldb::as_text(r.rows.at(0).at(0)), dblock::detail::sqldb::as_int(r.rows.at(0).at(1)),
+                      dblock::detail::sqldb::as_int(r.rows.at(0).at(2))};
+  };
+  const auto before = row();
+  CHECK(std::get<0>(before) == ":readers");
+  // Another reader's grant under way holds the row shared: this reader does not wait for it.
+  auto other = dblock::test::server_connection(table.url());
+  other->run("BEGIN");
+  other->run("SELECT 1 FROM " + table.name() + " WHERE name = 'doc' FOR SHARE");
+  std::optional<dblock::Lease> second;
+  std::atomic<bool> done{false};
+  std::thread reader([&] {
+    second = b->lock("doc", o).try_acquire_shared(5s);
+    done = true;
+  });
+  const bool beside = dblock::test::eventually([&] { return done.load(); }, 3s);
+  other->run("COMMIT");  // (an exclusive row lock would have waited for this)
+  reader.join();
+  CHECK(beside);
+  REQUIRE(second);
+  CHECK(second->fence() > first.fence());
+  CHECK(row() == before);  // neither owner, version nor valid_until moved
+  first.release();
+  CHECK(std::get<2>(row()) >= std::get<2>(before) - 1000);  // a reader is left: the row stays long enough
+  second->release();
+  CHECK(std::get<2>(row()) == 0);  // the last reader ends it: a writer gets in at once
+  CHECK(a->lock("doc", o).try_acquire());
 }
 
 // The server closing a session lock's connection is noticed by the socket, not at the next
