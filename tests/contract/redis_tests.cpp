@@ -696,6 +696,42 @@ TEST_CASE("redis: shaped locks keep their holders in a hash on the lock's key, w
   CHECK(w->lock("pool", permits_opts(2)).try_acquire());
 }
 
+TEST_CASE("redis: readers that waited for a writer get in before it comes back", "[redis][shapes]") {
+  dblock::test::RedisLock f;
+  auto ns = f.make();
+  auto w = ns.open(), r = ns.open();
+  auto server = hosts_of(ns.url)[0];
+  auto writer = w->lock("doc", opts(Strategy::redis));
+  auto first = writer.acquire();
+  std::optional<dblock::Lease> read;
+  std::thread reader([&] { read = r->lock("doc", opts(Strategy::redis)).try_acquire_shared(20s); });
+  // "<fence> <holds> <acquired_at> <waiting> ...": 2 once the waiting reader flagged it.
+  auto flagged = [&] {
+    auto v = raw(server, {"GET", "doc"});
+    return v.size() > 2 && v.find(" 2 ", v.find(' ', v.find(' ') + 1)) != std::string::npos;
+  };
+  REQUIRE(eventually(flagged, 5s));
+  first.release();
+  // A writer that loops is back at once, and finds the readers' turn (or the reader in).
+  CHECK_FALSE(writer.try_acquire());
+  reader.join();
+  REQUIRE(read);
+  CHECK(read->fence() > first.fence());
+  read->release();
+  auto second = writer.try_acquire(5s);
+  REQUIRE(second);
+  CHECK(second->fence() > read->fence());
+  // A turn that no reader takes (the reader gave up) holds a writer back for 100 ms at most.
+  std::thread gives_up([&] { read = r->lock("doc", opts(Strategy::redis)).try_acquire_shared(300ms); });
+  REQUIRE(eventually(flagged, 5s));
+  gives_up.join();
+  CHECK_FALSE(read);
+  second->release();
+  auto t0 = Clock::now();
+  CHECK(writer.try_acquire(5s));
+  CHECK(Clock::now() - t0 < 2s);
+}
+
 TEST_CASE("redis: expired holders are pruned, and a stale grant never touches a newer one", "[redis][shapes]") {
   dblock::test::RedisLock f;
   auto ns = f.make();

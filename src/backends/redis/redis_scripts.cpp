@@ -24,9 +24,10 @@ namespace {
 // The hash of a shaped lock's holders (see redis_scripts.hpp): clock() -> the server's time
 // in ms and us; holder(v) -> mode, fence, expires_at, holds, acquired_at of a holder field's
 // value; holders(key, now, drop) reads the hash, deletes expired holders (and `drop`'s
-// leftover) and an expired writer mark, and answers its state (ours: the hash has
-// ':permits', i.e. it is a dblock lock; a foreign hash is left alone); expire(key, st, now)
-// keeps the key exactly as long as its latest holder or the writer mark, or deletes it.
+// leftover) and an expired writer mark or readers' turn, and answers its state (ours: the
+// hash has ':permits', i.e. it is a dblock lock; a foreign hash is left alone);
+// expire(key, st, now) keeps the key exactly as long as its latest holder, the writer mark
+// or the readers' turn, or deletes it.
 const char* const shaped_helpers = R"lua(
 local function clock()
   local t = redis.call('TIME')
@@ -35,7 +36,7 @@ end
 local function holder(v) return string.match(v, '^([sx]) (%d+) (%d+) (%d+) (%d+)$') end
 local function holders(key, now, drop)
   local all = redis.call('HGETALL', key)
-  local st = {ours = false, permits = 1, writer = 0, waiting = '0', live = 0, soonest = 0, latest = 0}
+  local st = {ours = false, permits = 1, writer = 0, turn = 0, waiting = '0', live = 0, soonest = 0, latest = 0}
   local dead = {}
   for i = 1, #all, 2 do
     local k, v = all[i], all[i + 1]
@@ -44,6 +45,9 @@ local function holders(key, now, drop)
     elseif k == ':writer' then
       st.writer = tonumber(v) or 0
       if st.writer <= now then st.writer = 0; dead[#dead + 1] = k end
+    elseif k == ':turn' then
+      st.turn = tonumber(v) or 0
+      if st.turn <= now then st.turn = 0; dead[#dead + 1] = k end
     else
       local m, f, e, h = holder(v)
       e = tonumber(e)
@@ -63,8 +67,7 @@ local function holders(key, now, drop)
   return st
 end
 local function expire(key, st, now)
-  local keep = st.latest
-  if st.writer > keep then keep = st.writer end
+  local keep = math.max(st.latest, st.writer, st.turn)
   if keep > now then redis.call('PEXPIRE', key, keep - now) else redis.call('DEL', key) end
 end
 )lua";
@@ -132,7 +135,7 @@ if type(value) == 'table' then
   local now = clock()
   local st = kind == 'hash' and holders(KEYS[1], now, ARGV[1])
   if not (st and st.ours) then return {-2, kind} end
-  if st.live == 0 then
+  if st.live == 0 and st.turn == 0 then
     redis.call('DEL', KEYS[1])
     redis.call('SET', KEYS[1], record(fs, '1', ARGV[4], st.waiting, ARGV[5], ARGV[1]), 'PX', ARGV[2])
     redis.call('SET', KEYS[2], fs)
@@ -146,9 +149,9 @@ if type(value) == 'table' then
   end
   if ARGV[3] == '1' and st.waiting ~= '1' then redis.call('HSET', KEYS[1], ':waiting', '1') end
   expire(KEYS[1], st, now)
-  local left = st.latest - now
+  local left = math.max(st.latest, st.turn) - now
   if mark > 0 and left > mark / 2 then left = math.floor(mark / 2) end
-  return {0, st.first, left}
+  return {0, st.first or '', left}
 end
 local f, h, at, w, a, o = parse(value)
 if f and o == ARGV[1] and h ~= '0' then
@@ -191,7 +194,13 @@ return ttl
 
 // Release, and Redlock's undo of an attempt that did not win: deletes the record if it is
 // ours and, if a waiter flagged the grant (see acquire), tells the waiters (PUBLISH), all in
-// one step. A release names the grant by its fence (the same check as renew). An undo names
+// one step. If readers flagged it (waiting 2), the name becomes the readers' for 100 ms (a
+// hash of no holders with ':turn'): the readers this release wakes get in even if a writer
+// that loops is back first (no writer gets in during the turn, and its mark does not keep
+// readers out), so readers beside a busy writer are not starved. The first reader in cuts
+// the turn to 2 ms more, for the others that release woke (they come within moments), so
+// 100 ms is only what a writer loses when the readers gave up meanwhile: long enough for a
+// woken reader on a loaded machine, short beside a lease. A release names the grant by its fence (the same check as renew). An undo names
 // the attempt: the node may have granted with a fence we never saw (its answer timed out),
 // and only a record this very attempt wrote may go, so an undo that arrives where the
 // attempt never ran (or after another one) changes nothing.
@@ -202,7 +211,13 @@ local grant = f
 if ARGV[2] == 'attempt' then grant = a end
 if o ~= ARGV[1] or grant ~= ARGV[3] then return 0 end
 redis.call('DEL', KEYS[1])
-if w == '1' then redis.call('PUBLISH', ARGV[4], KEYS[1]) end
+if w == '2' then
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  redis.call('HSET', KEYS[1], ':permits', '1', ':turn', string.format('%d', now + 100))
+  redis.call('PEXPIRE', KEYS[1], 100)
+end
+if w ~= '0' then redis.call('PUBLISH', ARGV[4], KEYS[1]) end
 return 1
 )lua"));
   return s;
@@ -290,8 +305,10 @@ return out
 // field is the owner, its value "<mode s|x> <fence> <expires_at ms> <holds> <acquired_at ms>"
 // (expires_at on the server's clock, TIME); ':permits' (1 for a read/write lock, N for a
 // semaphore), ':writer' (a writer found readers: until then, on the server's clock, no new
-// reader gets in) and ':waiting' (1: a subscribed waiter found the name busy, a release
-// that may let it in PUBLISHes) are not holders. The key's PTTL is its latest holder's or
+// reader gets in), ':turn' (a writer that readers waited for released: until then, readers
+// get in whatever the writer mark says, and no writer does; see free_script) and ':waiting'
+// (1: a subscribed waiter found the name busy, a release that may let it in PUBLISHes) are
+// not holders. The key's PTTL is its latest holder's or
 // writer mark's expiry. Every grant draws its fence from the name's counter like an
 // exclusive one: max(counter + 1, the server's clock in us).
 //
@@ -312,27 +329,28 @@ if kind == 'string' then
     kind = 'none'
   else
     if permits ~= 1 then return {-1, 1} end
-    if f and ARGV[3] == '1' and w == '0' then redis.call('SET', KEYS[1], record(f, h, at, '1', a, o), 'KEEPTTL') end
+    -- 2: readers wait, and the release gives them their turn (see free_script)
+    if f and ARGV[3] == '1' and w ~= '2' then redis.call('SET', KEYS[1], record(f, h, at, '2', a, o), 'KEEPTTL') end
     local left = redis.call('PTTL', KEYS[1])
     if left < 0 then left = 0 end
     return {0, o or value, left}
   end
 end
-local st = {ours = true, permits = permits, writer = 0, waiting = '0', live = 0, soonest = 0, latest = 0}
+local st = {ours = true, permits = permits, writer = 0, turn = 0, waiting = '0', live = 0, soonest = 0, latest = 0}
 if kind == 'hash' then
   st = holders(KEYS[1], now, owner)
   if not st.ours then return {-2, kind} end
   if st.permits ~= permits then
     if st.live > 0 then return {-1, st.permits} end
     redis.call('DEL', KEYS[1])
-    st = {ours = true, permits = permits, writer = 0, waiting = '0', live = 0, soonest = 0, latest = 0}
+    st = {ours = true, permits = permits, writer = 0, turn = 0, waiting = '0', live = 0, soonest = 0, latest = 0}
   end
 elseif kind ~= 'none' then
   return {-2, kind}
 end
 local left
 if mode == 's' then
-  if st.writer > now then left = st.writer - now end
+  if st.writer > now and st.turn == 0 then left = st.writer - now end
 elseif st.live >= permits then
   left = st.soonest - now
 end
@@ -347,6 +365,10 @@ redis.call('SET', KEYS[2], fs)
 local e = now + tonumber(ARGV[2])
 redis.call('HSET', KEYS[1], owner, mode .. ' ' .. fs .. ' ' .. string.format('%d', e) .. ' 1 ' .. ARGV[4], ':permits', ARGV[6])
 if e > st.latest then st.latest = e end
+if st.turn > now + 2 then  -- the readers' turn: its first reader is in, the others it woke come
+  st.turn = now + 2        -- within moments; then a waiting writer's mark counts again
+  redis.call('HSET', KEYS[1], ':turn', string.format('%d', st.turn))
+end
 expire(KEYS[1], st, now)
 return fence
 )lua"));

@@ -1,8 +1,9 @@
 // The Lua scripts of the redis and redlock backends, and the key layout they work on.
 //
 //   NAME                         the lock: its value is the grant record, a string "<fence>
-//                                <holds> <acquired_at ms> <waiting 0|1> <attempt> <owner>"
-//                                (waiting = 1 once a subscribed waiter found NAME busy;
+//                                <holds> <acquired_at ms> <waiting 0|1|2> <attempt> <owner>"
+//                                (waiting = 1 once a subscribed waiter found NAME busy, 2
+//                                once a reader did: its release gives readers a turn;
 //                                attempt: what Redlock's undo may remove), its PTTL the
 //                                lease. The bare name, so that redis-py's Redis().lock(NAME)
 //                                (SET NX on the same key, its token as value) and dblock
@@ -11,9 +12,10 @@
 //                                a hash of holders instead (shaped locks, see
 //                                shaped_acquire_script()): "<owner>" -> "<mode s|x> <fence>
 //                                <expires_at ms> <holds> <acquired_at ms>", plus
-//                                ":permits", ":writer" (a waiting writer's mark) and
-//                                ":waiting". One key either way, so a writer's record and
-//                                readers' hash exclude each other.
+//                                ":permits", ":writer" (a waiting writer's mark),
+//                                ":turn" (the readers' turn) and ":waiting". One key
+//                                either way, so a writer's record and readers' hash
+//                                exclude each other.
 //   dblock_locks:fence:NAME      the fence counter: the last fence granted on NAME; never
 //                                expires; list() finds names by it. Names beginning
 //                                "dblock_locks:fence:" are refused (they would be counters).
