@@ -6,7 +6,9 @@
 -- Every exclusive acquire meets that row and is busy until it ends, exactly as behind an
 -- exclusive holder. The holders are rows of ${table}_holders. Every procedure below locks the
 -- name's row first (as the exclusive acquires do), so grants, renewals and releases of a name
--- happen one at a time, and under READ COMMITTED each later read sees all of them.
+-- happen one at a time, and under READ COMMITTED each later read sees all of them; but a
+-- reader beside live readers locks it shared and writes nothing of it, and a release that
+-- leaves the row as it is does not lock it (see each procedure: readers' commits overlap).
 -- Held locks are untouched by this migration. Each procedure ends with exactly one SELECT on
 -- every path and commits its own transaction (as V2).
 CREATE TABLE ${table}_holders (
@@ -33,6 +35,18 @@ DROP PROCEDURE IF EXISTS ${table}_grant//
 -- ms; 0, busy for remaining ms; the asker disagrees about what the name is (a usage error,
 -- not a wait): -1, a semaphore of `remaining` permits holds it; -2, readers hold it; -3, an
 -- exclusive holder (asked for a semaphore: readers wait for a writer).
+-- A reader that finds the row owned by ':readers' and lasting past its own lease takes it
+-- shared (LOCK IN SHARE MODE), draws its fence from V3's fence cache (a MEMORY table, no
+-- row lock on the counter: the global counter row, locked through every grant's commit,
+-- would queue every grant of the table behind one flush each), and inserts its holder; so
+-- readers' grants commit side by side. The cache covers only while no grant bumped the
+-- counter since its block was reserved, so its fence is above every earlier grant's; a
+-- reader that finds it empty reserves the next block of 100 (one committed bump, as a
+-- session draw does) and tries once more. Anything else (a new run, a lease past the row's
+-- end, a semaphore, a server without MEMORY tables) gives the shared lock back (COMMIT:
+-- nothing was written) and locks the row exclusively, as before; a reader that extends the
+-- row adds a slack (ttl/2, at most 1 s) so that the next readers find it long enough. A
+-- reader that would only be busy behind a writer's mark answers so before locking anything.
 CREATE PROCEDURE ${table}_acquire_shared(IN p_name VARBINARY(255), IN p_owner VARBINARY(512), IN p_mode CHAR(1),
                                          IN p_permits INT, IN p_ttl BIGINT)
     MODIFIES SQL DATA SQL SECURITY INVOKER
@@ -46,6 +60,59 @@ acquire: BEGIN
     DECLARE live INT;
     DECLARE soonest BIGINT;
     DECLARE granted BIGINT;
+    DECLARE slack BIGINT DEFAULT IF(p_mode = 's', LEAST(p_ttl DIV 2, 1000), 0);
+    DECLARE broken INT DEFAULT 0;  -- the fence cache cannot be used here
+    DECLARE hit INT DEFAULT 0;
+    DECLARE reserved INT DEFAULT 0;
+    DECLARE block_end BIGINT;
+    IF p_mode = 's' THEN
+        SELECT MIN(valid_until) INTO soonest FROM ${table}_holders
+        WHERE name = p_name AND mode = 'w' AND valid_until > now_ms AND owner <> p_owner;
+        IF soonest IS NOT NULL THEN  -- a writer waits: readers queue behind it
+            SELECT 0, soonest - now_ms;
+            LEAVE acquire;
+        END IF;
+        beside: LOOP
+            START TRANSACTION;
+            SELECT MAX(owner), MAX(valid_until) INTO row_owner, row_until FROM ${table}
+            WHERE name = p_name LOCK IN SHARE MODE;
+            IF row_owner IS NULL OR row_owner <> ':readers' OR row_until < now_ms + p_ttl THEN
+                COMMIT;
+                LEAVE beside;
+            END IF;
+            BEGIN
+                DECLARE CONTINUE HANDLER FOR SQLEXCEPTION SET broken = 1;
+                UPDATE ${table}_fence_cache SET given = LAST_INSERT_ID(given + 1)
+                WHERE id = 1 AND given < reserved_to AND reserved_to >= (SELECT value FROM ${table}_fence WHERE id = 1);
+                SET hit = ROW_COUNT();
+            END;
+            IF broken = 0 AND hit = 1 THEN
+                SET granted = LAST_INSERT_ID();
+                INSERT INTO ${table}_holders (name, owner, mode, permits, fence, holds, acquired_at, valid_until)
+                VALUES (p_name, p_owner, 's', 1, granted, 1, now_ms, now_ms + p_ttl) ON DUPLICATE KEY UPDATE
+                    mode = 's', permits = 1, fence = granted, holds = 1, acquired_at = now_ms, valid_until = now_ms + p_ttl;
+                COMMIT;
+                SELECT granted, p_ttl;
+                LEAVE acquire;
+            END IF;
+            COMMIT;
+            IF broken = 1 OR reserved = 1 THEN
+                LEAVE beside;
+            END IF;
+            SET reserved = 1;
+            START TRANSACTION;
+            UPDATE ${table}_fence SET value = LAST_INSERT_ID(value + 100) WHERE id = 1;
+            COMMIT;
+            SET block_end = LAST_INSERT_ID();
+            BEGIN
+                DECLARE CONTINUE HANDLER FOR SQLEXCEPTION SET broken = 1;
+                INSERT INTO ${table}_fence_cache (id, given, reserved_to) VALUES (1, block_end - 100, block_end)
+                ON DUPLICATE KEY UPDATE
+                    given = IF(reserved_to < VALUES(reserved_to), VALUES(given), given),
+                    reserved_to = GREATEST(reserved_to, VALUES(reserved_to));
+            END;
+        END LOOP;
+    END IF;
     START TRANSACTION;
     INSERT INTO ${table} (name, owner, fence, holds, acquired_at, valid_until, version)
     VALUES (p_name, summary, 0, 0, now_ms, 0, 1) ON DUPLICATE KEY UPDATE version = version;
@@ -87,33 +154,47 @@ acquire: BEGIN
         mode = p_mode, permits = p_permits, fence = granted, holds = 1, acquired_at = now_ms, valid_until = now_ms + p_ttl;
     UPDATE ${table} SET
         acquired_at = IF(row_owner LIKE ':%' AND row_until > now_ms, acquired_at, now_ms),
-        valid_until = GREATEST(IF(row_owner LIKE ':%', row_until, 0), now_ms + p_ttl),
+        valid_until = GREATEST(IF(row_owner LIKE ':%', row_until, 0), now_ms + p_ttl + slack),
         owner = summary, fence = granted, holds = 0, version = version + 1
     WHERE name = p_name;
     COMMIT;
     SELECT granted, p_ttl;
 END//
 
--- (name, owner, fence) -> a row when it was ours: deletes the holder and brings the name's
--- row back to the latest live holder's time (0 with none left: a waiting writer gets in).
+-- (name, owner, fence) -> a row when it was ours: deletes the holder (a commit of its own,
+-- with no lock on the name's row, so releases overlap), then, if the row now lasts longer
+-- than the latest live holder needs (readers keep the slack above it, see acquire), locks
+-- the row and brings it back to that (0 with none left: a waiting writer gets in). The lock
+-- waits for every reader's grant under way, and the reads after it see them. Of two last
+-- holders releasing at once, the one whose delete commits last sees no holder left.
 CREATE PROCEDURE ${table}_release_shared(IN p_name VARBINARY(255), IN p_owner VARBINARY(512), IN p_fence BIGINT)
     MODIFIES SQL DATA SQL SECURITY INVOKER
 BEGIN
     DECLARE now_ms BIGINT DEFAULT TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000;
-    DECLARE named INT DEFAULT 0;
     DECLARE gone INT DEFAULT 0;
+    DECLARE row_owner VARBINARY(512);
+    DECLARE row_until BIGINT;
+    DECLARE latest BIGINT;
     START TRANSACTION;
-    SELECT COUNT(*) INTO named FROM ${table} WHERE name = p_name AND owner LIKE ':%' FOR UPDATE;
     DELETE FROM ${table}_holders WHERE name = p_name AND owner = p_owner AND fence = p_fence AND mode <> 'w';
     SET gone = ROW_COUNT();
-    IF gone = 1 THEN
-        UPDATE ${table} SET
-            valid_until = COALESCE((SELECT MAX(h.valid_until) FROM ${table}_holders AS h
-                                    WHERE h.name = p_name AND h.mode <> 'w' AND h.valid_until > now_ms), 0),
-            version = version + 1
-        WHERE name = p_name AND owner LIKE ':%';
-    END IF;
     COMMIT;
+    IF gone = 1 THEN
+        SELECT MAX(owner), MAX(valid_until) INTO row_owner, row_until FROM ${table} WHERE name = p_name;
+        SELECT MAX(valid_until) INTO latest FROM ${table}_holders
+        WHERE name = p_name AND mode <> 'w' AND valid_until > now_ms;
+        IF row_owner LIKE ':%' AND (latest IS NULL OR row_until > latest + IF(row_owner = ':readers', 1000, 0)) THEN
+            START TRANSACTION;
+            SELECT MAX(owner), MAX(valid_until) INTO row_owner, row_until FROM ${table} WHERE name = p_name FOR UPDATE;
+            SELECT MAX(valid_until) INTO latest FROM ${table}_holders
+            WHERE name = p_name AND mode <> 'w' AND valid_until > now_ms;
+            UPDATE ${table} SET
+                valid_until = IF(latest IS NULL, 0, LEAST(valid_until, latest + IF(owner = ':readers', 1000, 0))),
+                version = version + 1
+            WHERE name = p_name AND owner LIKE ':%';
+            COMMIT;
+        END IF;
+    END IF;
     SELECT 1 FROM DUAL WHERE gone = 1;
 END//
 

@@ -1,6 +1,7 @@
 // What only the MySQL/MariaDB backend promises, and the text handling it relies on.
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <optional>
 #include <random>
 #include <thread>
 
@@ -9,6 +10,7 @@
 #include "contract/upgrade_check.hpp"
 #include "core/validate.hpp"
 #include "sql/dialect.hpp"
+#include "support/eventually.hpp"
 #include "support/servers.hpp"
 
 using namespace std::chrono_literals;
@@ -303,6 +305,63 @@ TEST_CASE("mysql: session fences come from reserved blocks and stay above every 
     grant(dblock::Strategy::advisory);
     grant(dblock::Strategy::for_update);
   }
+}
+
+// What lets a name's readers commit side by side (ARCHITECTURE, "Lock shapes"): a reader
+// beside live readers locks the name's row shared, writes nothing of it, and draws its fence
+// from the cache, never ahead of the counter and above every grant before it.
+TEST_CASE("mysql: a reader beside live readers takes the name's row shared and its fence from the cache",
+          "[mysql][shapes]") {
+  dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
+  auto raw = dblock::test::server_connection(table.url());
+  auto a = table.ns().open(), b = table.ns().open();
+  dblock::LockOptions o;
+  o.ttl = 30s;
+  auto row = [&] {
+    auto r = raw->run("SELECT owner, version FROM " + table.name() + " WHERE name = 'doc'");
+    return dblock::detail::sqldb::as_text(r.rows.at(0).at(0)) + " " +
+           std::to_string(dblock::detail::sqldb::as_int(r.rows.at(0).at(1)));
+  };
+  auto first = a->lock("doc", o).acquire_shared();
+  const auto before = row();
+  CHECK(before.rfind(":readers ", 0) == 0);
+  // Another reader's grant under way holds the row shared: this reader does not wait for it.
+  auto other = dblock::test::server_connection(table.url());
+  other->run("START TRANSACTION");
+  other->run("SELECT 1 FROM " + table.name() + " WHERE name = 'doc' LOCK IN SHARE MODE");
+  std::optional<dblock::Lease> second;
+  std::atomic<bool> done{false};
+  std::thread reader([&] {
+    second = b->lock("doc", o).try_acquire_shared(5s);
+    done = true;
+  });
+  const bool beside = dblock::test::eventually([&] { return done.load(); }, 3s);
+  other->run("COMMIT");  // (an exclusive row lock would have waited for this)
+  reader.join();
+  CHECK(beside);
+  REQUIRE(second);
+  CHECK(row() == before);  // neither owner nor version moved
+  CHECK(second->fence() > first.fence());
+  CHECK(static_cast<std::int64_t>(second->fence()) <= fence_counter(*raw, table.name()));
+  first.release();
+  second->release();
+  // A writer after them draws above both; readers after the writer draw above it (the
+  // writer's bump left the cache's block behind: a new one is reserved above it).
+  auto writer = a->lock("doc", o).try_acquire(5s);
+  REQUIRE(writer);
+  CHECK(writer->fence() > second->fence());
+  writer->release();
+  auto third = a->lock("doc", o).acquire_shared();
+  auto fourth = b->lock("doc", o).acquire_shared();
+  CHECK(third.fence() > writer->fence());
+  CHECK(fourth.fence() > third.fence());
+  CHECK(static_cast<std::int64_t>(fourth.fence()) <= fence_counter(*raw, table.name()));
+  // Without the cache (a server refusing MEMORY tables) readers lock the row exclusively.
+  raw->run("DROP TABLE " + table.name() + "_fence_cache");
+  auto fifth = a->lock("doc2", o).acquire_shared();
+  auto sixth = b->lock("doc2", o).acquire_shared();
+  CHECK(sixth.fence() > fifth.fence());
+  CHECK(static_cast<std::int64_t>(sixth.fence()) == fence_counter(*raw, table.name()));
 }
 
 // Where the MEMORY table cannot be written (MySQL Group Replication refuses non-InnoDB
