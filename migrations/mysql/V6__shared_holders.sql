@@ -138,15 +138,6 @@ acquire: BEGIN
         SELECT 0, soonest - now_ms;
         LEAVE acquire;
     END IF;
-    IF p_mode = 's' THEN
-        SELECT MIN(valid_until) INTO soonest FROM ${table}_holders
-        WHERE name = p_name AND mode = 'w' AND valid_until > now_ms AND owner <> p_owner;
-        IF soonest IS NOT NULL THEN  -- a writer waits: readers queue behind it
-            COMMIT;
-            SELECT 0, soonest - now_ms;
-            LEAVE acquire;
-        END IF;
-    END IF;
     UPDATE ${table}_fence SET value = LAST_INSERT_ID(value + 1) WHERE id = 1;
     SET granted = LAST_INSERT_ID();
     INSERT INTO ${table}_holders (name, owner, mode, permits, fence, holds, acquired_at, valid_until)

@@ -52,6 +52,7 @@ DECLARE
     summary text := CASE WHEN lock_mode = 's' THEN ':readers' ELSE ':semaphore' END;
     slack bigint := CASE WHEN lock_mode = 's' THEN LEAST(ttl_ms / 2, 1000) ELSE 0 END;
     saved text := current_setting('lock_timeout');
+    beside boolean := false;  -- a reader beside live readers: the row is locked shared
 BEGIN
     IF lock_mode = 's' THEN  -- a writer waits: readers queue behind it, without taking the turn
         -- (a writer's acquire only tries the turn, and takes a failed try for a grant under way
@@ -86,62 +87,40 @@ BEGIN
             IF NOT FOUND OR row_owner <> ':readers' OR row_until < now_ms + ttl_ms THEN
                 RAISE EXCEPTION USING ERRCODE = 'DBL01';  -- the row must change: lock it exclusively
             END IF;
-            SELECT min(h.valid_until) INTO soonest FROM ${table}_holders AS h
-                WHERE h.name = lock_name AND h.mode = 'w' AND h.valid_until > now_ms AND h.owner <> lock_owner;
-            IF soonest IS NOT NULL THEN  -- a writer waits: readers queue behind it
-                fence := 0;
-                remaining := soonest - now_ms;
-                RETURN;
-            END IF;
             -- Under a live ':readers' row every live holder is a reader (a semaphore's grant
-            -- would have found them and refused).
-            granted := nextval('${table}_fence');
-            INSERT INTO ${table}_holders AS h (name, owner, mode, permits, fence, holds, acquired_at, valid_until)
-                VALUES (lock_name, lock_owner, 's', 1, granted, 1, now_ms, now_ms + ttl_ms)
-                ON CONFLICT (name, owner) DO UPDATE SET mode = EXCLUDED.mode, permits = EXCLUDED.permits,
-                    fence = EXCLUDED.fence, holds = 1, acquired_at = EXCLUDED.acquired_at,
-                    valid_until = EXCLUDED.valid_until;
-            fence := granted;
-            remaining := ttl_ms;
-            RETURN;
+            -- would have found them and refused): nothing more to check.
+            beside := true;
         EXCEPTION WHEN SQLSTATE 'DBL01' THEN
             NULL;
         END;
     END IF;
-    SELECT t.owner, t.valid_until INTO row_owner, row_until FROM ${table} AS t WHERE t.name = lock_name FOR UPDATE;
-    IF NOT FOUND THEN  -- deleted right after the insert found it: look again at the next attempt
-        fence := 0;
-        remaining := 0;
-        RETURN;
-    END IF;
-    IF row_until > now_ms AND row_owner NOT LIKE ':%' THEN  -- an exclusive holder
-        fence := CASE WHEN lock_mode = 'x' THEN -3 ELSE 0 END;
-        remaining := row_until - now_ms;
-        RETURN;
-    END IF;
-    IF row_owner NOT LIKE ':%' OR row_until <= now_ms THEN
-        -- A new run of shared holders: rows left from an earlier one are dead (a holder is
-        -- never live past the row), all but the waiting writers' marks.
-        DELETE FROM ${table}_holders AS h WHERE h.name = lock_name AND h.mode <> 'w';
-    END IF;
-    -- The owner's own leftover (an acquire whose answer was lost) is replaced below.
-    SELECT min(h.mode), min(h.permits), count(*), min(h.valid_until) INTO held_mode, held_permits, live, soonest
-        FROM ${table}_holders AS h
-        WHERE h.name = lock_name AND h.mode <> 'w' AND h.valid_until > now_ms AND h.owner <> lock_owner;
-    IF live > 0 AND (held_mode <> lock_mode OR held_permits <> lock_permits) THEN
-        fence := CASE WHEN held_mode = 'x' THEN -1 ELSE -2 END;
-        remaining := held_permits;
-        RETURN;
-    END IF;
-    IF lock_mode = 'x' AND live >= lock_permits THEN
-        fence := 0;
-        remaining := soonest - now_ms;
-        RETURN;
-    END IF;
-    IF lock_mode = 's' THEN
-        SELECT min(h.valid_until) INTO soonest FROM ${table}_holders AS h
-            WHERE h.name = lock_name AND h.mode = 'w' AND h.valid_until > now_ms AND h.owner <> lock_owner;
-        IF soonest IS NOT NULL THEN  -- a writer waits: readers queue behind it
+    IF NOT beside THEN
+        SELECT t.owner, t.valid_until INTO row_owner, row_until FROM ${table} AS t WHERE t.name = lock_name FOR UPDATE;
+        IF NOT FOUND THEN  -- deleted right after the insert found it: look again at the next attempt
+            fence := 0;
+            remaining := 0;
+            RETURN;
+        END IF;
+        IF row_until > now_ms AND row_owner NOT LIKE ':%' THEN  -- an exclusive holder
+            fence := CASE WHEN lock_mode = 'x' THEN -3 ELSE 0 END;
+            remaining := row_until - now_ms;
+            RETURN;
+        END IF;
+        IF row_owner NOT LIKE ':%' OR row_until <= now_ms THEN
+            -- A new run of shared holders: rows left from an earlier one are dead (a holder is
+            -- never live past the row), all but the waiting writers' marks.
+            DELETE FROM ${table}_holders AS h WHERE h.name = lock_name AND h.mode <> 'w';
+        END IF;
+        -- The owner's own leftover (an acquire whose answer was lost) is replaced below.
+        SELECT min(h.mode), min(h.permits), count(*), min(h.valid_until) INTO held_mode, held_permits, live, soonest
+            FROM ${table}_holders AS h
+            WHERE h.name = lock_name AND h.mode <> 'w' AND h.valid_until > now_ms AND h.owner <> lock_owner;
+        IF live > 0 AND (held_mode <> lock_mode OR held_permits <> lock_permits) THEN
+            fence := CASE WHEN held_mode = 'x' THEN -1 ELSE -2 END;
+            remaining := held_permits;
+            RETURN;
+        END IF;
+        IF lock_mode = 'x' AND live >= lock_permits THEN
             fence := 0;
             remaining := soonest - now_ms;
             RETURN;
@@ -152,11 +131,13 @@ BEGIN
         VALUES (lock_name, lock_owner, lock_mode, lock_permits, granted, 1, now_ms, now_ms + ttl_ms)
         ON CONFLICT (name, owner) DO UPDATE SET mode = EXCLUDED.mode, permits = EXCLUDED.permits,
             fence = EXCLUDED.fence, holds = 1, acquired_at = EXCLUDED.acquired_at, valid_until = EXCLUDED.valid_until;
-    UPDATE ${table} AS t SET
-        acquired_at = CASE WHEN row_owner LIKE ':%' AND row_until > now_ms THEN t.acquired_at ELSE now_ms END,
-        valid_until = GREATEST(CASE WHEN row_owner LIKE ':%' THEN row_until ELSE 0 END, now_ms + ttl_ms + slack),
-        owner = summary, fence = granted, holds = 0, version = t.version + 1
-        WHERE t.name = lock_name;
+    IF NOT beside THEN
+        UPDATE ${table} AS t SET
+            acquired_at = CASE WHEN row_owner LIKE ':%' AND row_until > now_ms THEN t.acquired_at ELSE now_ms END,
+            valid_until = GREATEST(CASE WHEN row_owner LIKE ':%' THEN row_until ELSE 0 END, now_ms + ttl_ms + slack),
+            owner = summary, fence = granted, holds = 0, version = t.version + 1
+            WHERE t.name = lock_name;
+    END IF;
     fence := granted;
     remaining := ttl_ms;
 END

@@ -1,16 +1,15 @@
 // What only the MySQL/MariaDB backend promises, and the text handling it relies on.
 #include <atomic>
 #include <catch2/catch.hpp>
-#include <optional>
 #include <random>
 #include <thread>
 
 #include "backends/mysql/mysql_dialect.hpp"
 #include "backends/mysql/mysql_connection.hpp"
+#include "contract/share_lock_check.hpp"
 #include "contract/upgrade_check.hpp"
 #include "core/validate.hpp"
 #include "sql/dialect.hpp"
-#include "support/eventually.hpp"
 #include "support/servers.hpp"
 
 using namespace std::chrono_literals;
@@ -327,29 +326,19 @@ TEST_CASE("mysql: a reader beside live readers takes the name's row shared and i
   CHECK(before.rfind(":readers ", 0) == 0);
   // Another reader's grant under way holds the row shared: this reader does not wait for it.
   auto other = dblock::test::server_connection(table.url());
-  other->run("START TRANSACTION");
-  other->run("SELECT 1 FROM " + table.name() + " WHERE name = 'doc' LOCK IN SHARE MODE");
-  std::optional<dblock::Lease> second;
-  std::atomic<bool> done{false};
-  std::thread reader([&] {
-    second = b->lock("doc", o).try_acquire_shared(5s);
-    done = true;
-  });
-  const bool beside = dblock::test::eventually([&] { return done.load(); }, 3s);
-  other->run("COMMIT");  // (an exclusive row lock would have waited for this)
-  reader.join();
-  CHECK(beside);
-  REQUIRE(second);
+  auto second = dblock::test::acquire_shared_beside(*other, "START TRANSACTION",
+                                                 "SELECT 1 FROM " + table.name() + " WHERE name = 'doc' LOCK IN SHARE MODE",
+                                                 b->lock("doc", o));
   CHECK(row() == before);  // neither owner nor version moved
-  CHECK(second->fence() > first.fence());
-  CHECK(static_cast<std::int64_t>(second->fence()) <= fence_counter(*raw, table.name()));
+  CHECK(second.fence() > first.fence());
+  CHECK(static_cast<std::int64_t>(second.fence()) <= fence_counter(*raw, table.name()));
   first.release();
-  second->release();
+  second.release();
   // A writer after them draws above both; readers after the writer draw above it (the
   // writer's bump left the cache's block behind: a new one is reserved above it).
   auto writer = a->lock("doc", o).try_acquire(5s);
   REQUIRE(writer);
-  CHECK(writer->fence() > second->fence());
+  CHECK(writer->fence() > second.fence());
   writer->release();
   auto third = a->lock("doc", o).acquire_shared();
   auto fourth = b->lock("doc", o).acquire_shared();

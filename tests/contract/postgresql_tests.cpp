@@ -9,6 +9,7 @@
 #include "backends/postgresql/pg_dialect.hpp"
 #include "backends/postgresql/pg_listener.hpp"
 #include "backends/postgresql/pg_connection.hpp"
+#include "contract/share_lock_check.hpp"
 #include "contract/upgrade_check.hpp"
 #include "core/validate.hpp"
 #include "sql/dialect.hpp"
@@ -131,24 +132,14 @@ TEST_CASE("postgresql: a reader beside live readers takes the name's row shared 
   CHECK(std::get<0>(before) == ":readers");
   // Another reader's grant under way holds the row shared: this reader does not wait for it.
   auto other = dblock::test::server_connection(table.url());
-  other->run("BEGIN");
-  other->run("SELECT 1 FROM " + table.name() + " WHERE name = 'doc' FOR SHARE");
-  std::optional<dblock::Lease> second;
-  std::atomic<bool> done{false};
-  std::thread reader([&] {
-    second = b->lock("doc", o).try_acquire_shared(5s);
-    done = true;
-  });
-  const bool beside = dblock::test::eventually([&] { return done.load(); }, 3s);
-  other->run("COMMIT");  // (an exclusive row lock would have waited for this)
-  reader.join();
-  CHECK(beside);
-  REQUIRE(second);
-  CHECK(second->fence() > first.fence());
+  auto second = dblock::test::acquire_shared_beside(*other, "BEGIN",
+                                                 "SELECT 1 FROM " + table.name() + " WHERE name = 'doc' FOR SHARE",
+                                                 b->lock("doc", o));
+  CHECK(second.fence() > first.fence());
   CHECK(row() == before);  // neither owner, version nor valid_until moved
   first.release();
   CHECK(std::get<2>(row()) >= std::get<2>(before) - 1000);  // a reader is left: the row stays long enough
-  second->release();
+  second.release();
   CHECK(std::get<2>(row()) == 0);  // the last reader ends it: a writer gets in at once
   CHECK(a->lock("doc", o).try_acquire());
 }
