@@ -200,10 +200,11 @@ return ttl
 // readers out), so readers beside a busy writer are not starved. The first reader in cuts
 // the turn to 2 ms more, for the others that release woke (they come within moments), so
 // 100 ms is only what a writer loses when the readers gave up meanwhile: long enough for a
-// woken reader on a loaded machine, short beside a lease. A release names the grant by its fence (the same check as renew). An undo names
-// the attempt: the node may have granted with a fence we never saw (its answer timed out),
-// and only a record this very attempt wrote may go, so an undo that arrives where the
-// attempt never ran (or after another one) changes nothing.
+// woken reader on a loaded machine, short beside a lease. A release names the grant by its
+// fence (the same check as renew). An undo names the attempt: the node may have granted
+// with a fence we never saw (its answer timed out), and only a record this very attempt
+// wrote may go, so an undo that arrives where the attempt never ran (or after another one)
+// changes nothing.
 const Script& free_script() {
   static const Script s(with_record(R"lua(
 local f, h, at, w, a, o = parse(get(KEYS[1]))
@@ -308,9 +309,9 @@ return out
 // reader gets in), ':turn' (a writer that readers waited for released: until then, readers
 // get in whatever the writer mark says, and no writer does; see free_script) and ':waiting'
 // (1: a subscribed waiter found the name busy, a release that may let it in PUBLISHes) are
-// not holders. The key's PTTL is its latest holder's or
-// writer mark's expiry. Every grant draws its fence from the name's counter like an
-// exclusive one: max(counter + 1, the server's clock in us).
+// not holders. The key's PTTL is its latest holder's, writer mark's or turn's expiry.
+// Every grant draws its fence from the name's counter like an exclusive one: max(counter +
+// 1, the server's clock in us).
 //
 // Acquire: KEYS name, fence; ARGV owner, ttl_ms, flag_waiting, acquired_at_ms, mode s|x,
 // permits -> fence (granted), {0, holder, remaining_ms} (busy), {-1, permits held} (the
