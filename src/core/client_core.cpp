@@ -104,7 +104,7 @@ std::optional<Lease> ClientCore::reenter(const std::shared_ptr<Grant>& g, const 
     auto r = g->handle->renew(spec.options.ttl, g->holds + 1);
     if (r.held) {
       holds = ++g->holds;
-      g->set_deadline(sent + r.remaining);
+      g->set_deadline(sent, r.remaining);
     }
   }
   if (holds > 0) {
@@ -135,7 +135,7 @@ std::shared_ptr<Grant> ClientCore::adopt(const std::shared_ptr<ClientCore>& self
   g->reporter = &reporter;
   g->handle = std::move(a.grant);
   g->holds = 1;
-  g->set_deadline(sent + a.remaining);
+  g->set_deadline(sent, a.remaining);
   // A session lock's connection closed by the server (its backend killed, a restart) is
   // the lock lost now, not at the next renewal: the watchdog then lets the handle go.
   // Registered before the grant is published, so no other thread uses the handle yet.
@@ -144,7 +144,7 @@ std::shared_ptr<Grant> ClientCore::adopt(const std::shared_ptr<ClientCore>& self
   if (int fd = g->handle->socket(); fd >= 0)
     g->hangup = hangups_.watch(fd, [weak = std::weak_ptr<Grant>(g)] {
       if (auto lost = weak.lock()) {
-        lost->set_deadline(Clock::now());
+        lost->expire_now();
         lost->mark_lost();
       }
     });

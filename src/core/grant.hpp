@@ -45,8 +45,16 @@ struct Grant {
   bool released = false;                // guarded by use: the last hold went
 
   // Local, conservative deadline on the monotonic clock: send time of the last successful
-  // acquire/renewal plus the time the server said was left.
-  void set_deadline(Clock::time_point t) noexcept { deadline_.store(t.time_since_epoch().count()); }
+  // acquire/renewal plus the time the server said was left, less one tick of the server's
+  // clock. Servers count expiry in whole milliseconds: a row valid for `ttl` from a clock
+  // reading truncated (or rounded) to the millisecond expires up to 1 ms before `ttl` has
+  // passed since that statement ran, which on an in-process SQLite or a local server can be
+  // within the same millisecond as the send.
+  static constexpr milliseconds server_tick{1};
+  void set_deadline(Clock::time_point sent, milliseconds remaining) noexcept {
+    deadline_.store((sent + remaining - server_tick).time_since_epoch().count());
+  }
+  void expire_now() noexcept { deadline_.store(Clock::now().time_since_epoch().count()); }
   Clock::time_point deadline() const noexcept { return Clock::time_point(Clock::duration(deadline_.load())); }
 
   bool lost() const noexcept { return lost_.load() || Clock::now() >= deadline(); }

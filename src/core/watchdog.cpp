@@ -176,7 +176,7 @@ void Watchdog::renew_loop(std::shared_ptr<State> st) {
           bool late = it->late_check_until != Clock::time_point::min();
           it->late_check_until = Clock::time_point::min();
           if (r && r->held) {
-            g->set_deadline(sent + r->remaining);
+            g->set_deadline(sent, r->remaining);
             it->next_renew = sent + g->renew_every;
             renewed = true;
           } else if (r || late) {  // the backend says it is not ours, or cannot say past the deadline: lost

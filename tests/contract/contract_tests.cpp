@@ -280,6 +280,30 @@ CONTRACT_TEST("without auto-renewal a lease is lost at its TTL", "[contract]",
   CHECK(eventually([&] { return c->list().empty(); }, 1s));
 }
 
+// The promise the fences rest on: no one is granted a lease before its holder reads it
+// lost. A waiter polling without pause reaches the holder's expiry on the server's clock,
+// which counts whole milliseconds, within a statement's time: the holder's local deadline
+// must allow for that tick.
+CONTRACT_TEST("a successor is granted only once the holder reads its lease lost", "[contract][lease]",
+              DBLOCK_LEASE_FIXTURES DBLOCK_REDIS_FIXTURES) {
+  auto ns = f.make();
+  auto a = ns.open(), b = ns.open();
+  int early = 0;
+  for (int round = 0; round < 20; ++round) {
+    auto held = a->lock("job", opts(f, 100ms, false)).try_acquire();
+    REQUIRE(held);
+    auto lock = b->lock("job", opts(f, 100ms, false));
+    std::optional<Lease> next;
+    const auto give_up = Clock::now() + 5s;
+    while (!(next = lock.try_acquire()) && Clock::now() < give_up) {
+    }
+    REQUIRE(next);
+    if (!held->lost()) ++early;
+    next->release();
+  }
+  CHECK(early == 0);
+}
+
 CONTRACT_TEST("re-entrant holds share one fence and free the lock at zero", "[contract]",
                         DBLOCK_CONTRACT_FIXTURES) {
   auto ns = f.make();

@@ -73,13 +73,17 @@ int Occupancy::enter(bool exclusive, std::uint32_t permits, std::chrono::steady_
       writers += h.exclusive;
     }
     if (free < 0) throw std::runtime_error("the occupancy file has no free slot");
-    const bool broken = exclusive ? others > 0 : permits > 1 ? others >= permits : writers > 0;
+    // Paused between its last look at the lease and here (SIGSTOP), the entering holder may
+    // be past its own deadline: then it holds nothing, as the others see it too.
+    const auto own_deadline =
+        std::chrono::duration_cast<std::chrono::nanoseconds>(deadline.time_since_epoch()).count();
+    const bool broken =
+        own_deadline > now && (exclusive ? others > 0 : permits > 1 ? others >= permits : writers > 0);
     ++s.counts.entries;
     if (broken) ++s.counts.over;
     s.counts.max_inside = std::max(s.counts.max_inside, others + 1);
     if (slow) s.counts.holder_pid = ::getpid();
-    s.slot[free] = Slot{::getpid(), exclusive ? 1 : 0,
-                        std::chrono::duration_cast<std::chrono::nanoseconds>(deadline.time_since_epoch()).count()};
+    s.slot[free] = Slot{::getpid(), exclusive ? 1 : 0, own_deadline};
     store(file_.fd(), s, file_.path());
     return free;
   });
