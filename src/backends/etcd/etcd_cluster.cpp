@@ -175,6 +175,12 @@ pb::RangeResponse Cluster::range(const pb::RangeRequest& request) {
   return resp;
 }
 
+std::size_t Cluster::count(pb::RangeRequest request) {
+  request.set_keys_only(true);
+  request.set_count_only(false);
+  return static_cast<std::size_t>(range(request).kvs_size());
+}
+
 pb::TxnResponse Cluster::txn(const pb::TxnRequest& request) {
   pb::TxnResponse resp;
   auto s = kv_->Txn(context().get(), request, &resp);

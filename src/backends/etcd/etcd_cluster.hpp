@@ -54,6 +54,9 @@ class Cluster {
   seconds time_to_live(std::int64_t id);
 
   pb::RangeResponse range(const pb::RangeRequest& request);
+  // How many keys range(request) answers. Not its `count`: etcd counts a range before its
+  // revision filters (max_create_revision, ...) apply, count_only too.
+  std::size_t count(pb::RangeRequest request);
   pb::TxnResponse txn(const pb::TxnRequest& request);
   // txn() for a transaction that puts under a lease: false (and nothing done) when the
   // server has no such lease any more (it expired, or was revoked).

@@ -362,11 +362,7 @@ Attempt Driver::try_acquire_shaped(AcquireRequest& r) {
         watch_key = prefix;
         watch_end = prefix_end(prefix);
         const std::int64_t rev = c->revision;
-        missed = [this, prefix, rev, n] {
-          auto count = all_before(prefix, rev);
-          count.set_count_only(true);
-          return static_cast<std::size_t>(cluster_->range(count).count()) < n;
-        };
+        missed = [this, prefix, rev, n] { return cluster_->count(all_before(prefix, rev)) < n; };
       } else {
         // Behind another waiter: we can hold only after it does, and it announces that with a
         // put of its key (or goes, deleted).
