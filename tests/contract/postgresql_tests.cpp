@@ -62,6 +62,35 @@ TEST_CASE("postgresql: a release wakes a waiter through LISTEN/NOTIFY", "[postgr
   CHECK(std::chrono::steady_clock::now() - t1 >= 300ms);
 }
 
+// A primary behind a standby, as libpq finds it: the URL lists every host, and
+// target_session_attrs=read-write skips those that refuse or only read. Here the first host
+// refuses connections; every connection dblock opens (the pool, a session lock's pinned one,
+// the LISTEN one a waiter opens) must reach the second.
+TEST_CASE("postgresql: a multi-host URL reaches the host that answers read-write", "[postgresql]") {
+  dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::postgresql);
+  auto ns = table.ns();
+  const auto at = ns.url.find('@');
+  REQUIRE(at != std::string::npos);
+  ns.url = ns.url.substr(0, at + 1) + "127.0.0.1:1," + ns.url.substr(at + 1) +
+           (ns.url.find('?') == std::string::npos ? "?" : "&") + "target_session_attrs=read-write";
+  auto a = ns.open(), b = ns.open();
+  for (auto strategy : {dblock::Strategy::insert, dblock::Strategy::advisory}) {
+    dblock::LockOptions o;
+    o.strategy = strategy;
+    auto held = a->lock("job", o).try_acquire();
+    REQUIRE(held);
+    CHECK_FALSE(b->lock("job", o).try_acquire());
+    std::thread release([&] {
+      std::this_thread::sleep_for(200ms);
+      held->release();
+    });
+    auto next = b->lock("job", o).try_acquire(10s);
+    release.join();
+    REQUIRE(next);
+    CHECK(next->fence() > held->fence());
+  }
+}
+
 TEST_CASE("postgresql: V3 (shared holders) upgrades a table in place, keeping held locks", "[postgresql]") {
   dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::postgresql);
   auto ns = table.ns();
