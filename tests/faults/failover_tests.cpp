@@ -1,0 +1,99 @@
+// Locks across the failover of a replicated server, on the topologies scripts/services starts
+// by name: here the leader of a three-node ZooKeeper ensemble (zookeeper-ensemble), killed
+// with SIGKILL while a lock is held, another elected, the killed node brought back
+// (DBLOCK_TEST_ZK_ENSEMBLE_FAILOVER does all three). A session outlives a leader change that
+// fits in its timeout, so the lock stays held, and a fence (the node's creation zxid, whose
+// high half is the leader's epoch) never goes backwards across one. Five failovers in CI (the
+// client's server is one of three at random, so it loses its own connection in some);
+// DBLOCK_FAILOVER_ROUNDS=N for a longer run (docs/RELIABILITY.md, "Failover").
+#include <algorithm>
+#include <atomic>
+#include <catch2/catch.hpp>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <random>
+#include <thread>
+
+#include "support/servers.hpp"
+
+using namespace std::chrono_literals;
+
+namespace {
+
+// A call through a client whose server may have been the one killed: retried for up to 10 s
+// while the client reconnects (it answers unavailable or timed out meanwhile).
+template <class Call>
+auto reconnecting(Call call) {
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  for (;;) {
+    try {
+      return call();
+    } catch (const dblock::Error& e) {
+      const bool reconnect = e.kind() == dblock::ErrorKind::unavailable || e.kind() == dblock::ErrorKind::timeout;
+      if (!reconnect || std::chrono::steady_clock::now() >= until) throw;
+      std::this_thread::sleep_for(100ms);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("zookeeper ensemble: a held lock outlives leader failovers, and fences keep increasing",
+          "[zookeeper][failover]") {
+  std::random_device rd;
+  const auto url = dblock::test::server_url("DBLOCK_TEST_ZK_ENSEMBLE_URL") + "/dblock-failover-" + std::to_string(rd());
+  const char* failover = std::getenv("DBLOCK_TEST_ZK_ENSEMBLE_FAILOVER");
+  if (!failover || !*failover)
+    FAIL("DBLOCK_TEST_ZK_ENSEMBLE_FAILOVER is not set: scripts/test sets it (scripts/services env zookeeper-ensemble)");
+  auto a = dblock::Client::open(url), b = dblock::Client::open(url);
+  dblock::LockOptions o;
+  o.strategy = dblock::Strategy::zookeeper;
+  o.ttl = 10s;  // the session timeout: an election and a rejoin take 1-2 s here
+  std::atomic<int> lost{0};
+  o.on_lost = [&lost](const std::string&, std::uint64_t) { ++lost; };
+  // Meanwhile a third client takes and gives back another lock without pause: the longest
+  // gap between its grants in a round is how long the ensemble could not grant (printed).
+  std::atomic<bool> done{false};
+  std::atomic<long long> gap_ms{0};
+  std::thread probe([&] {
+    auto c = dblock::Client::open(url);
+    auto lock = c->lock("probe", o);
+    auto last_grant = std::chrono::steady_clock::now();
+    while (!done) {
+      try {
+        if (auto l = lock.try_acquire(20s)) l->release();
+      } catch (const dblock::Error&) {  // the connection lost mid-call: try again
+        continue;
+      }
+      const auto now = std::chrono::steady_clock::now();
+      const long long ms = std::chrono::duration_cast<std::chrono::milliseconds>(now - last_grant).count();
+      long long seen = gap_ms.load();
+      while (ms > seen && !gap_ms.compare_exchange_weak(seen, ms)) {
+      }
+      last_grant = now;
+    }
+  });
+  const char* rounds_env = std::getenv("DBLOCK_FAILOVER_ROUNDS");
+  const int rounds = rounds_env && *rounds_env ? std::atoi(rounds_env) : 5;
+  std::uint64_t last = 0;
+  for (int round = 0; round < rounds; ++round) {
+    auto held = reconnecting([&] { return a->lock("job", o).acquire(); });
+    CHECK(held.fence() > last);
+    gap_ms = 0;
+    REQUIRE(std::system(failover) == 0);
+    std::printf("failover %d: the probe's longest wait between grants: %lld ms\n", round + 1, gap_ms.load());
+    CHECK_FALSE(held.lost());
+    CHECK_FALSE(reconnecting([&] { return b->lock("job", o).try_acquire(); }));  // still held, by the same node
+    const auto fence = held.fence();
+    held.release();
+    auto next = reconnecting([&] { return b->lock("job", o).try_acquire(10s); });
+    REQUIRE(next);
+    CHECK(next->fence() > fence);
+    last = next->fence();
+    next->release();
+  }
+  done = true;
+  probe.join();
+  CHECK(lost == 0);
+}
