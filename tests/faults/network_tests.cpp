@@ -256,7 +256,11 @@ void network_faults(const Case& c) {
   // (b) drop: every connection reset. A held lock: session locks are lost at the next ping.
   lost_count = 0;
   lost_at_ms = -1;
-  auto held = holder->lock("job", lo).acquire();
+  // A lease outlives the drop: two failed calls, then up to a second more while a channel
+  // backing off (gRPC's, etcd) reconnects.
+  auto held_lo = lo;
+  if (!c.session_lock) held_lo.ttl = 10s;
+  auto held = holder->lock("job", held_lo).acquire();
   auto fence3 = held.fence();
   CHECK(fence3 > fence2);
   proxy->set_mode(TcpProxy::Mode::drop);

@@ -4,7 +4,9 @@
 #include <netdb.h>
 #include <sys/socket.h>
 
+#include <algorithm>
 #include <mutex>
+#include <thread>
 
 #include "dblock/errors.hpp"
 
@@ -62,6 +64,14 @@ std::chrono::system_clock::time_point deadline(Clock::time_point t) {
   return std::chrono::system_clock::now() + std::chrono::duration_cast<std::chrono::system_clock::duration>(t - Clock::now());
 }
 
+// A transaction that only reads (its compares and ranges) can be sent twice.
+bool reads_only(const pb::TxnRequest& t) {
+  auto reads = [](const auto& ops) {
+    return std::all_of(ops.begin(), ops.end(), [](const pb::RequestOp& op) { return op.has_request_range(); });
+  };
+  return reads(t.success()) && reads(t.failure());
+}
+
 }  // namespace
 
 void throw_status(const grpc::Status& status, const std::string& endpoints, const std::string& what) {
@@ -101,14 +111,31 @@ Cluster::Cluster(const std::vector<Endpoint>& endpoints, milliseconds connect_ti
   watch_ = pb::Watch::NewStub(channel_);
 }
 
-std::unique_ptr<grpc::ClientContext> Cluster::context() const {
+std::unique_ptr<grpc::ClientContext> Cluster::context(Clock::time_point until) const {
   auto c = std::make_unique<grpc::ClientContext>();
-  c->set_deadline(deadline(Clock::now() + call_timeout_));
+  c->set_deadline(deadline(until));
   // A call made while the channel reconnects (a server restart) waits for it, up to its
   // deadline, instead of failing at once: gRPC sends it only once connected, so even a write
   // cannot be applied twice. Client::open waits for the first connection itself.
   c->set_wait_for_ready(true);
   return c;
+}
+
+std::unique_ptr<grpc::ClientContext> Cluster::context() const { return context(Clock::now() + call_timeout_); }
+
+// A call already sent when its connection breaks (the server restarting, a reset) fails with
+// UNAVAILABLE whatever wait_for_ready says. One that changes nothing, or nothing more when
+// done twice, is sent again, and then waits for the reconnection; all tries share one deadline.
+template <class Call>
+grpc::Status Cluster::repeatable(Call call) const {
+  constexpr milliseconds pause{20};  // a server that answers UNAVAILABLE itself is not asked in a loop
+  const auto until = Clock::now() + call_timeout_;
+  for (;;) {
+    auto ctx = context(until);
+    auto s = call(*ctx);
+    if (s.error_code() != grpc::StatusCode::UNAVAILABLE || Clock::now() + pause >= until) return s;
+    std::this_thread::sleep_for(pause);
+  }
 }
 
 seconds Cluster::grant(std::int64_t id, seconds ttl) {
@@ -141,20 +168,22 @@ void Cluster::revoke_quietly(std::int64_t id) noexcept {
 
 seconds Cluster::keep_alive(std::int64_t id) {
   // LeaseKeepAlive is a stream; one request and its answer per renewal (the watchdog paces them).
-  auto ctx = context();
-  auto stream = lease_->LeaseKeepAlive(ctx.get());
   pb::LeaseKeepAliveRequest req;
   req.set_id(id);
   pb::LeaseKeepAliveResponse resp;
-  bool answered = stream->Write(req) && stream->Read(&resp);
-  stream->WritesDone();
-  if (!answered) {
-    ctx->TryCancel();
-    auto s = stream->Finish();
-    throw_status(s.ok() ? grpc::Status(grpc::StatusCode::UNAVAILABLE, "no answer") : s, endpoints_,
-                 "keep a lease alive");
-  }
-  stream->Finish();
+  auto s = repeatable([&](grpc::ClientContext& ctx) {
+    auto stream = lease_->LeaseKeepAlive(&ctx);
+    bool answered = stream->Write(req) && stream->Read(&resp);
+    stream->WritesDone();
+    if (answered) {
+      stream->Finish();
+      return grpc::Status::OK;
+    }
+    ctx.TryCancel();
+    auto f = stream->Finish();
+    return f.ok() ? grpc::Status(grpc::StatusCode::UNAVAILABLE, "no answer") : f;
+  });
+  if (!s.ok()) throw_status(s, endpoints_, "keep a lease alive");
   return seconds{std::max<std::int64_t>(resp.ttl(), 0)};
 }
 
@@ -162,7 +191,7 @@ seconds Cluster::time_to_live(std::int64_t id) {
   pb::LeaseTimeToLiveRequest req;
   req.set_id(id);
   pb::LeaseTimeToLiveResponse resp;
-  auto s = lease_->LeaseTimeToLive(context().get(), req, &resp);
+  auto s = repeatable([&](grpc::ClientContext& ctx) { return lease_->LeaseTimeToLive(&ctx, req, &resp); });
   if (s.error_code() == grpc::StatusCode::NOT_FOUND) return seconds{0};
   if (!s.ok()) throw_status(s, endpoints_, "read a lease's time to live");
   return seconds{std::max<std::int64_t>(resp.ttl(), 0)};
@@ -170,7 +199,7 @@ seconds Cluster::time_to_live(std::int64_t id) {
 
 pb::RangeResponse Cluster::range(const pb::RangeRequest& request) {
   pb::RangeResponse resp;
-  auto s = kv_->Range(context().get(), request, &resp);
+  auto s = repeatable([&](grpc::ClientContext& ctx) { return kv_->Range(&ctx, request, &resp); });
   if (!s.ok()) throw_status(s, endpoints_, "read " + request.key());
   return resp;
 }
@@ -183,7 +212,8 @@ std::size_t Cluster::count(pb::RangeRequest request) {
 
 pb::TxnResponse Cluster::txn(const pb::TxnRequest& request) {
   pb::TxnResponse resp;
-  auto s = kv_->Txn(context().get(), request, &resp);
+  auto s = reads_only(request) ? repeatable([&](grpc::ClientContext& ctx) { return kv_->Txn(&ctx, request, &resp); })
+                               : kv_->Txn(context().get(), request, &resp);
   if (!s.ok()) throw_status(s, endpoints_, "transaction");
   return resp;
 }

@@ -1,6 +1,7 @@
 // The etcd cluster behind a URL's endpoints: one gRPC channel, the few calls dblock makes on
 // it (etcd's v3 API: KV, Lease, Watch), and the one place where gRPC statuses become dblock
-// errors. Every call has a deadline (the statement timeout), so none hangs on a dead server.
+// errors. Every call has a deadline (the statement timeout), so none hangs on a dead server;
+// within it, a read or keep-alive whose connection broke under it is sent again.
 //
 // Thread-safety: a gRPC channel and its stubs are safe to share; each call has a context of
 // its own, so any thread may call.
@@ -75,7 +76,10 @@ class Cluster {
                   Clock::time_point until, const std::function<bool()>& missed);
 
  private:
-  std::unique_ptr<grpc::ClientContext> context() const;
+  std::unique_ptr<grpc::ClientContext> context(Clock::time_point until) const;
+  std::unique_ptr<grpc::ClientContext> context() const;  // with the call timeout
+  template <class Call>
+  grpc::Status repeatable(Call call) const;
 
   std::string endpoints_;
   milliseconds call_timeout_;
