@@ -5,6 +5,8 @@
 // session lock calls <table>_fence_draw, which reserves blocks of that counter ahead).
 #include "bench_mysql.hpp"
 
+#include "bench_txn.hpp"
+
 #include <cstdlib>
 #include <stdexcept>
 
@@ -386,6 +388,8 @@ BackendReport run_mysql(const Options& opt) {
   auto report = run_server(std::move(run), opt);
   rep.rows = std::move(report.rows);
   rep.notes.insert(rep.notes.end(), report.notes.begin(), report.notes.end());
+  if (opt.wants_scenario("txn"))
+    for (auto& row : run_txn_mysql(url, table.name(), opt)) rep.rows.push_back(std::move(row));
   return rep;
 }
 

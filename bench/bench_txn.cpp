@@ -15,6 +15,15 @@
 #include "dblock/postgresql.hpp"
 #endif
 
+#ifdef DBLOCK_WITH_MYSQL
+#include <cppconn/connection.h>
+#include <cppconn/statement.h>
+#include <mysql_driver.h>
+
+#include "core/url.hpp"  // the library's own URL parser: the service's connection reaches the same server
+#include "dblock/mysql.hpp"
+#endif
+
 namespace dblock_bench {
 
 namespace {
@@ -122,6 +131,70 @@ std::vector<Row> run_txn_postgresql(const std::string& url, const std::string& t
 }
 #else
 std::vector<Row> run_txn_postgresql(const std::string&, const std::string&, const Options&) { return {}; }
+#endif
+
+#ifdef DBLOCK_WITH_MYSQL
+std::vector<Row> run_txn_mysql(const std::string& url, const std::string& table, const Options& opt) {
+  // The service's own connection, as a service opens it: autocommit off (a transaction always
+  // open), the server's isolation (REPEATABLE READ), several statements a round trip allowed.
+  auto u = dblock::detail::parse_url(url);
+  ::sql::ConnectOptionsMap o;
+  o["hostName"] = ::sql::SQLString(fmt::format("tcp://{}:{}", u.hosts.empty() ? "127.0.0.1" : u.hosts[0].host,
+                                               u.hosts.empty() || !u.hosts[0].port ? 3306 : u.hosts[0].port));
+  o["userName"] = ::sql::SQLString(u.user);
+  o["password"] = ::sql::SQLString(u.password);
+  o["schema"] = ::sql::SQLString(u.path);
+  o["CLIENT_MULTI_STATEMENTS"] = true;
+  std::unique_ptr<::sql::Connection> conn(::sql::mysql::get_mysql_driver_instance()->connect(o));
+  std::unique_ptr<::sql::Statement> stmt(conn->createStatement());
+  const std::string data = table + "_txn";
+  stmt->execute(fmt::format("CREATE TABLE {} (id INT PRIMARY KEY, fence BIGINT NOT NULL) ENGINE=InnoDB", data));
+  stmt->execute(fmt::format("INSERT INTO {} VALUES (1, 0)", data));
+  conn->setAutoCommit(false);
+  auto write = [&](std::int64_t fence, const char* what) {
+    expect_one(static_cast<std::size_t>(stmt->executeUpdate(fmt::format("UPDATE {} SET fence = {} WHERE id = 1", data,
+                                                                        fence))),
+               what);
+  };
+  dblock::ClientOptions options;
+  options.table = table;
+  auto client = dblock::Client::open(url, options);
+  dblock::mysql::LockTable locks(client);
+  auto lease = client->lock("bench-txn-check").acquire();
+  std::int64_t n = 0;
+  auto rows = timed("mysql",
+                    {{"bare-txn", [&] {
+                        write(++n, "bare");
+                        conn->commit();
+                      }, {}},
+                     {"lock_in", [&] {
+                        if (locks.lock_in(*conn, "bench-txn") == 0) throw std::runtime_error("txn lock_in: no fence");
+                        write(++n, "lock_in");
+                        conn->commit();
+                      }, {}},
+                     {"check_in", [&] {
+                        locks.check_in(*conn, lease);
+                        write(++n, "check_in");
+                        conn->commit();
+                      }, {}},
+                     // The check sent with the write in one round trip, as a script in another
+                     // language would: the CALL's status and the UPDATE's count, read to the end.
+                     {"check+update", [&] {
+                        stmt->execute(fmt::format("CALL {}_check('{}', {}); UPDATE {} SET fence = {} WHERE id = 1",
+                                                  table, lease.name(), lease.fence(), data, ++n));
+                        std::size_t changed = 0;
+                        for (int i = 0; i < 3; ++i, stmt->getMoreResults())
+                          if (auto count = stmt->getUpdateCount(); count != ~std::uint64_t{0}) changed += count;
+                        expect_one(changed, "check+update");
+                        conn->commit();
+                      }, {}}},
+                    opt);
+  conn->setAutoCommit(true);
+  stmt->execute("DROP TABLE " + data);
+  return rows;
+}
+#else
+std::vector<Row> run_txn_mysql(const std::string&, const std::string&, const Options&) { return {}; }
 #endif
 
 }  // namespace dblock_bench

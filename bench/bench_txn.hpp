@@ -12,6 +12,7 @@ namespace dblock_bench {
 
 // url: the server's; table: a lock table of the run's own, migrated.
 std::vector<Row> run_txn_postgresql(const std::string& url, const std::string& table, const Options& opt);
+std::vector<Row> run_txn_mysql(const std::string& url, const std::string& table, const Options& opt);
 // path: the SQLite file of the run, its dblock_locks migrated.
 std::vector<Row> run_txn_sqlite(const std::string& path, const Options& opt);
 

@@ -18,6 +18,8 @@ namespace dblock {
 namespace detail {
 class ClientCore;
 }
+template <class Transaction>
+class LockTable;
 
 /// The entry point: one per backend per process, shared (Client::open returns a shared_ptr),
 /// thread-safe. Locks, leases and the renewal threads keep it alive while they need it.
@@ -62,6 +64,8 @@ class DBLOCK_EXPORT Client {
   ///@}
 
  private:
+  template <class Transaction>
+  friend class LockTable;  // its fences and table are the client's
   explicit Client(std::shared_ptr<detail::ClientCore> core) noexcept;
   std::shared_ptr<detail::ClientCore> core_;
 };

@@ -14,6 +14,7 @@
 #include "dblock/lease.hpp"
 
 namespace dblock {
+class Client;
 namespace detail::sqldb {
 class InTransaction;
 }
@@ -26,7 +27,13 @@ template <class Transaction>
 class LockTable {
  public:
   /// The table as ClientOptions::table names it. Throws UsageError on a bad identifier.
+  /// Not enough for MySQL's lock_in, which draws its fence on a Client's connection.
   explicit LockTable(const std::string& table = "dblock_locks");
+  /// The table of `client` (its ClientOptions::table), on the same database. MySQL's lock_in
+  /// draws its fence on one of the client's connections once the lock is held (InnoDB
+  /// cannot raise the table's fence counter inside `tx` without every grant on the table
+  /// waiting for `tx`). Throws UsageError when the client is on another kind of database.
+  explicit LockTable(const std::shared_ptr<Client>& client);
 
   /// Takes the lock `name` for the rest of `tx`: the database frees it when `tx` commits or
   /// rolls back, or its connection drops. Waits while anyone holds the name: another

@@ -167,6 +167,12 @@ class Backend {
   // The server settings the guarantees rely on, read now (`dblock doctor`). A setting that
   // cannot be read is an `unknown` line, not an error; an unreachable server throws.
   virtual std::vector<SettingCheck> check_settings() = 0;
+  // The lock table as the backend's statements name it (MySQL: with its database), for
+  // LockTable; "" where there is none.
+  virtual std::string table_name() const { return {}; }
+  // A fence for a lock held outside the Client (a caller's MySQL transaction, dblock/mysql.hpp),
+  // above every fence granted on the table before the call. UsageError where not offered.
+  virtual std::uint64_t draw_fence() { throw UsageError(std::string(name()) + ": no fences are drawn apart here"); }
 };
 
 struct Url;

@@ -179,8 +179,13 @@ struct Dialect {
   std::chrono::milliseconds wait_unit{1};
   // Whether lock_in may sleep, inside the caller's transaction, until a lease on the name
   // expires. Not where that transaction keeps every writer out (SQLite): the holder could
-  // not even release, so a lease in the way is answered busy at once.
+  // not even release; nor where its snapshot would not see the lease go (MySQL's default
+  // REPEATABLE READ). A lease in the way is then answered busy at once.
   bool in_transaction_waits_for_leases = true;
+  // Whether lock_in only locks (answering 1) and the fence is drawn with fence_next on a
+  // connection of a Client's (MySQL: the counter cannot be raised inside the caller's
+  // transaction without every grant on the table waiting for it).
+  bool in_transaction_fence_apart = false;
   // At most this many rows per sweep batch, whatever the caller asks (0: no cap).
   std::size_t sweep_batch_max = 0;
   // A pause after each full sweep batch, for databases with one writer at a time (SQLite),

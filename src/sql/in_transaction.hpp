@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 
@@ -14,11 +15,27 @@
 
 namespace dblock::detail::sqldb {
 
+// A Connection over a transaction the caller owns (its driver's adapter derives from this):
+// it runs statements in it, and never begins or ends one.
+class CallerConnection : public Connection {
+ public:
+  void run_script(const std::string&) override { refuse(); }
+  void begin() override { refuse(); }
+  void commit() override { refuse(); }
+  void rollback() noexcept override {}
+  bool usable() const noexcept override { return true; }
+
+ private:
+  [[noreturn]] static void refuse() { throw InternalError("a caller's transaction is not dblock's to run or end"); }
+};
+
 // The lock table as seen from a caller's transaction: its dialect rendered for the table.
 class InTransaction {
  public:
-  // Throws UsageError for a bad table name, and when the dialect has no such locks.
-  InTransaction(const Dialect& dialect, std::string_view table);
+  // Throws UsageError for a bad table name, and when the dialect has no such locks. `draw`
+  // gives the fences where the dialect draws them apart (Dialect::in_transaction_fence_apart):
+  // a Client's; without it, lock() refuses there.
+  InTransaction(const Dialect& dialect, std::string_view table, std::function<std::uint64_t()> draw = nullptr);
 
   // Held until the transaction ends; waits until `deadline` (forever when unset). The
   // fence, or nullopt when the deadline passed. Busy attempts leave the transaction usable.
@@ -31,6 +48,7 @@ class InTransaction {
  private:
   TableName table_;
   Dialect d_;
+  std::function<std::uint64_t()> draw_;
 };
 
 }  // namespace dblock::detail::sqldb

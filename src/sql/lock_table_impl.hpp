@@ -5,6 +5,8 @@
 
 #include <memory>
 
+#include "core/client_core.hpp"
+#include "dblock/client.hpp"
 #include "dblock/lock_table.hpp"
 #include "sql/in_transaction.hpp"
 
@@ -21,6 +23,18 @@ struct CallerTransaction;
 template <class Tx>
 LockTable<Tx>::LockTable(const std::string& table)
     : table_(std::make_shared<detail::sqldb::InTransaction>(detail::sqldb::CallerTransaction<Tx>::dialect(), table)) {}
+
+template <class Tx>
+LockTable<Tx>::LockTable(const std::shared_ptr<Client>& client) {
+  if (!client) throw UsageError("LockTable: no client");
+  const auto& dialect = detail::sqldb::CallerTransaction<Tx>::dialect();
+  auto core = client->core_;
+  if (core->backend->name() != dialect.name)
+    throw UsageError("LockTable: the client is on " + std::string(core->backend->name()) + ", the transaction on " +
+                     dialect.name);
+  auto draw = [core] { return core->backend->draw_fence(); };  // keeps the client's connections open
+  table_ = std::make_shared<detail::sqldb::InTransaction>(dialect, core->backend->table_name(), std::move(draw));
+}
 
 template <class Tx>
 std::uint64_t LockTable<Tx>::lock_in(Tx& tx, const std::string& name) const {

@@ -46,6 +46,12 @@ std::vector<std::string> SqlBackend::migrate() {
 
 // One short transaction per batch, so that acquirers interleave with a large sweep: a batch
 // keeps the rows it deletes locked (or, on SQLite, the database) for one statement.
+std::uint64_t SqlBackend::draw_fence() {
+  if (!d_.offers(Statement::fence_next)) return Backend::draw_fence();
+  auto s = pool_.get();
+  return static_cast<std::uint64_t>(as_int(s->run(d_[Statement::fence_next]).rows.at(0).at(0)));
+}
+
 std::size_t SqlBackend::sweep(std::size_t batch) {
   if (d_.sweep_batch_max > 0) batch = std::min(batch, d_.sweep_batch_max);
   const auto limit = static_cast<std::int64_t>(batch);

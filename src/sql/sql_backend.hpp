@@ -34,6 +34,8 @@ class SqlBackend : public Backend {
   std::vector<LeaseInfo> list() override;
   bool force_release(const std::string& name) override;
   std::vector<SettingCheck> check_settings() override;
+  std::uint64_t draw_fence() override;
+  std::string table_name() const override { return table_.qualified(); }
 
   // Opens one session now, so that an unreachable server, a refused password or a bad file
   // fails here rather than at first use; then applies missing migrations if asked.

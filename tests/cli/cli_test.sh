@@ -31,7 +31,9 @@ drop_tables() {
                        DROP FUNCTION IF EXISTS ${t}_lock_in(text, bigint, bigint), ${t}_check(text, bigint)" ;;
       mysql) sql "DROP TABLE IF EXISTS $t, ${t}_schema_history, ${t}_fence, ${t}_fence_cache; DROP PROCEDURE IF EXISTS ${t}_acquire;
                   DROP PROCEDURE IF EXISTS ${t}_take; DROP PROCEDURE IF EXISTS ${t}_grant; DROP PROCEDURE IF EXISTS ${t}_fence_draw;
-                  DROP PROCEDURE IF EXISTS ${t}_check" ;;
+                  DROP PROCEDURE IF EXISTS ${t}_check; DROP TABLE IF EXISTS ${t}_holders;
+                  DROP PROCEDURE IF EXISTS ${t}_acquire_shared; DROP PROCEDURE IF EXISTS ${t}_release_shared;
+                  DROP PROCEDURE IF EXISTS ${t}_extend_shared; DROP PROCEDURE IF EXISTS ${t}_lock_in" ;;
       redis|redlock) redis_db flush ;;
     esac
   done

@@ -201,6 +201,10 @@ TEST_CASE("postgresql: in-transaction locks refuse bad input and write nothing",
     CHECK_THROWS_AS(locks.try_lock_in(tx, "job"), dblock::UsageError);  // a failed transaction
   }
   {
+    pqxx::work tx(conn);  // made from a Client: its table
+    CHECK(LockTable(table.ns().open()).try_lock_in(tx, "job"));
+  }
+  {
     pqxx::work tx(conn);  // a table without the migration
     CHECK_THROWS_AS(LockTable("dblock_never_migrated").try_lock_in(tx, "job"), dblock::SchemaError);
   }

@@ -24,8 +24,8 @@ int whole_seconds(std::chrono::milliseconds ms) {  // rounded up, at least 1
 }
 
 // Every Connector/C++ error becomes a dblock error here, and nowhere else.
-[[noreturn]] void throw_mysql_error(int code, const std::string& state, std::string msg, const std::string& where,
-                                    bool* usable) {
+[[noreturn]] void throw_error(int code, const std::string& state, std::string msg, const std::string& where,
+                              bool* usable) {
   auto gone = [&] {
     if (usable) *usable = false;
   };
@@ -33,6 +33,8 @@ int whole_seconds(std::chrono::milliseconds ms) {  // rounded up, at least 1
     if (c == '\n') c = ' ';
   const std::string what = "mysql at " + where + ": " + msg;
   if (state == "DL001") throw LockLostError(what);  // <table>_check (migration V5): a stale fence
+  if (state == "DL003") throw TimeoutError(what);   // <table>_lock_in (V7): roll back and try again
+  if (state == "DL004") throw UsageError(what);     // <table>_lock_in (V7): a server setting in the way
   switch (code) {
     case 1049:  // unknown database
       throw SchemaError(what + " (create the database, or fix the URL's path)");
@@ -246,9 +248,7 @@ MySqlConnection::~MySqlConnection() {
   }
 }
 
-void MySqlConnection::fail(const ::sql::SQLException& e) {
-  throw_mysql_error(e.getErrorCode(), e.getSQLStateCStr(), e.what(), where_, &usable_);
-}
+void MySqlConnection::fail(const ::sql::SQLException& e) { throw_mysql_error(e, where_, &usable_); }
 
 bool MySqlConnection::usable() const noexcept { return usable_ && conn_ != nullptr; }
 
@@ -266,14 +266,14 @@ bool MySqlConnection::still_connected() noexcept {
   return usable_;
 }
 
-Result MySqlConnection::send(const std::string& text, std::size_t statements) {
+Result send_text(::sql::Statement& stmt, const std::string& text, std::size_t statements) {
   Result out;
-  bool rows = stmt_->execute(text);
+  bool rows = stmt.execute(text);
   // Every result must be read, or the connection is out of step. Connector/C++ 1.1 cannot
   // tell "no more results" from "the next result is a row count", so the loop counts.
   for (std::size_t i = 0;;) {
     if (rows) {
-      std::unique_ptr<::sql::ResultSet> rs(stmt_->getResultSet());
+      std::unique_ptr<::sql::ResultSet> rs(stmt.getResultSet());
       if (rs) {
         out.rows.clear();
         auto* meta = rs->getMetaData();
@@ -286,12 +286,21 @@ Result MySqlConnection::send(const std::string& text, std::size_t statements) {
         }
       }
     } else {
-      auto n = stmt_->getUpdateCount();
+      auto n = stmt.getUpdateCount();
       if (n != no_more_results) out.affected += static_cast<std::int64_t>(n);
     }
     if (++i >= statements) break;
-    rows = stmt_->getMoreResults();
+    rows = stmt.getMoreResults();
   }
+  return out;
+}
+
+void throw_mysql_error(const ::sql::SQLException& e, const std::string& where, bool* usable) {
+  throw_error(e.getErrorCode(), e.getSQLStateCStr(), e.what(), where, usable);
+}
+
+Result MySqlConnection::send(const std::string& text, std::size_t statements) {
+  auto out = send_text(*stmt_, text, statements);
   last_used_ = std::chrono::steady_clock::now();
   return out;
 }

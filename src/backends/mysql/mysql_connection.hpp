@@ -76,6 +76,13 @@ std::vector<std::string> split_statements(const std::string& script);
 // How many results a text answers: one per statement, two per CALL.
 std::size_t results_of(const std::string& sql);
 
+// Sends `text` on `stmt` and reads all of its `statements` results (results_of): the rows of
+// the last that had rows, and the row counts.
+Result send_text(::sql::Statement& stmt, const std::string& text, std::size_t statements);
+// The dblock error for a Connector/C++ one, naming the server as `where`; a lost connection
+// also clears *usable (when given).
+[[noreturn]] void throw_mysql_error(const ::sql::SQLException& e, const std::string& where, bool* usable = nullptr);
+
 // `sql` with each ?N replaced by parameter N as a literal (1-based).
 std::string splice_params(const std::string& sql, const std::vector<Value>& params);
 

@@ -92,6 +92,15 @@ Dialect make(bool mariadb) {
                                           : "SELECT 1 FROM ${table} WHERE name = ?1 FOR SHARE NOWAIT";
     d[S::for_update_wait_shared] = "SELECT 1 FROM ${table} WHERE name = ?1 LOCK IN SHARE MODE";
     d[S::fence_next] = "CALL ${table}_fence_draw(1)";
+    // In the caller's transaction (dblock/mysql.hpp): migration V7 locks the row, and the
+    // fence is drawn apart with fence_next, as for the for-update strategy. The check is
+    // V5's ${table}_check without the CALL: a share lock on the row, kept until the end.
+    d.in_transaction_fence_apart = true;
+    d.in_transaction_waits_for_leases = false;
+    d[S::lock_in] = "CALL ${table}_lock_in(?1, ?2, ?3)";
+    d[S::check_in] =
+        "SELECT fence FROM ${table} WHERE name = ?1 AND fence = ?2 AND holds > 0 AND valid_until > ${now_ms} "
+        "LOCK IN SHARE MODE";
     // GET_LOCK names are server-wide, at most 64 characters and case-insensitive: the key
     // is "dblock:" and the 16 hex digits of advisory_key(<database>.<table>, name).
     // GET_LOCK is not transactional, so the fence is drawn after it, in the same text; the
@@ -136,7 +145,8 @@ Dialect make(bool mariadb) {
         "DROP PROCEDURE IF EXISTS ${table}_acquire; DROP PROCEDURE IF EXISTS ${table}_grant; DROP PROCEDURE IF EXISTS ${table}_take; "
         "DROP PROCEDURE IF EXISTS ${table}_fence_draw; DROP PROCEDURE IF EXISTS ${table}_check; "
         "DROP TABLE IF EXISTS ${table}_holders; DROP PROCEDURE IF EXISTS ${table}_acquire_shared; "
-        "DROP PROCEDURE IF EXISTS ${table}_release_shared; DROP PROCEDURE IF EXISTS ${table}_extend_shared";
+        "DROP PROCEDURE IF EXISTS ${table}_release_shared; DROP PROCEDURE IF EXISTS ${table}_extend_shared; "
+        "DROP PROCEDURE IF EXISTS ${table}_lock_in";
     d[S::history_create] =
         "CREATE TABLE IF NOT EXISTS ${table}_schema_history ("
         "installed_rank INT NOT NULL PRIMARY KEY, version VARCHAR(50), description VARCHAR(200) NOT NULL, "

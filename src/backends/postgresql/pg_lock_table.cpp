@@ -16,7 +16,7 @@ namespace detail::sqldb {
 
 namespace {
 
-class PgCallerTransaction final : public Connection {
+class PgCallerTransaction final : public CallerConnection {
  public:
   explicit PgCallerTransaction(pqxx::transaction_base& tx) : tx_(tx) {}
   Result run(const std::string& sql, const std::vector<Value>& params) override {
@@ -31,13 +31,6 @@ class PgCallerTransaction final : public Connection {
       throw_pg_error(e, "the caller's transaction");
     }
   }
-  // The transaction is the caller's to begin and end.
-  void run_script(const std::string&) override { refuse(); }
-  void begin() override { refuse(); }
-  void commit() override { refuse(); }
-  void rollback() noexcept override {}
-  bool usable() const noexcept override { return true; }
-
  private:
   // sql with each $N replaced by parameter N as a literal, in one pass over the statement
   // text (ours: no $ in it but the markers).
@@ -55,7 +48,6 @@ class PgCallerTransaction final : public Connection {
     }
     return out;
   }
-  [[noreturn]] static void refuse() { throw InternalError("a caller's transaction is not dblock's to run or end"); }
   pqxx::transaction_base& tx_;
 };
 
