@@ -85,9 +85,10 @@ TEST_CASE("sqlite: doctor flags synchronous OFF and NORMAL and an in-memory jour
 TEST_CASE("postgresql: doctor finds the test server's durability settings ok") {
   auto c = dblock::Client::open(dblock::test::server_url("DBLOCK_TEST_PG_URL"));
   auto checks = c->check_settings();
-  CHECK(checks.size() == 3);
+  CHECK(checks.size() == 4);
   CHECK(find(checks, "fsync").verdict == Verdict::ok);
   CHECK(find(checks, "synchronous_commit").value == "on");
+  CHECK(find(checks, "standbys").value == "0 streaming, synchronous_standby_names = ''");
   CHECK(find(checks, "default_transaction_isolation").verdict == Verdict::ok);
   CHECK_FALSE(any_problem(checks));
 }

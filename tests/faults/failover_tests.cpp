@@ -1,11 +1,13 @@
 // Locks across the failover of a replicated server, on the topologies scripts/services starts
-// by name: here the leader of a three-node ZooKeeper ensemble (zookeeper-ensemble), killed
-// with SIGKILL while a lock is held, another elected, the killed node brought back
-// (DBLOCK_TEST_ZK_ENSEMBLE_FAILOVER does all three). A session outlives a leader change that
-// fits in its timeout, so the lock stays held, and a fence (the node's creation zxid, whose
-// high half is the leader's epoch) never goes backwards across one. Five failovers in CI (the
-// client's server is one of three at random, so it loses its own connection in some);
-// DBLOCK_FAILOVER_ROUNDS=N for a longer run (docs/RELIABILITY.md, "Failover").
+// by name: the leader of a three-node ZooKeeper ensemble (zookeeper-ensemble), killed with
+// SIGKILL while a lock is held, another elected, the killed node brought back
+// (DBLOCK_TEST_ZK_ENSEMBLE_FAILOVER does all three); a PostgreSQL primary killed and its
+// synchronous standby promoted (postgresql-replicated, DBLOCK_TEST_PG_REPLICATED_FAILOVER).
+// A ZooKeeper session outlives a leader change that fits in its timeout, so the lock stays
+// held, and a fence (the node's creation zxid, whose high half is the leader's epoch) never
+// goes backwards across one. Five failovers in CI (the ZooKeeper client's server is one of
+// three at random, so it loses its own connection in some); DBLOCK_FAILOVER_ROUNDS=N for a
+// longer run (docs/RELIABILITY.md, "Failover").
 #include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
@@ -37,23 +39,14 @@ auto reconnecting(Call call) {
   }
 }
 
-}  // namespace
-
-TEST_CASE("zookeeper ensemble: a held lock outlives leader failovers, and fences keep increasing",
-          "[zookeeper][failover]") {
-  std::random_device rd;
-  const auto url = dblock::test::server_url("DBLOCK_TEST_ZK_ENSEMBLE_URL") + "/dblock-failover-" + std::to_string(rd());
-  const char* failover = std::getenv("DBLOCK_TEST_ZK_ENSEMBLE_FAILOVER");
-  if (!failover || !*failover)
-    FAIL("DBLOCK_TEST_ZK_ENSEMBLE_FAILOVER is not set: scripts/test sets it (scripts/services env zookeeper-ensemble)");
+// Holds `name` with `o` on `url` across DBLOCK_FAILOVER_ROUNDS (5) runs of `failover`: the lock
+// stays held by its holder, another client is kept out, and the next holder's fence is above.
+void hold_across_failovers(const std::string& url, const char* failover, dblock::LockOptions o) {
   auto a = dblock::Client::open(url), b = dblock::Client::open(url);
-  dblock::LockOptions o;
-  o.strategy = dblock::Strategy::zookeeper;
-  o.ttl = 10s;  // the session timeout: an election and a rejoin take 1-2 s here
   std::atomic<int> lost{0};
   o.on_lost = [&lost](const std::string&, std::uint64_t) { ++lost; };
   // Meanwhile a third client takes and gives back another lock without pause: the longest
-  // gap between its grants in a round is how long the ensemble could not grant (printed).
+  // gap between its grants in a round is how long the servers could not grant (printed).
   std::atomic<bool> done{false};
   std::atomic<long long> gap_ms{0};
   std::thread probe([&] {
@@ -84,9 +77,12 @@ TEST_CASE("zookeeper ensemble: a held lock outlives leader failovers, and fences
     REQUIRE(std::system(failover) == 0);
     std::printf("failover %d: the probe's longest wait between grants: %lld ms\n", round + 1, gap_ms.load());
     CHECK_FALSE(held.lost());
-    CHECK_FALSE(reconnecting([&] { return b->lock("job", o).try_acquire(); }));  // still held, by the same node
+    CHECK_FALSE(reconnecting([&] { return b->lock("job", o).try_acquire(); }));  // still held
     const auto fence = held.fence();
-    held.release();
+    reconnecting([&] {
+      held.release();
+      return 0;
+    });
     auto next = reconnecting([&] { return b->lock("job", o).try_acquire(10s); });
     REQUIRE(next);
     CHECK(next->fence() > fence);
@@ -96,4 +92,49 @@ TEST_CASE("zookeeper ensemble: a held lock outlives leader failovers, and fences
   done = true;
   probe.join();
   CHECK(lost == 0);
+}
+
+const char* failover_command(const char* variable) {
+  const char* failover = std::getenv(variable);
+  if (!failover || !*failover)
+    FAIL(variable << " is not set: scripts/test sets it (scripts/services env names its topology)");
+  return failover;
+}
+
+}  // namespace
+
+TEST_CASE("zookeeper ensemble: a held lock outlives leader failovers, and fences keep increasing",
+          "[zookeeper][failover]") {
+  std::random_device rd;
+  const auto url = dblock::test::server_url("DBLOCK_TEST_ZK_ENSEMBLE_URL") + "/dblock-failover-" + std::to_string(rd());
+  dblock::LockOptions o;
+  o.strategy = dblock::Strategy::zookeeper;
+  o.ttl = 10s;  // the session timeout: an election and a rejoin take 1-2 s here
+  hold_across_failovers(url, failover_command("DBLOCK_TEST_ZK_ENSEMBLE_FAILOVER"), o);
+}
+
+// A primary with a synchronous standby: a commit returns once the standby has it, so a lease
+// granted or renewed before the failover is on the promoted standby, and so is the fence
+// sequence's WAL record (logged ahead of the values handed out, flushed with the commit that
+// used one). Clients reach the new primary through the two-host URL. Commits wait while the
+// old primary is rebuilt as a standby (the failover command does it): the lease's TTL covers it.
+TEST_CASE("postgresql primary and synchronous standby: a held lease outlives failovers, and fences keep "
+          "increasing",
+          "[postgresql][failover]") {
+  const auto url = dblock::test::server_url("DBLOCK_TEST_PG_REPLICATED_URL");
+  const char* failover = failover_command("DBLOCK_TEST_PG_REPLICATED_FAILOVER");
+  for (auto strategy : {dblock::Strategy::insert, dblock::Strategy::optimistic}) {
+    INFO(dblock::to_string(strategy));
+    dblock::ClientOptions co;
+    co.auto_migrate = true;
+    auto checks = dblock::Client::open(url, co)->check_settings();  // and the table, once
+    auto standbys = std::find_if(checks.begin(), checks.end(), [](const auto& c) { return c.setting == "standbys"; });
+    REQUIRE(standbys != checks.end());
+    CHECK(standbys->value == "1 streaming, synchronous_standby_names = '*'");
+    CHECK(standbys->verdict == dblock::Verdict::ok);
+    dblock::LockOptions o;
+    o.strategy = strategy;
+    o.ttl = 20s;  // a failover and a rebuilt standby take 3-5 s here, during which commits wait
+    hold_across_failovers(url, failover, o);
+  }
 }

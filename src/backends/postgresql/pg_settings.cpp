@@ -1,5 +1,5 @@
-// PostgreSQL: what makes a committed grant survive a crash (fsync, synchronous_commit), and
-// the isolation dblock's statements run under. Read with current_setting() on one of
+// PostgreSQL: what makes a committed grant survive a crash (fsync, synchronous_commit) and a
+// failover (synchronous standbys), and the isolation dblock's statements run under. Read with current_setting() on one of
 // dblock's own connections.
 #include "backends/postgresql/pg_dialect.hpp"
 #include "sql/settings.hpp"
@@ -41,6 +41,24 @@ SettingCheck synchronous_commit_check(Connection& s) {
   return {"synchronous_commit", *v, Verdict::ok, "a grant is on disk before dblock hears it committed"};
 }
 
+// A failover promotes a standby, and the lock table is what that standby had. A synchronous
+// one has every grant dblock heard committed (with synchronous_commit at on, remote_write or
+// remote_apply: the check above); an asynchronous one may lack the last. pg_stat_replication
+// shows its rows (not their sync_state) to any role.
+SettingCheck standbys_check(Connection& s) {
+  auto streaming = read_setting(s, "SELECT count(*) FROM pg_stat_replication");
+  auto names = current(s, "synchronous_standby_names");
+  if (!streaming || !names) return {"standbys", "", Verdict::unknown, "could not be read"};
+  const std::string value = *streaming + " streaming, synchronous_standby_names = '" + *names + "'";
+  if (*streaming == "0") return {"standbys", value, Verdict::ok, "no standby streams from this server"};
+  if (names->empty())
+    return {"standbys", value, Verdict::weakens_exclusion,
+            "asynchronous standbys: a failover to one can lose the last grants acknowledged: their holders run "
+            "on while the lock is free on the new primary, and their fences can be handed out again"};
+  return {"standbys", value, Verdict::ok,
+          "a grant waits for a synchronous standby, so a failover to it keeps every grant acknowledged"};
+}
+
 // dblock sets READ COMMITTED on its own connections (PgConnection): its upserts rely on seeing
 // the row another transaction just committed, where REPEATABLE READ and SERIALIZABLE would
 // fail them with serialization errors. So the server's or role's default does not reach
@@ -56,7 +74,7 @@ SettingCheck isolation_check(Connection& s) {
 }  // namespace
 
 std::vector<SettingCheck> postgresql_settings(Connection& s) {
-  return {fsync_check(s), synchronous_commit_check(s), isolation_check(s)};
+  return {fsync_check(s), synchronous_commit_check(s), standbys_check(s), isolation_check(s)};
 }
 
 }  // namespace dblock::detail::sqldb
