@@ -38,10 +38,11 @@ drop_tables() {
     esac
   done
 }
-REDIS_PIDS=() FLUSH_BACK=""
+REDIS_PIDS=() FLUSH_BACK="" READ_ONLY_BACK=""
 cleanup() {
   kill $(jobs -p) 2>/dev/null
   [ -n "$FLUSH_BACK" ] && sql "SET GLOBAL innodb_flush_log_at_trx_commit = $FLUSH_BACK" >/dev/null 2>&1
+  [ -n "$READ_ONLY_BACK" ] && sql "SET GLOBAL read_only = 0" >/dev/null 2>&1
   [ -n "$SERVER_URL" ] && drop_tables "$DBLOCK_TABLE" "other_$DBLOCK_TABLE" "doctor_$DBLOCK_TABLE" >/dev/null 2>&1
   rm -rf "$WORK"
 }
@@ -630,6 +631,19 @@ case "$BACKEND" in
     grep -q "^dblock: warning: innodb_flush_log_at_trx_commit = 2 weakens exclusion" "$WORK/err" &&
       ok "migrate warns of it" || fail "migrate said: $(cat "$WORK/out" "$WORK/err")"
     expect_exit 0 "doctor: flushed at every commit again" "$DBLOCK" doctor
+    # A URL naming several servers (a primary and its replicas): each connection goes to the
+    # first that answers and accepts writes; with none, one clear error.
+    hostport=${SERVER_URL#*@} && hostport=${hostport%%/*}
+    several="${SERVER_URL/@$hostport/@127.0.0.1:1,$hostport}"
+    expect_exit 0 "a URL of several servers: the dead first one is passed over" "$DBLOCK" doctor --url "$several"
+    READ_ONLY_BACK=1  # restored by cleanup too
+    sql "SET GLOBAL read_only = 1"
+    expect_exit 69 "a URL of several servers: none accepts writes (one dead, one read-only)" \
+      "$DBLOCK" doctor --url "$several"
+    sql "SET GLOBAL read_only = 0"
+    READ_ONLY_BACK=""
+    grep -q "no server accepts writes (127.0.0.1:1: .*; $hostport is read-only)" "$WORK/err" &&
+      ok "the error names each server and why it was passed over" || fail "doctor said: $(cat "$WORK/err")"
     # A script's own writes guarded in its transaction by <table>_check (migration V5), on
     # the table migrated just above.
     client="MYSQL_PWD='$MY_PASSWORD' mariadb --no-defaults --protocol=tcp -h $MY_HOST -P $MY_PORT -u $MY_USER -D $MY_DB"

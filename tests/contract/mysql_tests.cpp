@@ -480,3 +480,29 @@ TEST_CASE("mysql: <table>_check refuses a stale fence and holds off a takeover u
     b->force_release("job");
   }
 }
+
+// A primary and its replicas in one URL: each connection goes to the first server that answers
+// and accepts writes. Here the first refuses connections; every connection dblock opens (the
+// pool, a session lock's pinned one, the fence connection) must reach the second. (A
+// read-only server passed over is in the CLI test, which may set read_only.)
+TEST_CASE("mysql: a URL of several servers reaches the one that accepts writes", "[mysql]") {
+  dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
+  auto ns = table.ns();
+  const auto at = ns.url.find('@');
+  REQUIRE(at != std::string::npos);
+  ns.url = ns.url.substr(0, at + 1) + "127.0.0.1:1," + ns.url.substr(at + 1);
+  auto a = ns.open(), b = ns.open();
+  for (auto strategy : {dblock::Strategy::insert, dblock::Strategy::for_update, dblock::Strategy::advisory}) {
+    INFO(dblock::to_string(strategy));
+    dblock::LockOptions o;
+    o.strategy = strategy;
+    auto held = a->lock("job", o).try_acquire();
+    REQUIRE(held);
+    CHECK_FALSE(b->lock("job", o).try_acquire());
+    const auto fence = held->fence();
+    held->release();
+    auto next = b->lock("job", o).try_acquire();
+    REQUIRE(next);
+    CHECK(next->fence() > fence);
+  }
+}

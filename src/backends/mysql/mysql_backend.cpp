@@ -5,6 +5,7 @@
 #include "backends/mysql/mysql_backend.hpp"
 
 #include <mutex>
+#include <tuple>
 
 #include "backends/mysql/mysql_dialect.hpp"
 #include "backends/mysql/mysql_connection.hpp"
@@ -16,13 +17,17 @@ namespace dblock::detail {
 std::unique_ptr<Backend> open_mysql(const Url& url, const ClientOptions& options) {
   for (const auto& [key, value] : url.query)
     if (key != "socket") throw UsageError("unknown mysql URL parameter '" + key + "' (known: socket)");
-  if (url.hosts.size() > 1) throw UsageError("a mysql URL names one server, not " + std::to_string(url.hosts.size()));
   sqldb::MySqlTarget t;
-  if (!url.hosts.empty()) {
-    t.host = url.hosts[0].host.empty() ? "127.0.0.1" : url.hosts[0].host;
-    if (url.hosts[0].port) t.port = url.hosts[0].port;
+  for (std::size_t i = 0; i < url.hosts.size(); ++i) {
+    const auto& hp = url.hosts[i];
+    std::pair<std::string, int> server{hp.host.empty() ? "127.0.0.1" : hp.host, hp.port ? hp.port : 3306};
+    if (i == 0) std::tie(t.host, t.port) = server;
+    else t.alternates.push_back(server);
   }
-  if (auto it = url.query.find("socket"); it != url.query.end()) t.socket = it->second;
+  if (auto it = url.query.find("socket"); it != url.query.end()) {
+    if (url.hosts.size() > 1) throw UsageError("a mysql URL with ?socket= names one server");
+    t.socket = it->second;
+  }
   t.user = url.user;
   t.password = url.password;
   t.database = url.path;

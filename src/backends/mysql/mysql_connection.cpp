@@ -205,39 +205,64 @@ std::string splice_params(const std::string& sql, const std::vector<Value>& para
 }
 
 MySqlConnection::MySqlConnection(const MySqlTarget& t) : where_(t.where) {
-  try {
-    ::sql::ConnectOptionsMap o;
-    if (t.socket.empty()) {
-      o["hostName"] = ::sql::SQLString("tcp://" + t.host + ":" + std::to_string(t.port));
-    } else {
-      o["socket"] = ::sql::SQLString(t.socket);
+  std::vector<std::pair<std::string, int>> servers{{t.host, t.port}};
+  servers.insert(servers.end(), t.alternates.begin(), t.alternates.end());
+  const bool several = servers.size() > 1;
+  std::string refused;  // why each server was passed over
+  for (const auto& [host, port] : servers) {
+    try {
+      if (open(t, host, port, several)) {
+        last_used_ = std::chrono::steady_clock::now();
+        return;
+      }
+      refused += (refused.empty() ? "" : "; ") + host + ":" + std::to_string(port) + " is read-only";
+    } catch (const ::sql::SQLException& e) {
+      if (!several) fail(e);
+      refused += (refused.empty() ? "" : "; ") + host + ":" + std::to_string(port) + ": " + e.what();
     }
-    o["userName"] = ::sql::SQLString(t.user);
-    o["password"] = ::sql::SQLString(t.password);
-    if (!t.database.empty()) o["schema"] = ::sql::SQLString(t.database);
-    o["OPT_CONNECT_TIMEOUT"] = whole_seconds(t.connect_timeout);
-    // No read may hang on a dead or stuck server (the contract's bounded waits); a lock
-    // wait inside the server is bounded separately, and at most max_lock_wait.
-    o["OPT_READ_TIMEOUT"] = whole_seconds(t.statement_timeout + max_lock_wait);
-    o["OPT_WRITE_TIMEOUT"] = whole_seconds(t.statement_timeout);
-    o["OPT_RECONNECT"] = false;  // a silent reconnect would drop session locks unseen
-    o["CLIENT_MULTI_STATEMENTS"] = true;
-    o["OPT_CHARSET_NAME"] = ::sql::SQLString("utf8mb4");
-    conn_.reset(driver()->connect(o));
-    stmt_.reset(conn_->createStatement());
-    // READ COMMITTED: no gap locks, so concurrent first acquires of a name deadlock less.
-    // Times are taken with UTC_TIMESTAMP, so the session time zone does not matter.
-    // A row lock wait is bounded like any statement (the session strategies set their own).
-    send(
-        "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED; "
-        "SET SESSION sql_mode = 'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION', "
-        "SESSION innodb_lock_wait_timeout = " +
-            std::to_string(whole_seconds(t.statement_timeout)),
-        2);
-  } catch (const ::sql::SQLException& e) {
-    fail(e);
   }
-  last_used_ = std::chrono::steady_clock::now();
+  throw UnavailableError("mysql at " + where_ + ": no server accepts writes (" + refused + ")");
+}
+
+bool MySqlConnection::open(const MySqlTarget& t, const std::string& host, int port, bool writable_only) {
+  ::sql::ConnectOptionsMap o;
+  if (t.socket.empty()) {
+    o["hostName"] = ::sql::SQLString("tcp://" + host + ":" + std::to_string(port));
+  } else {
+    o["socket"] = ::sql::SQLString(t.socket);
+  }
+  o["userName"] = ::sql::SQLString(t.user);
+  o["password"] = ::sql::SQLString(t.password);
+  if (!t.database.empty()) o["schema"] = ::sql::SQLString(t.database);
+  o["OPT_CONNECT_TIMEOUT"] = whole_seconds(t.connect_timeout);
+  // No read may hang on a dead or stuck server (the contract's bounded waits); a lock
+  // wait inside the server is bounded separately, and at most max_lock_wait.
+  o["OPT_READ_TIMEOUT"] = whole_seconds(t.statement_timeout + max_lock_wait);
+  o["OPT_WRITE_TIMEOUT"] = whole_seconds(t.statement_timeout);
+  o["OPT_RECONNECT"] = false;  // a silent reconnect would drop session locks unseen
+  o["CLIENT_MULTI_STATEMENTS"] = true;
+  o["OPT_CHARSET_NAME"] = ::sql::SQLString("utf8mb4");
+  conn_.reset(driver()->connect(o));
+  stmt_.reset(conn_->createStatement());
+  // READ COMMITTED: no gap locks, so concurrent first acquires of a name deadlock less.
+  // Times are taken with UTC_TIMESTAMP, so the session time zone does not matter.
+  // A row lock wait is bounded like any statement (the session strategies set their own).
+  // Among several servers, whether this one takes writes, in the same round trip.
+  std::string setup =
+      "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED; "
+      "SET SESSION sql_mode = 'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION', "
+      "SESSION innodb_lock_wait_timeout = " +
+      std::to_string(whole_seconds(t.statement_timeout));
+  if (!writable_only) {
+    send(setup, 2);
+    return true;
+  }
+  auto r = send(setup + "; SELECT @@GLOBAL.read_only", 3);
+  if (!r.rows.empty() && as_text(r.rows[0].at(0)) == "0") return true;
+  stmt_.reset();
+  conn_->close();
+  conn_.reset();
+  return false;
 }
 
 MySqlConnection::~MySqlConnection() {

@@ -11,6 +11,8 @@
 #include <memory>
 #include <string>
 #include <unordered_map>
+#include <utility>
+#include <vector>
 
 #include "sql/connection.hpp"
 
@@ -25,6 +27,9 @@ namespace dblock::detail::sqldb {
 struct MySqlTarget {
   std::string host = "127.0.0.1";
   int port = 3306;
+  // The further servers of a URL that names several (a primary and its replicas): each
+  // connection goes to the first of all that answers and accepts writes (not read_only).
+  std::vector<std::pair<std::string, int>> alternates;
   std::string socket;  // a Unix socket path instead of host:port, if set
   std::string user, password, database;
   std::chrono::milliseconds connect_timeout{5000};
@@ -56,6 +61,9 @@ class MySqlConnection final : public Connection {
   bool still_connected() noexcept override;
 
  private:
+  // Connects to one server and sets the session up; with `writable_only`, keeps the
+  // connection only if the server accepts writes (false otherwise). Throws SQLException.
+  bool open(const MySqlTarget& t, const std::string& host, int port, bool writable_only);
   Result send(const std::string& text, std::size_t statements);
   [[noreturn]] void fail(const ::sql::SQLException& e);
 
