@@ -2,7 +2,8 @@
 // by name: the leader of a three-node ZooKeeper ensemble (zookeeper-ensemble), killed with
 // SIGKILL while a lock is held, another elected, the killed node brought back
 // (DBLOCK_TEST_ZK_ENSEMBLE_FAILOVER does all three); a PostgreSQL primary killed and its
-// synchronous standby promoted (postgresql-replicated, DBLOCK_TEST_PG_REPLICATED_FAILOVER).
+// synchronous standby promoted (postgresql-replicated, DBLOCK_TEST_PG_REPLICATED_FAILOVER); a
+// MariaDB primary killed and its semi-synchronous replica promoted (mysql-replicated).
 // A ZooKeeper session outlives a leader change that fits in its timeout, so the lock stays
 // held, and a fence (the node's creation zxid, whose high half is the leader's epoch) never
 // goes backwards across one. Five failovers in CI (the ZooKeeper client's server is one of
@@ -39,18 +40,28 @@ auto reconnecting(Call call) {
   }
 }
 
-// Holds `name` with `o` on `url` across DBLOCK_FAILOVER_ROUNDS (5) runs of `failover`: the lock
-// stays held by its holder, another client is kept out, and the next holder's fence is above.
-void hold_across_failovers(const std::string& url, const char* failover, dblock::LockOptions o) {
-  auto a = dblock::Client::open(url), b = dblock::Client::open(url);
+// Holds `name` with `o` on `url` across DBLOCK_FAILOVER_ROUNDS (else `rounds`) runs of
+// `failover`: the lock stays held by its holder, another client is kept out, and the next
+// holder's fence is above.
+void hold_across_failovers(const std::string& url, const char* failover, dblock::LockOptions o, int rounds = 5) {
+  // A server that just failed over may still refuse a connection now and then.
+  auto open = [&url] { return reconnecting([&url] { return dblock::Client::open(url); }); };
+  auto a = open(), b = open();
   std::atomic<int> lost{0};
   o.on_lost = [&lost](const std::string&, std::uint64_t) { ++lost; };
   // Meanwhile a third client takes and gives back another lock without pause: the longest
   // gap between its grants in a round is how long the servers could not grant (printed).
   std::atomic<bool> done{false};
   std::atomic<long long> gap_ms{0};
+  std::string probe_error;  // written by the probe before it ends, read after the join
   std::thread probe([&] {
-    auto c = dblock::Client::open(url);
+    std::shared_ptr<dblock::Client> c;
+    try {
+      c = open();
+    } catch (const std::exception& e) {
+      probe_error = e.what();
+      return;
+    }
     auto lock = c->lock("probe", o);
     auto last_grant = std::chrono::steady_clock::now();
     while (!done) {
@@ -67,10 +78,19 @@ void hold_across_failovers(const std::string& url, const char* failover, dblock:
       last_grant = now;
     }
   });
-  const char* rounds_env = std::getenv("DBLOCK_FAILOVER_ROUNDS");
-  const int rounds = rounds_env && *rounds_env ? std::atoi(rounds_env) : 5;
+  struct Join {  // the probe stops however this returns, so that a failed check is reported
+    std::atomic<bool>& done;
+    std::thread& probe;
+    ~Join() { stop(); }
+    void stop() {
+      done = true;
+      if (probe.joinable()) probe.join();
+    }
+  } join{done, probe};
+  if (const char* env = std::getenv("DBLOCK_FAILOVER_ROUNDS"); env && *env) rounds = std::atoi(env);
   std::uint64_t last = 0;
   for (int round = 0; round < rounds; ++round) {
+    INFO("round " << round + 1);
     auto held = reconnecting([&] { return a->lock("job", o).acquire(); });
     CHECK(held.fence() > last);
     gap_ms = 0;
@@ -79,18 +99,18 @@ void hold_across_failovers(const std::string& url, const char* failover, dblock:
     CHECK_FALSE(held.lost());
     CHECK_FALSE(reconnecting([&] { return b->lock("job", o).try_acquire(); }));  // still held
     const auto fence = held.fence();
-    reconnecting([&] {
+    CHECK_NOTHROW(reconnecting([&] {
       held.release();
       return 0;
-    });
+    }));
     auto next = reconnecting([&] { return b->lock("job", o).try_acquire(10s); });
     REQUIRE(next);
     CHECK(next->fence() > fence);
     last = next->fence();
-    next->release();
+    CHECK_NOTHROW(next->release());
   }
-  done = true;
-  probe.join();
+  join.stop();
+  CHECK(probe_error == "");
   CHECK(lost == 0);
 }
 
@@ -127,7 +147,7 @@ TEST_CASE("postgresql primary and synchronous standby: a held lease outlives fai
     INFO(dblock::to_string(strategy));
     dblock::ClientOptions co;
     co.auto_migrate = true;
-    auto checks = dblock::Client::open(url, co)->check_settings();  // and the table, once
+    auto checks = reconnecting([&] { return dblock::Client::open(url, co); })->check_settings();  // the table too
     auto standbys = std::find_if(checks.begin(), checks.end(), [](const auto& c) { return c.setting == "standbys"; });
     REQUIRE(standbys != checks.end());
     CHECK(standbys->value == "1 streaming, synchronous_standby_names = '*'");
@@ -135,6 +155,28 @@ TEST_CASE("postgresql primary and synchronous standby: a held lease outlives fai
     dblock::LockOptions o;
     o.strategy = strategy;
     o.ttl = 20s;  // a failover and a rebuilt standby take 3-5 s here, during which commits wait
+    hold_across_failovers(url, failover, o);
+  }
+}
+
+// The same with MariaDB: a primary and a semi-synchronous replica (AFTER_SYNC: a commit
+// returns once the replica has its events), the URL naming both. The fence counter is an
+// InnoDB row, replicated like the leases (the session strategies' MEMORY cache reserves its
+// blocks from it). The killed node restarts as the new primary's replica, having dropped what
+// was never acknowledged (--init-rpl-role=SLAVE).
+TEST_CASE("mysql primary and semi-synchronous replica: a held lease outlives failovers, and fences keep "
+          "increasing",
+          "[mysql][failover]") {
+  const auto url = dblock::test::server_url("DBLOCK_TEST_MYSQL_REPLICATED_URL");
+  const char* failover = failover_command("DBLOCK_TEST_MYSQL_REPLICATED_FAILOVER");
+  for (auto strategy : {dblock::Strategy::insert, dblock::Strategy::optimistic}) {
+    INFO(dblock::to_string(strategy));
+    dblock::ClientOptions co;
+    co.auto_migrate = true;
+    reconnecting([&] { return dblock::Client::open(url, co); });  // the table, once
+    dblock::LockOptions o;
+    o.strategy = strategy;
+    o.ttl = 20s;  // commits wait from the kill until the restarted node acknowledges
     hold_across_failovers(url, failover, o);
   }
 }
