@@ -233,14 +233,13 @@ Point run_point(const std::string& label, const std::string& url, const dblock::
   return p;
 }
 
-// Jain's fairness index of the grants per worker: 1 = all equal, 1/n = one worker got all.
+}  // namespace
+
 double jain(const std::vector<std::uint64_t>& x) {
   double sum = 0, squares = 0;
   for (auto v : x) sum += static_cast<double>(v), squares += static_cast<double>(v) * static_cast<double>(v);
   return squares > 0 ? sum * sum / (static_cast<double>(x.size()) * squares) : 0;
 }
-
-}  // namespace
 
 std::vector<int> contended_worker_counts(const Options& opt) {
   // --quick: 1 and 4 only, so that a --quick run of every backend stays under a minute.

@@ -8,6 +8,7 @@
 // library instance.
 #pragma once
 
+#include <cstdint>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -40,6 +41,10 @@ BackendReport run_contended_scenario(const std::string& backend, const std::stri
                                      const dblock::ClientOptions& options,
                                      const std::vector<dblock::Strategy>& strategies, const Options& opt,
                                      const std::vector<Row>& earlier);
+
+// Jain's fairness index of the grants per worker, (sum x)^2 / (n * sum x^2): 1 = all equal,
+// 1/n = one worker got all.
+double jain(const std::vector<std::uint64_t>& grants);
 
 // The worker counts and seconds per point that `opt` asks for (--quick: fewer, shorter).
 std::vector<int> contended_worker_counts(const Options& opt);

@@ -27,6 +27,7 @@
 #include "bench_contended.hpp"
 #include "bench_etcd.hpp"
 #include "bench_mysql.hpp"
+#include "bench_peers.hpp"
 #include "bench_redis.hpp"
 #include "bench_resources.hpp"
 #include "bench_shapes.hpp"
@@ -231,7 +232,8 @@ int run(const Options& opt) {
       "getlock-pair+fence`); a postgresql or mysql `...+fence` baseline vs the same baseline without it (what "
       "the fence draw costs); the other postgresql and mysql baseline rows vs `select1`; handoff vs sqlite `bare` / postgresql "
       "or mysql `select1`; handoff-polling vs the same strategy's `handoff` row (`<strategy> handoff`: polling "
-      "p50 / notified p50). x select1 = p50 / p50 of the same backend's `select1`");
+      "p50 / notified p50); peers-uncontended and peers-contended (hand-off p50) vs the peer library's row of the "
+      "same workload. x select1 = p50 / p50 of the same backend's `select1`");
   std::vector<Row> main_rows;  // table-size and sweep get tables of their own below it
   std::copy_if(rows.begin(), rows.end(), std::back_inserter(main_rows),
                [](const Row& r) { return r.scenario != "table-size" && r.scenario != "sweep"; });
@@ -241,6 +243,7 @@ int run(const Options& opt) {
   print_contended_table(rows);
   print_shapes_table(rows, opt);
   print_resources_table(rows);
+  print_peers_table(rows);
   if (!opt.csv.empty()) {
     try {
       write_csv(opt.csv, rows);
@@ -259,6 +262,8 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == kContendedWorkerFlag) return contended_worker_main(argc, argv);
   // A shared / semaphore scenario worker: started again by run_shape_scenarios.
   if (argc > 1 && std::string(argv[1]) == kShapeWorkerFlag) return shape_worker_main(argc, argv);
+  // A peers scenario worker on dblock's side: started again by run_peer_scenario.
+  if (argc > 1 && std::string(argv[1]) == kPeerWorkerFlag) return peer_worker_main(argc, argv);
   Options opt;
   try {
     opt = parse_options(argc, argv);

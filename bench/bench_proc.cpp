@@ -37,7 +37,8 @@ struct Worker {
   Fd out;  // its stdout
 };
 
-Worker spawn_worker(const std::vector<std::string>& args, const std::vector<std::string>& env, int start_fd) {
+Worker spawn_worker(const std::string& program, const std::vector<std::string>& args,
+                    const std::vector<std::string>& env, int start_fd) {
   int p[2];
   if (pipe2(p, O_CLOEXEC) != 0) throw std::runtime_error(fmt::format("pipe2: {}", std::strerror(errno)));
   Fd read_end(p[0]), write_end(p[1]);
@@ -52,9 +53,9 @@ Worker spawn_worker(const std::vector<std::string>& args, const std::vector<std:
   for (const auto& e : env) ev.push_back(const_cast<char*>(e.c_str()));
   ev.push_back(nullptr);
   Worker w;
-  int rc = posix_spawn(&w.pid, "/proc/self/exe", &fa, nullptr, av.data(), ev.data());
+  int rc = posix_spawn(&w.pid, program.c_str(), &fa, nullptr, av.data(), ev.data());
   posix_spawn_file_actions_destroy(&fa);
-  if (rc != 0) throw std::runtime_error(fmt::format("posix_spawn /proc/self/exe: {}", std::strerror(rc)));
+  if (rc != 0) throw std::runtime_error(fmt::format("posix_spawn {}: {}", program, std::strerror(rc)));
   w.out = std::move(read_end);
   return w;
 }
@@ -76,7 +77,7 @@ void worker_ready_then_wait() {
 }
 
 std::vector<WorkerOutput> run_workers(const std::vector<std::vector<std::string>>& argvs, const std::string& url,
-                                      std::string& failure) {
+                                      std::string& failure, const std::string& program) {
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e)
     if (std::strncmp(*e, kWorkerUrlVar, std::strlen(kWorkerUrlVar)) != 0) env.emplace_back(*e);
@@ -86,7 +87,7 @@ std::vector<WorkerOutput> run_workers(const std::vector<std::vector<std::string>
   if (pipe2(sp, O_CLOEXEC) != 0) throw std::runtime_error(fmt::format("pipe2: {}", std::strerror(errno)));
   Fd start_read(sp[0]), start_write(sp[1]);
   std::vector<Worker> ws;
-  for (const auto& args : argvs) ws.push_back(spawn_worker(args, env, start_read.fd));
+  for (const auto& args : argvs) ws.push_back(spawn_worker(program, args, env, start_read.fd));
   start_read.reset();
 
   for (auto& w : ws)

@@ -1,5 +1,6 @@
 // Worker processes of the scenarios whose contention crosses processes (contended, shared,
-// semaphore): this binary started again with a hidden first argument. Protocol: a worker
+// semaphore, peers): this binary started again with a hidden first argument, or (peers) a
+// script that speaks the same protocol (bench/peers/peer_worker.py). Protocol: a worker
 // opens its clients, prints "ready" on stdout, waits for EOF on stdin (the parent closes the
 // start pipe once every worker is ready, so that they start together), runs, and prints one
 // JSON line with its results ({"error": ...} on failure).
@@ -47,11 +48,11 @@ struct WorkerOutput {
   std::string line;  // the result line (empty when the worker printed none)
 };
 
-// Parent side: starts one worker per command line (argv[0] first; run as /proc/self/exe)
-// with kWorkerUrlVar = url, waits until all are ready, starts them together and waits for
-// them to exit. `failure` gets the first worker's complaint before it was ready (its line, or
+// Parent side: starts one worker per command line (argv[0] first; run as `program`, by
+// default this binary) with kWorkerUrlVar = url, waits until all are ready, starts them
+// together and waits for them to exit. `failure` gets the first worker's complaint before it was ready (its line, or
 // a note that it exited); the outputs are returned either way, in the order of `argvs`.
 std::vector<WorkerOutput> run_workers(const std::vector<std::vector<std::string>>& argvs, const std::string& url,
-                                      std::string& failure);
+                                      std::string& failure, const std::string& program = "/proc/self/exe");
 
 }  // namespace dblock_bench

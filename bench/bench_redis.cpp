@@ -15,6 +15,7 @@
 
 #include <fmt/format.h>
 
+#include "bench_peers.hpp"
 #include "bench_util.hpp"
 
 #ifdef DBLOCK_WITH_REDIS
@@ -243,6 +244,14 @@ BackendReport run_keyed(const std::string& backend, const char* var, dblock::Str
   auto report = run_server(std::move(run), opt);
   rep.rows = std::move(report.rows);
   rep.notes.insert(rep.notes.end(), report.notes.begin(), report.notes.end());
+  if (!redlock) {  // the peers installed (scripts/deps) are redis-py and Kazoo: none for Redlock
+    auto peers = run_peer_scenario(backend, url, strategy,
+                                   {"redis-py", "redis_py_lock.py",
+                                    "redis.Redis.from_url(url).lock(name, timeout=30, blocking_timeout=60), the rest "
+                                    "at its defaults: a waiter polls every 0.1 s"}, opt);
+    rep.rows.insert(rep.rows.end(), peers.rows.begin(), peers.rows.end());
+    rep.notes.insert(rep.notes.end(), peers.notes.begin(), peers.notes.end());
+  }
   return rep;
 }
 

@@ -38,7 +38,7 @@ struct Options {
 inline const std::vector<std::string> kBackends{"sqlite", "postgresql", "mysql", "redis", "redlock", "zookeeper", "etcd"};
 inline const std::vector<std::string> kScenarios{"uncontended", "reentrant", "handoff", "handoff-polling",
                                                  "contended", "shared", "semaphore", "resources", "table-size",
-                                                 "sweep", "txn"};
+                                                 "sweep", "txn", "peers"};
 
 // Throws UsageProblem.
 Options parse_options(int argc, char** argv);

@@ -8,6 +8,7 @@
 
 #include <fmt/format.h>
 
+#include "bench_peers.hpp"
 #include "bench_util.hpp"
 
 #ifdef DBLOCK_WITH_ZOOKEEPER
@@ -127,6 +128,12 @@ BackendReport run_zookeeper(const Options& opt) {
   auto report = run_server(std::move(run), opt);
   rep.rows = std::move(report.rows);
   rep.notes.insert(rep.notes.end(), report.notes.begin(), report.notes.end());
+  auto peers = run_peer_scenario("zookeeper", url, dblock::Strategy::zookeeper,
+                                 {"Kazoo", "kazoo_lock.py",
+                                  "KazooClient(hosts).Lock(root/name).acquire(timeout=60): an ephemeral sequential "
+                                  "node, a waiter watches its predecessor"}, opt);
+  rep.rows.insert(rep.rows.end(), peers.rows.begin(), peers.rows.end());
+  rep.notes.insert(rep.notes.end(), peers.notes.begin(), peers.notes.end());
   return rep;
 }
 

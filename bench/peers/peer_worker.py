@@ -1,0 +1,76 @@
+"""The worker side of dblock-bench's `peers` scenario for a peer lock library (bench_peers.cpp).
+
+The protocol is the one of the bench's own worker processes (bench_proc.hpp): the server URL
+in $DBLOCK_BENCH_WORKER_URL; the worker connects and warms up, prints "ready", waits for EOF
+on stdin (the start signal, given once every worker is ready), runs, and prints one JSON line.
+
+  SCRIPT uncontended NAME CYCLES WARMUP HOLD_MS   {"samples_us": [...], "version": ...}
+  SCRIPT contended   NAME MILLIS WARMUP HOLD_MS   {"holds": [[grant_ns, release_ns], ...],
+                                                   "timeouts": N, "elapsed_s": S, "version": ...}
+
+Stamps are time.monotonic_ns(): CLOCK_MONOTONIC, the clock of C++'s steady_clock on Linux, so
+the bench can put the holds of all workers (its own and these) on one time line.
+A peer library that cannot be imported gives {"unavailable": why} instead of "ready".
+"""
+
+import json
+import os
+import platform
+import sys
+import time
+
+WAIT_S = 60  # a waiter gives up after this long, as the bench's own workers do
+
+
+def say(obj):
+    sys.stdout.write(json.dumps(obj, separators=(",", ":")) + "\n")
+    sys.stdout.flush()
+
+
+def run(open_lock, version):
+    """open_lock(url, name) -> (acquire(), release()); acquire() returns whether it got the lock."""
+    version = f"{version}, Python {platform.python_version()}"
+    mode, name, count, warmup, hold_ms = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
+    try:
+        acquire, release = open_lock(os.environ["DBLOCK_BENCH_WORKER_URL"], name)
+        for _ in range(warmup):
+            if not acquire():
+                raise RuntimeError("a warm-up acquire of a free lock timed out")
+            release()
+    except Exception as e:  # before "ready": the bench reports the first worker's complaint
+        say({"error": f"{type(e).__name__}: {e}"})
+        return 70
+    print("ready", flush=True)
+    sys.stdin.read()  # EOF: every worker is ready
+
+    hold = hold_ms / 1000
+    now = time.monotonic_ns
+    try:
+        if mode == "uncontended":
+            samples = []
+            for _ in range(count):
+                t0 = now()
+                if not acquire():
+                    raise RuntimeError("an acquire of a free lock timed out")
+                release()
+                samples.append(round((now() - t0) / 1000, 1))
+            say({"samples_us": samples, "version": version})
+        else:
+            holds, timeouts = [], 0
+            start = now()
+            until = start + count * 1_000_000
+            while now() < until:
+                if not acquire():
+                    timeouts += 1
+                    continue
+                granted = now()
+                if hold:
+                    time.sleep(hold)
+                releasing = now()
+                release()
+                holds.append([granted, releasing])
+            say({"holds": holds, "timeouts": timeouts, "elapsed_s": (now() - start) / 1e9, "version": version})
+    except Exception as e:
+        say({"error": f"{type(e).__name__}: {e}"})
+        return 70
+    return 0
