@@ -106,7 +106,7 @@ void worker_thread(dblock::Lock lock, int counter_fd, Clock::time_point until, W
 // argv: --contended-worker STRATEGY NAME THREADS MILLIS COUNTER_FILE TABLE NOTIFICATIONS(0|1)
 // AUTO_MIGRATE(-|0|1); the URL in $DBLOCK_BENCH_WORKER_URL.
 int contended_worker_main(int argc, char** argv) {
-  try {
+  return report_worker([&] {
     if (argc != 11) throw std::runtime_error("usage: --contended-worker STRATEGY NAME THREADS MILLIS FILE TABLE N M");
     const char* url = worker_url();
     dblock::LockOptions lock_options;
@@ -150,14 +150,8 @@ int contended_worker_main(int argc, char** argv) {
                                 {"violations", r.violations},
                                 {"violation_count", r.violation_count},
                                 {"error", r.error}});
-    std::fputs((out.dump() + "\n").c_str(), stdout);
-    std::fflush(stdout);
-    return 0;
-  } catch (const std::exception& e) {
-    std::fputs((json{{"error", e.what()}}.dump() + "\n").c_str(), stdout);
-    std::fflush(stdout);
-    return 70;
-  }
+    return out;
+  });
 }
 
 namespace {

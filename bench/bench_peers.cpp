@@ -48,7 +48,7 @@ dblock::Lease acquire(dblock::Lock& lock, const char* what) {
 // argv: --peer-worker STRATEGY MODE NAME COUNT WARMUP HOLD_MS (peer_worker.py's arguments after
 // the strategy); the URL in $DBLOCK_BENCH_WORKER_URL.
 int peer_worker_main(int argc, char** argv) {
-  try {
+  return report_worker([&] {
     if (argc != 8) throw std::runtime_error("usage: --peer-worker STRATEGY MODE NAME COUNT WARMUP HOLD_MS");
     dblock::LockOptions lock_options;
     lock_options.strategy = dblock::parse_strategy(argv[2]);
@@ -91,14 +91,8 @@ int peer_worker_main(int argc, char** argv) {
              {"timeouts", timeouts},
              {"elapsed_s", std::chrono::duration<double>(Clock::now() - start).count()}};
     }
-    std::fputs((out.dump() + "\n").c_str(), stdout);
-    std::fflush(stdout);
-    return 0;
-  } catch (const std::exception& e) {
-    std::fputs((json{{"error", e.what()}}.dump() + "\n").c_str(), stdout);
-    std::fflush(stdout);
-    return 70;
-  }
+    return out;
+  });
 }
 
 namespace {

@@ -76,6 +76,20 @@ void worker_ready_then_wait() {
   }
 }
 
+int report_worker(const std::function<nlohmann::json()>& work) {
+  nlohmann::json out;
+  int status = 0;
+  try {
+    out = work();
+  } catch (const std::exception& e) {
+    out = {{"error", e.what()}};
+    status = 70;
+  }
+  std::fputs((out.dump() + "\n").c_str(), stdout);
+  std::fflush(stdout);
+  return status;
+}
+
 std::vector<WorkerOutput> run_workers(const std::vector<std::vector<std::string>>& argvs, const std::string& url,
                                       std::string& failure, const std::string& program) {
   std::vector<std::string> env;

@@ -6,9 +6,11 @@
 // JSON line with its results ({"error": ...} on failure).
 #pragma once
 
+#include <nlohmann/json.hpp>
 #include <sys/types.h>
 #include <unistd.h>
 
+#include <functional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -41,6 +43,9 @@ struct Fd {
 const char* worker_url();
 // Worker side: prints "ready" and blocks until the parent's start signal (EOF on stdin).
 void worker_ready_then_wait();
+// A worker's end: prints what `work` answers as its one JSON line, or {"error": ...} should it
+// throw. The process's exit status: 0, or 70.
+int report_worker(const std::function<nlohmann::json()>& work);
 
 struct WorkerOutput {
   pid_t pid = -1;

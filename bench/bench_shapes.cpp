@@ -151,7 +151,7 @@ void shape_thread(dblock::Lock lock, std::uint32_t permits, Occupancy* occ, Cloc
 // NOTIFICATIONS(0|1) AUTO_MIGRATE(-|0|1); ROLES has one letter per thread, `s` (a reader) or
 // `x` (exclusive); the URL in $DBLOCK_BENCH_WORKER_URL.
 int shape_worker_main(int argc, char** argv) {
-  try {
+  return report_worker([&] {
     if (argc != 12)
       throw std::runtime_error("usage: --shape-worker STRATEGY NAME ROLES PERMITS MILLIS HOLD_MS FILE TABLE N M");
     const char* url = worker_url();
@@ -196,14 +196,8 @@ int shape_worker_main(int argc, char** argv) {
                                 {"violations", r.violations},
                                 {"violation_count", r.violation_count},
                                 {"error", r.error}});
-    std::fputs((out.dump() + "\n").c_str(), stdout);
-    std::fflush(stdout);
-    return 0;
-  } catch (const std::exception& e) {
-    std::fputs((json{{"error", e.what()}}.dump() + "\n").c_str(), stdout);
-    std::fflush(stdout);
-    return 70;
-  }
+    return out;
+  });
 }
 
 namespace {
