@@ -180,3 +180,57 @@ TEST_CASE("mysql primary and semi-synchronous replica: a held lease outlives fai
     hold_across_failovers(url, failover, o);
   }
 }
+
+// An asynchronous standby (postgresql-async): a commit does not wait for it, so a failover can
+// lose the last grants. In the rounds, each lease was granted long before the failover and
+// has streamed by then, so it is kept as on a synchronous standby. Then the loss is made
+// certain: the standby stops receiving WAL (DBLOCK_TEST_PG_ASYNC_DETACH), forty fences are
+// drawn (past the 32 the sequence logs ahead of its values), a lease is granted, and the
+// primary fails over. The new primary lacks the grant and the sequence's last values: another client gets
+// the lock at once while the first still runs under its lease (what asynchronous replication
+// costs, and what dblock doctor warns of), and the holder learns it at its next renewal. The
+// new grant's fence is still above the lost one: the fence carries the timeline, which the
+// promotion raised (migration V4), while its sequence part went back.
+TEST_CASE("postgresql primary and asynchronous standby: a failover loses the grants it did not stream, and "
+          "fences keep increasing",
+          "[postgresql-async][failover]") {
+  const auto url = dblock::test::server_url("DBLOCK_TEST_PG_ASYNC_URL");
+  const char* failover = failover_command("DBLOCK_TEST_PG_ASYNC_FAILOVER");
+  const char* detach = failover_command("DBLOCK_TEST_PG_ASYNC_DETACH");
+  dblock::ClientOptions co;
+  co.auto_migrate = true;
+  auto checks = reconnecting([&] { return dblock::Client::open(url, co); })->check_settings();
+  auto standbys = std::find_if(checks.begin(), checks.end(), [](const auto& c) { return c.setting == "standbys"; });
+  REQUIRE(standbys != checks.end());
+  CHECK(standbys->value == "1 streaming, synchronous_standby_names = ''");
+  CHECK(standbys->verdict == dblock::Verdict::weakens_exclusion);
+  dblock::LockOptions o;
+  o.strategy = dblock::Strategy::insert;
+  o.ttl = 20s;
+  hold_across_failovers(url, failover, o, 3);
+
+  std::atomic<int> lost{0};
+  o.on_lost = [&lost](const std::string&, std::uint64_t) { ++lost; };
+  o.ttl = 30s;  // far longer than the failover: the other client's grant is not a takeover
+  o.renew_every = 1s;
+  auto a = reconnecting([&] { return dblock::Client::open(url); });
+  auto b = reconnecting([&] { return dblock::Client::open(url); });
+  REQUIRE(std::system(detach) == 0);
+  for (int i = 0; i < 40; ++i) a->lock("async-draws", o).acquire().release();
+  auto held = a->lock("async-tail", o).acquire();
+  REQUIRE(std::system(failover) == 0);
+  auto next = reconnecting([&] { return b->lock("async-tail", o).try_acquire(); });
+  REQUIRE(next);  // the grant was lost with the WAL the standby never had
+  constexpr std::uint64_t sequence_part = (std::uint64_t{1} << 40) - 1;
+  std::printf("async failover: lost grant's fence %llu (sequence part %llu), the next grant's %llu (%llu)\n",
+              static_cast<unsigned long long>(held.fence()), static_cast<unsigned long long>(held.fence() & sequence_part),
+              static_cast<unsigned long long>(next->fence()),
+              static_cast<unsigned long long>(next->fence() & sequence_part));
+  CHECK((next->fence() & sequence_part) < (held.fence() & sequence_part));  // the sequence went back...
+  CHECK(next->fence() > held.fence());                                      // ...the timeline did not
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  while (!held.lost() && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(50ms);
+  CHECK(held.lost());
+  CHECK(lost == 1);
+  next->release();
+}

@@ -1,8 +1,9 @@
 // PostgreSQL's statement texts. Each operation is one statement (one round trip): fences
-// come from a sequence (nextval is not rolled back, so fences never repeat, even across a
-// crash) drawn while the name is held (see insert_acquire), and releases notify waiters in
-// the same statement with pg_notify. ${now_ms} is the server's clock at the start of the
-// statement.
+// come from ${table}_fence_next (migration V4: a sequence, whose nextval is not rolled back,
+// so fences never repeat, even across a crash, with the server's timeline in its high bits,
+// so they do not repeat across a promotion either) drawn while the name is held (see
+// insert_acquire), and releases notify waiters in the same statement with pg_notify.
+// ${now_ms} is the server's clock at the start of the statement.
 #include "backends/postgresql/pg_dialect.hpp"
 
 namespace dblock::detail::sqldb {
@@ -55,7 +56,7 @@ const Dialect& postgresql_dialect() {
     //   the name: "Lock shapes").
     d[S::insert_acquire] =
         "WITH won AS (INSERT INTO ${table} AS t (name, owner, fence, holds, acquired_at, valid_until, version) "
-        "SELECT $1, $2, nextval('${table}_fence'), 1, ${now_ms}, ${now_ms} + $3::bigint, 1 "
+        "SELECT $1, $2, ${table}_fence_next(), 1, ${now_ms}, ${now_ms} + $3::bigint, 1 "
         "WHERE NOT EXISTS (SELECT 1 FROM ${table} AS live WHERE live.name = $1 AND live.valid_until > ${now_ms} "
         "AND live.owner <> $2) AND CASE WHEN EXISTS (SELECT 1 FROM ${table} AS mine WHERE mine.name = $1 "
         "AND mine.owner = $2 AND mine.valid_until > ${now_ms}) "
@@ -88,7 +89,7 @@ const Dialect& postgresql_dialect() {
     // when someone else is taking the row right now (busy: their release will notify), or
     // -1 when the row is free and nobody holds the turn (the version moved: read again).
     d[S::optimistic_take] =
-        "WITH won AS (UPDATE ${table} SET owner = $2, fence = nextval('${table}_fence'), holds = 1, "
+        "WITH won AS (UPDATE ${table} SET owner = $2, fence = ${table}_fence_next(), holds = 1, "
         "acquired_at = ${now_ms}, valid_until = ${now_ms} + $3::bigint, version = version + 1 "
         "WHERE name = $1 AND CASE WHEN version = $4::bigint AND valid_until <= ${now_ms} "
         "THEN pg_try_advisory_xact_lock(hashtextextended('${table}:' || $1, 0)) ELSE false END "
@@ -121,10 +122,10 @@ const Dialect& postgresql_dialect() {
     // crash and granted again (tests/faults: "postgresql crash").
     d[S::for_update_try] = "SELECT 1 FROM ${table} WHERE name = $1 FOR UPDATE NOWAIT";
     d[S::for_update_wait] = "SELECT 1 FROM ${table} WHERE name = $1 FOR UPDATE";
-    d[S::fence_next] = "SELECT nextval('${table}_fence')";
+    d[S::fence_next] = "SELECT ${table}_fence_next()";
     // CASE evaluates the lock first and draws a fence only when it was won.
-    d[S::advisory_try] = "SELECT CASE WHEN pg_try_advisory_lock($1::bigint) THEN nextval('${table}_fence') ELSE 0 END";
-    d[S::advisory_wait] = "SELECT nextval('${table}_fence') FROM (SELECT pg_advisory_lock($1::bigint)) AS locked";
+    d[S::advisory_try] = "SELECT CASE WHEN pg_try_advisory_lock($1::bigint) THEN ${table}_fence_next() ELSE 0 END";
+    d[S::advisory_wait] = "SELECT ${table}_fence_next() FROM (SELECT pg_advisory_lock($1::bigint)) AS locked";
     d[S::advisory_unlock] = "SELECT pg_advisory_unlock($1::bigint)";
     // The same wait in one statement: the innermost subquery sets lock_timeout (SET LOCAL,
     // so it ends with this statement's own transaction) before the lock is asked for; the
@@ -132,18 +133,18 @@ const Dialect& postgresql_dialect() {
     // A waiter woken by the unlock then has its fence in the same round trip (the old form
     // needed BEGIN, set_config and the lock before the wait, and a COMMIT after it).
     d[S::advisory_wait_bounded] =
-        "SELECT nextval('${table}_fence') FROM (SELECT pg_advisory_lock($1::bigint) FROM "
+        "SELECT ${table}_fence_next() FROM (SELECT pg_advisory_lock($1::bigint) FROM "
         "(SELECT set_config('lock_timeout', $2::bigint || 'ms', true)) AS bounded) AS locked";
 
     // Readers: PostgreSQL's lock manager queues a shared request behind a waiting exclusive
     // one (a writer waiting inside the server), so writers are not starved by new readers.
     d[S::advisory_try_shared] =
-        "SELECT CASE WHEN pg_try_advisory_lock_shared($1::bigint) THEN nextval('${table}_fence') ELSE 0 END";
+        "SELECT CASE WHEN pg_try_advisory_lock_shared($1::bigint) THEN ${table}_fence_next() ELSE 0 END";
     d[S::advisory_wait_shared] =
-        "SELECT nextval('${table}_fence') FROM (SELECT pg_advisory_lock_shared($1::bigint)) AS locked";
+        "SELECT ${table}_fence_next() FROM (SELECT pg_advisory_lock_shared($1::bigint)) AS locked";
     d[S::advisory_unlock_shared] = "SELECT pg_advisory_unlock_shared($1::bigint)";
     d[S::advisory_wait_bounded_shared] =
-        "SELECT nextval('${table}_fence') FROM (SELECT pg_advisory_lock_shared($1::bigint) FROM "
+        "SELECT ${table}_fence_next() FROM (SELECT pg_advisory_lock_shared($1::bigint) FROM "
         "(SELECT set_config('lock_timeout', $2::bigint || 'ms', true)) AS bounded) AS locked";
 
     // Read/write locks and semaphores (migration V3): the grant and the release lock the

@@ -54,7 +54,7 @@ SettingCheck standbys_check(Connection& s) {
   if (names->empty())
     return {"standbys", value, Verdict::weakens_exclusion,
             "asynchronous standbys: a failover to one can lose the last grants acknowledged: their holders run "
-            "on while the lock is free on the new primary, and their fences can be handed out again"};
+            "on while the lock is free on the new primary (fences still increase: they carry the timeline)"};
   return {"standbys", value, Verdict::ok,
           "a grant waits for a synchronous standby, so a failover to it keeps every grant acknowledged"};
 }
