@@ -58,7 +58,7 @@ class GrantHandle {
   // A socket whose closing by the server means the grant is gone (a session lock's
   // connection), watched while the grant is held; -1: none (leases, or a driver that does
   // not tell), and the next renewal finds out.
-  virtual int socket() const noexcept { return -1; }
+  virtual int socket() noexcept { return -1; }
   virtual bool release_after(milliseconds keep) {
     (void)keep;
     throw InternalError("a session lock cannot be kept after its release");

@@ -42,8 +42,9 @@ class Connection {
   // timeout. A session with a client-side bound on each round trip (PostgreSQL) widens it.
   virtual void allow_wait(std::chrono::milliseconds) {}
   // The connection's socket, for noticing at once that the server closed it (a session lock
-  // is lost with it); -1 where the driver does not tell.
-  virtual int socket() const noexcept { return -1; }
+  // is lost with it); -1 where it cannot be known. Asked once a session lock holds the
+  // connection, by the thread that holds it (MySQL asks the server: one round trip, once).
+  virtual int socket() noexcept { return -1; }
 };
 
 inline std::int64_t as_int(const Value& v) {

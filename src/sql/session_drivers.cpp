@@ -55,7 +55,7 @@ class SessionDriver::Pinned final : public GrantHandle {
   // as it sees the close, instead of when the owner gets round to release() (PostgreSQL
   // first tries a bounded rollback).
   void lost() noexcept override { session_.discard(); }
-  int socket() const noexcept override { return session_ ? session_->socket() : -1; }
+  int socket() noexcept override { return session_ ? session_->socket() : -1; }
   // Never given back holding the lock (an acquire that failed after the grant, say).
   ~Pinned() override { session_.discard(); }
 

@@ -6,12 +6,17 @@
 #include <cppconn/resultset_metadata.h>
 #include <cppconn/statement.h>
 #include <mysql_connection.h>
+#include <fcntl.h>
 #include <mysql_driver.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
+#include <cstdlib>
 #include <mutex>
 #include <string_view>
+
+#include "core/tcp_socket_lookup.hpp"
 
 namespace dblock::detail::sqldb {
 
@@ -244,6 +249,7 @@ bool MySqlConnection::open(const MySqlTarget& t, const std::string& host, int po
   o["OPT_CHARSET_NAME"] = ::sql::SQLString("utf8mb4");
   conn_.reset(driver()->connect(o));
   stmt_.reset(conn_->createStatement());
+  server_port_ = t.socket.empty() ? port : -1;
   // READ COMMITTED: no gap locks, so concurrent first acquires of a name deadlock less.
   // Times are taken with UTC_TIMESTAMP, so the session time zone does not matter.
   // A row lock wait is bounded like any statement (the session strategies set their own).
@@ -271,6 +277,24 @@ MySqlConnection::~MySqlConnection() {
     if (conn_) conn_->close();
   } catch (...) {
   }
+  if (socket_ && *socket_ >= 0) ::close(*socket_);
+}
+
+int MySqlConnection::socket() noexcept {
+  if (socket_) return usable() ? *socket_ : -1;
+  socket_ = -1;
+  if (server_port_ < 0 || !usable()) return -1;
+  try {
+    auto r = run("SELECT HOST FROM information_schema.PROCESSLIST WHERE ID = CONNECTION_ID()", {});
+    if (r.rows.empty()) return -1;
+    const auto host = as_text(r.rows[0].at(0));  // "127.0.0.1:54321", "[::1]:54321"
+    const auto colon = host.rfind(':');
+    if (colon == std::string::npos) return -1;
+    const int fd = tcp_socket_with_ports(std::atoi(host.c_str() + colon + 1), server_port_);
+    if (fd >= 0) socket_ = ::fcntl(fd, F_DUPFD_CLOEXEC, 0);
+  } catch (...) {  // no watch then: the renewal ping still finds a closed connection
+  }
+  return *socket_;
 }
 
 void MySqlConnection::fail(const ::sql::SQLException& e) { throw_mysql_error(e, where_, &usable_); }

@@ -209,7 +209,7 @@ auto PgConnection::guarded(F&& f) -> decltype(f()) {
   }
 }
 
-int PgConnection::socket() const noexcept { return conn_ ? conn_->sock() : -1; }
+int PgConnection::socket() noexcept { return conn_ ? conn_->sock() : -1; }
 
 bool PgConnection::usable() const noexcept { return usable_ && conn_ && conn_->is_open(); }
 

@@ -35,7 +35,7 @@ class PgConnection final : public Connection {
   bool usable() const noexcept override;
   bool still_connected() noexcept override;
   void allow_wait(std::chrono::milliseconds wait) override { wait_allowed_ = wait; }
-  int socket() const noexcept override;
+  int socket() noexcept override;
 
   // libpqxx's connection, for the listener and the session strategies.
   pqxx::connection_base& connection();
