@@ -146,9 +146,10 @@ TEST_CASE("postgresql: a serializable default does not reach dblock's statements
 TEST_CASE("mysql: doctor finds the test server's durability settings ok") {
   auto c = dblock::Client::open(dblock::test::server_url("DBLOCK_TEST_MYSQL_URL"));
   auto checks = c->check_settings();
-  CHECK(checks.size() == 3);
+  CHECK(checks.size() == 4);
   CHECK(find(checks, "innodb_flush_log_at_trx_commit").verdict == Verdict::ok);
   CHECK(find(checks, "sync_binlog").verdict == Verdict::ok);
+  CHECK(find(checks, "replicas").value == "log_bin OFF");  // the test server writes no binary log
   CHECK_FALSE(any_problem(checks));
 }
 

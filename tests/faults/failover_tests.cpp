@@ -173,7 +173,11 @@ TEST_CASE("mysql primary and semi-synchronous replica: a held lease outlives fai
     INFO(dblock::to_string(strategy));
     dblock::ClientOptions co;
     co.auto_migrate = true;
-    reconnecting([&] { return dblock::Client::open(url, co); });  // the table, once
+    auto checks = reconnecting([&] { return dblock::Client::open(url, co); })->check_settings();  // the table too
+    auto replicas = std::find_if(checks.begin(), checks.end(), [](const auto& c) { return c.setting == "replicas"; });
+    REQUIRE(replicas != checks.end());
+    CHECK(replicas->value == "1 connected, semi-synchronous ON (1 acknowledging, AFTER_SYNC)");
+    CHECK(replicas->verdict == dblock::Verdict::ok);
     dblock::LockOptions o;
     o.strategy = strategy;
     o.ttl = 20s;  // commits wait from the kill until the restarted node acknowledges

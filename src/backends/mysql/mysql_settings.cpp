@@ -1,6 +1,6 @@
 // MySQL and MariaDB: what makes a committed grant survive a crash (InnoDB's redo log flush,
-// and with a binary log its sync, which crash recovery trusts over InnoDB's own log), and
-// the isolation dblock's statements run under. Read with @@ variables on one of dblock's
+// and with a binary log its sync, which crash recovery trusts over InnoDB's own log) and a
+// failover (semi-synchronous replicas), and the isolation dblock's statements run under. Read with @@ variables on one of dblock's
 // own connections.
 #include "backends/mysql/mysql_dialect.hpp"
 #include "sql/settings.hpp"
@@ -42,6 +42,39 @@ SettingCheck sync_binlog_check(Connection& s) {
           "were acknowledged, and replicas never see them"};
 }
 
+std::optional<std::string> status(Connection& s, const std::string& name) {  // any role reads these
+  return read_setting(s, "SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = '" +
+                             name + "'");
+}
+
+// A failover promotes a replica, and the lock table is what that replica had. With
+// semi-synchronous replication a commit is acknowledged once a replica has it; an
+// asynchronous replica (or semi-synchronous replication fallen back after its timeout) may
+// lack the last grants, and MySQL has no timeline to keep their fences apart from the new
+// primary's (docs/ARCHITECTURE.md, "MySQL and MariaDB"). MariaDB's Slaves_connected counts the
+// replicas; MySQL 8 has no such status any role can read: unknown there.
+SettingCheck replicas_check(Connection& s) {
+  const std::string name = "replicas";
+  auto log_bin = variable(s, "GLOBAL.log_bin");
+  if (log_bin && *log_bin != "1" && *log_bin != "ON")
+    return {name, "log_bin OFF", Verdict::ok, "no binary log: no replica streams from this server"};
+  auto connected = status(s, "SLAVES_CONNECTED");
+  if (!connected) return {name, "", Verdict::unknown, "could not be read (MariaDB's Slaves_connected status)"};
+  if (*connected == "0") return {name, "0 connected", Verdict::ok, "no replica streams from this server"};
+  auto semi_sync = status(s, "RPL_SEMI_SYNC_MASTER_STATUS");
+  auto acknowledging = status(s, "RPL_SEMI_SYNC_MASTER_CLIENTS");
+  auto wait_point = variable(s, "GLOBAL.rpl_semi_sync_master_wait_point");
+  const std::string value = *connected + " connected, semi-synchronous " + semi_sync.value_or("OFF") + " (" +
+                            acknowledging.value_or("0") + " acknowledging, " + wait_point.value_or("?") + ")";
+  if (semi_sync == "ON" && acknowledging && *acknowledging != "0")
+    return {name, value, Verdict::ok,
+            "a grant is acknowledged once a replica has it, so a failover to that replica keeps every grant "
+            "acknowledged"};
+  return {name, value, Verdict::weakens_exclusion,
+          "asynchronous replicas: a failover to one can lose the last grants acknowledged: their holders run on "
+          "while the lock is free on the new primary, and their fences can be handed out again"};
+}
+
 // dblock sets READ COMMITTED on its own connections (MySqlConnection), so the server's default
 // does not reach its statements; this reports it, and what this connection actually runs.
 SettingCheck isolation_check(Connection& s) {
@@ -61,7 +94,7 @@ SettingCheck isolation_check(Connection& s) {
 }  // namespace
 
 std::vector<SettingCheck> mysql_settings(Connection& s) {
-  return {flush_log_check(s), sync_binlog_check(s), isolation_check(s)};
+  return {flush_log_check(s), sync_binlog_check(s), replicas_check(s), isolation_check(s)};
 }
 
 }  // namespace dblock::detail::sqldb
