@@ -24,6 +24,7 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <fmt/format.h>
 
+#include "bench_awake.hpp"
 #include "bench_contended.hpp"
 #include "bench_etcd.hpp"
 #include "bench_mysql.hpp"
@@ -161,7 +162,8 @@ int run(const Options& opt) {
     std::ofstream probe(opt.csv, std::ios::app);
     if (!probe) throw CantCreate(fmt::format("cannot write CSV file '{}'", opt.csv));
   }
-  std::vector<std::string> notes;
+  KeepAwake awake(opt.keep_awake);
+  std::vector<std::string> notes{awake.note()};
   std::vector<Row> rows;
   auto add = [&](BackendReport rep) {
     notes.insert(notes.end(), rep.notes.begin(), rep.notes.end());

@@ -21,7 +21,7 @@ const char* usage_text() {
   return "usage: dblock-bench [--quick] [--iterations N] [--handoffs N] [--hold-ms N]\n"
          "                    [--shape-hold-ms N] [--shape-polling] [--backend NAME]...\n"
          "                    [--scenario NAME]...\n"
-         "                    [--dir DIR] [--csv FILE]\n"
+         "                    [--dir DIR] [--csv FILE] [--keep-awake]\n"
          "\n"
          "Backends: sqlite (always), postgresql (when built with libpqxx and DBLOCK_TEST_PG_URL\n"
          "is set), mysql (when built with mysql-connector-c++ and DBLOCK_TEST_MYSQL_URL is set);\n"
@@ -147,6 +147,9 @@ const char* usage_text() {
          "  --shape-polling   open the shared / semaphore scenarios' Clients with\n"
          "                    notifications = false (waiters poll with backoff), to tell what\n"
          "                    the wake-ups do to the line-ups\n"
+         "  --keep-awake      keep one vCPU from sleeping for the run (a thread spinning at\n"
+         "                    SCHED_IDLE): on a VM each reply to a sleeping vCPU waits for it\n"
+         "                    to wake; the report says whether this was on\n"
          "  --backend NAME    only these backends (repeatable or comma-separated)\n"
          "  --scenario NAME   only these scenarios (repeatable or comma-separated)\n"
          "  --dir DIR         where to put bench.db and the table-size/ and sweep/ SQLite files\n"
@@ -244,6 +247,7 @@ Options parse_options(int argc, char** argv) {
     else if (arg == "--hold-ms") o.hold_ms = parse_count(arg, value(), 0, 60'000);
     else if (arg == "--shape-hold-ms") o.shape_hold_ms = parse_count(arg, value(), 0, 10'000);
     else if (arg == "--shape-polling") no_value(), o.shape_polling = true;
+    else if (arg == "--keep-awake") no_value(), o.keep_awake = true;
     else if (arg == "--backend") add_names(arg, value(), kBackends, o.backends);
     else if (arg == "--scenario") add_names(arg, value(), kScenarios, o.scenarios);
     else if (arg == "--dir") {
