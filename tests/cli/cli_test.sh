@@ -502,6 +502,28 @@ if [ "$BACKEND" = postgresql ]; then
   done
 fi
 
+# --- mysql: the same, the holder's connections killed (Connector/C++ does not tell its socket:
+# dblock asks the server which client port it sees and watches the descriptor with it). The
+# holder's connections are found by their client ports (ss), which PROCESSLIST shows.
+if [ "$BACKEND" = mysql ]; then
+  for strategy in advisory for-update; do
+    rm -f held
+    "$DBLOCK" run --name hangup --strategy $strategy --ttl 30s --grace 1s -- sh -c 'touch held; sleep 30' & holder=$!
+    wait_for_file held || fail "$strategy holder did not start"
+    ports=$(ss -Htnp state established "( dport = :$MY_PORT )" | grep "pid=$holder," |
+              awk '{ n = split($3, a, ":"); printf "%s'\''%s:%s'\''", (NR > 1 ? "," : ""), "127.0.0.1", a[n] }')
+    [ -n "$ports" ] || fail "$strategy: no connection of the holder (pid $holder) to port $MY_PORT"
+    ids=$(sql "SELECT ID FROM information_schema.PROCESSLIST WHERE HOST IN ($ports)" | tail -n +2)
+    t0=$(now_ms)
+    for id in $ids; do sql "KILL $id" 2>/dev/null || true; done
+    wait "$holder"; code=$?
+    t1=$(now_ms)
+    [ "$code" = 76 ] && [ $((t1 - t0)) -lt 3000 ] &&
+      ok "$strategy: its connections killed, dblock stopped the command and exited 76 $((t1 - t0)) ms after" ||
+      fail "$strategy: holder exited $code $((t1 - t0)) ms after its connections were killed (want 76, promptly)"
+  done
+fi
+
 # --- mysql: names that are special in MySQL are just data -------------------------------------
 if [ "$BACKEND" = mysql ]; then
   long=$(printf 'L%.0s' $(seq 1 199))
