@@ -8,12 +8,14 @@
 #include <fmt/format.h>
 
 #include "backends/postgresql/pg_dialect.hpp"
+#include "bench_pg_floor.hpp"
 #include "bench_txn.hpp"
 #include "bench_util.hpp"
 
 #ifdef DBLOCK_WITH_POSTGRESQL
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <iterator>
@@ -274,6 +276,34 @@ BackendReport run_postgresql(const Options& opt) {
     };
   }
   auto report = run_server(std::move(run), opt);
+  if (opt.wants_scenario("handoff")) {
+    Row floor{"postgresql", "bare-notify-handoff", "handoff", kHandoffWorkers,
+              summarize(run_pg_floor_handoff(url,
+                                             {dblock_text(dialect[Statement::insert_acquire]),
+                                              dblock_text(dialect[Statement::insert_release]),
+                                              dblock_text("dblock_${table}")},
+                                             handoff_warmup(opt), opt.handoffs)),
+              {}};
+    for (const auto& r : report.rows)
+      if (r.strategy == "select1" && r.scenario == "uncontended") floor.vs = {compare(floor, r)};
+    // The lease strategies' hand-offs: compared with the floor first, then as before. The
+    // session strategies are handed off inside the server's lock manager: another floor.
+    for (auto& r : report.rows)
+      if ((r.strategy == "insert" || r.strategy == "optimistic") && r.scenario == "handoff") {
+        r.vs.insert(r.vs.begin(), compare(r, floor));
+        r.shown = 1;
+      }
+    auto at = std::find_if(report.rows.begin(), report.rows.end(), [](const Row& r) { return r.scenario == "handoff"; });
+    report.rows.insert(at, floor);
+    rep.notes.push_back(
+        "postgresql `bare-notify-handoff`, the lease strategies' hand-off floor: 8 threads on libpqxx, each on a "
+        "connection of its own, contend for one name in the run's lock table with dblock's own insert grant and "
+        "release statements, prepared (the grant draws its fence under the name's turn lock and commits with its "
+        "WAL flush; the release deletes and notifies without waiting for its flush), and nothing else of "
+        "dblock's; one LISTEN connection wakes the longest waiting thread per notification (dblock wakes one "
+        "watch per name and process too), which tries once more; no barging, latency from the release call to "
+        "the next grant, as in `handoff`. insert and optimistic `handoff` rows: ratio to it first");
+  }
   rep.rows = std::move(report.rows);
   rep.notes.insert(rep.notes.end(), report.notes.begin(), report.notes.end());
   if (opt.wants_scenario("txn"))
