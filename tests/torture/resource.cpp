@@ -14,9 +14,13 @@ ResourceState Resource::load() {
   ResourceState s;
   if (n <= 0) return s;
   unsigned long long fence = 0;
+  unsigned long long granted = 0;
   long long counter = 0, accepted = 0, stale = 0, violations = 0, holder = 0, late = 0, late_max = 0;
-  if (std::sscanf(buf, "%llu %lld %lld %lld %lld %lld %lld %lld", &fence, &counter, &accepted, &stale, &violations,
-                  &holder, &late, &late_max) == 8) {
+  long long regressions = 0;
+  if (std::sscanf(buf, "%llu %lld %lld %lld %lld %lld %lld %lld %llu %lld", &fence, &counter, &accepted, &stale,
+                  &violations, &holder, &late, &late_max, &granted, &regressions) == 10) {
+    s.granted_max = granted;
+    s.regressions = regressions;
     s.late_losses = late;
     s.late_loss_max_ms = late_max;
     s.holder_pid = holder;
@@ -31,12 +35,14 @@ ResourceState Resource::load() {
 
 // One pwrite of a fixed-width record: a reader never sees a torn or shorter one.
 void Resource::store(const ResourceState& s) {
-  char buf[200];
-  int n = std::snprintf(buf, sizeof buf, "%20llu %20lld %20lld %20lld %20lld %20lld %20lld %20lld\n",
+  char buf[240];
+  int n = std::snprintf(buf, sizeof buf,
+                        "%20llu %20lld %20lld %20lld %20lld %20lld %20lld %20lld %20llu %20lld\n",
                         static_cast<unsigned long long>(s.fence), static_cast<long long>(s.counter),
                         static_cast<long long>(s.accepted), static_cast<long long>(s.stale),
                         static_cast<long long>(s.violations), static_cast<long long>(s.holder_pid),
-                        static_cast<long long>(s.late_losses), static_cast<long long>(s.late_loss_max_ms));
+                        static_cast<long long>(s.late_losses), static_cast<long long>(s.late_loss_max_ms),
+                        static_cast<unsigned long long>(s.granted_max), static_cast<long long>(s.regressions));
   if (::pwrite(file_.fd(), buf, n, 0) != n) throw std::runtime_error("cannot write the resource " + file_.path());
 }
 
@@ -92,6 +98,20 @@ bool Resource::write_counter(std::uint64_t fence, std::int64_t counter, const st
     s.holder_pid = 0;
     store(s);
     return true;
+  });
+}
+
+std::uint64_t Resource::granted_max() {
+  return locked([&] { return load().granted_max; });
+}
+
+void Resource::granted(std::uint64_t fence, std::uint64_t max_before) {
+  locked([&] {
+    auto s = load();
+    if (fence <= max_before) ++s.regressions;
+    s.granted_max = std::max(s.granted_max, fence);
+    store(s);
+    return 0;
   });
 }
 

@@ -1,7 +1,7 @@
 // The protected resource of the torture run: a small file that every worker process updates
 // under the lock, the way a real service writes to storage behind a fenced lock.
 //
-// It holds eight numbers. `counter` is updated non-atomically (read, pause, write back): two
+// It holds ten numbers. `counter` is updated non-atomically (read, pause, write back): two
 // holders at once lose an increment. Everything else is updated atomically under flock(2), as
 // a storage server would check a fence:
 //   fence      the highest fence seen, at the start of a section (enter) or in a write; a
@@ -21,6 +21,11 @@
 //              later than its local deadline); the fence rejected its write meanwhile.
 //              Kept apart, not hidden.
 //   late_loss_max_ms the longest such holder waited for its loss to be reported
+//   granted_max the highest fence a worker has registered right after its acquire returned
+//   regressions grants whose fence was not above granted_max as read before their acquire was
+//              sent: a grant answered before another was asked for got the higher or equal
+//              fence, which no failover may cause (a violation above may be two live holders
+//              with increasing fences; this is the fences themselves going backwards)
 // A worker killed mid-update leaves the file consistent: each step is one locked rewrite.
 #pragma once
 
@@ -41,6 +46,8 @@ struct ResourceState {
   std::int64_t holder_pid = 0;  // a process in a slow critical section, else 0 (the chaos picks it)
   std::int64_t late_losses = 0;
   std::int64_t late_loss_max_ms = 0;
+  std::uint64_t granted_max = 0;
+  std::int64_t regressions = 0;
 };
 
 class Resource {
@@ -68,6 +75,10 @@ class Resource {
   // stale when `lease_lost`, else a violation. Returns whether it was accepted.
   bool write_counter(std::uint64_t fence, std::int64_t counter, const std::function<bool()>& lease_lost,
                      bool* superseded = nullptr);
+  // Read before an acquire is sent, then given with the fence it granted: counts a regression
+  // when that fence is not above every fence registered before the acquire was sent.
+  std::uint64_t granted_max();
+  void granted(std::uint64_t fence, std::uint64_t max_before);
   // Turns one violation this holder counted into a late loss report, `waited_ms` after it.
   void excuse(std::int64_t waited_ms);
 
