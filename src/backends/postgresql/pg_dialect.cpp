@@ -215,7 +215,8 @@ const Dialect& postgresql_dialect() {
         "DROP TABLE IF EXISTS ${table}, ${table}_holders, ${table}_schema_history; "
         "DROP SEQUENCE IF EXISTS ${table}_fence; "
         "DROP FUNCTION IF EXISTS ${table}_lock_in(text, bigint, bigint), ${table}_check(text, bigint), "
-        "${table}_acquire_shared(text, text, text, integer, bigint), ${table}_release_shared(text, text, bigint)";
+        "${table}_acquire_shared(text, text, text, integer, bigint), ${table}_release_shared(text, text, bigint), "
+        "${table}_fence_next()";
     d[S::history_create] =
         "CREATE TABLE IF NOT EXISTS ${table}_schema_history ("
         "installed_rank integer NOT NULL PRIMARY KEY, version varchar(50), description varchar(200) NOT NULL, "
