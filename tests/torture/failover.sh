@@ -27,6 +27,8 @@ if [ "${1:-}" = --nemesis ]; then
   topology=$2 counter=$3
   n=$(( $(cat "$counter" 2>/dev/null || echo 0) + 1 ))
   echo "$n" >"$counter"
+  exec >>"$counter.log" 2>&1  # the torture run discards what its restart command prints
+  echo "== fault $n, $(date +%T.%N | cut -c1-12)"
   if (( n % 2 == 1 )) || [ "${DBLOCK_PARTITIONS:-1}" = 0 ]; then
     exec scripts/services crash "$topology"
   fi
@@ -45,6 +47,7 @@ table inet $table {
 }
 EOF
   trap 'nft delete table inet "$table"' EXIT
+  echo "partition: port $port cut"
   sleep "${DBLOCK_PARTITION_SECONDS:-3}"
   exit 0
 fi
