@@ -45,6 +45,14 @@ class Connection {
   // is lost with it); -1 where it cannot be known. Asked once a session lock holds the
   // connection, by the thread that holds it (MySQL asks the server: one round trip, once).
   virtual int socket() noexcept { return -1; }
+  // A session lock is about to live in this connection, held with this TTL: asks the server
+  // to close the connection once its client has been unreachable for the TTL plus a little
+  // (never less: the client declares the loss at the TTL after its last renewal), so that a
+  // network cut frees the lock about when a lease would be freed, not when the server's
+  // TCP gives up on the peer (two hours and more by default). A client that is merely slow or
+  // stopped keeps it: its kernel still answers. No-op where the server has no such setting
+  // per connection (MySQL/MariaDB: docs/RELIABILITY.md, "Network faults").
+  virtual void drop_when_unreachable(std::chrono::milliseconds /*ttl*/) {}
 };
 
 inline std::int64_t as_int(const Value& v) {

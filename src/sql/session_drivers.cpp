@@ -69,6 +69,7 @@ class SessionDriver::Pinned final : public GrantHandle {
 Attempt SessionDriver::try_acquire(AcquireRequest& r) {
   auto s = connections_.get();
   try {
+    s->drop_when_unreachable(r.ttl);  // a network cut frees the lock about at the TTL
     auto fence = lock(*s, r.name, r.wait - r.wait % d_.wait_unit, r.mode);
     if (fence == 0) return Attempt::busy(milliseconds{0});  // s goes back to the idle list
     return Attempt{std::make_unique<Pinned>(*this, r.name, r.mode, std::move(s)), fence, r.ttl, nullptr};

@@ -36,6 +36,8 @@ class PgConnection final : public Connection {
   bool still_connected() noexcept override;
   void allow_wait(std::chrono::milliseconds wait) override { wait_allowed_ = wait; }
   int socket() noexcept override;
+  // The backend's TCP keepalives and tcp_user_timeout (set once per TTL on a connection).
+  void drop_when_unreachable(std::chrono::milliseconds ttl) override;
 
   // libpqxx's connection, for the listener and the session strategies.
   pqxx::connection_base& connection();
@@ -58,6 +60,7 @@ class PgConnection final : public Connection {
   bool usable_ = true;
   std::chrono::milliseconds statement_timeout_;
   std::chrono::milliseconds wait_allowed_{0};  // until the end of the transaction
+  long long keepalive_idle_s_ = 0;             // what drop_when_unreachable last set (0: never)
 };
 
 // A libpqxx result as the strategies read it: integer columns as numbers, the rest as text.
