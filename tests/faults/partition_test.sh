@@ -59,12 +59,13 @@ esac
 URL=${!url_var:-}
 [ -n "$URL" ] || die "$url_var is not set (scripts/test starts the server)"
 [[ "$URL" == *"127.0.0.1:"* ]] ||
-  die "$url_var must name its server as 127.0.0.1:PORT: the netns reaches this machine's loopback only (got $URL)"
+  die "$url_var must name its server as 127.0.0.1:PORT (the netns reaches this machine's loopback only)"
 STRATEGIES=${*:-$default_strategies}
 [ -x "$DBLOCK" ] || die "no dblock command at $DBLOCK"
 
 # What may refuse us is the kernel or our privileges: that is a skip. Missing tools are not.
-[ "$(id -u)" -eq 0 ] || skip "making a network namespace needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN); run as root"
+[ "$(id -u)" -eq 0 ] ||
+  skip "making a network namespace needs root (CAP_NET_ADMIN and CAP_SYS_ADMIN); run as root"
 command -v ip >/dev/null || die "no 'ip' command (Debian package iproute2)"
 command -v nft >/dev/null || die "no 'nft' command: scripts/deps test installs nftables"
 
@@ -118,7 +119,9 @@ sysctl -q -w "net.ipv4.conf.$HV.route_localnet=1"
 nft -f - <<EOF
 table ip $NFT {
   chain cut { type filter hook prerouting priority raw; }
-  chain to_servers { type nat hook prerouting priority dstnat; iifname "$HV" ip daddr $HOST_IP dnat to 127.0.0.1; }
+  chain to_servers {
+    type nat hook prerouting priority dstnat; iifname "$HV" ip daddr $HOST_IP dnat to 127.0.0.1;
+  }
   chain as_local { type nat hook input priority 100; iifname "$HV" snat to 127.0.0.1; }
 }
 EOF
@@ -170,7 +173,8 @@ alive() { kill -0 "$1" 2>/dev/null; }
 # may first wait for the renewal under way and then for the release's own round trip.
 bounds() {
   case "$BACKEND" in
-    postgresql) call_ms=3500 exit_ms=7000 ;;   # libpq's connect_timeout is 2 s at least; statements 1 s + 1 s guard
+    # libpq's connect_timeout is 2 s at least; a statement: 1 s + 1 s guard
+    postgresql) call_ms=3500 exit_ms=7000 ;;
     mysql) call_ms=13000 exit_ms=13000 ;;      # a read: the statement timeout + 10 s (the longest lock wait)
     redis) call_ms=2500 exit_ms=3500 ;;
     # A lost lock's node is deleted, retried for up to the session timeout (the TTL), so that a
@@ -293,25 +297,31 @@ scenario() {
        "recovered: granted in the netns $rec_ms ms after the heal (fence $rec_fence > $fence2)"
   # (1) the loss: leases at the TTL after the last renewal; session locks too (the renewal
   #     ping under way fails later, but the deadline does not wait for it).
-  check "[ $stopped_ms -ge 0 ]" "the holder never declared the lock lost (dblock: $(tail -n 2 "$dir/holder.err"))"
+  check "[ $stopped_ms -ge 0 ]" "the holder never declared the lock lost: $(tail -n 2 "$dir/holder.err")"
   check "[ $stopped_ms -lt $((TTL_MS + 1500)) ]" "lost only after $stopped_ms ms"
   # (2) no overlap: the other client got the lock after the holder's command was stopped,
   #     within the TTL (leases) or the server's bound (session locks), with a higher fence.
   check "[ $granted_ms -ge 0 ]" "the other client never got the lock: $(tail -n 2 "$dir/other.err")"
-  check "[ $granted_ms -ge $stopped_ms ]" "the other client got the lock at $granted_ms ms, before the holder stopped"
+  # The command's stop is recorded by its SIGTERM trap, a few ms after dblock declared the
+  # loss (a signal to dblock's main thread, then one to the command): a lease expires on the
+  # server at the TTL after the renewal arrived, only a one-way trip after the holder's own
+  # deadline, so the next grant can beat the record by those few ms (Redis did, by 2 ms).
+  # That window is what fences are for; beyond 100 ms it would be a loss declared late.
+  check "[ $granted_ms -ge $((stopped_ms - 100)) ]" \
+        "the other client got the lock at $granted_ms ms, before the holder stopped ($stopped_ms ms)"
   check "[ $fence2 -gt $fence1 ]" "the other client's fence $fence2 is not above the holder's $fence1"
   if [ "$session" = 0 ]; then
     check "[ $granted_ms -lt $((TTL_MS + 1500)) ]" "a lease taken over only after $granted_ms ms"
   elif [ "$unbounded" = 0 ]; then
     check "[ $granted_ms -lt $(session_bound_ms) ]" "a session lock taken over only after $granted_ms ms"
   else
-    check "[ $granted_ms -lt $((healed + 30000)) ]" "a session lock taken over only $granted_ms ms after the cut"
+    check "[ $granted_ms -lt $((healed + 30000)) ]" "a session lock taken over $granted_ms ms after the cut"
   fi
   # (3) nothing of the cut-off side hangs.
   check "[ '$probe_rc' = 69 ]" "a new client during the cut did not fail as unavailable (exit $probe_rc):" \
         "$(tail -n 1 "$dir/probe.err")"
   check "[ $probe_ms -lt $call_ms ]" "a new client during the cut took $probe_ms ms to fail (bound $call_ms)"
-  check "[ '$holder_rc' = 76 ]" "the holder exited with $holder_rc, not 76 (lost): $(tail -n 2 "$dir/holder.err")"
+  check "[ '$holder_rc' = 76 ]" "the holder exited $holder_rc, not 76 (lost): $(tail -n 2 "$dir/holder.err")"
   check "[ $release_ms -ge 0 ] && [ $release_ms -lt $exit_ms ]" \
         "the holder took $release_ms ms to exit after its command stopped (bound $exit_ms)"
   # (4)
