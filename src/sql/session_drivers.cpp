@@ -99,6 +99,11 @@ std::uint64_t ForUpdateDriver::lock(Connection& s, const std::string& name, mill
         r = s.run(d_[shared ? Statement::for_update_wait_shared : Statement::for_update_wait], {name});
       }
       if (!r.rows.empty()) {  // locked: the transaction stays open
+        // The wait is over, the transaction is not: without this, every renewal ping of the
+        // held lock kept the wait's client-side bound (PostgreSQL: the wait + 6 s, not the
+        // statement timeout + 1 s), and a ping sent into a network cut held the holder's
+        // exit back that long (6.25 s for `dblock run`'s 250 ms slices; a 30 s wait, 36 s).
+        s.allow_wait(milliseconds{0});
         // The fence is drawn on another connection (Statement::fence_next says why), so it
         // must be shown to belong to a lock still held: were this connection's backend
         // killed between the lock and the draw, the next holder could lock and draw first,

@@ -174,7 +174,7 @@ alive() { kill -0 "$1" 2>/dev/null; }
 bounds() {
   case "$BACKEND" in
     # libpq's connect_timeout is 2 s at least; a statement: 1 s + 1 s guard
-    postgresql) call_ms=3500 exit_ms=7000 ;;
+    postgresql) call_ms=3500 exit_ms=3500 ;;
     mysql) call_ms=13000 exit_ms=13000 ;;      # a read: the statement timeout + 10 s (the longest lock wait)
     redis) call_ms=2500 exit_ms=3500 ;;
     # A lost lock's node is deleted, retried for up to the session timeout (the TTL), so that a
