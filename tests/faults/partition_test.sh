@@ -7,9 +7,10 @@
 # and keepalives go unanswered, as on a network that fails.
 #
 # Usage: partition_test.sh PATH/TO/dblock BACKEND [STRATEGY...]
-#   BACKEND postgresql, mysql, redis, zookeeper or etcd, its server in DBLOCK_TEST_PG_URL,
-#   DBLOCK_TEST_MYSQL_URL, DBLOCK_TEST_REDIS_URL, DBLOCK_TEST_ZK_URL or DBLOCK_TEST_ETCD_URL on
-#   127.0.0.1 (scripts/services). Without strategies: PostgreSQL insert, advisory and
+#   BACKEND postgresql, mysql, redis, redlock, zookeeper or etcd, its server in
+#   DBLOCK_TEST_PG_URL, DBLOCK_TEST_MYSQL_URL, DBLOCK_TEST_REDIS_URL, DBLOCK_TEST_REDLOCK_URL
+#   (every node cut at once), DBLOCK_TEST_ZK_URL or DBLOCK_TEST_ETCD_URL on 127.0.0.1
+#   (scripts/services). Without strategies: PostgreSQL insert, advisory and
 #   for-update; MySQL insert, for-update and advisory; the others their only one.
 #
 # Wiring (everything named after this shell's pid, so parallel runs cannot collide):
@@ -52,6 +53,7 @@ case "$BACKEND" in
   postgresql) url_var=DBLOCK_TEST_PG_URL default_strategies="insert advisory for-update" ;;
   mysql) url_var=DBLOCK_TEST_MYSQL_URL default_strategies="insert for-update advisory" ;;
   redis) url_var=DBLOCK_TEST_REDIS_URL default_strategies="redis" ;;
+  redlock) url_var=DBLOCK_TEST_REDLOCK_URL default_strategies="redlock" ;;  # every node cut at once
   zookeeper) url_var=DBLOCK_TEST_ZK_URL default_strategies="zookeeper" ;;
   etcd) url_var=DBLOCK_TEST_ETCD_URL default_strategies="etcd" ;;
   *) die "unknown backend '$BACKEND'" ;;
@@ -176,7 +178,7 @@ bounds() {
     # libpq's connect_timeout is 2 s at least; a statement: 1 s + 1 s guard
     postgresql) call_ms=3500 exit_ms=3500 ;;
     mysql) call_ms=13000 exit_ms=13000 ;;      # a read: the statement timeout + 10 s (the longest lock wait)
-    redis) call_ms=2500 exit_ms=3500 ;;
+    redis|redlock) call_ms=2500 exit_ms=3500 ;;
     # A lost lock's node is deleted, retried for up to the session timeout (the TTL), so that a
     # session that outlives a short cut does not keep it; a delete waits up to 2/3 of it.
     zookeeper) call_ms=3000 exit_ms=$((TTL_MS * 5 / 3 + 3000)) ;;

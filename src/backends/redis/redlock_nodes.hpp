@@ -64,6 +64,10 @@ class Nodes {
   void ensure(Set& s, const std::vector<bool>& which, milliseconds connect_timeout, bool resting_too);
   void failed(std::size_t i);
   std::unique_ptr<Connection> open(std::size_t i, milliseconds connect_timeout);  // with the scripts loaded
+  // Opens the connections of the nodes in `nodes` side by side, into s (connect_timeout
+  // negative: each node's own); the error of each that failed, by node (empty: connected).
+  std::vector<std::string> open_many(Set& s, const std::vector<std::size_t>& nodes,
+                                     milliseconds connect_timeout);
 
   std::vector<Target> targets_;
   std::size_t pool_size_;
