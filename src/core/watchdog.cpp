@@ -69,7 +69,8 @@ void Watchdog::run(std::shared_ptr<State> st) {
         it = st->entries.erase(it);
         continue;
       }
-      if (now >= g->deadline() && g->auto_renew && !it->renewing && it->late_check_until == Clock::time_point::min()) {
+      if (now >= g->deadline() && g->auto_renew && !it->renewing && !it->failing &&
+          it->late_check_until == Clock::time_point::min()) {
         // Nobody renewed in time, but no renewal is stuck either: the process did not run.
         // Declaring the loss now would be wrong for a session lock the server still holds
         // (and its handle's lost() would then hand the lock over while the holder resumes
@@ -178,6 +179,7 @@ void Watchdog::renew_loop(std::shared_ptr<State> st) {
           if (r && r->held) {
             g->set_deadline(sent, r->remaining);
             it->next_renew = sent + g->renew_every;
+            it->failing = false;
             renewed = true;
           } else if (r || late) {  // the backend says it is not ours, or cannot say past the deadline: lost
             st->entries.erase(it);
@@ -185,6 +187,7 @@ void Watchdog::renew_loop(std::shared_ptr<State> st) {
             cleanup = !r;  // it may still be ours on the server: the driver lets it go
           } else {
             it->next_renew = Clock::now() + std::max(milliseconds{20}, g->renew_every / 4);
+            it->failing = true;
           }
           ++st->changes;
           st->wake.notify_all();  // the deadline thread sleeps until the next renewal is due

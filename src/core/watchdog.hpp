@@ -38,6 +38,13 @@ class Watchdog {
     // SIGSTOP, or the loop ran late): the server is asked first, and the loss is declared
     // only if that renewal fails or is still out at this time.
     Clock::time_point late_check_until = Clock::time_point::min();
+    // The last renewal attempt ended without renewing (the server did not answer, or could
+    // not be reached): the process ran, so a deadline passing now is no freeze, and gets no
+    // late check. (A lease's server frees it at the deadline: a late check declared the loss
+    // up to a renewal interval after another client was granted the lock. A Redlock holder
+    // cut off by a real packet drop, its nodes resting so that each attempt failed at once,
+    // was told 62 ms after the takeover.)
+    bool failing = false;
   };
   // Work for the renewal thread: renew a grant, or tell its driver it was declared lost.
   struct Job {
