@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "bench_peers.hpp"
 #include "bench_util.hpp"
 
 #ifdef DBLOCK_WITH_ETCD
@@ -357,6 +358,16 @@ BackendReport run_etcd(const Options& opt) {
   }
   rep.rows = std::move(report.rows);
   rep.notes.insert(rep.notes.end(), report.notes.begin(), report.notes.end());
+  auto peers = run_peer_scenario(
+      "etcd", url, {dblock::Strategy::etcd},
+      {"python-etcd3", "etcd3_lock.py", PeerRuntime::python,
+       "etcd3.client(host, port).lock(name, ttl=30).acquire(timeout=60) / .release(): a lease granted per "
+       "acquire, a Txn put-if-never-created of /locks/NAME; a refused waiter watches the key for its next "
+       "event and tries again (every waiter wakes at a release); release = Txn compare-value-and-delete, the "
+       "lease left to expire"},
+      opt);
+  rep.rows.insert(rep.rows.end(), peers.rows.begin(), peers.rows.end());
+  rep.notes.insert(rep.notes.end(), peers.notes.begin(), peers.notes.end());
   return rep;
 }
 

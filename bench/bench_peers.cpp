@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -28,8 +29,11 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using json = nlohmann::json;
 
-// As in peer_worker.py: a waiter gives up after this long, far above any healthy wait.
+// As in peer_worker.py: a waiter gives up after this long, far above any healthy wait, and a
+// contended one kGrace after the round's end, so that a peer whose waiters stall cannot hold
+// the run up for minutes (its gave-ups are reported as timeouts).
 constexpr std::chrono::milliseconds kWait{60'000};
+constexpr std::chrono::milliseconds kGrace{3'000};
 constexpr int kContenders = 6;  // processes, one client each
 constexpr int kHoldMs = 1;      // a contended holder sleeps this long before it releases
 
@@ -45,18 +49,21 @@ dblock::Lease acquire(dblock::Lock& lock, const char* what) {
 
 }  // namespace
 
-// argv: --peer-worker STRATEGY MODE NAME COUNT WARMUP HOLD_MS (peer_worker.py's arguments after
-// the strategy); the URL in $DBLOCK_BENCH_WORKER_URL.
+// argv: --peer-worker STRATEGY TABLE MODE NAME COUNT WARMUP HOLD_MS (peer_worker.py's
+// arguments after the strategy and the table); the URL in $DBLOCK_BENCH_WORKER_URL.
 int peer_worker_main(int argc, char** argv) {
   return report_worker([&] {
-    if (argc != 8) throw std::runtime_error("usage: --peer-worker STRATEGY MODE NAME COUNT WARMUP HOLD_MS");
+    if (argc != 9)
+      throw std::runtime_error("usage: --peer-worker STRATEGY TABLE MODE NAME COUNT WARMUP HOLD_MS");
     dblock::LockOptions lock_options;
     lock_options.strategy = dblock::parse_strategy(argv[2]);
-    const std::string mode = argv[3];
-    const long long count = std::stoll(argv[5]), warmup = std::stoll(argv[6]);
-    const std::chrono::milliseconds hold(std::stoll(argv[7]));
-    auto client = dblock::Client::open(worker_url());
-    auto lock = client->lock(argv[4], lock_options);
+    dblock::ClientOptions client_options;
+    if (*argv[3]) client_options.table = argv[3];
+    const std::string mode = argv[4], name = argv[5];
+    const long long count = std::stoll(argv[6]), warmup = std::stoll(argv[7]);
+    const std::chrono::milliseconds hold(std::stoll(argv[8]));
+    auto client = dblock::Client::open(worker_url(), client_options);
+    auto lock = client->lock(name, lock_options);
     for (long long i = 0; i < warmup; ++i) acquire(lock, "a warm-up acquire").release();
     worker_ready_then_wait();
 
@@ -75,8 +82,10 @@ int peer_worker_main(int argc, char** argv) {
       std::vector<std::array<std::int64_t, 2>> holds;
       std::uint64_t timeouts = 0;
       const auto start = Clock::now(), until = start + std::chrono::milliseconds(count);
+      const auto give_up = until + kGrace;
       while (Clock::now() < until) {
-        auto lease = lock.try_acquire(kWait);
+        const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(give_up - Clock::now());
+        auto lease = lock.try_acquire(std::clamp(left, std::chrono::milliseconds(0), kWait));
         if (!lease) {
           ++timeouts;
           continue;
@@ -183,25 +192,56 @@ std::size_t contended_rounds(const Options& opt) { return opt.quick ? 1 : 3; }
 
 }  // namespace
 
-BackendReport run_peer_scenario(const std::string& backend, const std::string& url, dblock::Strategy strategy,
-                                const Peer& peer, const Options& opt) {
+namespace {
+
+// Where the peers' scripts are: $DBLOCK_BENCH_PEERS_DIR, else the build tree's copy, next to
+// the node_modules the build installs there.
+std::string peers_dir() {
+  const char* dir = std::getenv("DBLOCK_BENCH_PEERS_DIR");
+  return dir && *dir ? dir : DBLOCK_BENCH_PEERS_DIR;
+}
+
+}  // namespace
+
+BackendReport run_peer_scenario(const std::string& backend, const std::string& url,
+                                const std::vector<dblock::Strategy>& strategies, const Peer& peer,
+                                const Options& opt, const std::string& table) {
   BackendReport rep;
   if (!opt.wants_scenario("peers")) return rep;
-  const std::string s(dblock::to_string(strategy));
-  const std::string python = DBLOCK_BENCH_PYTHON, script = std::string(DBLOCK_BENCH_PEERS_DIR) + "/" + peer.script;
-  // python -B: the scripts run from the source tree, which gets no __pycache__.
-  const Side sides[] = {{s, "/proc/self/exe", {"dblock-bench", kPeerWorkerFlag, s}},
-                        {peer.name, python, {python, "-B", script}}};
+  const bool node = peer.runtime == PeerRuntime::node;
+  const std::string runtime = node ? DBLOCK_BENCH_NODE : DBLOCK_BENCH_PYTHON;
+  const std::string script = peers_dir() + "/" + peer.script;
+  std::vector<Side> sides;  // dblock's strategies, then the peer
+  for (auto strategy : strategies) {
+    const std::string s(dblock::to_string(strategy));
+    sides.push_back({s, "/proc/self/exe", {"dblock-bench", kPeerWorkerFlag, s, table}});
+  }
+  // python -B: no __pycache__ where the scripts are (a source tree when DBLOCK_BENCH_PEERS_DIR
+  // points there).
+  sides.push_back({peer.name, runtime,
+                   node ? std::vector<std::string>{runtime, script}
+                        : std::vector<std::string>{runtime, "-B", script}});
+  const std::size_t n = sides.size(), p = n - 1;
+  std::string dblock_side;
+  for (std::size_t i = 0; i < p; ++i) dblock_side += (i ? " and " : "") + sides[i].label;
   auto not_run = [&](const std::string& why) {
     fmt::print(stderr, "dblock-bench: peers on {}: {} not run: {}\n", backend, peer.name, why);
     rep.notes.push_back(fmt::format("peers on {}: {} not run: {}", backend, peer.name, why));
     return rep;
   };
-  if (access(python.c_str(), X_OK) != 0) return not_run(fmt::format("no Python at {} (DBLOCK_BENCH_PYTHON)", python));
+  if (runtime.empty() || access(runtime.c_str(), X_OK) != 0)
+    return not_run(node ? fmt::format("no Node.js at '{}' (DBLOCK_BENCH_NODE; Debian: nodejs)", runtime)
+                        : fmt::format("no Python at '{}' (DBLOCK_BENCH_PYTHON)", runtime));
+  if (access(script.c_str(), R_OK) != 0)
+    return not_run(fmt::format("no script {} (DBLOCK_BENCH_PEERS_DIR)", script));
 
   // A killed run may have left dblock's names held (the peers' leases expire in 30 s).
-  auto admin = dblock::Client::open(url);
-  for (const char* w : {"uncontended", "contended"}) admin->force_release(fmt::format("bench-peers-{}-{}", s, w));
+  dblock::ClientOptions admin_options;
+  if (!table.empty()) admin_options.table = table;
+  auto admin = dblock::Client::open(url, admin_options);
+  for (std::size_t i = 0; i < p; ++i)
+    for (const char* w : {"uncontended", "contended"})
+      admin->force_release(fmt::format("bench-peers-{}-{}", sides[i].label, w));
 
   const std::size_t u_rounds = uncontended_rounds(opt), c_rounds = contended_rounds(opt);
   const std::size_t cycles = std::max<std::size_t>(opt.iterations / u_rounds, 1);
@@ -209,13 +249,15 @@ BackendReport run_peer_scenario(const std::string& backend, const std::string& u
   fmt::print(stderr,
              "dblock-bench: peers on {}: {} vs {}: {} rounds of {} cycles uncontended, then {} rounds of {} processes "
              "for {:.1f} s, hold {} ms\n",
-             backend, s, peer.name, u_rounds, cycles, c_rounds, kContenders, seconds, kHoldMs);
-  Tally tally[2];
+             backend, dblock_side, peer.name, u_rounds, cycles, c_rounds, kContenders, seconds, kHoldMs);
+  std::vector<Tally> tally(n);
   std::string unavailable;
   for (std::size_t round = 0; round < u_rounds + c_rounds; ++round)
-    for (std::size_t k = 0; k < 2; ++k) {
-      const std::size_t i = (round + k) % 2;
+    for (std::size_t k = 0; k < n; ++k) {
+      const std::size_t i = (round + k) % n;
       const bool contended = round >= u_rounds;
+      // Names are per side (the peer's "/" and "@" are fine in its own keys), so that a side
+      // never finds a lease the previous one left behind.
       const std::string name =
           fmt::format("bench-peers-{}-{}", sides[i].label, contended ? "contended" : "uncontended");
       auto lines = contended ? run_side(sides[i], url, kContenders,
@@ -234,8 +276,8 @@ BackendReport run_peer_scenario(const std::string& backend, const std::string& u
       }
     }
 
-  Row rows[2][2];  // [side][0: uncontended, 1: contended]
-  for (int i = 0; i < 2; ++i) {
+  std::vector<std::array<Row, 2>> rows(n);  // [side][0: uncontended, 1: contended]
+  for (std::size_t i = 0; i < n; ++i) {
     const Tally& t = tally[i];
     rows[i][0] = Row{backend, sides[i].label, "peers-uncontended", 1, summarize(t.cycles_us)};
     Row& row = rows[i][1] = Row{backend, sides[i].label, "peers-contended", kContenders, summarize(t.handoffs_us)};
@@ -249,26 +291,32 @@ BackendReport run_peer_scenario(const std::string& backend, const std::string& u
         "{:.3f}{}",
         backend, sides[i].label, rows[i][0].s.p50_us, rows[i][0].s.p99_us, t.total, row.min_grants, row.max_grants,
         t.handoffs_us.size(), row.s.p50_us, row.s.p99_us, row.s.ops_per_s, *row.fairness,
-        t.timeouts ? fmt::format(", {} waits timed out after {} s", t.timeouts, kWait.count() / 1000) : "");
+        t.timeouts ? fmt::format(", {} waits timed out ({} s after the round's end at the latest)", t.timeouts,
+                                 kGrace.count() / 1000)
+                   : "");
     fmt::print(stderr, "dblock-bench: {}\n", line);
     rep.notes.push_back(line);
   }
   for (int w = 0; w < 2; ++w) {
-    rows[0][w].vs = {compare(rows[0][w], rows[1][w])};
-    rep.rows.push_back(rows[0][w]);
-    rep.rows.push_back(rows[1][w]);
+    for (std::size_t i = 0; i < p; ++i) {
+      rows[i][w].vs = {compare(rows[i][w], rows[p][w])};
+      rep.rows.push_back(rows[i][w]);
+    }
+    rep.rows.push_back(rows[p][w]);
   }
   rep.notes.push_back(fmt::format(
-      "peers on {}: {} ({}; {} {}: {}) beside dblock's {} strategy on the same server, each side as worker "
-      "processes (dblock's: this binary, one Client each, default options), the two sides alternating in rounds, "
+      "peers on {}: {} ({}; {} {}: {}) beside dblock's {} strateg{} on the same server, each side as worker "
+      "processes (dblock's: this binary, one Client each, default options), the sides taking turns in rounds, "
       "the first side rotated each round. peers-uncontended: 1 process per round, blocking acquire (wait up to {} s) "
       "+ release of one name, {} rounds of {} timed cycles, each after {} untimed. peers-contended: {} rounds of {} "
-      "processes on one name for {:.1f} s, each: acquire, sleep {} ms, release, again at once; every grant and "
+      "processes on one name for {:.1f} s, each: acquire (giving up {} s after the round's end), sleep {} ms, "
+      "release, again at once; every grant and "
       "release stamped with CLOCK_MONOTONIC, p50/p99 = hand-off (the next holder's grant - the previous holder's "
       "release, when the lock changed process; a re-grant to the releaser is counted as a grant, not a hand-off), "
       "ops/s = grants/s, Jain's index over the grants of each process in each round. ratio = dblock p50 / {} p50",
-      backend, peer.name, tally[1].version, python, script, peer.how, s, kWait.count() / 1000, u_rounds, cycles,
-      opt.warmup, c_rounds, kContenders, seconds, kHoldMs, peer.name));
+      backend, peer.name, tally[p].version, runtime, script, peer.how, dblock_side, p > 1 ? "ies" : "y",
+      kWait.count() / 1000, u_rounds, cycles, opt.warmup, c_rounds, kContenders, seconds,
+      kGrace.count() / 1000, kHoldMs, peer.name));
   return rep;
 }
 

@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "backends/postgresql/pg_dialect.hpp"
+#include "bench_peers.hpp"
 #include "bench_pg_floor.hpp"
 #include "bench_txn.hpp"
 #include "bench_util.hpp"
@@ -308,6 +309,17 @@ BackendReport run_postgresql(const Options& opt) {
   rep.notes.insert(rep.notes.end(), report.notes.begin(), report.notes.end());
   if (opt.wants_scenario("txn"))
     for (auto& row : run_txn_postgresql(url, table.name(), opt)) rep.rows.push_back(std::move(row));
+  // advisory-lock takes session advisory locks as the advisory strategy does; insert, the
+  // default lease strategy, beside it too.
+  auto peers = run_peer_scenario(
+      "postgresql", url, {dblock::Strategy::advisory, dblock::Strategy::insert},
+      {"advisory-lock", "advisory_lock.js", PeerRuntime::node,
+       "advisoryLock(url)(name).lock() / the unlock function it answers: a connection of its own per "
+       "lock(), pg_advisory_lock(k1, k2) on the name's SHA-256 (the server queues the waiters), then "
+       "pg_advisory_unlock and the connection closed"},
+      opt, table.name());
+  rep.rows.insert(rep.rows.end(), peers.rows.begin(), peers.rows.end());
+  rep.notes.insert(rep.notes.end(), peers.notes.begin(), peers.notes.end());
   return rep;
 }
 

@@ -244,14 +244,18 @@ BackendReport run_keyed(const std::string& backend, const char* var, dblock::Str
   auto report = run_server(std::move(run), opt);
   rep.rows = std::move(report.rows);
   rep.notes.insert(rep.notes.end(), report.notes.begin(), report.notes.end());
-  if (!redlock) {  // the peers installed (scripts/deps) are redis-py and Kazoo: none for Redlock
-    auto peers = run_peer_scenario(backend, url, strategy,
-                                   {"redis-py", "redis_py_lock.py",
-                                    "redis.Redis.from_url(url).lock(name, timeout=30, blocking_timeout=60), the rest "
-                                    "at its defaults: a waiter polls every 0.1 s"}, opt);
-    rep.rows.insert(rep.rows.end(), peers.rows.begin(), peers.rows.end());
-    rep.notes.insert(rep.notes.end(), peers.notes.begin(), peers.notes.end());
-  }
+  const Peer peer =
+      redlock ? Peer{"@sesamecare-oss/redlock", "redlock.js", PeerRuntime::node,
+                     "new Redlock(one ioredis client per node).acquire([name], 30000), lock.release(), at "
+                     "its defaults: a refused attempt polls again after 200 +- 100 ms, 10 times, then "
+                     "acquire() throws and is called again, until 60 s have passed; an attempt keeps the "
+                     "nodes it got until its acquire() throws"}
+              : Peer{"redis-py", "redis_py_lock.py", PeerRuntime::python,
+                     "redis.Redis.from_url(url).lock(name, timeout=30).acquire(blocking_timeout=60), the "
+                     "rest at its defaults: a waiter polls every 0.1 s"};
+  auto peers = run_peer_scenario(backend, url, {strategy}, peer, opt);
+  rep.rows.insert(rep.rows.end(), peers.rows.begin(), peers.rows.end());
+  rep.notes.insert(rep.notes.end(), peers.notes.begin(), peers.notes.end());
   return rep;
 }
 

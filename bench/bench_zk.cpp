@@ -128,8 +128,8 @@ BackendReport run_zookeeper(const Options& opt) {
   auto report = run_server(std::move(run), opt);
   rep.rows = std::move(report.rows);
   rep.notes.insert(rep.notes.end(), report.notes.begin(), report.notes.end());
-  auto peers = run_peer_scenario("zookeeper", url, dblock::Strategy::zookeeper,
-                                 {"Kazoo", "kazoo_lock.py",
+  auto peers = run_peer_scenario("zookeeper", url, {dblock::Strategy::zookeeper},
+                                 {"Kazoo", "kazoo_lock.py", PeerRuntime::python,
                                   "KazooClient(hosts).Lock(root/name).acquire(timeout=60): an ephemeral sequential "
                                   "node, a waiter watches its predecessor"}, opt);
   rep.rows.insert(rep.rows.end(), peers.rows.begin(), peers.rows.end());

@@ -6,7 +6,7 @@ peer_worker.py."""
 import sys
 from urllib.parse import urlsplit
 
-from peer_worker import WAIT_S, run, say
+from peer_worker import run, say
 
 try:
     import kazoo
@@ -21,7 +21,7 @@ def open_lock(url, name):
     zk = KazooClient(hosts=u.netloc, timeout=30)
     zk.start(timeout=30)
     lock = zk.Lock(f"{u.path.rstrip('/')}/{name}")
-    return (lambda: lock.acquire(timeout=WAIT_S)), lock.release
+    return (lambda timeout_s: lock.acquire(timeout=timeout_s)), lock.release
 
 
 sys.exit(run(open_lock, f"Kazoo {kazoo.__version__}"))

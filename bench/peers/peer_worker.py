@@ -10,6 +10,8 @@ on stdin (the start signal, given once every worker is ready), runs, and prints 
 
 Stamps are time.monotonic_ns(): CLOCK_MONOTONIC, the clock of C++'s steady_clock on Linux, so
 the bench can put the holds of all workers (its own and these) on one time line.
+A waiter gives up after WAIT_S; a contended one also GRACE_S after the round's end (counted in
+"timeouts"), so that a lock whose waiters stall cannot hold the run up for minutes.
 A peer library that cannot be imported gives {"unavailable": why} instead of "ready".
 """
 
@@ -20,6 +22,7 @@ import sys
 import time
 
 WAIT_S = 60  # a waiter gives up after this long, as the bench's own workers do
+GRACE_S = 3  # and a contended one this long after the round's end
 
 
 def say(obj):
@@ -28,13 +31,14 @@ def say(obj):
 
 
 def run(open_lock, version):
-    """open_lock(url, name) -> (acquire(), release()); acquire() returns whether it got the lock."""
+    """open_lock(url, name) -> (acquire(timeout_s), release()); acquire() waits up to timeout_s
+    seconds (0: one try) and returns whether it got the lock."""
     version = f"{version}, Python {platform.python_version()}"
     mode, name, count, warmup, hold_ms = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
     try:
         acquire, release = open_lock(os.environ["DBLOCK_BENCH_WORKER_URL"], name)
         for _ in range(warmup):
-            if not acquire():
+            if not acquire(WAIT_S):
                 raise RuntimeError("a warm-up acquire of a free lock timed out")
             release()
     except Exception as e:  # before "ready": the bench reports the first worker's complaint
@@ -50,7 +54,7 @@ def run(open_lock, version):
             samples = []
             for _ in range(count):
                 t0 = now()
-                if not acquire():
+                if not acquire(WAIT_S):
                     raise RuntimeError("an acquire of a free lock timed out")
                 release()
                 samples.append(round((now() - t0) / 1000, 1))
@@ -59,8 +63,9 @@ def run(open_lock, version):
             holds, timeouts = [], 0
             start = now()
             until = start + count * 1_000_000
+            give_up = until + GRACE_S * 1_000_000_000
             while now() < until:
-                if not acquire():
+                if not acquire(min(WAIT_S, max(0, (give_up - now()) / 1e9))):
                     timeouts += 1
                     continue
                 granted = now()
