@@ -46,7 +46,9 @@ function startSignal() {
 }
 
 // openLock(url, name) -> {acquire: async (timeoutMs) => bool (false: gave up waiting after about
-// timeoutMs; 0: one try), release: async ()}.
+// timeoutMs; 0: one try), release: async (), close: async () (optional)}. close() runs before the
+// result line: a release that answered once a majority did must still reach every server
+// before the process exits, or the next round finds the lock held there.
 // Exits the process with the protocol's status (0, or 70 after {"error": ...}).
 async function run(openLock, version) {
   version = `${version}, Node.js ${process.versions.node}`;
@@ -56,9 +58,9 @@ async function run(openLock, version) {
     say({error: `${e && e.name ? e.name : 'Error'}: ${e && e.message ? e.message : e}`});
     process.exit(70);
   };
-  let acquire, release;
+  let acquire, release, close;
   try {
-    ({acquire, release} = await openLock(process.env.DBLOCK_BENCH_WORKER_URL, name));
+    ({acquire, release, close} = await openLock(process.env.DBLOCK_BENCH_WORKER_URL, name));
     for (let i = 0; i < warmup; ++i) {
       if (!(await acquire(WAIT_MS))) throw new Error('a warm-up acquire of a free lock timed out');
       await release();
@@ -78,6 +80,7 @@ async function run(openLock, version) {
         await release();
         samples.push(Math.round(Number(now() - t0) / 100) / 10);
       }
+      if (close) await close();
       say({samples_us: samples, version});
     } else {
       const holds = [];
@@ -98,7 +101,9 @@ async function run(openLock, version) {
         // below what is measured.
         holds.push([Number(granted), Number(releasing)]);
       }
-      say({holds, timeouts, elapsed_s: Number(now() - start) / 1e9, version});
+      const elapsed = Number(now() - start) / 1e9;
+      if (close) await close();
+      say({holds, timeouts, elapsed_s: elapsed, version});
     }
   } catch (e) {
     fail(e);
