@@ -183,6 +183,58 @@ std::string shapes_chart(const fs::path& dir, const std::vector<Row>& rows, std:
          plot + "\n";
 }
 
+// Four panels of bars, one bar per backend/side of the peers scenario (dblock's strategies in
+// one colour, the peer libraries in another, each backend's peer last): uncontended p50 and
+// hand-off p50 (log scale), grants/s and Jain's index of the contended workload.
+std::string peers_chart(const fs::path& dir, const std::vector<Row>& rows, std::size_t& bars) {
+  std::vector<std::pair<std::string, std::string>> sides;  // (backend, strategy), as the rows came
+  for (const auto& r : rows)
+    if (r.scenario == "peers-uncontended" &&
+        std::find(sides.begin(), sides.end(), std::make_pair(r.backend, r.strategy)) == sides.end())
+      sides.emplace_back(r.backend, r.strategy);
+  bars = sides.size();
+  auto file = dir / "peers.dat";
+  std::ofstream out(file);
+  auto value = [&](const std::string& backend, const std::string& strategy, const char* scenario,
+                   const std::function<double(const Row&)>& get) {
+    auto it = std::find_if(rows.begin(), rows.end(), [&](const Row& r) {
+      return r.backend == backend && r.strategy == strategy && r.scenario == scenario;
+    });
+    return it == rows.end() ? 0.0 : get(*it);
+  };
+  // Columns: label, then per figure a dblock and a peer column, one of them '-'.
+  for (const auto& [backend, strategy] : sides) {
+    const bool dblock_side = is_lock_strategy(strategy);
+    out << '"' << backend << "/" << strategy << '"';  // no quotes or blanks in either
+    for (double v : {value(backend, strategy, "peers-uncontended", [](const Row& r) { return r.s.p50_us; }),
+                     value(backend, strategy, "peers-contended", [](const Row& r) { return r.s.p50_us; }),
+                     value(backend, strategy, "peers-contended", [](const Row& r) { return r.s.ops_per_s; }),
+                     value(backend, strategy, "peers-contended",
+                           [](const Row& r) { return r.fairness.value_or(0); })}) {
+      const std::string v_text = v > 0 ? fmt::format("{:.3f}", v) : "-";
+      out << " " << (dblock_side ? v_text : "-") << " " << (dblock_side ? "-" : v_text);
+    }
+    out << "\n";
+  }
+  std::string script =
+      "set multiplot layout 2,2 title 'dblock-bench peers: dblock beside the library a user would pick "
+      "instead, same server, same run'\n"
+      "set style data histograms\nset style histogram clustered gap 1\nset style fill solid 0.8 border -1\n"
+      "set datafile missing '-'\nset grid ytics\nset xtics rotate by 45 right\n"
+      "set key outside right top vertical\n";
+  const char* panels[][3] = {
+      {"uncontended acquire+release p50 (log scale)", "us", "set logscale y\nset yrange [*:*]\n"},
+      {"hand-off p50, 6 processes contending (log scale)", "us", "set logscale y\nset yrange [*:*]\n"},
+      {"grants/s, 6 processes contending", "grants/s", "unset logscale y\nset yrange [0:*]\n"},
+      {"Jain fairness index, 6 processes contending", "Jain", "unset logscale y\nset yrange [0:1.05]\n"}};
+  for (std::size_t i = 0; i < 4; ++i)
+    script += fmt::format(
+        "set title {}\nset ylabel {}\n{}plot {} using {}:xtic(1) lc 1 title 'dblock', '' using {} lc 2 "
+        "title 'peer'\n",
+        quoted(panels[i][0]), quoted(panels[i][1]), panels[i][2], quoted(file.string()), 2 * i + 2, 2 * i + 3);
+  return script + "unset multiplot\n";
+}
+
 }  // namespace
 
 void write_plots(const std::string& csv_path, const std::vector<Row>& rows) {
@@ -249,6 +301,16 @@ void write_plots(const std::string& csv_path, const std::vector<Row>& rows) {
                               shapes);
     else
       fmt::print(stderr, "dblock-bench: shapes plot skipped: no `shared` or `semaphore` rows\n");
+
+    std::size_t peer_bars = 0;
+    std::string peers = peers_chart(dir, rows, peer_bars);
+    if (peer_bars > 0)
+      charts.emplace_back(png("peers"),
+                          header(png("peers"), static_cast<int>(std::max<std::size_t>(1100, 120 * peer_bars + 400)),
+                                 1000) +
+                              peers);
+    else
+      fmt::print(stderr, "dblock-bench: peers plot skipped: no `peers` rows\n");
 
     for (const auto& [out, script] : charts) {
       auto file = dir / (fs::path(out).stem().string() + ".gp");

@@ -17,6 +17,8 @@ namespace dblock_bench {
 //   DIR/NAME-table-size.png   table-size p50 by other leases present per backend/strategy
 //   DIR/NAME-shapes.png       grants/s per backend/strategy and line-up of holders
 //                             (`exclusive`, `shared`, `semaphore` rows)
+//   DIR/NAME-peers.png        per backend, dblock's strategies and the peer library beside them:
+//                             uncontended p50, hand-off p50, grants/s and Jain's index (`peers`)
 // A plot without rows, or a gnuplot that is missing or fails, gives one line on stderr;
 // never throws.
 void write_plots(const std::string& csv_path, const std::vector<Row>& rows);
