@@ -32,7 +32,7 @@ std::string built_backends() {
   s += ", mysql";
 #endif
 #ifdef DBLOCK_WITH_REDIS
-  s += ", redis, redlock";
+  s += ", redis, redis-sentinel, redlock";
 #endif
 #ifdef DBLOCK_WITH_ZOOKEEPER
   s += ", zookeeper";
@@ -54,6 +54,7 @@ std::unique_ptr<Backend> open_backend(const Url& url, const ClientOptions& optio
 #endif
 #ifdef DBLOCK_WITH_REDIS
   if (url.scheme == "redis") return open_redis(url, options);
+  if (url.scheme == "redis-sentinel") return open_redis_sentinel(url, options);
   if (url.scheme == "redlock") return open_redlock(url, options);
 #endif
 #ifdef DBLOCK_WITH_ZOOKEEPER
@@ -65,12 +66,13 @@ std::unique_ptr<Backend> open_backend(const Url& url, const ClientOptions& optio
 #ifdef DBLOCK_WITH_ETCD
   if (url.scheme == "etcd") return open_etcd(url, options);
 #endif
-  for (const char* known : {"postgresql", "postgres", "mysql", "mariadb", "redis", "redlock", "zookeeper", "etcd"})
+  for (const char* known :
+       {"postgresql", "postgres", "mysql", "mariadb", "redis", "redis-sentinel", "redlock", "zookeeper", "etcd"})
     if (url.scheme == known)
       throw UsageError("this dblock was built without the " + url.scheme + " backend (built: " + built_backends() +
                        ")");
   throw UsageError("unknown URL scheme '" + url.scheme +
-                   "': expected sqlite, postgresql, mysql, redis, redlock, zookeeper or etcd");
+                   "': expected sqlite, postgresql, mysql, redis, redis-sentinel, redlock, zookeeper or etcd");
 }
 
 }  // namespace dblock::detail

@@ -6,6 +6,7 @@
 #include <map>
 
 #include "backends/redis/redis_driver.hpp"
+#include "backends/redis/redis_sentinel.hpp"
 #include "backends/redis/redis_settings.hpp"
 #include "backends/redis/redlock_driver.hpp"
 #include "dblock/errors.hpp"
@@ -89,21 +90,27 @@ std::vector<LeaseInfo> list_on(Connection& c) {
 
 class RedisBackend final : public Backend {
  public:
-  RedisBackend(Target t, const ClientOptions& o)
+  RedisBackend(Target t, const ClientOptions& o, Failover failover = {})
       : pool_(opener(t), pool_limits(t, o.pool_size)),
-        sub_(o.notifications ? shared_subscriber(std::vector<Target>{t}, keys::channel) : nullptr) {
+        sub_(o.notifications ? shared_subscriber(std::vector<Target>{t}, keys::channel) : nullptr),
+        failover_(failover),
+        name_(t.sentinels ? "redis-sentinel" : "redis") {
     pool_.get();  // connect now: an unreachable server or refused credentials fail here
   }
-  std::string_view name() const noexcept override { return "redis"; }
+  std::string_view name() const noexcept override { return name_; }
   std::vector<Strategy> strategies() const override { return {Strategy::redis}; }
   // Read/write locks and semaphores on a hash of holders (redis_scripts.hpp); Redlock offers
   // neither (docs/ARCHITECTURE.md, "Lock shapes").
   Shapes shapes(Strategy s) const override { return s == Strategy::redis ? Shapes{true, true} : Shapes{}; }
   void check_name(const std::string& name) const override { keys::check_name(name); }
   std::unique_ptr<LockDriver> make_driver(Strategy s) override {
+    if (s == Strategy::redlock && name_ == "redis-sentinel")
+      throw UsageError("strategy redlock needs independent nodes (redlock://host:port,...): a Sentinel-managed "
+                       "master and its replicas are one copy of the data; use strategy redis here");
     if (s != Strategy::redis)
-      throw UsageError("the redis backend offers strategy redis only, not " + std::string(to_string(s)));
-    return std::make_unique<RedisDriver>(pool_, sub_.get());
+      throw UsageError("the " + name_ + " backend offers strategy redis only, not " +
+                       std::string(to_string(s)));
+    return std::make_unique<RedisDriver>(pool_, sub_.get(), failover_);
   }
   std::vector<std::string> migrate() override { return {}; }  // no schema: keys are made as needed
   std::size_t sweep(std::size_t) override { return 0; }       // the server expires keys itself
@@ -123,6 +130,8 @@ class RedisBackend final : public Backend {
  private:
   Pool pool_;
   std::shared_ptr<Subscriber> sub_;  // shared with the process's other Clients on this server
+  const Failover failover_;
+  const std::string name_;
 };
 
 class RedlockBackend final : public Backend {
@@ -211,6 +220,49 @@ std::unique_ptr<Backend> open_redis(const Url& url, const ClientOptions& options
   t = redis::node_target(t, url.hosts.empty() ? HostPort{} : url.hosts[0], "redis");
   t.where = url.redacted();
   return std::make_unique<redis::RedisBackend>(t, options);
+}
+
+std::unique_ptr<Backend> open_redis_sentinel(const Url& url, const ClientOptions& options) {
+  const std::string usage =
+      "a redis-sentinel URL names the Sentinels and the master's name: "
+      "redis-sentinel://[[user]:password@]host:port[,host:port...]/mastername[?db=N&replicas=N]";
+  if (url.hosts.empty() || (url.hosts.size() == 1 && url.hosts[0].host.empty()))
+    throw UsageError(usage + ", not no Sentinel");
+  if (url.path.empty()) throw UsageError(usage + ": the master's name is missing");
+  if (url.path.find('/') != std::string::npos)
+    throw UsageError(usage + ": '" + url.path + "' is not a master name (the database goes in ?db=N)");
+  auto number = [&](const std::string& key, int max) {
+    const auto& v = url.query.at(key);
+    bool digits = !v.empty() && v.size() <= 4 &&
+                  std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; });
+    if (!digits || std::stoi(v) > max)
+      throw UsageError("redis-sentinel URL: " + key + " must be a number from 0 to " + std::to_string(max) +
+                       ", not '" + v + "'");
+    return std::stoi(v);
+  };
+  Url plain = url;  // the redis:// options, without the ones read here
+  plain.query.clear();
+  plain.path.clear();
+  redis::Failover failover;
+  for (const auto& kv : url.query)
+    if (kv.first != "db" && kv.first != "replicas")
+      throw UsageError("unknown redis-sentinel URL parameter '" + kv.first + "' (known: db, replicas)");
+  auto t = redis::base_target(plain, options);
+  if (url.query.count("db")) t.db = number("db", 9999);
+  if (url.query.count("replicas")) failover.replicas = number("replicas", 100);
+  // A failover takes a few seconds (the Sentinels' down-after-milliseconds, their election,
+  // the promotion): an attempt looks for the new master for up to one statement timeout.
+  failover.retry_for = options.statement_timeout;
+  failover.wait_timeout = std::max(milliseconds{1}, options.statement_timeout / 2);
+  auto sentinels = std::make_shared<redis::Sentinels>();
+  sentinels->master = url.path;
+  for (const auto& hp : url.hosts)
+    sentinels->addresses.push_back(HostPort{hp.host, hp.port ? hp.port : 26379});
+  t.sentinels = std::move(sentinels);
+  t.host.clear();
+  t.port = 0;
+  t.where = url.redacted();
+  return std::make_unique<redis::RedisBackend>(t, options, failover);
 }
 
 std::unique_ptr<Backend> open_redlock(const Url& url, const ClientOptions& options) {

@@ -99,6 +99,11 @@ Connection::~Connection() {
 }
 
 void Connection::open(const Target& t, milliseconds connect_timeout) {
+  if (t.sentinels) open_primary(t, connect_timeout);
+  else open_node(t, connect_timeout);
+}
+
+void Connection::open_node(const Target& t, milliseconds connect_timeout) {
   ctx_ = redisConnectWithTimeout(t.host.c_str(), t.port, to_timeval(connect_timeout));
   if (!ctx_) throw UnavailableError("redis: cannot allocate a connection to " + where_);
   if (ctx_->err) {
@@ -141,8 +146,17 @@ void Connection::fail_io() {
   throw InternalError("redis: protocol error from " + where_ + ": " + what);
 }
 
+void Connection::abandon(const char* why) noexcept {
+  if (!ctx_ || ctx_->err) return;
+  ctx_->err = REDIS_ERR_OTHER;
+  std::snprintf(ctx_->errstr, sizeof(ctx_->errstr), "%s", why);
+}
+
 void Connection::fail_reply(const redisReply& r) {
   std::string text(r.str, r.len);
+  if (follows_primary_)
+    for (const char* moved : {"LOADING", "READONLY", "MASTERDOWN"})
+      if (is_error(r, moved)) abandon("not the master now");
   for (const char* down : {"LOADING", "READONLY", "MASTERDOWN", "BUSY", "TRYAGAIN", "CLUSTERDOWN"})
     if (is_error(r, down)) throw UnavailableError("redis: " + where_ + " cannot serve now: " + text);
   for (const char* denied : {"NOAUTH", "WRONGPASS", "NOPERM"})

@@ -19,6 +19,8 @@ namespace dblock::detail::redis {
 
 using std::chrono::milliseconds;
 
+struct Sentinels;
+
 // Where and how to connect. `where` names the server in messages: never the password.
 struct Target {
   std::string host = "127.0.0.1";
@@ -29,6 +31,9 @@ struct Target {
   milliseconds connect_timeout{5000};
   milliseconds command_timeout{5000};
   std::string where;
+  // Set: host and port are not used; each connection asks these Sentinels for the master
+  // (redis_sentinel.hpp).
+  std::shared_ptr<const Sentinels> sentinels;
 };
 
 struct ReplyDeleter {
@@ -99,13 +104,20 @@ class Connection {
   // Throws the dblock error for this connection's I/O failure.
   [[noreturn]] void fail_io();
   // Throws the dblock error for an error reply (NOSCRIPT included: callers check it first).
+  // On a connection that follows a Sentinel-managed master, an answer saying this server is
+  // no longer (or not yet) the master also makes it unusable, so that the pool drops it.
   [[noreturn]] void fail_reply(const redisReply& r);
+  // Makes the connection unusable (the pool drops it), saying why.
+  void abandon(const char* why) noexcept;
 
  private:
   void open(const Target& t, milliseconds connect_timeout);
+  void open_node(const Target& t, milliseconds connect_timeout);
+  void open_primary(const Target& t, milliseconds connect_timeout);  // redis_sentinel.cpp
   redisContext* ctx_ = nullptr;
   std::string where_;
   milliseconds command_timeout_;
+  bool follows_primary_ = false;  // opened through Sentinels
 };
 
 // EVALSHA (by_sha) or EVAL of the script with these keys and args, in RESP form.

@@ -1,6 +1,7 @@
 #include "backends/redis/redis_driver.hpp"
 
 #include <algorithm>
+#include <thread>
 
 #include "dblock/errors.hpp"
 
@@ -25,7 +26,44 @@ Answer parse_answer(const redisReply& r, milliseconds ttl) {
   return Answer{false, 0, milliseconds{std::max<std::int64_t>(0, as_int(*r.element[2]))}};
 }
 
+void confirm_replicated(Connection& c, const Failover& failover, milliseconds ttl,
+                        const std::function<void(Connection&)>& undo) {
+  if (failover.replicas <= 0) return;
+  const auto limit = std::max(milliseconds{1}, std::min(failover.wait_timeout, ttl / 2));
+  auto acked = as_int(*c.command({"WAIT", std::to_string(failover.replicas), std::to_string(limit.count())}));
+  if (acked >= failover.replicas) return;
+  if (undo) {
+    try {
+      undo(c);
+    } catch (const Error&) {  // best effort: the TTL frees what it could not
+    }
+  }
+  c.abandon("too few replicas acknowledged");
+  const auto asked = std::to_string(failover.replicas);
+  throw UnavailableError("redis: " + std::to_string(acked) + " of the " + asked + " replicas asked for (replicas=" +
+                         asked + ") acknowledged a write on " + c.where() + " within " +
+                         std::to_string(limit.count()) + " ms");
+}
+
 namespace {
+
+// Tries `call` again while the master cannot be reached or is not the master (an
+// UnavailableError: refused, dropped, READONLY, LOADING, MASTERDOWN, too few replicas), for up
+// to retry_for: each try takes a new connection, which asks the Sentinels where the master is.
+template <class Call>
+auto following_master(milliseconds retry_for, Call call) {
+  const auto until = std::chrono::steady_clock::now() + retry_for;
+  milliseconds pause{50};
+  for (;;) {
+    try {
+      return call();
+    } catch (const UnavailableError&) {
+      if (std::chrono::steady_clock::now() + pause >= until) throw;
+    }
+    std::this_thread::sleep_for(pause);
+    pause = std::min(pause * 2, milliseconds{500});
+  }
+}
 
 // How long a writer that found readers keeps new readers out (the hash's ':writer' mark, on
 // the server's clock): this, or what is left of the writer's wait if less, so a try-lock
@@ -57,13 +95,15 @@ void refuse_mismatch(const redisReply& r, const AcquireRequest& req) {
 // found again by owner and fence.
 class ShapedGrant final : public GrantHandle {
  public:
-  ShapedGrant(Pool& pool, std::string name, std::string owner, std::uint64_t fence)
-      : pool_(pool), name_(std::move(name)), owner_(std::move(owner)), fence_(std::to_string(fence)) {}
+  ShapedGrant(Pool& pool, const Failover& failover, std::string name, std::string owner, std::uint64_t fence)
+      : pool_(pool), failover_(failover), name_(std::move(name)), owner_(std::move(owner)),
+        fence_(std::to_string(fence)) {}
   Renewal renew(milliseconds ttl, int holds) override {
     auto c = pool_.get();
     auto reply =
         c->eval(shaped_renew_script(), {name_}, {owner_, fence_, std::to_string(ttl.count()), std::to_string(holds)});
     if (reply->type == REDIS_REPLY_NIL) return Renewal{false, milliseconds{0}};
+    if (ttl.count() > 0) confirm_replicated(*c, failover_, ttl);
     return Renewal{true, milliseconds{as_int(*reply)}};
   }
   bool release() override {
@@ -76,14 +116,25 @@ class ShapedGrant final : public GrantHandle {
   }
 
  private:
-  Pool& pool_;  // the backend's, which outlives every grant (as the driver does)
+  Pool& pool_;                // the backend's, which outlives every grant (as the driver does)
+  const Failover& failover_;  // the driver's, likewise
   const std::string name_, owner_, fence_;
 };
 
 }  // namespace
 
 Attempt RedisDriver::try_acquire(AcquireRequest& r) {
+  // A retry after an answer that never came is safe: a grant it may have made names our
+  // owner, and the acquire scripts take such a leftover over with a new fence.
+  return following_master(failover_.retry_for, [&] { return attempt(r); });
+}
+
+Attempt RedisDriver::attempt(AcquireRequest& r) {
   auto c = pool_.get();
+  // A grant too few replicas have is given back at once (else its TTL frees it).
+  auto replicated = [&](const Script& undo, const std::vector<std::string>& args) {
+    confirm_replicated(*c, failover_, r.ttl, [&](Connection& on) { on.eval(undo, {r.name}, args); });
+  };
   if (r.mode == Mode::exclusive && r.permits == 1) {
     // The plain record (redis-py's key). Attempt "-": nothing undoes a single server's grant.
     // Fence floor "": the server's clock.
@@ -92,7 +143,9 @@ Attempt RedisDriver::try_acquire(AcquireRequest& r) {
                           std::to_string(std::min(writer_mark, r.wait).count())});
     refuse_mismatch(*reply, r);
     auto a = parse_answer(*reply, r.ttl);
-    return a.granted ? keyed_grant(*this, r, a.fence, a.remaining) : Attempt::busy(a.remaining);
+    if (!a.granted) return Attempt::busy(a.remaining);
+    replicated(free_script(), {r.owner, "fence", std::to_string(a.fence), keys::channel});
+    return keyed_grant(*this, r, a.fence, a.remaining);
   }
   auto reply = c->eval(shaped_acquire_script(), {r.name, keys::fence(r.name)},
                        {r.owner, std::to_string(r.ttl.count()), sub_ ? "1" : "0", now_ms_text(),
@@ -100,7 +153,9 @@ Attempt RedisDriver::try_acquire(AcquireRequest& r) {
   refuse_mismatch(*reply, r);
   auto a = parse_answer(*reply, r.ttl);
   if (!a.granted) return Attempt::busy(a.remaining);
-  return Attempt{std::make_unique<ShapedGrant>(pool_, r.name, r.owner, a.fence), a.fence, a.remaining, nullptr};
+  replicated(shaped_release_script(), {r.owner, std::to_string(a.fence), keys::channel});
+  return Attempt{std::make_unique<ShapedGrant>(pool_, failover_, r.name, r.owner, a.fence), a.fence, a.remaining,
+                 nullptr};
 }
 
 Renewal RedisDriver::renew(const std::string& name, const std::string& owner, std::uint64_t fence, milliseconds ttl,
@@ -109,6 +164,7 @@ Renewal RedisDriver::renew(const std::string& name, const std::string& owner, st
   auto reply = c->eval(renew_script(), {name},
                        {owner, std::to_string(fence), std::to_string(ttl.count()), std::to_string(holds)});
   if (reply->type == REDIS_REPLY_NIL) return Renewal{false, milliseconds{0}};
+  if (ttl.count() > 0) confirm_replicated(*c, failover_, ttl);  // a count given back needs no copy
   return Renewal{true, milliseconds{as_int(*reply)}};
 }
 

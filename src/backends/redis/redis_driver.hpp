@@ -2,6 +2,7 @@
 // (redis_scripts.hpp) on a pooled connection.
 #pragma once
 
+#include <functional>
 #include <memory>
 
 #include "backends/redis/redis_connection.hpp"
@@ -12,10 +13,23 @@
 
 namespace dblock::detail::redis {
 
+// What a master that Sentinels fail over asks of the strategy (redis-sentinel URLs); the
+// defaults are a single server's.
+struct Failover {
+  // How long an attempt keeps looking for the master after a connection to it failed or met
+  // a replica (each try opens a new connection, which asks the Sentinels again); 0: one try.
+  milliseconds retry_for{0};
+  // WAIT for this many replicas after each grant and renewal: a grant is answered, and a
+  // renewal counted, only once they have it. 0: not asked.
+  int replicas = 0;
+  milliseconds wait_timeout{0};  // WAIT's own limit (also at most half the TTL asked)
+};
+
 class RedisDriver final : public LockDriver {
  public:
   // subscriber: null when notifications are off (waiters poll).
-  RedisDriver(Pool& pool, Subscriber* subscriber) : pool_(pool), sub_(subscriber) {}
+  RedisDriver(Pool& pool, Subscriber* subscriber, Failover failover = {})
+      : pool_(pool), sub_(subscriber), failover_(failover) {}
   Attempt try_acquire(AcquireRequest& r) override;
   // A grant's renewal and release (its handle is a KeyedGrant).
   Renewal renew(const std::string& name, const std::string& owner, std::uint64_t fence, milliseconds ttl,
@@ -25,9 +39,17 @@ class RedisDriver final : public LockDriver {
   std::unique_ptr<ReleaseWatch> watch(const std::string& name) override { return sub_ ? sub_->watch(name) : nullptr; }
 
  private:
+  Attempt attempt(AcquireRequest& r);
   Pool& pool_;
   Subscriber* sub_;
+  const Failover failover_;
 };
+
+// After a write on c: when failover.replicas > 0, WAITs for that many replicas to have it.
+// Too few within the time: `undo` (if any) runs on c, the connection is dropped (its server may
+// be a master cut off from its replicas) and UnavailableError thrown.
+void confirm_replicated(Connection& c, const Failover& failover, milliseconds ttl,
+                        const std::function<void(Connection&)>& undo = nullptr);
 
 // One server's answer to the acquire script (see acquire_script()): granted with a fence
 // (for the TTL asked), or busy with the holder's time left.

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 
+#include "backends/redis/redis_sentinel.hpp"
 #include "core/process_shared.hpp"
 #include "core/wake_table.hpp"
 
@@ -135,7 +136,8 @@ void Subscriber::run() {
 std::shared_ptr<Subscriber> shared_subscriber(const std::vector<Target>& servers, const std::string& channel) {
   std::string key = channel;
   for (const auto& t : servers)
-    key += '\n' + t.host + ':' + std::to_string(t.port) + '/' + std::to_string(t.db) + ' ' + t.user + ' ' + t.password;
+    key += '\n' + (t.sentinels ? t.sentinels->key() : t.host + ':' + std::to_string(t.port)) + '/' +
+           std::to_string(t.db) + ' ' + t.user + ' ' + t.password;
   return process_shared<Subscriber>(key, [&] { return std::make_shared<Subscriber>(servers, channel); });
 }
 
