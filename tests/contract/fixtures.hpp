@@ -132,7 +132,15 @@ struct Redlock : RedisFixture {
   static constexpr Strategy strategy = Strategy::redlock;
   Redlock() : RedisFixture("DBLOCK_TEST_REDLOCK_URL") {}
 };
-#define DBLOCK_REDIS_FIXTURES , dblock::test::RedisLock, dblock::test::Redlock
+// The redis strategy on the master that three Sentinels name (DBLOCK_TEST_REDIS_SENTINEL_URL):
+// the same promises, through the Sentinels' resolution.
+struct SentinelLock : RedisFixture {
+  static constexpr Strategy strategy = Strategy::redis;
+  static constexpr bool offers_shared = true;
+  static constexpr bool offers_semaphore = true;
+  SentinelLock() : RedisFixture("DBLOCK_TEST_REDIS_SENTINEL_URL") {}
+};
+#define DBLOCK_REDIS_FIXTURES , dblock::test::RedisLock, dblock::test::Redlock, dblock::test::SentinelLock
 #else
 #define DBLOCK_REDIS_FIXTURES
 #endif

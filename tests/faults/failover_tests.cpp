@@ -3,7 +3,8 @@
 // SIGKILL while a lock is held, another elected, the killed node brought back
 // (DBLOCK_TEST_ZK_ENSEMBLE_FAILOVER does all three); a PostgreSQL primary killed and its
 // synchronous standby promoted (postgresql-replicated, DBLOCK_TEST_PG_REPLICATED_FAILOVER); a
-// MariaDB primary killed and its semi-synchronous replica promoted (mysql-replicated).
+// MariaDB primary killed and its semi-synchronous replica promoted (mysql-replicated); a Redis
+// primary killed and its replica promoted by three Sentinels (redis-sentinel).
 // A ZooKeeper session outlives a leader change that fits in its timeout, so the lock stays
 // held, and a fence (the node's creation zxid, whose high half is the leader's epoch) never
 // goes backwards across one. Five failovers in CI (the ZooKeeper client's server is one of
@@ -40,10 +41,18 @@ auto reconnecting(Call call) {
   }
 }
 
+// What hold_across_failovers saw, for topologies where a held lock may be lost (Redis).
+struct Tally {
+  int rounds = 0;
+  int lost = 0;   // rounds in which the holder's lock was lost (lost(), on_lost, or its release said so)
+  int taken = 0;  // rounds in which another client got the lock while its holder still held it
+};
+
 // Holds `name` with `o` on `url` across DBLOCK_FAILOVER_ROUNDS (else `rounds`) runs of
-// `failover`: the lock stays held by its holder, another client is kept out, and the next
-// holder's fence is above.
-void hold_across_failovers(const std::string& url, const char* failover, dblock::LockOptions o, int rounds = 5) {
+// `failover`: the next holder's fence is above every earlier fence, and (must_hold) the lock
+// stays held by its holder and another client is kept out; otherwise those are counted.
+Tally hold_across_failovers(const std::string& url, const char* failover, dblock::LockOptions o, int rounds = 5,
+                            bool must_hold = true) {
   // A server that just failed over may still refuse a connection now and then.
   auto open = [&url] { return reconnecting([&url] { return dblock::Client::open(url); }); };
   auto a = open(), b = open();
@@ -88,30 +97,47 @@ void hold_across_failovers(const std::string& url, const char* failover, dblock:
     }
   } join{done, probe};
   if (const char* env = std::getenv("DBLOCK_FAILOVER_ROUNDS"); env && *env) rounds = std::atoi(env);
-  std::uint64_t last = 0;
+  Tally tally;
+  std::uint64_t last = 0;  // the greatest fence granted so far
   for (int round = 0; round < rounds; ++round) {
     INFO("round " << round + 1);
     auto held = reconnecting([&] { return a->lock("job", o).acquire(); });
     CHECK(held.fence() > last);
+    last = std::max(last, held.fence());
     gap_ms = 0;
+    const int lost_before = lost;
     REQUIRE(std::system(failover) == 0);
     std::printf("failover %d: the probe's longest wait between grants: %lld ms\n", round + 1, gap_ms.load());
-    CHECK_FALSE(held.lost());
-    CHECK_FALSE(reconnecting([&] { return b->lock("job", o).try_acquire(); }));  // still held
-    const auto fence = held.fence();
-    CHECK_NOTHROW(reconnecting([&] {
-      held.release();
-      return 0;
-    }));
+    ++tally.rounds;
+    bool was_lost = held.lost();
+    if (must_hold) CHECK_FALSE(was_lost);
+    if (auto thief = reconnecting([&] { return b->lock("job", o).try_acquire(); })) {  // else still held
+      if (must_hold) FAIL_CHECK("another client got the lock its holder still held");
+      ++tally.taken;
+      CHECK(thief->fence() > last);
+      last = std::max(last, thief->fence());
+      CHECK_NOTHROW(thief->release());
+    }
+    try {
+      reconnecting([&] {
+        held.release();
+        return 0;
+      });
+    } catch (const dblock::LockLostError&) {
+      if (must_hold) FAIL_CHECK("the holder's release found the lock lost");
+      was_lost = true;
+    }
+    if (was_lost || lost != lost_before) ++tally.lost;
     auto next = reconnecting([&] { return b->lock("job", o).try_acquire(10s); });
     REQUIRE(next);
-    CHECK(next->fence() > fence);
-    last = next->fence();
+    CHECK(next->fence() > last);
+    last = std::max(last, next->fence());
     CHECK_NOTHROW(next->release());
   }
   join.stop();
   CHECK(probe_error == "");
-  CHECK(lost == 0);
+  if (must_hold) CHECK(lost == 0);
+  return tally;
 }
 
 const char* failover_command(const char* variable) {
@@ -237,4 +263,33 @@ TEST_CASE("postgresql primary and asynchronous standby: a failover loses the gra
   CHECK(held.lost());
   CHECK(lost == 1);
   next->release();
+}
+
+// Redis with Sentinel: replication is asynchronous, so a promoted replica may lack the last
+// grants and renewals (the lock free while its holder runs on) and the fence counter's last
+// writes; the fence's clock floor (the server's TIME, here the same machine's clock) keeps
+// fences increasing anyway. Without WAIT a held lock may therefore be lost: counted and
+// printed, not failed (the grant here is minutes old in Redis terms by the time of the kill,
+// so a loss is rare in this shape; the torture run grants during the kill). With replicas=1 a
+// grant and each renewal are answered only once the replica has them, and the replica is the
+// one promoted: the lock must stay held. Fences must increase either way.
+TEST_CASE("redis primary, replica and three sentinels: fences keep increasing across failovers; with "
+          "replicas=1 a held lease outlives them",
+          "[redis][failover]") {
+  const auto url = dblock::test::server_url("DBLOCK_TEST_REDIS_SENTINEL_URL");
+  const char* failover = failover_command("DBLOCK_TEST_REDIS_SENTINEL_FAILOVER");
+  // A database of its own (the topology has 4096), so that no earlier run's keys are met.
+  const auto db = "db=" + std::to_string(1 + std::random_device{}() % 4095);
+  for (const std::string query : {"?" + db, "?" + db + "&replicas=1"}) {
+    INFO(query);
+    dblock::LockOptions o;
+    o.strategy = dblock::Strategy::redis;
+    // Renewals fail from the kill until a master answers (and, with replicas=1, until the
+    // restarted node replicates it): 3-5 s here.
+    o.ttl = 10s;
+    const bool waits = query.find("replicas=") != std::string::npos;
+    auto t = hold_across_failovers(url + query, failover, o, 3, waits);
+    std::printf("redis-sentinel %s: %d failovers, held lock lost in %d, taken by another while held in %d\n",
+                waits ? "replicas=1" : "without WAIT", t.rounds, t.lost, t.taken);
+  }
 }

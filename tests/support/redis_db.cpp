@@ -37,9 +37,43 @@ std::string redis_raw(const dblock::detail::HostPort& hp, const std::vector<std:
   return out;
 }
 
+dblock::detail::HostPort sentinel_master(const dblock::detail::Url& url) {
+  for (const auto& s : url.hosts) {
+    timeval tv{2, 0};
+    redisContext* c = redisConnectWithTimeout(s.host.c_str(), s.port ? s.port : 26379, tv);
+    if (!c || c->err) {
+      if (c) redisFree(c);
+      continue;
+    }
+    auto* r =
+        static_cast<redisReply*>(redisCommand(c, "SENTINEL get-master-addr-by-name %s", url.path.c_str()));
+    dblock::detail::HostPort hp;
+    if (r && r->type == REDIS_REPLY_ARRAY && r->elements == 2) {
+      hp.host.assign(r->element[0]->str, r->element[0]->len);
+      hp.port = std::stoi(std::string(r->element[1]->str, r->element[1]->len));
+    }
+    if (r) freeReplyObject(r);
+    redisFree(c);
+    if (hp.port) return hp;
+  }
+  FAIL("no Sentinel of " << url.redacted() << " names a master '" << url.path << "'");
+  return {};
+}
+
+namespace {
+// The servers whose databases a test URL uses: its nodes, or the master its Sentinels name.
+std::vector<dblock::detail::HostPort> data_servers(const dblock::detail::Url& url) {
+  if (url.scheme == "redis-sentinel") return {sentinel_master(url)};
+  return url.hosts;
+}
+}  // namespace
+
 std::string with_fresh_redis_db(const std::string& url) {
   auto parsed = dblock::detail::parse_url(url);
-  REQUIRE(parsed.path.empty());
+  const bool sentinel = parsed.scheme == "redis-sentinel";
+  REQUIRE(parsed.path.empty() == !sentinel);
+  REQUIRE(parsed.query.empty());
+  parsed.hosts = data_servers(parsed);
   REQUIRE_FALSE(parsed.hosts.empty());
   auto databases = redis_raw(parsed.hosts[0], {"CONFIG", "GET", "databases"});
   INFO("CONFIG GET databases on the first server: '" << databases << "'");
@@ -49,13 +83,14 @@ std::string with_fresh_redis_db(const std::string& url) {
   // Database 0 is left to the benchmark and to people trying things by hand.
   const int db = 1 + static_cast<int>(std::random_device{}() % static_cast<unsigned>(n - 1));
   for (const auto& hp : parsed.hosts) REQUIRE(redis_raw(hp, {"FLUSHDB"}, db) == "OK");
-  return url + "/" + std::to_string(db);
+  return url + (sentinel ? "?db=" : "/") + std::to_string(db);
 }
 
 void drop_redis_db(const std::string& url) noexcept {
   try {
     auto parsed = dblock::detail::parse_url(url);
-    for (const auto& hp : parsed.hosts) redis_raw(hp, {"FLUSHDB"}, std::stoi(parsed.path));
+    const int db = std::stoi(parsed.scheme == "redis-sentinel" ? parsed.query.at("db") : parsed.path);
+    for (const auto& hp : data_servers(parsed)) redis_raw(hp, {"FLUSHDB"}, db);
   } catch (...) {  // best effort: a test's leftovers, in a database nobody else picks soon
   }
 }

@@ -16,8 +16,12 @@ namespace dblock::test {
 // drops.
 std::string redis_raw(const dblock::detail::HostPort& hp, const std::vector<std::string>& argv, int db = 0);
 
-// `url` (redis:// or redlock://, without a database) with an unused database appended:
-// picked at random among the servers' databases, and emptied on every node first.
+// The master that a redis-sentinel URL's Sentinels name now (the first that answers).
+dblock::detail::HostPort sentinel_master(const dblock::detail::Url& url);
+
+// `url` (redis://, redlock:// or redis-sentinel://, without a database) with an unused
+// database appended (redis-sentinel: as ?db=N): picked at random among the servers'
+// databases, and emptied on every node (the master) first.
 std::string with_fresh_redis_db(const std::string& url);
 // Empties the database of such a URL on every node (the fence counters never expire).
 void drop_redis_db(const std::string& url) noexcept;
