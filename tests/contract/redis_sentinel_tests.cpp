@@ -1,9 +1,12 @@
 // What only redis-sentinel:// adds to the redis strategy (whose promises the contract suite's
 // SentinelLock fixture checks): its URL, finding the master through the Sentinels, and the
 // replicas=N option. Failovers are tests/faults/failover_tests.cpp's.
+#include <algorithm>
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <cstdio>
 #include <string>
+#include <vector>
 
 #include "contract/fixtures.hpp"
 #include "core/url.hpp"
@@ -101,4 +104,35 @@ TEST_CASE("redis-sentinel: with replicas=N a grant only counts once N replicas h
   auto l = one->lock("w").try_acquire();  // free: the failed grants were given back
   REQUIRE(l);
   l->release();
+}
+
+// Measured, not asserted: the median uncontended acquire + release cycle on the master
+// directly (redis://), through the Sentinels, and with replicas=1 (each grant then also
+// waits for the replica's acknowledgement of its WAIT). Printed for docs/ARCHITECTURE.md.
+TEST_CASE("redis-sentinel: what following the master and replicas=1 cost, uncontended", "[redis-sentinel]") {
+  const auto url = dblock::test::with_fresh_redis_db(sentinel_url());
+  const auto parsed = dblock::detail::parse_url(url);
+  const auto master = dblock::test::sentinel_master(parsed);
+  const auto direct = "redis://" + master.host + ":" + std::to_string(master.port) + "/" + parsed.query.at("db");
+  auto median_us = [](const std::string& u) {
+    auto c = dblock::Client::open(u);
+    auto lock = c->lock("cycle");
+    std::vector<long long> us;
+    for (int i = 0; i < 400; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      auto l = lock.try_acquire();
+      REQUIRE(l);
+      l->release();
+      const auto took = std::chrono::steady_clock::now() - t0;
+      us.push_back(std::chrono::duration_cast<std::chrono::microseconds>(took).count());
+    }
+    std::sort(us.begin(), us.end());
+    return us[us.size() / 2];
+  };
+  // Interleaved twice, so that a slow stretch of the shared machine does not land on one only.
+  for (int pass = 1; pass <= 2; ++pass) {
+    const auto d = median_us(direct), s = median_us(url), w = median_us(url + "&replicas=1");
+    std::printf("pass %d: p50 acquire+release: redis:// %lld us, redis-sentinel:// %lld us, replicas=1 %lld us\n",
+                pass, d, s, w);
+  }
 }
