@@ -66,7 +66,8 @@ class Pool {
   };
 
   // An idle connection the server still has, or a new one; waits up to Limits::wait while
-  // max_open are borrowed, then throws TimeoutError. Connects without holding the lock.
+  // max_open are borrowed, then throws TimeoutError. Connects, and checks an idle connection
+  // (which may ask another server, as a Sentinel-managed Redis one does), without the lock.
   Handle get() {
     std::unique_lock lk(mutex_);
     if (!freed_.wait_for(lk, limits_.wait, [&] { return !idle_.empty() || open_count_ < limits_.max_open; }))
@@ -74,9 +75,12 @@ class Pool {
                          " ms (pool of " + std::to_string(limits_.max_open) + ")");
     while (!idle_.empty()) {
       auto c = std::move(idle_.back());
-      idle_.pop_back();
+      idle_.pop_back();  // borrowed from here on: its slot stays counted
+      lk.unlock();
       if (c->still_connected()) return Handle(*this, std::move(c));
-      --open_count_;  // closed under us (a server restart): replace it
+      c.reset();  // closed under us (a server restart): replace it
+      lk.lock();
+      --open_count_;
     }
     ++open_count_;  // the slot is ours; connect outside the lock
     lk.unlock();

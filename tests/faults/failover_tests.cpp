@@ -363,4 +363,50 @@ TEST_CASE("redis sentinel: a grant the replica never got is lost without WAIT, k
     }
   }
 }
+
+// SENTINEL FAILOVER promotes the replica while the old master keeps running: it still says it
+// is the master, and takes writes from the connections it has, until the Sentinels make it a
+// replica seconds later. A holder that kept renewing there would lose its key on the new master
+// at its TTL while it believes it holds the lock. Its connections ask a Sentinel again at most a
+// second apart (Connection::still_connected), so its renewals move to the new master in time.
+TEST_CASE("redis sentinel: after a forced failover that leaves the old master running, a held lease "
+          "outlives its TTL on the new master",
+          "[redis][failover]") {
+  const auto url = dblock::test::server_url("DBLOCK_TEST_REDIS_SENTINEL_URL") + "?db=" +
+                   std::to_string(1 + std::random_device{}() % 4095);
+  const auto parsed = dblock::detail::parse_url(url);
+  auto a = reconnecting([&] { return dblock::Client::open(url); });
+  dblock::LockOptions o;
+  o.strategy = dblock::Strategy::redis;
+  o.ttl = 3s;
+  auto held = a->lock("forced", o).acquire();
+  const auto old_master = dblock::test::sentinel_master(parsed);
+  REQUIRE(dblock::test::redis_raw(parsed.hosts[0], {"SENTINEL", "FAILOVER", parsed.path}) == "OK");
+  auto moved = [&] {
+    auto m = dblock::test::sentinel_master(parsed);
+    return m.host != old_master.host || m.port != old_master.port;
+  };
+  for (int i = 0; i < 150 && !moved(); ++i) std::this_thread::sleep_for(100ms);
+  REQUIRE(moved());
+  std::this_thread::sleep_for(2 * o.ttl);  // past the TTL the new master had from the last renewal it saw
+  // Opened now, so on the new master (a client opened before could still be on the old one).
+  auto b = reconnecting([&] { return dblock::Client::open(url); });
+  CHECK_FALSE(held.lost());
+  CHECK_FALSE(reconnecting([&] { return b->lock("forced", o).try_acquire(); }));
+  const auto fence = held.fence();
+  CHECK_NOTHROW(reconnecting([&] {
+    held.release();
+    return 0;
+  }));
+  auto next = reconnecting([&] { return b->lock("forced", o).try_acquire(10s); });
+  REQUIRE(next);
+  CHECK(next->fence() > fence);
+  next->release();
+  // The old master made a replica again, for the next test's failover.
+  auto demoted = [&] {
+    return dblock::test::redis_raw(old_master, {"INFO", "replication"}).find("role:slave") != std::string::npos;
+  };
+  for (int i = 0; i < 300 && !demoted(); ++i) std::this_thread::sleep_for(100ms);
+  CHECK(demoted());
+}
 #endif  // DBLOCK_TEST_REDIS

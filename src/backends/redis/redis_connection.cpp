@@ -125,11 +125,12 @@ void Connection::open_node(const Target& t, milliseconds connect_timeout) {
   if (t.db != 0) command({"SELECT", std::to_string(t.db)});
 }
 
-bool Connection::still_connected() const noexcept {
+bool Connection::still_connected() noexcept {
   if (!usable()) return false;
   // An idle connection has nothing to read; readable means EOF (or garbage): either way unusable.
   pollfd p{ctx_->fd, POLLIN, 0};
-  return poll(&p, 1, 0) == 0;
+  if (poll(&p, 1, 0) != 0) return false;
+  return !follows_primary_ || master_still_here();
 }
 
 void Connection::set_timeout(milliseconds t) {

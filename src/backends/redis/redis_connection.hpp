@@ -91,8 +91,12 @@ class Connection {
   // False once an I/O error or timeout left the connection in an unknown state.
   bool usable() const noexcept { return ctx_ && ctx_->err == 0; }
   // For a connection that sat idle: false if the server closed it meanwhile (a restart), so
-  // that a pool hands out a fresh one instead of failing the next command.
-  bool still_connected() const noexcept;
+  // that a pool hands out a fresh one instead of failing the next command. One opened through
+  // Sentinels is also false once a Sentinel names another master (asked at most every
+  // `reconfirm_every`): a failover that leaves the old master running (a forced failover, a
+  // partition) is not told to its clients until it is reconfigured, seconds later.
+  bool still_connected() noexcept;
+  static constexpr milliseconds reconfirm_every{1000};
   redisContext* context() noexcept { return ctx_; }
   const std::string& where() const noexcept { return where_; }
 
@@ -114,10 +118,16 @@ class Connection {
   void open(const Target& t, milliseconds connect_timeout);
   void open_node(const Target& t, milliseconds connect_timeout);
   void open_primary(const Target& t, milliseconds connect_timeout);  // redis_sentinel.cpp
+  bool master_still_here() noexcept;                                  // redis_sentinel.cpp
   redisContext* ctx_ = nullptr;
   std::string where_;
   milliseconds command_timeout_;
   bool follows_primary_ = false;  // opened through Sentinels
+  // Opened through Sentinels: how to ask them, the master found, and when one last named it.
+  std::unique_ptr<Target> asked_;
+  std::string master_host_;
+  int master_port_ = 0;
+  std::chrono::steady_clock::time_point confirmed_{};
 };
 
 // EVALSHA (by_sha) or EVAL of the script with these keys and args, in RESP form.

@@ -73,6 +73,10 @@ void Connection::open_primary(const Target& t, milliseconds connect_timeout) {
           std::string(role->element[0]->str, role->element[0]->len) == "master") {
         s.preferred = i;
         follows_primary_ = true;
+        asked_ = std::make_unique<Target>(t);
+        master_host_ = hp.host;
+        master_port_ = hp.port;
+        confirmed_ = std::chrono::steady_clock::now();
         return;
       }
       why = "sentinel " + s.addresses[i].host + ":" + std::to_string(s.addresses[i].port) + " named " + hp.host +
@@ -87,6 +91,24 @@ void Connection::open_primary(const Target& t, milliseconds connect_timeout) {
   where_ = t.where;
   // The last reason only: one line, and the others are usually the same.
   throw UnavailableError("redis: no master '" + s.master + "' found through " + t.where + ": " + why);
+}
+
+// One Sentinel (the one that last named a master that proved right) is asked: another name
+// means a failover happened, and the connection goes. One that cannot answer, or has not yet
+// heard of a failover, leaves it: the next check, or the server's own READONLY once the
+// Sentinels reconfigure it, catches up.
+bool Connection::master_still_here() noexcept {
+  const auto now = std::chrono::steady_clock::now();
+  if (!asked_ || now - confirmed_ < reconfirm_every) return true;
+  confirmed_ = now;
+  try {
+    const auto& s = *asked_->sentinels;
+    const auto ask_timeout = std::min(asked_->connect_timeout, milliseconds{1000});
+    auto hp = ask(s.addresses[s.preferred.load() % s.addresses.size()], s, *asked_, ask_timeout);
+    return hp.host == master_host_ && hp.port == master_port_;
+  } catch (const std::exception&) {
+    return true;
+  }
 }
 
 }  // namespace dblock::detail::redis
