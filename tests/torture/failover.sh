@@ -14,7 +14,9 @@
 #   tests/torture/failover.sh BUILD_DIR [SECONDS] [TOPOLOGY...]
 #   e.g. tests/torture/failover.sh build 130 postgresql-async zookeeper-ensemble
 #
-# Topologies: zookeeper-ensemble, postgresql-replicated, postgresql-async, mysql-replicated.
+# Topologies: zookeeper-ensemble, postgresql-replicated, postgresql-async, mysql-replicated,
+# redis-sentinel (whose asynchronous replication can lose a grant: its violations are counted,
+# not failed, and it runs once without WAIT and once with replicas=1).
 # Runs one after another (each fault hits the whole machine). It starts the topologies in
 # $DBLOCK_SERVICES_DIR (default /tmp/dblock-failover-services, on ports of their own) and stops
 # them at the end. Partitions need root and nft (Debian's nftables, which scripts/deps test
@@ -57,7 +59,7 @@ seconds=${2:-130}
 shift $(( $# > 1 ? 2 : 1 ))
 topologies=("$@")
 [ ${#topologies[@]} -gt 0 ] ||
-  topologies=(zookeeper-ensemble postgresql-replicated postgresql-async mysql-replicated)
+  topologies=(zookeeper-ensemble postgresql-replicated postgresql-async mysql-replicated redis-sentinel)
 torture="$build/tests/dblock_torture"
 [ -x "$torture" ] || { echo "no $torture: build the tests first" >&2; exit 64; }
 
@@ -66,6 +68,7 @@ export DBLOCK_ZK_ENSEMBLE_PORT=${DBLOCK_ZK_ENSEMBLE_PORT:-22421}
 export DBLOCK_PG_REPLICATED_PORT=${DBLOCK_PG_REPLICATED_PORT:-55431}
 export DBLOCK_PG_ASYNC_PORT=${DBLOCK_PG_ASYNC_PORT:-55433}
 export DBLOCK_MYSQL_REPLICATED_PORT=${DBLOCK_MYSQL_REPLICATED_PORT:-34481}
+export DBLOCK_REDIS_SENTINEL_PORT=${DBLOCK_REDIS_SENTINEL_PORT:-64821}
 if [ "${DBLOCK_PARTITIONS:-1}" = 1 ] && { [ "$(id -u)" != 0 ] || ! command -v nft >/dev/null; }; then
   echo "failover.sh: partitions need root and nft (scripts/deps test installs nftables): failovers only" >&2
   export DBLOCK_PARTITIONS=0
@@ -77,15 +80,16 @@ scripts/services start "${topologies[@]}"
 eval "$(scripts/services env "${topologies[@]}")"
 
 self="$PWD/tests/torture/failover.sh"
-one() {  # one TOPOLOGY STRATEGY URL
-  local topology=$1 strategy=$2 url=$3 counter="$out/$1-$2.faults"
+one() {  # one TOPOLOGY STRATEGY URL [LABEL [TORTURE ARGS...]]
+  local topology=$1 strategy=$2 url=$3 label=${4:-$2} counter="$out/$1-${4:-$2}.faults"
+  shift $(( $# > 3 ? 4 : 3 ))
   rm -f "$counter"
-  echo "failover.sh: $topology $strategy: started $(date +%T)" >&2
+  echo "failover.sh: $topology $label: started $(date +%T)" >&2
   "$torture" --url "$url" --strategy "$strategy" --seconds "$seconds" --ttl 1000ms \
     --kill-every 1500ms --stop-every 2000ms --restart-every 3000ms \
-    --restart-cmd "$(printf '%q --nemesis %q %q' "$self" "$topology" "$counter")" \
-    >"$out/$topology-$strategy.json" 2>"$out/$topology-$strategy.err" || true
-  echo "failover.sh: $topology $strategy: done $(date +%T)" >&2
+    --restart-cmd "$(printf '%q --nemesis %q %q' "$self" "$topology" "$counter")" "$@" \
+    >"$out/$topology-$label.json" 2>"$out/$topology-$label.err" || true
+  echo "failover.sh: $topology $label: done $(date +%T)" >&2
 }
 for t in "${topologies[@]}"; do
   case $t in
@@ -97,6 +101,9 @@ for t in "${topologies[@]}"; do
     mysql-replicated)
       one "$t" insert "$DBLOCK_TEST_MYSQL_REPLICATED_URL"
       one "$t" for-update "$DBLOCK_TEST_MYSQL_REPLICATED_URL" ;;
+    redis-sentinel)
+      one "$t" redis "$DBLOCK_TEST_REDIS_SENTINEL_URL" redis --allow-violations yes
+      one "$t" redis "$DBLOCK_TEST_REDIS_SENTINEL_URL?replicas=1" redis-replicas1 --allow-violations yes ;;
     *) echo "failover.sh: unknown topology $t" >&2; exit 64 ;;
   esac
 done
