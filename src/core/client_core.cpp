@@ -54,6 +54,7 @@ std::optional<Lease> ClientCore::acquire(const std::shared_ptr<ClientCore>& self
       AcquireRequest request{spec.name, owner, spec.options.ttl, wait, std::move(place), spec.options.auto_renew};
       request.mode = mode;
       request.permits = spec.options.permits;
+      request.fair = spec.options.fair;
       Attempt a = spec.driver->try_acquire(request);
       if (a.acquired()) {
         auto g = adopt(self, spec, owner, gate, a, sent, mode);

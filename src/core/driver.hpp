@@ -92,6 +92,9 @@ struct AcquireRequest {
   // mutex). Only what Backend::shapes offers for the driver's strategy reaches it.
   Mode mode = Mode::exclusive;
   std::uint32_t permits = 1;
+  // LockOptions::fair: a busy exclusive lease attempt that will wait takes a place in the
+  // name's queue (a ticket, kept in `place`), and grants go to the oldest ticket first.
+  bool fair = true;
 };
 
 // The shapes of lock a strategy offers beyond a plain exclusive one (docs/ARCHITECTURE.md,
