@@ -64,7 +64,7 @@ std::optional<Lease> ClientCore::acquire(const std::shared_ptr<ClientCore>& self
       place = std::move(a.place);
       auto now = Clock::now();
       if (deadline && now >= *deadline) break;
-      if (!watch && (watch = spec.driver->watch(spec.name))) {
+      if (!watch && (watch = spec.driver->watch(spec.name, owner))) {
         // Notified of releases (and woken at the holder's expiry anyway): polling is only a
         // safety net against a lost notification, so it starts late instead of at 1 ms.
         backoff = Backoff(milliseconds{100}, milliseconds{1000});

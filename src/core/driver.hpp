@@ -136,10 +136,12 @@ class LockDriver {
   // busy like anyone else's. (A session lock's leftover is a connection or session of its
   // own, busy until it goes.)
   virtual Attempt try_acquire(AcquireRequest& request) = 0;
-  // Release notifications for waiters (SQLite: inotify on a wake file; PostgreSQL: LISTEN;
-  // Redis: pub/sub). Null: the backend has none, and waiters back off and poll.
-  virtual std::unique_ptr<ReleaseWatch> watch(const std::string& name) {
+  // Release notifications for `owner`'s waiting on `name` (SQLite: inotify on a wake file;
+  // PostgreSQL: LISTEN; Redis: pub/sub). Null: the backend has none, and waiters back off and
+  // poll. A release that knows which owner's turn is next may wake that owner's watch only.
+  virtual std::unique_ptr<ReleaseWatch> watch(const std::string& name, const std::string& owner) {
     (void)name;
+    (void)owner;
     return nullptr;
   }
 };

@@ -6,7 +6,8 @@ namespace dblock::detail {
 
 class WakeWatch final : public ReleaseWatch {
  public:
-  WakeWatch(std::shared_ptr<WakeTable> t, std::string name) : t_(std::move(t)), name_(std::move(name)) {
+  WakeWatch(std::shared_ptr<WakeTable> t, std::string name, std::string owner)
+      : t_(std::move(t)), name_(std::move(name)), owner_(std::move(owner)) {
     auto& n = t_->names_[name_];  // the caller holds the mutex
     n.queue.push_back(this);
     seen_generation_ = n.generation;
@@ -28,24 +29,35 @@ class WakeWatch final : public ReleaseWatch {
     auto& n = t_->names_[name_];
     // A lost connection does not wake us early (that would spin); its reconnect does.
     cv_.wait_until(lk, until, [&] {
-      return t_->stop || t_->epoch != seen_epoch_ || (n.generation != seen_generation_ && n.queue.front() == this);
+      return t_->stop || t_->epoch != seen_epoch_ || handed_ != seen_handed_ ||
+             (n.generation != seen_generation_ && n.queue.front() == this);
     });
     seen_generation_ = n.generation;
     seen_epoch_ = t_->epoch;
+    seen_handed_ = handed_;
   }
 
  private:
   friend struct WakeTable;
   std::shared_ptr<WakeTable> t_;
-  std::string name_;
+  std::string name_, owner_;
   std::condition_variable cv_;
   std::uint64_t seen_generation_ = 0, seen_epoch_ = 0;
+  std::uint64_t handed_ = 0, seen_handed_ = 0;  // releases that named us next
 };
 
-void WakeTable::bump(const std::string& name) {
+void WakeTable::bump(const std::string& name, const std::string& next) {
   std::lock_guard lk(mutex);
   auto it = names_.find(name);
   if (it == names_.end()) return;
+  if (!next.empty()) {  // the queue's next: its waiter alone (in another process: nobody here)
+    for (auto* w : it->second.queue)
+      if (w->owner_ == next) {
+        ++w->handed_;
+        w->cv_.notify_one();
+      }
+    return;
+  }
   ++it->second.generation;
   it->second.queue.front()->cv_.notify_one();
 }
@@ -61,8 +73,9 @@ void WakeTable::wake_all_locked() {
     for (auto* w : n.queue) w->cv_.notify_one();
 }
 
-std::unique_ptr<ReleaseWatch> WakeTable::watch_locked(std::shared_ptr<WakeTable> table, std::string name) {
-  return std::make_unique<WakeWatch>(std::move(table), std::move(name));
+std::unique_ptr<ReleaseWatch> WakeTable::watch_locked(std::shared_ptr<WakeTable> table, std::string name,
+                                                      std::string owner) {
+  return std::make_unique<WakeWatch>(std::move(table), std::move(name), std::move(owner));
 }
 
 }  // namespace dblock::detail

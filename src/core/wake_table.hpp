@@ -29,14 +29,17 @@ struct WakeTable {
   std::uint64_t epoch = 0;
   bool stop = false;
 
-  // A release of `name` was announced: wake its first waiter (a name nobody waits for is ignored).
-  void bump(const std::string& name);
+  // A release of `name` was announced: wake its first waiter (a name nobody waits for is
+  // ignored), or, when the release named the `next` owner in the name's queue (fair waiting),
+  // that owner's waiter only, if it is one of ours.
+  void bump(const std::string& name, const std::string& next = {});
   // Every waiter retries (call with `mutex` held).
   void bump_epoch_locked();
   // Every waiter re-checks (after `stop` was set, with `mutex` held).
   void wake_all_locked();
-  // A watch on `name` (call with `mutex` held); it keeps the table alive.
-  static std::unique_ptr<ReleaseWatch> watch_locked(std::shared_ptr<WakeTable> table, std::string name);
+  // A watch on `name` by `owner` (call with `mutex` held); it keeps the table alive.
+  static std::unique_ptr<ReleaseWatch> watch_locked(std::shared_ptr<WakeTable> table, std::string name,
+                                                    std::string owner);
 
  private:
   friend class WakeWatch;

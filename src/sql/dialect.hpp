@@ -18,6 +18,8 @@
 
 #include <array>
 #include <chrono>
+#include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -129,6 +131,17 @@ enum class Statement : std::size_t {
   writer_mark,
   writer_unmark,  // (name, owner): the mark goes (the writer got in, or gave up)
   sweep_holders,  // (batch): delete up to batch expired holders and marks; affected = deleted
+  // Optional: fair waiting on the lease strategies (docs/ARCHITECTURE.md, "Fair waiting").
+  // Given, insert_acquire and optimistic_take take one parameter more, the asker's ticket:
+  // 0 asks unfairly (the queue is not looked at), no_ticket asks fairly without a ticket
+  // (any live ticket of another owner goes first), else the asker's own. A grant is made
+  // only when no live ticket of another owner is lower, and deletes the winner's ticket.
+  // (name, owner, keep_ms, ticket) -> ticket: joins the name's queue (ticket 0: a new
+  // ticket behind every other) or keeps a ticket alive (the same one, written back), for
+  // keep_ms from now.
+  queue_join,
+  queue_leave,  // (name, owner): the ticket goes (the waiter gave up); the next is woken
+  sweep_queue,  // (batch): delete up to batch expired tickets; affected = deleted
 
   // In the caller's own transaction (sql/in_transaction.hpp), where the dialect offers it:
   // (name, key, wait_ms) -> fence > 0 when held until that transaction ends; 0 busy (held by
@@ -168,6 +181,9 @@ enum class Statement : std::size_t {
   drop_schema,
   count_  // not a statement: how many there are
 };
+
+// The ticket of a fair acquire that holds none yet (queue_join): above every real ticket.
+constexpr std::int64_t no_ticket = std::numeric_limits<std::int64_t>::max();
 
 struct Dialect {
   std::string name;                  // "sqlite": the migrations/<name>/ folder too

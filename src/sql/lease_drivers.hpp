@@ -42,6 +42,28 @@ class GrantRows {
   const Statement renew_, release_, release_after_;
 };
 
+// What an exclusive lease acquire keeps between its attempts (the core's QueuePlace): its
+// ticket in the name's queue (fair waiting, lease_queue.cpp) and a writer's mark (behind
+// readers, lease_shapes.cpp). Destroyed when the acquire ends; both go then, unless the grant
+// took the ticket already (its statement deletes the winner's ticket).
+class WaitingPlace final : public QueuePlace {
+ public:
+  WaitingPlace(ConnectionPool& pool, const Dialect& d, std::shared_ptr<Notifier> notifier, std::string name,
+               std::string owner)
+      : pool_(pool), d_(d), notifier_(std::move(notifier)), name_(std::move(name)), owner_(std::move(owner)) {}
+  ~WaitingPlace() override;  // best effort: what is left ends by itself within seconds
+
+  std::int64_t ticket = 0;          // 0: none; else the ticket the server gave
+  Clock::time_point renew_at{};     // when the ticket is next written again (this host's clock)
+  bool marked = false;              // a writer's mark is up
+
+ private:
+  ConnectionPool& pool_;
+  const Dialect& d_;
+  std::shared_ptr<Notifier> notifier_;
+  const std::string name_, owner_;
+};
+
 class LeaseDriver : public LockDriver {
  public:
   // `release`: the strategy's statement that frees its row.
@@ -49,8 +71,8 @@ class LeaseDriver : public LockDriver {
       : pool_(pool), d_(d), notifier_(std::move(notifier)),
         rows_(pool_, d_, notifier_, Statement::renew, release, Statement::release_after) {}
 
-  std::unique_ptr<ReleaseWatch> watch(const std::string& name) override {
-    return notifier_ ? notifier_->watch(name) : nullptr;
+  std::unique_ptr<ReleaseWatch> watch(const std::string& name, const std::string& owner) override {
+    return notifier_ ? notifier_->watch(name, owner) : nullptr;
   }
 
   // A grant's renewal and release (its handle is a KeyedGrant). Renewal extends our row and
@@ -65,31 +87,41 @@ class LeaseDriver : public LockDriver {
   }
 
  protected:
-  Attempt granted(const AcquireRequest& r, const Row& row) {
+  Attempt granted(AcquireRequest& r, const Row& row) {
+    if (auto* w = static_cast<WaitingPlace*>(r.place.get())) w->ticket = 0;  // the grant took it
     return keyed_grant(*this, r, static_cast<std::uint64_t>(as_int(row[0])), milliseconds{as_int(row[1])});
   }
+  // The parameters of an exclusive grant statement: `first` and, where the dialect queues
+  // waiters, the asker's ticket (lease_queue.cpp).
+  std::vector<Value> grant_params(const AcquireRequest& r, std::vector<Value> first) const;
   // The insert strategy's upsert (the dialect's insert_acquire): creates the row granted to
   // us, takes over an expired row or a leftover of ours, or answers busy, in one atomic
   // statement.
   Attempt upsert(Connection& s, AcquireRequest& r) {
-    auto won = s.run(d_[Statement::insert_acquire], {r.name, r.owner, std::int64_t{r.ttl.count()}});
+    auto won = s.run(d_[Statement::insert_acquire], grant_params(r, {r.name, r.owner, std::int64_t{r.ttl.count()}}));
     if (won.rows.empty()) return busy(s, r);
     const auto& row = won.rows.front();
     if (as_int(row[0]) == 0)  // the holder's time, and where the dialect says so, its name
-      return busy_behind(r, row.size() > 2 ? as_text(row[2]) : std::string(), milliseconds{as_int(row[1])});
+      return busy_behind(s, r, row.size() > 2 ? as_text(row[2]) : std::string(), milliseconds{as_int(row[1])});
     return granted(r, row);
   }
   // Not won: how long the current holder has left, so the waiter sleeps no longer.
   Attempt busy(Connection& s, AcquireRequest& r) {
     auto h = s.run(d_[Statement::holder], {r.name});
-    if (h.rows.empty()) return Attempt::busy(milliseconds{0});
-    return busy_behind(r, as_text(h.rows.front()[0]), milliseconds{as_int(h.rows.front()[1])});
+    if (h.rows.empty()) return busy_behind(s, r, std::string(), milliseconds{0});
+    return busy_behind(s, r, as_text(h.rows.front()[0]), milliseconds{as_int(h.rows.front()[1])});
   }
-  // An exclusive acquire found `holder` (an owner; ':readers' or ':semaphore' for shared
-  // holders) in its way for `remaining`: busy, except that a semaphore is refused (a mutex
-  // is one permit: the two disagree about the name), and that a writer which may wait
-  // behind readers marks the name, so that new readers queue behind it (lease_shapes.cpp).
-  Attempt busy_behind(AcquireRequest& r, const std::string& holder, milliseconds remaining);
+  // Every busy answer to an exclusive acquire: it found `holder` (an owner; ':readers' or
+  // ':semaphore' for shared holders, '' for none: another waiter's turn) in its way for
+  // `remaining`. Busy, except that a semaphore is refused (a mutex is one permit: the two
+  // disagree about the name); a writer which may wait behind readers marks the name, so that
+  // new readers queue behind it (lease_shapes.cpp); and a fair acquire that will wait keeps
+  // its ticket (queue()).
+  Attempt busy_behind(Connection& s, AcquireRequest& r, const std::string& holder, milliseconds remaining);
+  // The request's WaitingPlace, made on first use.
+  WaitingPlace& waiting(AcquireRequest& r);
+  // A fair acquire that will wait takes a ticket in the name's queue, or keeps its own alive.
+  void queue(Connection& s, AcquireRequest& r);
   // A read/write lock's shared hold or one of a semaphore's permits (lease_shapes.cpp).
   Attempt try_shared(AcquireRequest& r);
   ConnectionPool& pool_;

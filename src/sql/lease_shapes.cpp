@@ -29,43 +29,25 @@ std::string asked(const AcquireRequest& r) {
                    ": every acquirer of a name must ask for the same shape");
 }
 
-// A writer's mark, kept between the attempts of one acquire; it goes when the acquire ends,
-// granted or not (the core drops its QueuePlace then), so that readers wait for no one.
-class WriterMark final : public QueuePlace {
- public:
-  WriterMark(ConnectionPool& pool, const Dialect& d, std::string name, std::string owner)
-      : pool_(pool), d_(d), name_(std::move(name)), owner_(std::move(owner)) {}
-  ~WriterMark() override {
-    try {
-      auto s = pool_.get();
-      s->run(d_[Statement::writer_unmark], {name_, owner_});
-    } catch (...) {
-      // Unreachable: the mark ends by itself within mark_for.
-    }
-  }
-
- private:
-  ConnectionPool& pool_;
-  const Dialect& d_;
-  const std::string name_, owner_;
-};
-
 }  // namespace
 
-Attempt LeaseDriver::busy_behind(AcquireRequest& r, const std::string& holder, milliseconds remaining) {
-  if (remaining <= milliseconds{0}) return Attempt::busy(remaining);  // a row nobody holds: no shape to meet
-  if (holder == semaphore_row) disagree(r, "a semaphore");
-  if (holder != readers_row || !d_.offers(Statement::writer_mark) || r.wait <= milliseconds{0})
-    return Attempt::busy(remaining);
-  // Writers preferred: new readers queue behind the mark. The writer comes back (woken by
-  // the last reader's release, or at half the mark) and renews it before it ends.
-  const auto mark = std::min(mark_for, r.wait);
-  {
-    auto s = pool_.get();
-    s->run(d_[Statement::writer_mark], {r.name, r.owner, std::int64_t{mark.count()}});
+Attempt LeaseDriver::busy_behind(Connection& s, AcquireRequest& r, const std::string& holder,
+                                 milliseconds remaining) {
+  if (holder == semaphore_row && remaining > milliseconds{0}) disagree(r, "a semaphore");
+  queue(s, r);
+  if (holder == readers_row && remaining > milliseconds{0} && d_.offers(Statement::writer_mark) &&
+      r.wait > milliseconds{0}) {
+    // Writers preferred: new readers queue behind the mark. The writer comes back (woken by
+    // the last reader's release, or at half the mark) and renews it before it ends.
+    const auto mark = std::min(mark_for, r.wait);
+    s.run(d_[Statement::writer_mark], {r.name, r.owner, std::int64_t{mark.count()}});
+    waiting(r).marked = true;
+    remaining = std::min(remaining, mark / 2);
+  } else if (auto* w = static_cast<WaitingPlace*>(r.place.get()); w && w->marked) {
+    s.run(d_[Statement::writer_unmark], {r.name, r.owner});  // the readers went: so does the mark
+    w->marked = false;
   }
-  if (!r.place) r.place = std::make_unique<WriterMark>(pool_, d_, r.name, r.owner);
-  Attempt a = Attempt::busy(std::min(remaining, mark / 2));
+  Attempt a = Attempt::busy(remaining);
   a.place = std::move(r.place);
   return a;
 }

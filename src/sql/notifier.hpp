@@ -14,7 +14,8 @@ class Notifier {
  public:
   virtual ~Notifier() = default;
   virtual void released(const std::string& name) noexcept = 0;
-  virtual std::unique_ptr<ReleaseWatch> watch(const std::string& name) = 0;  // null: cannot now
+  // Null: cannot now.
+  virtual std::unique_ptr<ReleaseWatch> watch(const std::string& name, const std::string& owner) = 0;
 };
 
 }  // namespace dblock::detail::sqldb

@@ -33,12 +33,14 @@ Attempt OptimisticDriver::try_acquire(AcquireRequest& r) {
   // a release's hint can land just after another of our threads took the name) goes on as
   // if there had been no hint.
   if (auto version = take_hint(r.name)) {
-    auto won = s->run(d_[Statement::optimistic_take], {r.name, r.owner, std::int64_t{r.ttl.count()}, *version});
+    auto won = s->run(d_[Statement::optimistic_take],
+                      grant_params(r, {r.name, r.owner, std::int64_t{r.ttl.count()}, *version}));
     if (!won.rows.empty() && as_int(won.rows.front()[0]) != 0) return granted(r, won.rows.front());
   }
   // A lost compare-and-set means the row changed under us: read again. Each round either
   // finds a live holder (busy) or races a writer that just changed the row; a few rounds
   // settle it, and the caller's backoff covers the rest.
+  std::optional<std::int64_t> lost_on;  // the version the last take lost on
   for (int round = 0; round < 4; ++round) {
     auto read = s->run(d_[Statement::optimistic_read], {r.name});
     // No row yet (or the sweeper removed a free one): there is no version to compare, so the
@@ -51,15 +53,23 @@ Attempt OptimisticDriver::try_acquire(AcquireRequest& r) {
     const auto& row = read.rows.front();
     auto version = as_int(row[1]);
     auto remaining = milliseconds{as_int(row[2])};
-    if (remaining.count() > 0) return as_text(row[0]) == r.owner ? upsert(*s, r) : busy_behind(r, as_text(row[0]), remaining);
-    auto won = s->run(d_[Statement::optimistic_take], {r.name, r.owner, std::int64_t{r.ttl.count()}, version});
-    if (won.rows.empty()) continue;  // lost the compare-and-set: read again
+    if (remaining.count() > 0)
+      return as_text(row[0]) == r.owner ? upsert(*s, r) : busy_behind(*s, r, as_text(row[0]), remaining);
+    // Still free at the version the last take lost on: nobody changed it, so the take was
+    // refused for a waiter ahead in the queue (a dialect that cannot say so in its answer).
+    if (lost_on == version) return busy_behind(*s, r, std::string(), milliseconds{0});
+    auto won = s->run(d_[Statement::optimistic_take],
+                      grant_params(r, {r.name, r.owner, std::int64_t{r.ttl.count()}, version}));
+    if (won.rows.empty()) {  // lost the compare-and-set: read again
+      lost_on = version;
+      continue;
+    }
     const auto& answer = won.rows.front();
     if (as_int(answer[0]) != 0) return granted(r, answer);
     // The dialect said why it lost (see Dialect::optimistic_take): a holder, or a rival
     // taking it now, is busy; only a row that is free for nobody is worth reading again.
     if (auto left = as_int(answer[1]); left >= 0)
-      return busy_behind(r, answer.size() > 2 ? as_text(answer[2]) : std::string(), milliseconds{left});
+      return busy_behind(*s, r, answer.size() > 2 ? as_text(answer[2]) : std::string(), milliseconds{left});
   }
   return busy(*s, r);
 }

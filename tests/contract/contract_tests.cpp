@@ -781,3 +781,73 @@ CONTRACT_TEST("a lock taken while the sweep runs keeps its row and gets a higher
   CHECK(c->sweep() == 0);  // nothing expired is left, and the taken rows stay
   CHECK(taker->list().size() == taken.size());
 }
+
+// Fair waiting (docs/ARCHITECTURE.md, "Fair waiting"). Three Clients: a holder, then two
+// waiters that start 300 ms apart; the holder releases and at once asks again. Arrival order
+// wins: the waiters first, then the holder, never the holder's quick return first.
+CONTRACT_TEST("waiters are granted in arrival order, before a holder that asks again at once", "[contract][fair]",
+              DBLOCK_FAIR_FIXTURES) {
+  auto ns = f.make();
+  auto a = ns.open(), b = ns.open(), c = ns.open();
+  std::mutex m;
+  std::vector<std::string> order;
+  auto take = [&](dblock::Client& client, const std::string& who) {
+    auto lease = client.lock("job", opts(f)).try_acquire(30s);
+    REQUIRE(lease);
+    {
+      std::lock_guard lk(m);
+      order.push_back(who);
+    }
+    std::this_thread::sleep_for(100ms);
+    lease->release();
+  };
+  auto held = a->lock("job", opts(f)).acquire();
+  std::thread first([&] { take(*b, "b"); });
+  std::this_thread::sleep_for(300ms);
+  std::thread second([&] { take(*c, "c"); });
+  std::this_thread::sleep_for(300ms);
+  held.release();
+  take(*a, "a");
+  first.join();
+  second.join();
+  CHECK(order == std::vector<std::string>{"b", "c", "a"});
+}
+
+// A waiter that gives up leaves the queue: the one behind it is not held up by its ticket.
+CONTRACT_TEST("a waiter that times out does not hold up the waiters behind it", "[contract][fair]",
+              DBLOCK_FAIR_FIXTURES) {
+  auto ns = f.make();
+  auto a = ns.open(), b = ns.open(), c = ns.open();
+  auto held = a->lock("job", opts(f)).acquire();
+  CHECK_FALSE(b->lock("job", opts(f)).try_acquire(300ms));  // queued, then gone
+  std::optional<Lease> got;
+  Clock::duration after{};
+  std::thread waiter([&] {
+    got = c->lock("job", opts(f)).try_acquire(30s);
+    after = Clock::now().time_since_epoch();
+  });
+  std::this_thread::sleep_for(300ms);
+  const auto released = Clock::now().time_since_epoch();
+  held.release();
+  waiter.join();
+  REQUIRE(got);
+  CHECK(after - released < 2s);  // a dead ticket would hold it up 3 s
+}
+
+// The unfair fast path (LockOptions::fair = false) still hands the lock on, and a fair
+// waiter behind an unfair one is not stranded.
+CONTRACT_TEST("fair = false hands the lock on as before", "[contract][fair]", DBLOCK_CONTRACT_FIXTURES) {
+  auto ns = f.make();
+  auto a = ns.open(), b = ns.open();
+  auto unfair = opts(f);
+  unfair.fair = false;
+  auto held = a->lock("job", unfair).acquire();
+  std::optional<Lease> got;
+  std::thread waiter([&] { got = b->lock("job", opts(f)).try_acquire(30s); });
+  std::this_thread::sleep_for(300ms);
+  held.release();
+  waiter.join();
+  REQUIRE(got);
+  got->release();
+  CHECK(a->lock("job", unfair).try_acquire());
+}

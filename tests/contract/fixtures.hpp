@@ -253,6 +253,11 @@ Contract contract_of(F& fixture) {
 // the lease strategies swept by sweep() (SQL), and all of them.
 #define DBLOCK_LEASE_FIXTURES \
   dblock::test::SqliteInsert, dblock::test::SqliteOptimistic DBLOCK_PG_LEASE_FIXTURES DBLOCK_MYSQL_LEASE_FIXTURES
+// The strategies whose waiters are granted in arrival order: the lease strategies with a
+// ticket queue (LockOptions::fair), and those that queue in the server.
+#define DBLOCK_FAIR_FIXTURES                                                                   \
+  dblock::test::SqliteInsert, dblock::test::SqliteOptimistic DBLOCK_PG_LEASE_FIXTURES DBLOCK_PG_SESSION_FIXTURES \
+      DBLOCK_ZOOKEEPER_FIXTURES DBLOCK_ETCD_FIXTURES
 #define DBLOCK_CONTRACT_FIXTURES \
   DBLOCK_LEASE_FIXTURES DBLOCK_PG_SESSION_FIXTURES DBLOCK_MYSQL_SESSION_FIXTURES DBLOCK_REDIS_FIXTURES \
       DBLOCK_ZOOKEEPER_FIXTURES DBLOCK_ETCD_FIXTURES

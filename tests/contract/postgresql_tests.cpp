@@ -44,9 +44,9 @@ TEST_CASE("postgresql: a release wakes a waiter through LISTEN/NOTIFY", "[postgr
   dblock::detail::sqldb::PgListener listener(
       [url] { return std::make_unique<dblock::detail::sqldb::PgConnection>(url, "test", 10s); },
       "dblock_" + table.name());
-  auto watch = listener.watch("job");
+  auto watch = listener.watch("job", "me");
   REQUIRE(watch);  // LISTEN is in place before watch() returns
-  auto other = listener.watch("other");
+  auto other = listener.watch("other", "me");
   dblock::detail::sqldb::PgConnection notifier(url, "test", 10s);
   std::thread release([&] {
     std::this_thread::sleep_for(200ms);

@@ -53,7 +53,8 @@ TEST_CASE("sqlite: without auto-migration a missing table names dblock migrate",
   CHECK_THROWS_AS(c->lock("x").try_acquire(), dblock::SchemaError);
   CHECK_THROWS_WITH(c->list(), Catch::Contains("dblock migrate"));
   CHECK(c->migrate() ==
-        std::vector<std::string>{"V1__create_dblock_locks.sql", "V2__in_transaction.sql", "V3__shared_holders.sql"});
+        std::vector<std::string>{"V1__create_dblock_locks.sql", "V2__in_transaction.sql", "V3__shared_holders.sql",
+                                 "V4__fair_queue.sql"});
   CHECK(c->migrate().empty());
   CHECK(c->lock("x").try_acquire());
 }

@@ -18,9 +18,10 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::unique_ptr<ReleaseWatch> watch(const std::shared_ptr<WakeTable>& t, const std::string& name) {
+std::unique_ptr<ReleaseWatch> watch(const std::shared_ptr<WakeTable>& t, const std::string& name,
+                                    const std::string& owner = "me") {
   std::lock_guard lk(t->mutex);
-  return WakeTable::watch_locked(t, name);
+  return WakeTable::watch_locked(t, name, owner);
 }
 
 // How long a wait on `w` lasted, up to `limit`, started on a thread of its own.
@@ -57,4 +58,34 @@ TEST_CASE("a first waiter that leaves hands its wake-up to the next", "[wake]") 
   t->bump("job");
   first.reset();  // e.g. it timed out instead of retrying
   CHECK(second_waits.get() < 5s);
+}
+
+TEST_CASE("a release that names the queue's next owner wakes that owner's waiter only", "[wake]") {
+  auto t = std::make_shared<WakeTable>();
+  auto first = watch(t, "job", "a"), second = watch(t, "job", "b");
+  auto first_waits = wait_on(*first, 400ms);
+  std::this_thread::sleep_for(50ms);
+  t->bump("job", "b");
+  auto t0 = Clock::now();
+  second->wait_until(t0 + 10s);  // named next: it returns at once, though not first in line
+  CHECK(Clock::now() - t0 < 5s);
+  CHECK(first_waits.get() >= 400ms);
+}
+
+TEST_CASE("a release naming another process's owner wakes nobody here", "[wake]") {
+  auto t = std::make_shared<WakeTable>();
+  auto first = watch(t, "job", "a");
+  t->bump("job", "elsewhere");
+  auto t0 = Clock::now();
+  first->wait_until(t0 + 300ms);
+  CHECK(Clock::now() - t0 >= 300ms);
+}
+
+TEST_CASE("a named wake-up that comes between two waits is not lost", "[wake]") {
+  auto t = std::make_shared<WakeTable>();
+  auto w = watch(t, "job", "a");
+  t->bump("job", "a");  // while the waiter was busy with an attempt
+  auto t0 = Clock::now();
+  w->wait_until(t0 + 10s);
+  CHECK(Clock::now() - t0 < 5s);
 }

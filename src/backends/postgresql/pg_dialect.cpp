@@ -16,7 +16,7 @@ const Dialect& postgresql_dialect() {
     d.marker = '$';
     d.strategies = {Strategy::insert, Strategy::optimistic, Strategy::for_update, Strategy::advisory};
     d.now_ms = "(extract(epoch from now()) * 1000)::bigint";
-    const std::string notify = "SELECT pg_notify('dblock_${table}', name) FROM ";
+    const std::string notify = "SELECT pg_notify('dblock_${table}', name || E'\\n') FROM ";
     // A holder's own release commits without waiting for its WAL flush (synchronous_commit
     // off for this statement's transaction only, set by set_config(..., true)); the waiters
     // are notified at the commit, so a hand-off costs one flush (the grant's), not two. No
@@ -25,8 +25,25 @@ const Dialect& postgresql_dialect() {
     // a release nobody built on yet, and then the row comes back held by its old owner until
     // its TTL: exactly a client that died before releasing. Grants, renewals, fences (the
     // sequence) and force_release stay synchronous.
-    const std::string notify_async =
-        "SELECT pg_notify('dblock_${table}', name), set_config('synchronous_commit', 'off', true)";
+    // The payload is the name and, after a newline, the owner whose ticket comes next (empty
+    // when nobody queues): only that waiter is woken (PgListener). `freed` names the rows.
+    const auto notify_async = [](const std::string& freed, const std::string& also = "") {
+      return "SELECT pg_notify('dblock_${table}', " + freed + ".name || E'\\n' || COALESCE((SELECT q.owner FROM "
+             "${table}_queue AS q WHERE q.name = " + freed + ".name AND q.valid_until > ${now_ms} "
+             "ORDER BY q.ticket LIMIT 1), '')), set_config('synchronous_commit', 'off', true)" + also + " FROM " + freed;
+    };
+
+    // Fair waiting (migration V5): is a live ticket of another owner ahead of the asker's
+    // (`ticket`: 0 unfair, so never; no_ticket, any)? And the winner's ticket goes with the
+    // grant (a CTE; `won` is the grant's).
+    const auto queued_ahead = [](const std::string& ticket) {
+      return "EXISTS (SELECT 1 FROM ${table}_queue AS q WHERE q.name = $1 AND q.ticket < " + ticket +
+             "::bigint AND q.owner <> $2 AND q.valid_until > ${now_ms})";
+    };
+    const auto served = [](const std::string& ticket) {
+      return "served AS (DELETE FROM ${table}_queue WHERE name = $1 AND owner = $2 AND " + ticket +
+             "::bigint BETWEEN 1 AND " + std::to_string(no_ticket - 1) + " AND EXISTS (SELECT 1 FROM won)) ";
+    };
 
     d[S::holder] = "SELECT owner, valid_until - ${now_ms} FROM ${table} WHERE name = $1 AND valid_until > ${now_ms}";
     // now() is the transaction's start: a renewal that waited for the row lock extends from
@@ -61,18 +78,19 @@ const Dialect& postgresql_dialect() {
         "AND live.owner <> $2) AND CASE WHEN EXISTS (SELECT 1 FROM ${table} AS mine WHERE mine.name = $1 "
         "AND mine.owner = $2 AND mine.valid_until > ${now_ms}) "
         "THEN (SELECT true FROM (SELECT pg_advisory_xact_lock(hashtextextended('${table}:' || $1, 0))) AS turn) "
+        "WHEN " + queued_ahead("$4") + " THEN false "
         "ELSE pg_try_advisory_xact_lock(hashtextextended('${table}:' || $1, 0)) END "
         "ON CONFLICT (name) DO UPDATE SET fence = EXCLUDED.fence, holds = 1, acquired_at = EXCLUDED.acquired_at, "
         "valid_until = EXCLUDED.valid_until, owner = EXCLUDED.owner, version = t.version + 1 "
         "WHERE t.valid_until <= ${now_ms} OR (t.owner = EXCLUDED.owner AND t.holds > 0) "
-        "RETURNING fence, valid_until - ${now_ms} AS remaining) "
+        "RETURNING fence, valid_until - ${now_ms} AS remaining), " + served("$4") +
         "SELECT fence, remaining, '' FROM won UNION ALL "
         "SELECT 0, COALESCE(busy.valid_until - ${now_ms}, 0), COALESCE(busy.owner, '') "
         "FROM (SELECT 1) AS one LEFT JOIN ${table} AS busy ON busy.name = $1 "
         "WHERE NOT EXISTS (SELECT 1 FROM won)";
     d[S::insert_release] =
         "WITH gone AS (DELETE FROM ${table} WHERE name = $1 AND owner = $2 AND fence = $3::bigint "
-        "RETURNING name) " + notify_async + " FROM gone";
+        "RETURNING name) " + notify_async("gone");
 
     d[S::release_after] =
         "UPDATE ${table} SET valid_until = ${now_ms} + $4::bigint, holds = 0, version = version + 1 "
@@ -91,18 +109,20 @@ const Dialect& postgresql_dialect() {
     d[S::optimistic_take] =
         "WITH won AS (UPDATE ${table} SET owner = $2, fence = ${table}_fence_next(), holds = 1, "
         "acquired_at = ${now_ms}, valid_until = ${now_ms} + $3::bigint, version = version + 1 "
-        "WHERE name = $1 AND CASE WHEN version = $4::bigint AND valid_until <= ${now_ms} "
-        "THEN pg_try_advisory_xact_lock(hashtextextended('${table}:' || $1, 0)) ELSE false END "
-        "RETURNING fence, valid_until - ${now_ms} AS remaining) "
+        "WHERE name = $1 AND CASE WHEN version <> $4::bigint OR valid_until > ${now_ms} THEN false "
+        "WHEN " + queued_ahead("$5") + " THEN false "
+        "ELSE pg_try_advisory_xact_lock(hashtextextended('${table}:' || $1, 0)) END "
+        "RETURNING fence, valid_until - ${now_ms} AS remaining), " + served("$5") +
         "SELECT fence, remaining, '' FROM won UNION ALL "
         "SELECT 0, CASE WHEN busy.valid_until > ${now_ms} THEN busy.valid_until - ${now_ms} "
+        "WHEN " + queued_ahead("$5") + " THEN 0 "
         "WHEN pg_try_advisory_xact_lock(hashtextextended('${table}:' || $1, 0)) THEN -1 ELSE 0 END, "
         "COALESCE(busy.owner, '') FROM (SELECT 1) AS one LEFT JOIN ${table} AS busy ON busy.name = $1 "
         "WHERE NOT EXISTS (SELECT 1 FROM won)";
     d[S::optimistic_release] =
         "WITH freed AS (UPDATE ${table} SET owner = '', holds = 0, valid_until = 0, version = version + 1 "
         "WHERE name = $1 AND owner = $2 AND fence = $3::bigint RETURNING name, version) " +
-        notify_async + ", version FROM freed";
+        notify_async("freed", ", freed.version");
 
     // set_config(..., true) is SET LOCAL: it ends with the transaction. The statement
     // timeout is lifted past the lock wait, which lock_timeout bounds.
@@ -181,6 +201,20 @@ const Dialect& postgresql_dialect() {
         "DELETE FROM ${table}_holders WHERE (name, owner) = ANY(ARRAY(SELECT (name, owner) FROM ${table}_holders "
         "WHERE valid_until <= ${now_ms} LIMIT $1::bigint FOR UPDATE SKIP LOCKED))";
 
+    // Fair waiting (migration V5). A ticket is the server's clock in us when the waiter first
+    // joined; a renewal writes its own ticket back, so even a swept one keeps its place.
+    d[S::queue_join] =
+        "INSERT INTO ${table}_queue AS q (name, owner, ticket, valid_until) VALUES ($1, $2, "
+        "CASE WHEN $4::bigint = 0 THEN (extract(epoch from clock_timestamp()) * 1000000)::bigint ELSE $4::bigint END, "
+        "${now_ms} + $3::bigint) ON CONFLICT (name, owner) DO UPDATE SET ticket = EXCLUDED.ticket, "
+        "valid_until = EXCLUDED.valid_until RETURNING ticket";
+    // A waiter that gives up wakes the next one, who may be free to go now.
+    d[S::queue_leave] =
+        "WITH gone AS (DELETE FROM ${table}_queue WHERE name = $1 AND owner = $2 RETURNING name) " + notify_async("gone");
+    d[S::sweep_queue] =
+        "DELETE FROM ${table}_queue WHERE (name, owner) = ANY(ARRAY(SELECT (name, owner) FROM ${table}_queue "
+        "WHERE valid_until <= ${now_ms} LIMIT $1::bigint FOR UPDATE SKIP LOCKED))";
+
     // A function of migration V2: each attempt is one round trip, and a busy one leaves the
     // caller's transaction usable (the function's exception block is a subtransaction).
     d[S::lock_in] = "SELECT ${table}_lock_in($1, $2::bigint, $3::bigint)";
@@ -212,7 +246,7 @@ const Dialect& postgresql_dialect() {
 
     d[S::migration_lock] = "SELECT pg_advisory_xact_lock(hashtext('dblock migrate ${table}'))";
     d[S::drop_schema] =
-        "DROP TABLE IF EXISTS ${table}, ${table}_holders, ${table}_schema_history; "
+        "DROP TABLE IF EXISTS ${table}, ${table}_holders, ${table}_queue, ${table}_schema_history; "
         "DROP SEQUENCE IF EXISTS ${table}_fence; "
         "DROP FUNCTION IF EXISTS ${table}_lock_in(text, bigint, bigint), ${table}_check(text, bigint), "
         "${table}_acquire_shared(text, text, text, integer, bigint), ${table}_release_shared(text, text, bigint), "

@@ -48,7 +48,13 @@ void PgListener::run() {
     try {
       auto session = connect_();
       auto& conn = static_cast<PgConnection&>(*session).connection();
-      Receiver receiver(conn, channel_, [st](const std::string& name) { st->bump(name); });
+      // The payload is the name, and after its last newline the owner whose turn is next, if
+      // any (owners have no newline; names may).
+      Receiver receiver(conn, channel_, [st](const std::string& payload) {
+        const auto cut = payload.rfind('\n');
+        if (cut == std::string::npos) st->bump(payload);
+        else st->bump(payload.substr(0, cut), payload.substr(cut + 1));
+      });
       conn.get_notifs();  // makes the LISTEN take effect now
       {
         std::lock_guard lk(st->mutex);
@@ -75,13 +81,13 @@ void PgListener::run() {
   }
 }
 
-std::unique_ptr<ReleaseWatch> PgListener::watch(const std::string& name) {
+std::unique_ptr<ReleaseWatch> PgListener::watch(const std::string& name, const std::string& owner) {
   std::call_once(started_, [this] { thread_ = std::thread([this] { run(); }); });
   std::unique_lock lk(state_->mutex);
   // The first waiter waits (briefly) for LISTEN to be in place; without it, poll.
   state_->changed.wait_for(lk, std::chrono::seconds(2), [&] { return state_->listening || state_->stop; });
   if (!state_->listening) return nullptr;
-  return WakeTable::watch_locked(state_, name);
+  return WakeTable::watch_locked(state_, name, owner);
 }
 
 }  // namespace dblock::detail::sqldb

@@ -23,7 +23,7 @@ class PgListener final : public Notifier {
   PgListener(std::function<std::unique_ptr<Connection>()> connect, std::string channel);
   ~PgListener() override;
   void released(const std::string&) noexcept override {}  // the release statement notified
-  std::unique_ptr<ReleaseWatch> watch(const std::string& name) override;  // null: cannot listen now
+  std::unique_ptr<ReleaseWatch> watch(const std::string& name, const std::string& owner) override;  // null: cannot listen now
 
   struct State;  // shared with the watches
 

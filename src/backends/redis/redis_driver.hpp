@@ -36,7 +36,9 @@ class RedisDriver final : public LockDriver {
                 int holds);
   bool release(const std::string& name, const std::string& owner, std::uint64_t fence);
   bool release_after(const std::string& name, const std::string& owner, std::uint64_t fence, milliseconds keep);
-  std::unique_ptr<ReleaseWatch> watch(const std::string& name) override { return sub_ ? sub_->watch(name) : nullptr; }
+  std::unique_ptr<ReleaseWatch> watch(const std::string& name, const std::string& owner) override {
+    return sub_ ? sub_->watch(name, owner) : nullptr;
+  }
 
  private:
   Attempt attempt(AcquireRequest& r);

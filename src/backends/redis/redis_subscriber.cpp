@@ -141,13 +141,13 @@ std::shared_ptr<Subscriber> shared_subscriber(const std::vector<Target>& servers
   return process_shared<Subscriber>(key, [&] { return std::make_shared<Subscriber>(servers, channel); });
 }
 
-std::unique_ptr<ReleaseWatch> Subscriber::watch(const std::string& name) {
+std::unique_ptr<ReleaseWatch> Subscriber::watch(const std::string& name, const std::string& owner) {
   std::call_once(started_, [this] { thread_ = std::thread([this] { run(); }); });
   std::unique_lock lk(state_->mutex);
   // The first waiter waits (briefly) for a confirmed SUBSCRIBE; without one, it polls.
   state_->changed.wait_for(lk, std::chrono::seconds(2), [&] { return state_->subscribed > 0 || state_->stop; });
   if (state_->subscribed == 0) return nullptr;
-  return WakeTable::watch_locked(state_, name);
+  return WakeTable::watch_locked(state_, name, owner);
 }
 
 }  // namespace dblock::detail::redis

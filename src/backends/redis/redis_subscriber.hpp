@@ -27,7 +27,7 @@ class Subscriber {
   // Null when no subscription could be confirmed soon (the waiter then polls). Otherwise
   // the SUBSCRIBE is confirmed on at least one server before this returns, so that a
   // release after it is seen.
-  std::unique_ptr<ReleaseWatch> watch(const std::string& name);
+  std::unique_ptr<ReleaseWatch> watch(const std::string& name, const std::string& owner);
 
   struct State;  // shared with the watches
 

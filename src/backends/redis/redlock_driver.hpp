@@ -21,7 +21,9 @@ class RedlockDriver final : public LockDriver {
                 int holds);
   bool release(const std::string& name, const std::string& owner, std::uint64_t fence);
   bool release_after(const std::string& name, const std::string& owner, std::uint64_t fence, milliseconds keep);
-  std::unique_ptr<ReleaseWatch> watch(const std::string& name) override { return sub_ ? sub_->watch(name) : nullptr; }
+  std::unique_ptr<ReleaseWatch> watch(const std::string& name, const std::string& owner) override {
+    return sub_ ? sub_->watch(name, owner) : nullptr;
+  }
 
   // How long one attempt waits for the nodes: short, so a slow or dead node costs little
   // of the lease's validity.

@@ -14,6 +14,11 @@ const Dialect& sqlite_dialect() {
     // julianday('now') is fixed for the whole statement, so every use agrees.
     d.now_ms = "CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)";
 
+    const auto queued_ahead = [](const std::string& ticket) {
+      return "EXISTS (SELECT 1 FROM ${table}_queue AS q WHERE q.name = ?1 AND q.ticket < " + ticket +
+             " AND q.owner <> ?2 AND q.valid_until > ${now_ms})";
+    };
+
     d[S::holder] = "SELECT owner, valid_until - ${now_ms} FROM ${table} WHERE name = ?1 AND valid_until > ${now_ms}";
     d[S::renew] =
         "UPDATE ${table} SET valid_until = MAX(valid_until, ${now_ms} + ?4), holds = ?5, version = version + 1 "
@@ -22,9 +27,14 @@ const Dialect& sqlite_dialect() {
 
     // Free, expired, or a leftover of our own: a new grant with the next fence. Anyone
     // else's, or ours kept after its release (holds 0): no row.
+    // Fair waiting (migration V4): no grant while a live ticket of another owner is lower than
+    // the asker's (?4; 0 asks unfairly), except of a leftover of the asker's own; the grant's
+    // triggers delete the winner's ticket.
     d[S::insert_acquire] =
         "INSERT INTO ${table} AS t (name, owner, fence, holds, acquired_at, valid_until, version) "
-        "VALUES (?1, ?2, (SELECT value + 1 FROM ${table}_fence), 1, ${now_ms}, ${now_ms} + ?3, 1) "
+        "SELECT ?1, ?2, (SELECT value + 1 FROM ${table}_fence), 1, ${now_ms}, ${now_ms} + ?3, 1 "
+        "WHERE NOT " + queued_ahead("?4") + " OR EXISTS (SELECT 1 FROM ${table} AS mine WHERE mine.name = ?1 "
+        "AND mine.owner = ?2 AND mine.valid_until > ${now_ms}) "
         "ON CONFLICT (name) DO UPDATE SET fence = excluded.fence, holds = 1, acquired_at = excluded.acquired_at, "
         "valid_until = excluded.valid_until, owner = excluded.owner, version = t.version + 1 "
         "WHERE t.valid_until <= ${now_ms} OR (t.owner = excluded.owner AND t.holds > 0) "
@@ -39,7 +49,8 @@ const Dialect& sqlite_dialect() {
     d[S::optimistic_take] =
         "UPDATE ${table} SET owner = ?2, fence = (SELECT value + 1 FROM ${table}_fence), holds = 1, "
         "acquired_at = ${now_ms}, valid_until = ${now_ms} + ?3, version = version + 1 "
-        "WHERE name = ?1 AND version = ?4 AND valid_until <= ${now_ms} RETURNING fence, valid_until - ${now_ms}";
+        "WHERE name = ?1 AND version = ?4 AND valid_until <= ${now_ms} AND NOT " + queued_ahead("?5") +
+        " RETURNING fence, valid_until - ${now_ms}";
     d[S::optimistic_release] =
         "UPDATE ${table} SET owner = '', holds = 0, valid_until = 0, version = version + 1 "
         "WHERE name = ?1 AND owner = ?2 AND fence = ?3 RETURNING version";
@@ -108,6 +119,19 @@ const Dialect& sqlite_dialect() {
         "DELETE FROM ${table}_holders WHERE rowid IN "
         "(SELECT rowid FROM ${table}_holders WHERE valid_until <= ${now_ms} LIMIT ?1)";
 
+    // Fair waiting (migration V4). One writer at a time, so a new ticket is simply above the
+    // name's highest (and above the clock, so that a queue swept empty does not start again
+    // below a ticket still held by a waiter); a renewal writes its own ticket back.
+    d[S::queue_join] =
+        "INSERT INTO ${table}_queue (name, owner, ticket, valid_until) VALUES (?1, ?2, CASE WHEN ?4 = 0 THEN "
+        "MAX(${now_ms}, (SELECT COALESCE(MAX(ticket), 0) + 1 FROM ${table}_queue WHERE name = ?1)) ELSE ?4 END, "
+        "${now_ms} + ?3) ON CONFLICT (name, owner) DO UPDATE SET ticket = excluded.ticket, "
+        "valid_until = excluded.valid_until RETURNING ticket";
+    d[S::queue_leave] = "DELETE FROM ${table}_queue WHERE name = ?1 AND owner = ?2";
+    d[S::sweep_queue] =
+        "DELETE FROM ${table}_queue WHERE rowid IN "
+        "(SELECT rowid FROM ${table}_queue WHERE valid_until <= ${now_ms} LIMIT ?1)";
+
     // In the caller's write transaction (dblock/sqlite.hpp), which keeps every other writer
     // out until it ends: the lock is that transaction itself, given a fence unless a lease
     // holds the name (busy: no row). Nothing to wait on, so the advisory key and the wait
@@ -123,7 +147,7 @@ const Dialect& sqlite_dialect() {
         "RETURNING fence";
 
     d[S::drop_schema] =
-        "DROP TABLE IF EXISTS ${table}; DROP TABLE IF EXISTS ${table}_holders; DROP TABLE IF EXISTS ${table}_fence; DROP TABLE IF EXISTS ${table}_schema_history; "
+        "DROP TABLE IF EXISTS ${table}; DROP TABLE IF EXISTS ${table}_holders; DROP TABLE IF EXISTS ${table}_queue; DROP TABLE IF EXISTS ${table}_fence; DROP TABLE IF EXISTS ${table}_schema_history; "
         "DROP TABLE IF EXISTS ${table}_check";
     d[S::history_create] =
         "CREATE TABLE IF NOT EXISTS ${table}_schema_history ("

@@ -44,7 +44,7 @@ void WakeFile::released(const std::string&) noexcept {
   futimens(fd_, now);  // an IN_ATTRIB event for every watcher; best effort
 }
 
-std::unique_ptr<ReleaseWatch> WakeFile::watch(const std::string&) {
+std::unique_ptr<ReleaseWatch> WakeFile::watch(const std::string&, const std::string&) {
   // inotify instances are limited per user (max_user_instances); without one, waiters poll.
   int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
   if (fd < 0) return nullptr;

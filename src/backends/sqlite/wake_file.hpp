@@ -18,7 +18,7 @@ class WakeFile final : public Notifier {
   static std::shared_ptr<WakeFile> open(const std::string& path);
   ~WakeFile() override;
   void released(const std::string& name) noexcept override;
-  std::unique_ptr<ReleaseWatch> watch(const std::string& name) override;
+  std::unique_ptr<ReleaseWatch> watch(const std::string& name, const std::string& owner) override;
 
  private:
   WakeFile(std::string path, int fd) : path_(std::move(path)), fd_(fd) {}

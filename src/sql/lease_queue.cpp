@@ -1,0 +1,58 @@
+// Fair waiting on the SQL lease strategies (docs/ARCHITECTURE.md, "Fair waiting"): a busy
+// exclusive acquire that will wait takes a ticket in the name's queue (the dialect's
+// queue_join) and keeps it alive while it waits; the grant statements grant only the lowest
+// live ticket (or, with none alive, anyone), and delete the winner's.
+#include "sql/lease_drivers.hpp"
+
+namespace dblock::detail::sqldb {
+
+namespace {
+// How long a ticket lives unless its waiter writes it again, and how often the waiter does:
+// a waiter that dies holds the queue up this long at most, and one whose attempts come
+// further apart than this (a stalled process) loses its place only while it is gone.
+constexpr milliseconds ticket_for{3000};
+constexpr milliseconds renew_ticket_every{1000};
+}  // namespace
+
+WaitingPlace::~WaitingPlace() {
+  if (ticket == 0 && !marked) return;
+  try {
+    auto s = pool_.get();
+    if (ticket != 0) {
+      s->run(d_[Statement::queue_leave], {name_, owner_});  // wakes the next waiter where it can
+      if (notifier_) notifier_->released(name_);              // (elsewhere the wake-up is ours)
+    }
+    if (marked) s->run(d_[Statement::writer_unmark], {name_, owner_});
+  } catch (...) {
+    // Unreachable: the ticket and the mark end by themselves within seconds.
+  }
+}
+
+WaitingPlace& LeaseDriver::waiting(AcquireRequest& r) {
+  if (!r.place) r.place = std::make_unique<WaitingPlace>(pool_, d_, notifier_, r.name, r.owner);
+  return static_cast<WaitingPlace&>(*r.place);
+}
+
+std::vector<Value> LeaseDriver::grant_params(const AcquireRequest& r, std::vector<Value> first) const {
+  if (!d_.offers(Statement::queue_join)) return first;
+  std::int64_t ticket = 0;  // unfair: the queue is not looked at
+  if (r.fair) {
+    const auto* w = static_cast<const WaitingPlace*>(r.place.get());
+    ticket = w && w->ticket != 0 ? w->ticket : no_ticket;
+  }
+  first.emplace_back(ticket);
+  return first;
+}
+
+void LeaseDriver::queue(Connection& s, AcquireRequest& r) {
+  // A try (no wait) takes no ticket: it would only hold up the waiters behind it.
+  if (!r.fair || r.wait <= milliseconds{0} || !d_.offers(Statement::queue_join)) return;
+  auto& w = waiting(r);
+  const auto now = Clock::now();
+  if (w.ticket != 0 && now < w.renew_at) return;
+  auto joined = s.run(d_[Statement::queue_join], {r.name, r.owner, std::int64_t{ticket_for.count()}, w.ticket});
+  w.ticket = as_int(joined.rows.at(0)[0]);
+  w.renew_at = now + renew_ticket_every;
+}
+
+}  // namespace dblock::detail::sqldb
