@@ -104,7 +104,7 @@ void worker_thread(dblock::Lock lock, int counter_fd, Clock::time_point until, W
 }  // namespace
 
 // argv: --contended-worker STRATEGY NAME THREADS MILLIS COUNTER_FILE TABLE NOTIFICATIONS(0|1)
-// AUTO_MIGRATE(-|0|1); the URL in $DBLOCK_BENCH_WORKER_URL.
+// AUTO_MIGRATE(-|0|1) FAIR(fair|unfair); the URL in $DBLOCK_BENCH_WORKER_URL.
 int contended_worker_main(int argc, char** argv) {
   return report_worker([&] {
     if (argc != 11) throw std::runtime_error("usage: --contended-worker STRATEGY NAME THREADS MILLIS FILE TABLE N M");
@@ -118,7 +118,7 @@ int contended_worker_main(int argc, char** argv) {
     options.table = argv[7];
     options.notifications = std::string(argv[8]) == "1";
     if (std::string(argv[9]) != "-") options.auto_migrate = std::string(argv[9]) == "1";
-    (void)argv[10];  // reserved
+    lock_options.fair = std::string(argv[10]) != "unfair";
     int fd = open(argv[6], O_RDWR | O_CLOEXEC);
     if (fd < 0) throw std::runtime_error(fmt::format("cannot open {}: {}", argv[6], std::strerror(errno)));
 
@@ -165,7 +165,7 @@ struct Point {
 
 Point run_point(const std::string& label, const std::string& url, const dblock::ClientOptions& options,
                 dblock::Strategy strategy, const std::string& name, int workers, double seconds,
-                const std::string& counter_path) {
+                const std::string& counter_path, bool fair) {
   {
     Fd f(open(counter_path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
     if (f.fd < 0) throw std::runtime_error(fmt::format("cannot create {}: {}", counter_path, std::strerror(errno)));
@@ -183,7 +183,7 @@ Point run_point(const std::string& label, const std::string& url, const dblock::
       options.table,
       options.notifications ? "1" : "0",
       options.auto_migrate ? (*options.auto_migrate ? "1" : "0") : "-",
-      "-"};
+      fair ? "fair" : "unfair"};
   std::string failure;
   auto outputs = run_workers(std::vector<std::vector<std::string>>(static_cast<std::size_t>(procs), args), url, failure);
 
@@ -237,7 +237,7 @@ double jain(const std::vector<std::uint64_t>& x) {
 
 std::vector<int> contended_worker_counts(const Options& opt) {
   // --quick: 1 and 4 only, so that a --quick run of every backend stays under a minute.
-  return opt.quick ? std::vector<int>{1, 4} : std::vector<int>{1, 4, 16, 64};
+  return opt.quick ? std::vector<int>{1, 4} : std::vector<int>{1, 4, 8, 16, 64};
 }
 
 // --quick: 0.3 s, enough for a few hundred grants on a fast backend; with the baselines every
@@ -276,7 +276,7 @@ BackendReport run_contended_scenario(const std::string& backend, const std::stri
       fmt::print(stderr, "dblock-bench: {}: {} workers ({} processes x {} threads), {:.1f} s\n", label, workers, procs,
                  threads, contended_seconds(opt));
       Point p = run_point(label, url, options, strategy, name, workers, contended_seconds(opt),
-                          fmt::format("{}/counter-{}-{}", dir, s, workers));
+                          fmt::format("{}/counter-{}-{}", dir, s, workers), !opt.unfair);
       const auto total = std::accumulate(p.grants.begin(), p.grants.end(), std::uint64_t{0});
       Row row{backend, s, "contended", workers, summarize(std::move(p.waits_us)), {}};
       row.s.ops_per_s = p.elapsed_s > 0 ? static_cast<double>(total) / p.elapsed_s : 0;

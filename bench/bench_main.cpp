@@ -164,6 +164,8 @@ int run(const Options& opt) {
   }
   KeepAwake awake(opt.keep_awake);
   std::vector<std::string> notes{awake.note()};
+  if (opt.unfair)
+    notes.push_back("waiting: unfair (--unfair: LockOptions::fair = false, the lease strategies' waiters race)");
   std::vector<Row> rows;
   auto add = [&](BackendReport rep) {
     notes.insert(notes.end(), rep.notes.begin(), rep.notes.end());

@@ -123,7 +123,8 @@ void worker(int i, const std::string& url, const FloorStatements& sql, Floor& f,
         pqxx::result r;
         {
           pqxx::nontransaction tx(c);
-          r = tx.exec_prepared("floor_grant", name, owner, std::int64_t{30'000});
+          // Ticket 0: the floor keeps its own arrival order (Floor::waiting), not the table's queue.
+          r = tx.exec_prepared("floor_grant", name, owner, std::int64_t{30'000}, std::int64_t{0});
         }
         fence = r.at(0).at(0).as<std::int64_t>();  // 0: busy
         if (fence > 0) break;

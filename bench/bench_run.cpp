@@ -175,7 +175,7 @@ void handoff_worker(int id, dblock::Lock lock, Shared& sh, std::size_t warmup, s
 
 HandoffResult run_handoff(const std::string& backend, const std::string& url, const dblock::ClientOptions& options,
                           dblock::Strategy strategy, const std::string& name, std::size_t warmup, std::size_t n,
-                          std::chrono::milliseconds hold) {
+                          std::chrono::milliseconds hold, bool fair) {
   const std::string label = fmt::format("{}/{} {}", backend, dblock::to_string(strategy),
                                         options.notifications ? "handoff" : "handoff-polling");
   fmt::print(stderr, "dblock-bench: {}: {} threads, {} + {} warm-up hand-offs, hold {} ms\n", label, kHandoffWorkers, n,
@@ -184,6 +184,7 @@ HandoffResult run_handoff(const std::string& backend, const std::string& url, co
   std::vector<dblock::Lock> locks;
   dblock::LockOptions lock_options;
   lock_options.strategy = strategy;  // ttl 30s: renewals are rare and hold-independent
+  lock_options.fair = fair;
   for (int i = 0; i < kHandoffWorkers; ++i) {
     clients.push_back(dblock::Client::open(url, options));
     locks.push_back(clients.back()->lock(name, lock_options));
@@ -290,7 +291,8 @@ BackendReport run_handoff_scenarios(const std::string& backend, const std::strin
     std::vector<double> before;
     if (counters.read) before = counters.read();
     auto h =
-        run_handoff(backend, url, o, strategy, name, warmup, opt.handoffs, std::chrono::milliseconds(opt.hold_ms));
+        run_handoff(backend, url, o, strategy, name, warmup, opt.handoffs, std::chrono::milliseconds(opt.hold_ms),
+                    !opt.unfair);
     if (counters.read && h.grants > 0) {
       auto after = counters.read();
       std::string line;

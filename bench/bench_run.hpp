@@ -64,7 +64,7 @@ struct HandoffResult {
 // Progress is labelled `handoff`, or `handoff-polling` when options.notifications is off.
 HandoffResult run_handoff(const std::string& backend, const std::string& url, const dblock::ClientOptions& options,
                           dblock::Strategy strategy, const std::string& name, std::size_t warmup, std::size_t n,
-                          std::chrono::milliseconds hold);
+                          std::chrono::milliseconds hold, bool fair = true);
 
 // Server-wide counters read before and after each hand-off series (e.g. PostgreSQL's WAL
 // syncs and commits); the deltas per grant go to stderr and a note. No `read`: none.

@@ -21,7 +21,7 @@ const char* usage_text() {
   return "usage: dblock-bench [--quick] [--iterations N] [--handoffs N] [--hold-ms N]\n"
          "                    [--shape-hold-ms N] [--shape-polling] [--backend NAME]...\n"
          "                    [--scenario NAME]...\n"
-         "                    [--dir DIR] [--csv FILE] [--keep-awake]\n"
+         "                    [--dir DIR] [--csv FILE] [--keep-awake] [--unfair]\n"
          "\n"
          "Backends: sqlite (always), postgresql (when built with libpqxx and DBLOCK_TEST_PG_URL\n"
          "is set), mysql (when built with mysql-connector-c++ and DBLOCK_TEST_MYSQL_URL is set);\n"
@@ -72,7 +72,7 @@ const char* usage_text() {
          "               inotify or mysql's GET_LOCK wake locks); compared with the same\n"
          "               strategy's handoff p50 (when that ran), and a line per strategy under\n"
          "               the table gives polling / notified.\n"
-         "  contended    1, 4, 16 and 64 workers (--quick: 1 and 4) on ONE name per strategy:\n"
+         "  contended    1, 4, 8, 16 and 64 workers (--quick: 1 and 4) on ONE name per strategy:\n"
          "               threads spread over worker processes (this binary started again), each\n"
          "               with its own Client, loop for 3 s (--quick: 0.3 s) on try_acquire (up to\n"
          "               60 s) + release at once. Reports grants/s, the wait (asking -> holding)\n"
@@ -152,6 +152,8 @@ const char* usage_text() {
          "  --shape-polling   open the shared / semaphore scenarios' Clients with\n"
          "                    notifications = false (waiters poll with backoff), to tell what\n"
          "                    the wake-ups do to the line-ups\n"
+         "  --unfair          the hand-off and contended scenarios ask with LockOptions::fair =\n"
+         "                    false: the lease strategies' waiters race instead of queueing\n"
          "  --keep-awake      keep one vCPU from sleeping for the run (a thread spinning at\n"
          "                    SCHED_IDLE): on a VM each reply to a sleeping vCPU waits for it\n"
          "                    to wake; the report says whether this was on\n"
@@ -255,6 +257,7 @@ Options parse_options(int argc, char** argv) {
     else if (arg == "--shape-hold-ms") o.shape_hold_ms = parse_count(arg, value(), 0, 10'000);
     else if (arg == "--shape-polling") no_value(), o.shape_polling = true;
     else if (arg == "--keep-awake") no_value(), o.keep_awake = true;
+    else if (arg == "--unfair") no_value(), o.unfair = true;
     else if (arg == "--backend") add_names(arg, value(), kBackends, o.backends);
     else if (arg == "--scenario") add_names(arg, value(), kScenarios, o.scenarios);
     else if (arg == "--dir") {

@@ -27,6 +27,7 @@ struct Options {
   std::size_t hold_ms = 0;        // how long a hand-off holder keeps the lease (0: releases at once)
   std::size_t shape_hold_ms = 2;  // how long a shared / semaphore scenario holder keeps its grant
   bool shape_polling = false;     // the shared / semaphore scenarios' Clients without notifications
+  bool unfair = false;            // LockOptions::fair = false: the lease strategies' race, no queue (--unfair)
   bool keep_awake = false;        // a SCHED_IDLE spinner keeps one vCPU awake for the run (bench_awake.hpp)
   std::string dir;                // empty: a fresh mkdtemp dir under /tmp, removed at the end
   std::string csv;                // empty: no CSV
