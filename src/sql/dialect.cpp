@@ -50,7 +50,7 @@ constexpr std::array<std::string_view, static_cast<std::size_t>(Statement::count
     "advisory_try_shared", "advisory_wait_shared", "advisory_unlock_shared", "advisory_wait_bounded_shared",
     "shared_acquire",   "shared_busy",     "shared_renew",     "shared_release",        "shared_release_after",
     "writer_mark",      "writer_unmark",   "sweep_holders",
-    "queue_join",       "queue_leave",     "sweep_queue",
+    "queue_join",       "queue_leave",     "queue_ahead",      "sweep_queue",
     "lock_in",
     "check_in",         "list",
     "sweep",            "sweep_pick",      "sweep_delete",     "force_release",         "migration_lock",
@@ -69,6 +69,7 @@ bool required(const Dialect& d, Statement s) {
     case Statement::shared_acquire:
     case Statement::shared_busy:
     case Statement::queue_join:
+    case Statement::queue_ahead:
     case Statement::lock_in:
     case Statement::check_in:
     case Statement::migration_lock:

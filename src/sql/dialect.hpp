@@ -141,6 +141,10 @@ enum class Statement : std::size_t {
   // keep_ms from now.
   queue_join,
   queue_leave,  // (name, owner): the ticket goes (the waiter gave up); the next is woken
+  // Optional: (name, owner, ticket) -> a row when a live ticket of another owner is lower. A
+  // waiter with a ticket asks it first where a grant attempt costs more than a read (SQLite:
+  // every attempt takes the database's one write lock, and a release wakes every waiter).
+  queue_ahead,
   sweep_queue,  // (batch): delete up to batch expired tickets; affected = deleted
 
   // In the caller's own transaction (sql/in_transaction.hpp), where the dialect offers it:

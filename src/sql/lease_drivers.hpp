@@ -98,6 +98,7 @@ class LeaseDriver : public LockDriver {
   // us, takes over an expired row or a leftover of ours, or answers busy, in one atomic
   // statement.
   Attempt upsert(Connection& s, AcquireRequest& r) {
+    if (queued_behind(s, r)) return busy_behind(s, r, std::string(), milliseconds{0});
     auto won = s.run(d_[Statement::insert_acquire], grant_params(r, {r.name, r.owner, std::int64_t{r.ttl.count()}}));
     if (won.rows.empty()) return busy(s, r);
     const auto& row = won.rows.front();
@@ -122,6 +123,9 @@ class LeaseDriver : public LockDriver {
   WaitingPlace& waiting(AcquireRequest& r);
   // A fair acquire that will wait takes a ticket in the name's queue, or keeps its own alive.
   void queue(Connection& s, AcquireRequest& r);
+  // Whether a live ticket is ahead of this waiter's, asked before a grant attempt where the
+  // dialect says a read is the cheaper way to find out (Statement::queue_ahead).
+  bool queued_behind(Connection& s, const AcquireRequest& r) const;
   // A read/write lock's shared hold or one of a semaphore's permits (lease_shapes.cpp).
   Attempt try_shared(AcquireRequest& r);
   ConnectionPool& pool_;

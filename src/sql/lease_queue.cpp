@@ -44,6 +44,12 @@ std::vector<Value> LeaseDriver::grant_params(const AcquireRequest& r, std::vecto
   return first;
 }
 
+bool LeaseDriver::queued_behind(Connection& s, const AcquireRequest& r) const {
+  const auto* w = static_cast<const WaitingPlace*>(r.place.get());
+  if (!r.fair || !w || w->ticket == 0 || !d_.offers(Statement::queue_ahead)) return false;
+  return !s.run(d_[Statement::queue_ahead], {r.name, r.owner, w->ticket}).rows.empty();
+}
+
 void LeaseDriver::queue(Connection& s, AcquireRequest& r) {
   // A try (no wait) takes no ticket: it would only hold up the waiters behind it.
   if (!r.fair || r.wait <= milliseconds{0} || !d_.offers(Statement::queue_join)) return;

@@ -27,6 +27,7 @@ void OptimisticDriver::leave_hint(const std::string& name, std::int64_t version)
 Attempt OptimisticDriver::try_acquire(AcquireRequest& r) {
   if (r.mode == Mode::shared || r.permits > 1) return try_shared(r);  // the holders table, as insert's
   auto s = pool_.get();
+  if (queued_behind(*s, r)) return busy_behind(*s, r, std::string(), milliseconds{0});
   // Our own last release of the name left this version: try the compare-and-set on it at
   // once, a round trip fewer than reading first (a Client that takes and releases a name in
   // turn). Only a free row still at that version is won. Any miss (taken or changed since:

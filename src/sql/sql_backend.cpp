@@ -99,16 +99,19 @@ std::size_t SqlBackend::sweep(std::size_t batch) {
     if (d_.sweep_pause.count() > 0) std::this_thread::sleep_for(d_.sweep_pause);
   }
   // Shared holders and writers' marks past their time (the name's own row, once it expires,
-  // went above; its holders with it where the dialect's trigger says so).
-  while (d_.offers(Statement::sweep_holders)) {
-    std::size_t deleted = 0;
-    {
-      auto s = pool_.get();
-      deleted = static_cast<std::size_t>(s->run(d_[Statement::sweep_holders], {limit}).affected);
+  // went above; its holders with it where the dialect's trigger says so), then the tickets
+  // of waiters that died.
+  for (auto statement : {Statement::sweep_holders, Statement::sweep_queue}) {
+    while (d_.offers(statement)) {
+      std::size_t deleted = 0;
+      {
+        auto s = pool_.get();
+        deleted = static_cast<std::size_t>(s->run(d_[statement], {limit}).affected);
+      }
+      total += deleted;
+      if (deleted < batch) break;
+      if (d_.sweep_pause.count() > 0) std::this_thread::sleep_for(d_.sweep_pause);
     }
-    total += deleted;
-    if (deleted < batch) break;
-    if (d_.sweep_pause.count() > 0) std::this_thread::sleep_for(d_.sweep_pause);
   }
   return total;
 }

@@ -38,22 +38,27 @@ Dialect make(bool mariadb) {
     // The two lease acquires are stored procedures (migrations/mysql/V2__acquire_procedures.sql,
     // where their logic is explained, and V4__grant_procedure.sql): as texts of six statements
     // each, parsing alone cost about 300 us per acquire. Each answers one result set.
-    d[S::insert_acquire] = "CALL ${table}_grant(?1, ?2, ?3)";
-    d[S::insert_release] = "DELETE FROM ${table} WHERE name = ?1 AND owner = ?2 AND fence = ?3";
+    // Fair waiting (migration V8): the grants take the asker's ticket (see Statement::queue_join),
+    // and a release deletes the holder's ticket with its row, in the same transaction.
+    d[S::insert_acquire] = "CALL ${table}_grant_queued(?1, ?2, ?3, ?4)";
+    d[S::insert_release] =
+        "DELETE t, q FROM ${table} AS t LEFT JOIN ${table}_queue AS q ON q.name = t.name AND q.owner = t.owner "
+        "WHERE t.name = ?1 AND t.owner = ?2 AND t.fence = ?3";
 
     d[S::release_after] =
         "UPDATE ${table} SET valid_until = ${now_ms} + ?4, holds = 0, version = version + 1 "
         "WHERE name = ?1 AND owner = ?2 AND fence = ?3 AND valid_until > ${now_ms}";
 
     d[S::optimistic_read] = "SELECT owner, version, valid_until - ${now_ms} FROM ${table} WHERE name = ?1";
-    d[S::optimistic_take] = "CALL ${table}_take(?1, ?2, ?3, ?4)";
+    d[S::optimistic_take] = "CALL ${table}_take_queued(?1, ?2, ?3, ?4, ?5)";
     // Answers the version it left (LAST_INSERT_ID(expr) remembers expr for this session, as
     // the fence draws do), so that this Client's next acquire of the name can try the
     // compare-and-set at once instead of reading first (OptimisticDriver's hint).
     d[S::optimistic_release] =
-        "UPDATE ${table} SET owner = '', holds = 0, valid_until = 0, version = LAST_INSERT_ID(version + 1) "
-        "WHERE name = ?1 AND owner = ?2 AND fence = ?3; "
-        "SELECT LAST_INSERT_ID() FROM DUAL WHERE ROW_COUNT() = 1";
+        "UPDATE ${table} AS t LEFT JOIN ${table}_queue AS q ON q.name = t.name AND q.owner = t.owner "
+        "SET t.owner = '', t.holds = 0, t.valid_until = 0, t.version = LAST_INSERT_ID(t.version + 1), "
+        "q.valid_until = 0 WHERE t.name = ?1 AND t.owner = ?2 AND t.fence = ?3; "
+        "SELECT LAST_INSERT_ID() FROM DUAL WHERE ROW_COUNT() >= 1";
 
     // Read/write locks and semaphores (migration V6): the grant, release, renewal and keep
     // are procedures that lock the name's row first (the last two one procedure); the mark
@@ -69,6 +74,16 @@ Dialect make(bool mariadb) {
         "ON DUPLICATE KEY UPDATE mode = 'w', permits = 0, fence = 0, holds = 0, valid_until = ${now_ms} + ?3";
     d[S::writer_unmark] = "DELETE FROM ${table}_holders WHERE name = ?1 AND owner = ?2 AND mode = 'w'";
     d[S::sweep_holders] = "DELETE FROM ${table}_holders WHERE valid_until <= ${now_ms} LIMIT ?1";
+
+    // Fair waiting (migration V8): a ticket is the server's clock in us when the waiter first
+    // joined; a renewal writes its own ticket back, so even a swept one keeps its place.
+    d[S::queue_join] =
+        "INSERT INTO ${table}_queue (name, owner, ticket, valid_until) VALUES (?1, ?2, "
+        "IF(?4 = 0, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), ?4), ${now_ms} + ?3) "
+        "ON DUPLICATE KEY UPDATE ticket = VALUES(ticket), valid_until = VALUES(valid_until); "
+        "SELECT ticket FROM ${table}_queue WHERE name = ?1 AND owner = ?2";
+    d[S::queue_leave] = "DELETE FROM ${table}_queue WHERE name = ?1 AND owner = ?2";
+    d[S::sweep_queue] = "DELETE FROM ${table}_queue WHERE valid_until <= ${now_ms} LIMIT ?1";
 
     // Session strategies. The wait bound goes to both mechanisms (a user variable for
     // GET_LOCK, the session's row-lock timeout for FOR UPDATE), in whole seconds.
@@ -146,7 +161,8 @@ Dialect make(bool mariadb) {
         "DROP PROCEDURE IF EXISTS ${table}_fence_draw; DROP PROCEDURE IF EXISTS ${table}_check; "
         "DROP TABLE IF EXISTS ${table}_holders; DROP PROCEDURE IF EXISTS ${table}_acquire_shared; "
         "DROP PROCEDURE IF EXISTS ${table}_release_shared; DROP PROCEDURE IF EXISTS ${table}_extend_shared; "
-        "DROP PROCEDURE IF EXISTS ${table}_lock_in";
+        "DROP PROCEDURE IF EXISTS ${table}_lock_in; DROP TABLE IF EXISTS ${table}_queue; "
+        "DROP PROCEDURE IF EXISTS ${table}_grant_queued; DROP PROCEDURE IF EXISTS ${table}_take_queued";
     d[S::history_create] =
         "CREATE TABLE IF NOT EXISTS ${table}_schema_history ("
         "installed_rank INT NOT NULL PRIMARY KEY, version VARCHAR(50), description VARCHAR(200) NOT NULL, "

@@ -128,6 +128,7 @@ const Dialect& sqlite_dialect() {
         "${now_ms} + ?3) ON CONFLICT (name, owner) DO UPDATE SET ticket = excluded.ticket, "
         "valid_until = excluded.valid_until RETURNING ticket";
     d[S::queue_leave] = "DELETE FROM ${table}_queue WHERE name = ?1 AND owner = ?2";
+    d[S::queue_ahead] = "SELECT 1 WHERE " + queued_ahead("?3");
     d[S::sweep_queue] =
         "DELETE FROM ${table}_queue WHERE rowid IN "
         "(SELECT rowid FROM ${table}_queue WHERE valid_until <= ${now_ms} LIMIT ?1)";
