@@ -22,12 +22,11 @@
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
-#include <exception>
-#include <mutex>
+#include <cstdint>
 #include <thread>
 #include <vector>
 
+#include "bench_handoff_tally.hpp"
 #include "core/url.hpp"  // the library's own URL parser: the baselines reach the same server
 #include "rpc.grpc.pb.h"
 #endif
@@ -127,24 +126,13 @@ struct Bare {
   std::unique_ptr<pb::Watch::Stub> watch;
 };
 
-struct HandoffShared {
-  std::mutex m;
-  std::condition_variable cv;
-  bool stop = false;
-  std::size_t grants = 0, handoffs = 0;
-  std::int64_t last_revision = 0;
-  Clock::time_point released_at;
-  std::vector<double> samples;
-  std::exception_ptr error;
-};
-
 // One waiter of the bare hand-off: etcd's lock recipe (Go's concurrency.Mutex) on the raw
 // stubs, with one lease for the thread's whole run (as a Go session has): put our key if
 // absent and read the first key in one Txn; while a key created before ours remains, watch
 // the last such key's deletion from the revision read + 1; release = DeleteRange of our key.
 // Timed as run_handoff times dblock's: from just before the holder's release to when the
 // next holder knows it holds; no barging (a thread contends again only once another won).
-void bare_handoff_worker(const std::string& target, const std::string& prefix, HandoffShared& sh, std::size_t warmup,
+void bare_handoff_worker(const std::string& target, const std::string& prefix, HandoffTally& sh, std::size_t warmup,
                          std::size_t n) {
   try {
     Bare b(target);
@@ -222,15 +210,8 @@ void bare_handoff_worker(const std::string& target, const std::string& prefix, H
         if (sh.stop) {
           quit = true;
         } else {
-          if (mine <= sh.last_revision)
-            throw std::runtime_error(fmt::format("etcd bare hand-off: revision {} held after {}", mine, sh.last_revision));
-          sh.last_revision = mine;
-          if (sh.grants > 0 && ++sh.handoffs > warmup) {
-            sh.samples.push_back(std::chrono::duration<double, std::micro>(got - sh.released_at).count());
-            if (sh.samples.size() >= n) sh.stop = true;
-          }
-          released_grant = ++sh.grants;
-          sh.cv.notify_all();
+          sh.granted(static_cast<std::uint64_t>(mine), got, warmup, n);  // the key's revision is its fence
+          released_grant = sh.grants;
         }
       }
       if (!quit) {
@@ -242,10 +223,7 @@ void bare_handoff_worker(const std::string& target, const std::string& prefix, H
     }
     b.revoke(lease_id);
   } catch (...) {
-    std::lock_guard lk(sh.m);
-    if (!sh.error) sh.error = std::current_exception();
-    sh.stop = true;
-    sh.cv.notify_all();
+    sh.fail(std::current_exception());
   }
 }
 
@@ -253,26 +231,11 @@ std::vector<double> run_bare_handoff(const std::string& target, const std::strin
                                      std::size_t n) {
   fmt::print(stderr, "dblock-bench: etcd/bare-watch-handoff: {} threads, {} + {} warm-up hand-offs\n", kHandoffWorkers,
              n, warmup);
-  HandoffShared sh;
+  HandoffTally sh("etcd/bare-watch-handoff");
   std::vector<std::thread> threads;
   for (int i = 0; i < kHandoffWorkers; ++i)
     threads.emplace_back(bare_handoff_worker, target, prefix, std::ref(sh), warmup, n);
-  {
-    std::unique_lock lk(sh.m);
-    std::size_t seen = 0;
-    auto progress_at = Clock::now();
-    while (!sh.stop) {
-      sh.cv.wait_for(lk, std::chrono::seconds(1));
-      if (sh.grants != seen) seen = sh.grants, progress_at = Clock::now();
-      else if (Clock::now() - progress_at > std::chrono::minutes(1)) {
-        sh.stop = true;
-        if (!sh.error) sh.error = std::make_exception_ptr(std::runtime_error("etcd bare hand-off: stuck for a minute"));
-      }
-    }
-    sh.cv.notify_all();
-  }
-  for (auto& t : threads) t.join();
-  if (sh.error) std::rethrow_exception(sh.error);
+  sh.await(threads, n);
   auto s = summarize(sh.samples);
   fmt::print(stderr, "dblock-bench: etcd/bare-watch-handoff: {} hand-offs, p50 {:.1f} us, p99 {:.1f} us\n", s.samples,
              s.p50_us, s.p99_us);

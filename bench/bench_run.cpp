@@ -4,11 +4,9 @@
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
 #include <cstdint>
 #include <exception>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <random>
 #include <stdexcept>
@@ -17,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "bench_contended.hpp"
+#include "bench_handoff_tally.hpp"
 #include "bench_resources.hpp"
 #include "bench_shapes.hpp"
 
@@ -95,21 +94,13 @@ std::size_t run_interleaved(const std::string& backend, std::vector<Series>& ser
 
 namespace {
 
-// What the handoff workers share; every field under `m`.
-struct Shared {
-  std::mutex m;
-  std::condition_variable cv;
-  std::size_t grants = 0;    // leases granted so far
-  std::size_t handoffs = 0;  // grants that followed a release (all but the first)
-  Clock::time_point released_at;  // the last holder's timestamp just before release()
+// What the handoff workers share beyond the tally; every field under `m`.
+struct Shared : HandoffTally {
+  using HandoffTally::HandoffTally;
   Clock::time_point timed_from, timed_to;
-  std::uint64_t last_fence = 0;
-  std::vector<double> samples;
   int holder = -1, prev_holder = -1;  // the worker that has (had) the lease, and the one before it
   std::size_t back_to_prev = 0;      // timed hand-offs won by the holder before last
   std::vector<std::size_t> wins = std::vector<std::size_t>(kHandoffWorkers);  // timed hand-offs per worker
-  bool stop = false;
-  std::exception_ptr error;
 };
 
 void handoff_worker(int id, dblock::Lock lock, Shared& sh, std::size_t warmup, std::size_t n,
@@ -134,22 +125,15 @@ void handoff_worker(int id, dblock::Lock lock, Shared& sh, std::size_t warmup, s
         std::lock_guard lk(sh.m);
         quit = sh.stop;
         if (!quit) {
-          if (lease->fence() <= sh.last_fence)
-            throw std::runtime_error(fmt::format("lock '{}': fence {} granted after fence {}: fences must increase",
-                                                 lock.name(), lease->fence(), sh.last_fence));
-          sh.last_fence = lease->fence();
-          if (sh.grants > 0 && ++sh.handoffs > warmup) {
-            if (sh.samples.empty()) sh.timed_from = sh.released_at;
-            sh.samples.push_back(micros(got - sh.released_at));
+          if (sh.granted(lease->fence(), got, warmup, n)) {
+            if (sh.samples.size() == 1) sh.timed_from = sh.released_at;
             sh.timed_to = got;
             if (id == sh.prev_holder) ++sh.back_to_prev;
             ++sh.wins[static_cast<std::size_t>(id)];
-            if (sh.samples.size() >= n) sh.stop = true;
           }
           sh.prev_holder = sh.holder;
           sh.holder = id;
-          released_grant = ++sh.grants;
-          sh.cv.notify_all();
+          released_grant = sh.grants;
         }
       }
       if (quit) {
@@ -164,10 +148,7 @@ void handoff_worker(int id, dblock::Lock lock, Shared& sh, std::size_t warmup, s
       lease->release();
     }
   } catch (...) {
-    std::lock_guard lk(sh.m);
-    if (!sh.error) sh.error = std::current_exception();
-    sh.stop = true;
-    sh.cv.notify_all();
+    sh.fail(std::current_exception());
   }
 }
 
@@ -191,36 +172,12 @@ HandoffResult run_handoff(const std::string& backend, const std::string& url, co
   }
   clients.front()->force_release(name);  // a run killed on a kept --dir may have left it held
 
-  Shared sh;
+  Shared sh(label);
   sh.samples.reserve(n);
   std::vector<std::thread> threads;
   for (int i = 0; i < kHandoffWorkers; ++i)
     threads.emplace_back(handoff_worker, i, locks[static_cast<std::size_t>(i)], std::ref(sh), warmup, n, hold);
-  {
-    std::unique_lock lk(sh.m);
-    std::size_t seen = 0, reported = 0;
-    auto progress_at = Clock::now();
-    while (!sh.stop) {
-      sh.cv.wait_for(lk, std::chrono::seconds(1));
-      auto now = Clock::now();
-      if (sh.grants != seen) seen = sh.grants, progress_at = now;
-      else if (now - progress_at > std::chrono::minutes(1)) {
-        sh.stop = true;
-        if (!sh.error)
-          sh.error = std::make_exception_ptr(
-              std::runtime_error(fmt::format("{}: no hand-off for a minute after {}", label, seen)));
-        break;
-      }
-      if (sh.samples.size() >= reported + std::max<std::size_t>(1, n / 4) && sh.samples.size() < n) {
-        reported = sh.samples.size();
-        fmt::print(stderr, "dblock-bench: {}: {}/{} hand-offs, p50 {:.1f} us\n", label, reported, n,
-                   summarize(sh.samples).p50_us);
-      }
-    }
-    sh.cv.notify_all();
-  }
-  for (auto& t : threads) t.join();
-  if (sh.error) std::rethrow_exception(sh.error);
+  sh.await(threads, n);
 
   HandoffResult r;
   r.grants = sh.grants;
