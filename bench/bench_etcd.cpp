@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "bench_floor.hpp"
 #include "bench_peers.hpp"
 #include "bench_util.hpp"
 
@@ -307,17 +308,7 @@ BackendReport run_etcd(const Options& opt) {
   if (opt.wants_scenario("handoff")) {
     auto samples = run_bare_handoff(target, root + "/bench-bare-handoff/", handoff_warmup(opt), opt.handoffs);
     Row bare_row{"etcd", "bare-watch-handoff", "handoff", kHandoffWorkers, summarize(std::move(samples)), {}};
-    for (const auto& r : report.rows)
-      if (r.strategy == "select1" && r.scenario == "uncontended") bare_row.vs = {compare(bare_row, r)};
-    // dblock's hand-off row: compared with the bare hand-off first, then as before.
-    for (auto& r : report.rows)
-      if (r.strategy == "etcd" && r.scenario == "handoff") {
-        r.vs.insert(r.vs.begin(), compare(r, bare_row));
-        r.shown = 1;
-      }
-    auto at = std::find_if(report.rows.begin(), report.rows.end(),
-                           [](const Row& r) { return r.scenario == "handoff"; });
-    report.rows.insert(at, bare_row);
+    place_floor_row(report.rows, std::move(bare_row), "select1", {"etcd"});
   }
   rep.rows = std::move(report.rows);
   rep.notes.insert(rep.notes.end(), report.notes.begin(), report.notes.end());

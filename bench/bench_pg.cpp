@@ -8,6 +8,7 @@
 #include <fmt/format.h>
 
 #include "backends/postgresql/pg_dialect.hpp"
+#include "bench_floor.hpp"
 #include "bench_peers.hpp"
 #include "bench_pg_floor.hpp"
 #include "bench_txn.hpp"
@@ -285,17 +286,9 @@ BackendReport run_postgresql(const Options& opt) {
                                               dblock_text("dblock_${table}")},
                                              handoff_warmup(opt), opt.handoffs)),
               {}};
-    for (const auto& r : report.rows)
-      if (r.strategy == "select1" && r.scenario == "uncontended") floor.vs = {compare(floor, r)};
-    // The lease strategies' hand-offs: compared with the floor first, then as before. The
-    // session strategies are handed off inside the server's lock manager: another floor.
-    for (auto& r : report.rows)
-      if ((r.strategy == "insert" || r.strategy == "optimistic") && r.scenario == "handoff") {
-        r.vs.insert(r.vs.begin(), compare(r, floor));
-        r.shown = 1;
-      }
-    auto at = std::find_if(report.rows.begin(), report.rows.end(), [](const Row& r) { return r.scenario == "handoff"; });
-    report.rows.insert(at, floor);
+    // The lease strategies' hand-offs are compared with it first. The session strategies
+    // are handed off inside the server's lock manager: another floor.
+    place_floor_row(report.rows, std::move(floor), "select1", {"insert", "optimistic"});
     rep.notes.push_back(
         "postgresql `bare-notify-handoff`, the lease strategies' hand-off floor: 8 threads on libpqxx, each on a "
         "connection of its own, contend for one name in the run's lock table with dblock's own insert grant and "

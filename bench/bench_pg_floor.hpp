@@ -1,8 +1,7 @@
-// The PostgreSQL hand-off floor (issue 26): what a lease hand-off costs written directly on
-// libpqxx with dblock's own statements and nothing else of dblock's, so that dblock's
-// hand-off reads "x the floor" instead of "x SELECT 1", which no durable hand-off can
-// approach. (A grant that draws its fence in VALUES, without the name's turn lock, is not a
-// floor but a bug: two racing grants can be answered out of fence order.)
+// The PostgreSQL hand-off floor (bench_floor.hpp): dblock's own insert grant and release
+// statements on raw libpqxx, woken by LISTEN/NOTIFY. (A grant that draws its fence in VALUES,
+// without the name's turn lock, is not a floor but a bug: two racing grants can be answered
+// out of fence order.)
 #pragma once
 
 #include <cstddef>
@@ -18,15 +17,13 @@ struct FloorStatements {
   std::string channel;
 };
 
-// kHandoffWorkers threads, each on a connection of its own, contend for one name with dblock's
-// grant and release statements (the grant draws its fence under the name's turn lock and
-// commits with its WAL flush; the release deletes and notifies in one statement that does
-// not wait for its flush) and nothing else of dblock's: one LISTEN connection wakes the
-// longest waiting thread per notification (as dblock's listener wakes one watch per name and
-// process), which tries once more. Latency: from the holder's release call to the next
-// grant's answer. Returns the timed samples in microseconds. Throws on a fence that does not
-// increase.
-std::vector<double> run_pg_floor_handoff(const std::string& url, const FloorStatements& sql, std::size_t warmup,
-                                         std::size_t n);
+// `postgresql/bare-notify-handoff`: each thread on a connection of its own, the statements
+// prepared (the grant draws its fence under the name's turn lock and commits with its WAL
+// flush; the release deletes and notifies in one statement that does not wait for its
+// flush); one LISTEN connection wakes the longest waiting thread per notification, as
+// dblock's listener wakes one watch per name and process. Returns the timed samples in
+// microseconds.
+std::vector<double> run_pg_floor_handoff(const std::string& url, const FloorStatements& sql,
+                                         std::size_t warmup, std::size_t n);
 
 }  // namespace dblock_bench
