@@ -6,8 +6,9 @@
 // one name, a thread contends again only once another one got it (no barging), latency from
 // the holder's release call to the next grant's answer, every fence checked to increase.
 //
-// run_floor_handoff is the loop of the floors whose releases wake one waiting thread
-// (PostgreSQL's); etcd's waiters watch their predecessor instead (bench_etcd.cpp).
+// run_floor_handoff is the loop of the floors whose releases wake one waiting thread (the
+// PostgreSQL, MySQL, SQLite and Redis floors); ZooKeeper's waiters watch their predecessor
+// instead (bench_zk_floor.hpp), and etcd's recipe is in bench_etcd.cpp.
 #pragma once
 
 #include <cstddef>

@@ -27,6 +27,7 @@
 #include "bench_awake.hpp"
 #include "bench_contended.hpp"
 #include "bench_etcd.hpp"
+#include "bench_floor.hpp"
 #include "bench_mysql.hpp"
 #include "bench_peers.hpp"
 #include "bench_redis.hpp"
@@ -34,6 +35,7 @@
 #include "bench_shapes.hpp"
 #include "bench_pg.hpp"
 #include "bench_plots.hpp"
+#include "bench_sqlite_floor.hpp"
 #include "bench_sweep.hpp"
 #include "bench_table_size.hpp"
 #include "bench_zk.hpp"
@@ -150,6 +152,22 @@ BackendReport run_sqlite(const Options& opt) {
                                         {std::begin(kSqliteStrategies), std::end(kSqliteStrategies)}, opt, {bare_row});
   rep.rows.insert(rep.rows.end(), handoffs.rows.begin(), handoffs.rows.end());
   rep.notes.insert(rep.notes.end(), handoffs.notes.begin(), handoffs.notes.end());
+  if (opt.wants_scenario("handoff")) {  // the hand-offs' Clients made the lock table
+    Row floor{"sqlite", "bare-cv-handoff", "handoff", kHandoffWorkers,
+              summarize(run_sqlite_floor_handoff(db_path, client_options.table, client_options.statement_timeout,
+                                                 handoff_warmup(opt), opt.handoffs)),
+              {}};
+    place_floor_row(rep.rows, std::move(floor), "bare", {"insert", "optimistic"});
+    rep.notes.push_back(
+        "sqlite `bare-cv-handoff`, the hand-off floor: 8 threads on SQLiteCpp, each on a connection of its own with "
+        "dblock's settings (WAL, synchronous=FULL, dblock's busy polling), contend for one name in the same file and "
+        "lock table with dblock's own insert grant (one upsert that draws its fence through the table's trigger, "
+        "committed with its WAL fsync) and release (one DELETE, one commit), prepared, and nothing else of dblock's; "
+        "once its release returned, the releasing thread wakes the longest waiting thread through a condition "
+        "variable (dblock touches a wake file that every waiting Client watches with inotify), and it tries once "
+        "more; no barging, latency from the release call to the next grant, as in `handoff`. insert and optimistic "
+        "`handoff` rows: ratio to it first");
+  }
   add_own_table_scenarios(rep, "sqlite", url, client_options,
                           {std::begin(kSqliteStrategies), std::end(kSqliteStrategies)}, opt);
   if (opt.wants_scenario("txn"))
@@ -234,10 +252,12 @@ int run(const Options& opt) {
       "mysql strategies vs their own two, without and with the fence draw (insert: `bare-insert / bare-insert+fence`, optimistic: `bare-optimistic / "
       "bare-optimistic+fence`, for-update: `bare-for-update / bare-for-update+fence`, advisory: `getlock-pair / "
       "getlock-pair+fence`); a postgresql or mysql `...+fence` baseline vs the same baseline without it (what "
-      "the fence draw costs); the other postgresql and mysql baseline rows vs `select1`; handoff vs sqlite `bare` / postgresql "
-      "or mysql `select1`; handoff-polling vs the same strategy's `handoff` row (`<strategy> handoff`: polling "
-      "p50 / notified p50); peers-uncontended and peers-contended (hand-off p50) vs the peer library's row of the "
-      "same workload. x select1 = p50 / p50 of the same backend's `select1`");
+      "the fence draw costs); the other postgresql and mysql baseline rows vs `select1`; handoff vs sqlite `bare` / "
+      "the server backends' `select1`, the lease strategies' handoff rows (redis, zookeeper, etcd: the "
+      "strategy's) first vs their backend's hand-off floor (`bare-...-handoff`, itself vs `bare` / `select1`); "
+      "handoff-polling vs the same strategy's `handoff` row (`<strategy> handoff`: polling p50 / notified p50); "
+      "peers-uncontended and peers-contended (hand-off p50) vs the peer library's row of the same workload. "
+      "x select1 = p50 / p50 of the same backend's `select1`");
   std::vector<Row> main_rows;  // table-size and sweep get tables of their own below it
   std::copy_if(rows.begin(), rows.end(), std::back_inserter(main_rows),
                [](const Row& r) { return r.scenario != "table-size" && r.scenario != "sweep"; });

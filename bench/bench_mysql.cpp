@@ -27,7 +27,9 @@
 #include <thread>
 #include <vector>
 
+#include "bench_floor.hpp"
 #include "bench_mysql_conn.hpp"  // Conn: a connection set up as dblock's
+#include "bench_mysql_floor.hpp"
 #include "core/validate.hpp"
 #include "sql/dialect.hpp"  // drop_schema: what the migrations made
 #endif
@@ -260,6 +262,23 @@ BackendReport run_mysql(const Options& opt) {
     return global_status(conn, {"Innodb_data_fsyncs", "Handler_commit"});
   };
   auto report = run_server(std::move(run), opt);
+  if (opt.wants_scenario("handoff")) {
+    Row floor{"mysql", "bare-cv-handoff", "handoff", kHandoffWorkers,
+              summarize(run_mysql_floor_handoff(url, client_options, handoff_warmup(opt), opt.handoffs)), {}};
+    // The lease strategies' hand-offs are compared with it first; the session strategies
+    // are handed off inside the server (GET_LOCK, the row lock): another floor.
+    place_floor_row(report.rows, std::move(floor), "select1", {"insert", "optimistic"});
+    rep.notes.push_back(
+        "mysql `bare-cv-handoff`, the lease strategies' hand-off floor: 8 threads on Connector/C++, each on a "
+        "connection set up as dblock's, contend for one name in the run's lock table with dblock's own insert "
+        "grant (`CALL t_grant(name, owner, ttl)`: the upsert, the fence bump and their commit, one redo log flush) "
+        "and release (`DELETE FROM t WHERE name = .. AND owner = .. AND fence = ..`, one commit) and nothing else of "
+        "dblock's; MySQL has no notifications, so the fastest wake-up is within the process: once its release "
+        "returned, the releasing thread wakes the longest waiting thread through a condition variable, and it "
+        "tries once more (dblock's lease waiters, in other processes as much as in this one, poll from 1 ms); no "
+        "barging, latency from the release call to the next grant, as in `handoff`. insert and optimistic `handoff` "
+        "rows: ratio to it first");
+  }
   rep.rows = std::move(report.rows);
   rep.notes.insert(rep.notes.end(), report.notes.begin(), report.notes.end());
   if (opt.wants_scenario("txn"))

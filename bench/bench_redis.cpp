@@ -15,7 +15,9 @@
 
 #include <fmt/format.h>
 
+#include "bench_floor.hpp"
 #include "bench_peers.hpp"
+#include "bench_redis_floor.hpp"
 #include "bench_util.hpp"
 
 #ifdef DBLOCK_WITH_REDIS
@@ -242,6 +244,21 @@ BackendReport run_keyed(const std::string& backend, const char* var, dblock::Str
       "(grant record, re-entry, listing{2})",
       backend, redlock ? ", each to every node at once" : "", redlock ? ", majority counting" : ""));
   auto report = run_server(std::move(run), opt);
+  if (!redlock && opt.wants_scenario("handoff")) {
+    Row floor{backend, "bare-pubsub-handoff", "handoff", kHandoffWorkers,
+              summarize(run_redis_floor_handoff(url, table.name(), handoff_warmup(opt), opt.handoffs)), {}};
+    place_floor_row(report.rows, std::move(floor), "select1", {backend});
+    rep.notes.push_back(
+        "redis `bare-pubsub-handoff`, the hand-off floor: 8 threads on hiredis, each on a connection of its own, "
+        "contend for one key with the least a fenced lock sends: the grant one EVALSHA (`SET key owner NX PX 30000` "
+        "and, when that took it, `INCR` of a fence counter: dblock's acquire script makes the same round trip, with "
+        "a record for a value and its fence never below the server's clock), the release one EVALSHA (GET-compare "
+        "the owner, `DEL`, `PUBLISH`, as dblock's release script, which publishes only when a waiter flagged the "
+        "grant), and nothing else of dblock's; one subscribed connection wakes the longest waiting thread per "
+        "message (dblock's one subscriber per process wakes one watch per name), which tries once more; no "
+        "barging, latency from the release call to the next grant, as in `handoff`. The redis `handoff` row: "
+        "ratio to it first");
+  }
   rep.rows = std::move(report.rows);
   rep.notes.insert(rep.notes.end(), report.notes.begin(), report.notes.end());
   const Peer peer =

@@ -8,8 +8,10 @@
 
 #include <fmt/format.h>
 
+#include "bench_floor.hpp"
 #include "bench_peers.hpp"
 #include "bench_util.hpp"
+#include "bench_zk_floor.hpp"
 
 #ifdef DBLOCK_WITH_ZOOKEEPER
 #include <zookeeper/zookeeper.h>
@@ -126,6 +128,21 @@ BackendReport run_zookeeper(const Options& opt) {
   run.baselines = {{"select1", select1, {}}, {"bare-create-delete", create_delete, {}}};
   run.compared_with = {{"zookeeper", {"bare-create-delete"}}};
   auto report = run_server(std::move(run), opt);
+  if (opt.wants_scenario("handoff")) {
+    const std::string floor_dir = root + "/bench-floor";
+    zk.check(zoo_create(zk.get(), floor_dir.c_str(), "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, nullptr, 0),
+             "create " + floor_dir);
+    Row floor{"zookeeper", "bare-watch-handoff", "handoff", kHandoffWorkers,
+              summarize(run_zk_floor_handoff(hosts, floor_dir, handoff_warmup(opt), opt.handoffs)), {}};
+    place_floor_row(report.rows, std::move(floor), "select1", {"zookeeper"});
+    rep.notes.push_back(
+        "zookeeper `bare-watch-handoff`, the hand-off floor: 8 threads on the C client, each on a session of its "
+        "own, run the lock recipe dblock runs, and nothing else of dblock's: an ephemeral sequential "
+        "`<32 hex>__lock__` node created with the children listed right behind it (one round trip); while a node "
+        "with a lower sequence remains, a data watch on the one right before ours and, once it fires, the children "
+        "listed again; the fence is the node's czxid, as dblock's; release = delete the node; no barging, latency "
+        "from the release call to the next grant, as in `handoff`. The zookeeper `handoff` row: ratio to it first");
+  }
   rep.rows = std::move(report.rows);
   rep.notes.insert(rep.notes.end(), report.notes.begin(), report.notes.end());
   auto peers = run_peer_scenario("zookeeper", url, {dblock::Strategy::zookeeper},

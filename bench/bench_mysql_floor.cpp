@@ -1,0 +1,61 @@
+#include "bench_mysql_floor.hpp"
+
+#ifdef DBLOCK_WITH_MYSQL
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <memory>
+#include <stdexcept>
+
+#include "backends/mysql/mysql_connection.hpp"  // splice_params: the literals as dblock writes them
+#include "backends/mysql/mysql_dialect.hpp"
+#include "bench_floor.hpp"
+#include "bench_mysql_conn.hpp"
+#include "core/validate.hpp"
+#include "sql/dialect.hpp"
+
+namespace dblock_bench {
+
+namespace {
+
+namespace sqldb = dblock::detail::sqldb;
+
+class MySqlFloorSession final : public FloorSession {
+ public:
+  MySqlFloorSession(const std::string& url, const dblock::ClientOptions& options, int i)
+      : c_(url, options, fmt::format("floor {}", i)), owner_(fmt::format("floor-{}", i)) {
+    const auto& d = sqldb::mysql_dialect();
+    const auto table = dblock::detail::parse_table_name(options.table);
+    grant_ = sqldb::splice_params(sqldb::render(d[sqldb::Statement::insert_acquire], table, d.now_ms),
+                                  {std::string(kName), owner_, std::int64_t{30'000}});
+    release_ = sqldb::render(d[sqldb::Statement::insert_release], table, d.now_ms);
+  }
+  std::uint64_t grant() override {
+    return static_cast<std::uint64_t>(c_.run(grant_).value.value_or(0));  // 0: busy
+  }
+  void release(std::uint64_t fence) override {
+    auto text =
+        sqldb::splice_params(release_, {std::string(kName), owner_, static_cast<std::int64_t>(fence)});
+    if (c_.run(text).affected != 1)
+      throw std::runtime_error("mysql floor hand-off: the release found no row");
+  }
+
+ private:
+  static constexpr const char* kName = "bench-floor";
+  Conn c_;
+  std::string owner_, grant_, release_;
+};
+
+}  // namespace
+
+std::vector<double> run_mysql_floor_handoff(const std::string& url, const dblock::ClientOptions& options,
+                                            std::size_t warmup, std::size_t n) {
+  FloorSpec spec;
+  spec.label = "mysql/bare-cv-handoff";
+  spec.open = [&](int i) { return std::make_unique<MySqlFloorSession>(url, options, i); };
+  return run_floor_handoff(spec, warmup, n);  // no listener: the releasing thread wakes the next
+}
+
+}  // namespace dblock_bench
+
+#endif
