@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -194,11 +195,19 @@ std::size_t contended_rounds(const Options& opt) { return opt.quick ? 1 : 3; }
 
 namespace {
 
-// Where the peers' scripts are: $DBLOCK_BENCH_PEERS_DIR, else the build tree's copy, next to
-// the node_modules the build installs there.
+// Where the peers' scripts are, next to the node_modules they need: $DBLOCK_BENCH_PEERS_DIR;
+// else, for an installed dblock-bench, where the install put them beside the binary's
+// directory (share/dblock/bench/peers); else the build tree's copy.
 std::string peers_dir() {
   const char* dir = std::getenv("DBLOCK_BENCH_PEERS_DIR");
-  return dir && *dir ? dir : DBLOCK_BENCH_PEERS_DIR;
+  if (dir && *dir) return dir;
+  std::error_code ec;
+  const auto exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const auto installed = (exe.parent_path() / DBLOCK_BENCH_INSTALLED_PEERS_DIR).lexically_normal();
+    if (std::filesystem::is_directory(installed, ec)) return installed.string();
+  }
+  return DBLOCK_BENCH_PEERS_DIR;
 }
 
 }  // namespace
