@@ -27,7 +27,8 @@ class MySqlFloorSession final : public FloorSession {
     const auto& d = sqldb::mysql_dialect();
     const auto table = dblock::detail::parse_table_name(options.table);
     grant_ = sqldb::splice_params(sqldb::render(d[sqldb::Statement::insert_acquire], table, d.now_ms),
-                                  {std::string(kName), owner_, std::int64_t{30'000}});
+                                  {std::string(kName), owner_, std::int64_t{30'000},
+                                   std::int64_t{0}});  // ticket 0: the floor keeps its own order
     release_ = sqldb::render(d[sqldb::Statement::insert_release], table, d.now_ms);
   }
   std::uint64_t grant() override {
@@ -36,7 +37,7 @@ class MySqlFloorSession final : public FloorSession {
   void release(std::uint64_t fence) override {
     auto text =
         sqldb::splice_params(release_, {std::string(kName), owner_, static_cast<std::int64_t>(fence)});
-    if (c_.run(text).affected != 1)
+    if (c_.run(text).affected < 1)
       throw std::runtime_error("mysql floor hand-off: the release found no row");
   }
 

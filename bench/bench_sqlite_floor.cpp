@@ -42,6 +42,7 @@ class SqliteFloorSession final : public FloorSession {
     st.bind(1, kName);
     st.bind(2, owner_);
     st.bind(3, std::int64_t{30'000});
+    st.bind(4, std::int64_t{0});  // ticket 0: the floor keeps its own arrival order
     std::int64_t fence = 0;  // no row: busy
     while (st.executeStep()) fence = st.getColumn(0).getInt64();
     st.reset();
