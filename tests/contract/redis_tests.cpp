@@ -7,6 +7,8 @@
 #include <csignal>
 #include <cstdlib>
 #include <filesystem>
+#include <future>
+#include <mutex>
 #include <optional>
 #include <fstream>
 #include <random>
@@ -17,6 +19,7 @@
 #include "core/url.hpp"
 #include "support/process.hpp"
 #include "support/redis_db.hpp"
+#include "backends/redis/redis_driver.hpp"
 #include "backends/redis/redis_scripts.hpp"
 
 using namespace std::chrono_literals;
@@ -802,4 +805,165 @@ TEST_CASE("redis: exclusive and shaped locks on one name exclude each other; oth
   CHECK_THROWS_WITH(c->lock("name", permits_opts(2)).try_acquire(), Catch::Contains("list"));
   CHECK_THROWS_AS(c->lock("name", opts(Strategy::redis)).try_acquire(), dblock::UsageError);
   raw(server, {"DEL", "name"});
+}
+
+// Fair waiting (LockOptions::fair, the redis strategy's queue: docs/ARCHITECTURE.md, "Fair
+// waiting on Redis"). Bounds are loose: the suite runs under the sanitizers on a loaded
+// machine, and what is checked is the order and that nothing is left behind, not speed.
+namespace {
+
+// The server that holds a fixture's keys (a redis-sentinel URL: the master its Sentinels name).
+Node data_node(const std::string& url) {
+  auto u = dblock::detail::parse_url(url);
+  if (u.scheme != "redis-sentinel") return hosts_of(url)[0];
+  return Node{dblock::test::sentinel_master(u), std::stoi(u.query.at("db"))};
+}
+
+std::string queued(const Node& n, const std::string& name) {
+  return raw(n, {"ZCARD", dblock::detail::redis::keys::queue(name)});
+}
+// Whether either key of the name's queue exists.
+std::string queue_keys(const Node& n, const std::string& name) {
+  using namespace dblock::detail::redis;
+  return raw(n, {"EXISTS", keys::queue(name), keys::alive(name)});
+}
+
+// H holds; A, then B once A is queued, wait; H releases and asks again at once. Fair: A, B,
+// then H are granted in that order, and the queue is gone after. Unfair: all three get it.
+template <class Fixture>
+void check_arrival_order(bool fair) {
+  Fixture f;
+  auto ns = f.make();
+  const auto node = data_node(f.url);
+  auto h = ns.open(), a = ns.open(), b = ns.open();
+  auto o = opts(Strategy::redis);
+  o.fair = fair;
+  std::mutex m;
+  std::vector<std::string> order;
+  auto take = [&](dblock::Client& c, const std::string& who) {
+    std::string what = who;
+    try {
+      auto l = c.lock("line", o).try_acquire(60s);
+      if (!l) what += " timed out";
+      {
+        std::lock_guard lk(m);
+        order.push_back(what);
+      }
+      if (l) {
+        std::this_thread::sleep_for(20ms);
+        l->release();
+      }
+    } catch (const std::exception& e) {
+      std::lock_guard lk(m);
+      order.push_back(who + ": " + e.what());
+    }
+  };
+  auto held = h->lock("line", o).acquire();
+  auto in_line = [&](const char* n) {
+    if (fair) REQUIRE(eventually([&] { return queued(node, "line") == n; }, 20s));
+    else std::this_thread::sleep_for(200ms);
+  };
+  auto ta = std::async(std::launch::async, take, std::ref(*a), "A");
+  in_line("1");
+  auto tb = std::async(std::launch::async, take, std::ref(*b), "B");
+  in_line("2");
+  held.release();
+  take(*h, "H");
+  ta.get();
+  tb.get();
+  if (!fair) std::sort(order.begin(), order.end());  // any order, as long as each got it
+  CHECK(order == std::vector<std::string>{"A", "B", "H"});
+  CHECK(queue_keys(node, "line") == "0");
+}
+
+}  // namespace
+
+TEST_CASE("redis: fair waiters are granted in arrival order, the releaser asking again last", "[redis]") {
+  SECTION("fair") { check_arrival_order<dblock::test::RedisLock>(true); }
+  SECTION("unfair") { check_arrival_order<dblock::test::RedisLock>(false); }
+}
+
+TEST_CASE("redis-sentinel: fair waiters are granted in arrival order on the master", "[redis-sentinel]") {
+  check_arrival_order<dblock::test::SentinelLock>(true);
+}
+
+TEST_CASE("redis: a fair waiter that gives up leaves no ticket behind, and a try writes none", "[redis]") {
+  dblock::test::RedisLock f;
+  auto ns = f.make();
+  const auto node = data_node(f.url);
+  auto h = ns.open(), w = ns.open(), x = ns.open();
+  auto held = h->lock("line", opts(Strategy::redis)).acquire();
+  CHECK_FALSE(w->lock("line", opts(Strategy::redis)).try_acquire());
+  CHECK(queue_keys(node, "line") == "0");
+  CHECK_FALSE(w->lock("line", opts(Strategy::redis)).try_acquire(300ms));  // it was queued meanwhile
+  CHECK(queue_keys(node, "line") == "0");
+  // The next waiter goes first at the release, not once a leftover ticket lapsed (3 s).
+  auto granted = std::async(std::launch::async, [&] {
+    auto l = x->lock("line", opts(Strategy::redis)).try_acquire(60s);
+    return std::make_pair(l.has_value(), Clock::now());
+  });
+  REQUIRE(eventually([&] { return queued(node, "line") == "1"; }, 20s));
+  const auto released = Clock::now();
+  held.release();
+  auto [got, at] = granted.get();
+  CHECK(got);
+  CHECK(at - released < 2s);
+  CHECK(queue_keys(node, "line") == "0");
+}
+
+// An acquire that throws drops its place the same way: the ticket's destructor leaves the
+// queue (here the driver's own, without the core around it). After a grant nothing is sent.
+TEST_CASE("redis: a dropped ticket leaves the queue at once", "[redis]") {
+  namespace r = dblock::detail::redis;
+  dblock::test::RedisLock f;
+  auto ns = f.make();
+  const auto node = data_node(f.url);
+  auto held = ns.open()->lock("line", opts(Strategy::redis)).acquire();
+  r::Target t;
+  t.host = node.hp.host;
+  t.port = node.hp.port;
+  t.db = node.db;
+  t.where = "test server";
+  r::Pool pool(r::opener(t), r::pool_limits(t, 2));
+  r::RedisDriver driver(pool, nullptr);
+  const std::string name = "line", owner = "test:1:0:t1";
+  dblock::detail::AcquireRequest req{name, owner, 30s, 10s, nullptr};
+  auto a = driver.try_acquire(req);
+  REQUIRE_FALSE(a.acquired());
+  REQUIRE(a.place);
+  CHECK(queued(node, name) == "1");
+  a.place.reset();
+  CHECK(queue_keys(node, name) == "0");
+}
+
+// A waiter that died (SIGKILL) keeps its place only while its ticket lasts: simulated with a
+// ticket written behind the library's back, first in line, lapsing 2 s later.
+TEST_CASE("redis: a dead waiter's ticket holds the others up no longer than it lasts", "[redis]") {
+  using namespace dblock::detail::redis;
+  dblock::test::RedisLock f;
+  auto ns = f.make();
+  const auto node = data_node(f.url);
+  auto c = ns.open();
+  const auto written = Clock::now();
+  REQUIRE(raw(node, {"EVAL", R"lua(
+local t = redis.call('TIME')
+redis.call('ZADD', KEYS[1], 1, 'ghost')
+redis.call('HSET', KEYS[2], 'ghost', string.format('%d', t[1] * 1000 + math.floor(t[2] / 1000) + 2000))
+redis.call('PEXPIRE', KEYS[1], 2000)
+return redis.call('PEXPIRE', KEYS[2], 2000)
+)lua", "2", keys::queue("line"), keys::alive("line")}) == "1");
+  // The unfair fast path reads no queue; a fair try waits its turn (and writes nothing).
+  auto unfair = opts(Strategy::redis);
+  unfair.fair = false;
+  auto l = c->lock("line", unfair).try_acquire();
+  REQUIRE(l);
+  l->release();
+  CHECK_FALSE(c->lock("line", opts(Strategy::redis)).try_acquire());
+  CHECK(queued(node, "line") == "1");
+  l = c->lock("line", opts(Strategy::redis)).try_acquire(60s);
+  const auto took = Clock::now() - written;
+  REQUIRE(l);
+  CHECK(took > 1500ms);  // it waited for the ghost's turn
+  CHECK(took < 8s);      // 2 s, and at most the waiter's 1 s backoff more, on a loaded machine
+  CHECK(queue_keys(node, "line") == "0");
 }

@@ -120,7 +120,8 @@ class RedisBackend final : public Backend {
   }
   bool force_release(const std::string& name) override {
     auto c = pool_.get();
-    return as_int(*c->eval(force_release_script(), {name}, {keys::channel})) == 1;
+    auto reply = c->eval(force_release_script(), {name, keys::queue(name), keys::alive(name)}, {keys::channel});
+    return as_int(*reply) == 1;
   }
   std::vector<SettingCheck> check_settings() override {
     auto c = pool_.get();

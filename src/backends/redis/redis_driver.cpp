@@ -121,6 +121,29 @@ class ShapedGrant final : public GrantHandle {
   const std::string name_, owner_, fence_;
 };
 
+// A fair waiter's place in the name's queue (keys::queue), kept between the attempts of one
+// acquire. Dropped while the server still has it (the acquire timed out or threw) it leaves
+// the queue, so the waiters behind need not wait for it to lapse; best effort: if the leave
+// fails, the ticket lapses within ticket_life.
+class Ticket final : public QueuePlace {
+ public:
+  Ticket(Pool& pool, const std::string& name, const std::string& owner)
+      : pool_(pool), name_(name), owner_(owner) {}
+  ~Ticket() override {
+    if (!held) return;
+    try {
+      auto c = pool_.get();
+      c->eval(leave_script(), {name_, keys::queue(name_), keys::alive(name_)}, {owner_, keys::channel});
+    } catch (...) {  // a destructor never throws
+    }
+  }
+  bool held = true;  // false once a grant or a last attempt took the ticket away on the server
+
+ private:
+  Pool& pool_;  // the backend's, which outlives every acquire
+  const std::string name_, owner_;
+};
+
 }  // namespace
 
 Attempt RedisDriver::try_acquire(AcquireRequest& r) {
@@ -137,14 +160,29 @@ Attempt RedisDriver::attempt(AcquireRequest& r) {
   };
   if (r.mode == Mode::exclusive && r.permits == 1) {
     // The plain record (redis-py's key). Attempt "-": nothing undoes a single server's grant.
-    // Fence floor "": the server's clock.
-    auto reply = c->eval(acquire_script(), {r.name, keys::fence(r.name)},
-                         {r.owner, std::to_string(r.ttl.count()), sub_ ? "1" : "0", now_ms_text(), "-", "",
-                          std::to_string(std::min(writer_mark, r.wait).count())});
+    // Fence floor "": the server's clock. Fair: the name's queue too, and how long a busy
+    // answer keeps our ticket (0 when this attempt is a try or the acquire's last: the wait
+    // ends with it, so the script gives the ticket up and a try writes nothing).
+    std::vector<std::string> on{r.name, keys::fence(r.name)};
+    std::vector<std::string> args{r.owner, std::to_string(r.ttl.count()), sub_ ? "1" : "0",
+                                  now_ms_text(), "-", "", std::to_string(std::min(writer_mark, r.wait).count())};
+    if (r.fair) {
+      on.insert(on.end(), {keys::queue(r.name), keys::alive(r.name)});
+      args.push_back(std::to_string(r.wait.count() > 0 ? ticket_life.count() : 0));
+    }
+    auto reply = c->eval(acquire_script(), on, args);
     refuse_mismatch(*reply, r);
     auto a = parse_answer(*reply, r.ttl);
-    if (!a.granted) return Attempt::busy(a.remaining);
+    if (!a.granted) {
+      auto busy = Attempt::busy(a.remaining);
+      if (r.fair && r.wait.count() > 0)
+        busy.place = r.place ? std::move(r.place) : std::make_unique<Ticket>(pool_, r.name, r.owner);
+      else if (r.place)
+        static_cast<Ticket&>(*r.place).held = false;
+      return busy;
+    }
     replicated(free_script(), {r.owner, "fence", std::to_string(a.fence), keys::channel});
+    if (r.place) static_cast<Ticket&>(*r.place).held = false;  // the grant removed it
     return keyed_grant(*this, r, a.fence, a.remaining);
   }
   auto reply = c->eval(shaped_acquire_script(), {r.name, keys::fence(r.name)},
@@ -170,7 +208,8 @@ Renewal RedisDriver::renew(const std::string& name, const std::string& owner, st
 
 bool RedisDriver::release(const std::string& name, const std::string& owner, std::uint64_t fence) {
   auto c = pool_.get();
-  auto reply = c->eval(free_script(), {name}, {owner, "fence", std::to_string(fence), keys::channel});
+  auto reply = c->eval(free_script(), {name, keys::queue(name), keys::alive(name)},
+                       {owner, "fence", std::to_string(fence), keys::channel});
   return as_int(*reply) != 0;
 }
 

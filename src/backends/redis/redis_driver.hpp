@@ -53,6 +53,11 @@ class RedisDriver final : public LockDriver {
 void confirm_replicated(Connection& c, const Failover& failover, milliseconds ttl,
                         const std::function<void(Connection&)>& undo = nullptr);
 
+// How long a fair waiter's ticket holds without a new attempt (acquire_script()): the core
+// tries again at least every second while it waits (its backoff's cap once a release watch is
+// armed), so a live waiter keeps its place, and a dead one's lapses within this.
+constexpr milliseconds ticket_life{3000};
+
 // One server's answer to the acquire script (see acquire_script()): granted with a fence
 // (for the TTL asked), or busy with the holder's time left.
 struct Answer {

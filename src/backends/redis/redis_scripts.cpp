@@ -5,9 +5,10 @@
 namespace dblock::detail::redis {
 
 void keys::check_name(const std::string& name) {
-  if (name.compare(0, fence_prefix.size(), fence_prefix) == 0)
-    throw UsageError("bad lock name '" + name + "': names beginning '" + fence_prefix +
-                     "' are the fence counters of the redis and redlock backends");
+  for (const auto* prefix : {&fence_prefix, &queue_prefix, &alive_prefix})
+    if (name.compare(0, prefix->size(), *prefix) == 0)
+      throw UsageError("bad lock name '" + name + "': names beginning '" + *prefix +
+                       "' are keys of the redis and redlock backends' own (fence counters, wait queues)");
 }
 
 // The lock key's value is the grant record, "<fence> <holds> <acquired_at> <waiting> <attempt>
@@ -72,6 +73,38 @@ local function expire(key, st, now)
 end
 )lua";
 
+// A name's queue of fair waiters (redis strategy, exclusive; see acquire_script()): KEYS q, a
+// = keys::queue, keys::alive. head(q, a, now) -> the oldest live ticket's owner and until when
+// it holds (nil when none), removing lapsed tickets found in front of it; join(...) takes a
+// place at the back or keeps ours, valid for `life` ms more; leave(q, a, owner) -> whether we
+// had one. Both keys live as long as their longest ticket could, so nothing is left behind
+// when every waiter dies.
+const char* const queue_helpers = R"lua(
+local function head(q, a, now)
+  while true do
+    local h = redis.call('ZRANGE', q, 0, 0)[1]
+    if not h then return nil, 0 end
+    local u = tonumber(redis.call('HGET', a, h) or '0')
+    if u > now then return h, u end
+    redis.call('ZREM', q, h)
+    redis.call('HDEL', a, h)
+  end
+end
+local function join(q, a, owner, now, life)
+  if not redis.call('ZSCORE', q, owner) then
+    local last = redis.call('ZRANGE', q, -1, -1, 'WITHSCORES')[2]
+    redis.call('ZADD', q, (tonumber(last) or 0) + 1, owner)
+  end
+  redis.call('HSET', a, owner, string.format('%d', now + life))
+  redis.call('PEXPIRE', q, life)
+  redis.call('PEXPIRE', a, life)
+end
+local function leave(q, a, owner)
+  redis.call('HDEL', a, owner)
+  return redis.call('ZREM', q, owner) == 1
+end
+)lua";
+
 std::string with_record(const std::string& body) {
   return std::string(R"lua(
 local function parse(v)
@@ -88,6 +121,7 @@ end
 // (acquire's busy path, describe, the shaped scripts). The others only need get() to meet
 // it as "not ours", and do not define functions they never call.
 std::string with_shapes(const char* body) { return with_record(shaped_helpers + std::string(body)); }
+std::string with_queue(const char* body) { return with_record(queue_helpers + std::string(body)); }
 }  // namespace
 
 // Acquire. The common case (a free name) comes first: the next fence, then SET NX PX the
@@ -115,30 +149,59 @@ std::string with_shapes(const char* body) { return with_record(shaped_helpers + 
 // subscribes and tries once more after, so it cannot miss the release, and an uncontended
 // release publishes nothing. A foreign holder is not flagged: its release does not publish
 // anyway. Redlock tells a split vote from a holder with a majority by the holder named.
+//
+// Fair waiting (redis strategy, LockOptions::fair; docs/ARCHITECTURE.md, "Fair waiting on
+// Redis"): with KEYS[3], KEYS[4] (the name's queue, queue_helpers) the asker may take the
+// name only when it has the oldest live ticket or no ticket lives; a grant removes its
+// ticket, and marks the record waiting (3) when others are still queued, so that its release
+// wakes the next. Not its turn: busy, for no longer than the head's ticket may stay (a dead
+// head blocks nobody past it). A busy answer joins the queue or keeps the asker's place for
+// ARGV[8] ms; ARGV[8] = 0 (a try, or the acquire's last attempt) leaves it and writes nothing
+// else. A subscribed fair waiter flags the holder's record 3: its release then PUBLISHes
+// "NAME\0OWNER", OWNER the head, whose watch alone wakes.
 const Script& acquire_script() {
-  static const Script s(with_shapes(R"lua(
-local floor = tonumber(ARGV[6])
+  static const Script s(with_record(shaped_helpers + std::string(queue_helpers) + R"lua(
+local floor, now = tonumber(ARGV[6]), nil
 if not floor then
   local t = redis.call('TIME')
   floor = t[1] * 1000000 + t[2]
+  now = math.floor(floor / 1000)
+end
+local q, life, first, until_, w0 = KEYS[3], tonumber(ARGV[8] or '0'), nil, 0, '0'
+if q then
+  now = now or clock()
+  first, until_ = head(q, KEYS[4], now)
+  if first == ARGV[1] and redis.call('ZCARD', q) > 1 then w0 = '3' end
+end
+local turn = not first or first == ARGV[1]
+local function busy(holder, left)  -- the fair asker keeps its place, or gives it up
+  if q then
+    if life > 0 then join(q, KEYS[4], ARGV[1], now, life) else leave(q, KEYS[4], ARGV[1]) end
+  end
+  return {0, holder, left}
 end
 local fence = tonumber(redis.call('GET', KEYS[2]) or '0') + 1
 if fence < floor then fence = floor end
 local fs = string.format('%d', fence)
-if redis.call('SET', KEYS[1], record(fs, '1', ARGV[4], '0', ARGV[5], ARGV[1]), 'NX', 'PX', ARGV[2]) then
+local mine = record(fs, '1', ARGV[4], w0, ARGV[5], ARGV[1])
+if turn and redis.call('SET', KEYS[1], mine, 'NX', 'PX', ARGV[2]) then
   redis.call('SET', KEYS[2], fs)
+  if first then leave(q, KEYS[4], ARGV[1]) end
   return fence
 end
 local value = redis.pcall('GET', KEYS[1])
 if type(value) == 'table' then
   local kind = redis.call('TYPE', KEYS[1]).ok
-  local now = clock()
+  now = now or clock()
   local st = kind == 'hash' and holders(KEYS[1], now, ARGV[1])
   if not (st and st.ours) then return {-2, kind} end
   if st.live == 0 and st.turn == 0 then
+    if not turn then return busy(first, until_ - now) end
     redis.call('DEL', KEYS[1])
+    if w0 == '3' then st.waiting = w0 end
     redis.call('SET', KEYS[1], record(fs, '1', ARGV[4], st.waiting, ARGV[5], ARGV[1]), 'PX', ARGV[2])
     redis.call('SET', KEYS[2], fs)
+    if first then leave(q, KEYS[4], ARGV[1]) end
     return fence
   end
   if st.permits ~= 1 then return {-1, st.permits} end
@@ -151,18 +214,23 @@ if type(value) == 'table' then
   expire(KEYS[1], st, now)
   local left = math.max(st.latest, st.turn) - now
   if mark > 0 and left > mark / 2 then left = math.floor(mark / 2) end
-  return {0, st.first or '', left}
+  return busy(st.first or '', left)
 end
 local f, h, at, w, a, o = parse(value)
 if f and o == ARGV[1] and h ~= '0' then
   redis.call('SET', KEYS[1], record(fs, '1', ARGV[4], w, ARGV[5], o), 'PX', ARGV[2])
   redis.call('SET', KEYS[2], fs)
+  if q then leave(q, KEYS[4], ARGV[1]) end
   return fence
 end
-if f and ARGV[3] == '1' and w == '0' then redis.call('SET', KEYS[1], record(f, h, at, '1', a, o), 'KEEPTTL') end
+if not value then return busy(first, until_ - now) end  -- free, but an older waiter's turn
+local flag = q and '3' or '1'
+if f and ARGV[3] == '1' and (w == '0' or (w == '1' and flag == '3')) then
+  redis.call('SET', KEYS[1], record(f, h, at, flag, a, o), 'KEEPTTL')
+end
 local left = redis.call('PTTL', KEYS[1])
 if left < 0 then left = 0 end
-return {0, o or value or '', left}
+return busy(o or value, left)
 )lua"));
   return s;
 }
@@ -204,21 +272,44 @@ return ttl
 // fence (the same check as renew). An undo names the attempt: the node may have granted
 // with a fence we never saw (its answer timed out), and only a record this very attempt
 // wrote may go, so an undo that arrives where the attempt never ran (or after another one)
-// changes nothing.
+// changes nothing. With KEYS[2], KEYS[3] (the name's fair queue) a grant flagged 3 wakes
+// only the oldest live waiter: the message is "NAME\0OWNER".
 const Script& free_script() {
-  static const Script s(with_record(R"lua(
+  static const Script s(with_record(queue_helpers + std::string(R"lua(
 local f, h, at, w, a, o = parse(get(KEYS[1]))
 local grant = f
 if ARGV[2] == 'attempt' then grant = a end
 if o ~= ARGV[1] or grant ~= ARGV[3] then return 0 end
 redis.call('DEL', KEYS[1])
-if w == '2' then
+local now
+if w == '2' or (w == '3' and KEYS[3]) then
   local t = redis.call('TIME')
-  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+if w == '2' then
   redis.call('HSET', KEYS[1], ':permits', '1', ':turn', string.format('%d', now + 100))
   redis.call('PEXPIRE', KEYS[1], 100)
 end
-if w ~= '0' then redis.call('PUBLISH', ARGV[4], KEYS[1]) end
+if w ~= '0' then
+  local first = w == '3' and KEYS[3] and head(KEYS[2], KEYS[3], now)
+  redis.call('PUBLISH', ARGV[4], first and KEYS[1] .. '\0' .. first or KEYS[1])
+end
+return 1
+)lua")));
+  return s;
+}
+
+// A fair waiter that gives up (its acquire timed out or threw) leaves the queue: KEYS name,
+// queue, alive; ARGV owner, channel -> 1 if it had a place. If the name is free, the waiter
+// now first is told (it may have been waiting for us to take our turn).
+const Script& leave_script() {
+  static const Script s(with_queue(R"lua(
+if not leave(KEYS[2], KEYS[3], ARGV[1]) then return 0 end
+if redis.call('EXISTS', KEYS[1]) == 0 then
+  local t = redis.call('TIME')
+  local first = head(KEYS[2], KEYS[3], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+  if first then redis.call('PUBLISH', ARGV[2], KEYS[1] .. '\0' .. first) end
+end
 return 1
 )lua"));
   return s;
@@ -252,9 +343,10 @@ return 1
 
 // An operator's force release: only a dblock holder's lock (the value is a grant record, or
 // a hash of holders with ':permits': every holder goes at once) is deleted, never a foreign
-// key that merely has the same name.
+// key that merely has the same name. It wakes a waiter of each process, and with KEYS[2],
+// KEYS[3] (the name's fair queue) the oldest fair waiter too.
 const Script& force_release_script() {
-  static const Script s(with_record(R"lua(
+  static const Script s(with_record(queue_helpers + std::string(R"lua(
 local v = redis.pcall('GET', KEYS[1])
 if type(v) == 'table' then
   if redis.call('TYPE', KEYS[1]).ok ~= 'hash' or redis.call('HEXISTS', KEYS[1], ':permits') == 0 then return 0 end
@@ -263,8 +355,13 @@ elseif not parse(v) then
 end
 redis.call('DEL', KEYS[1])
 redis.call('PUBLISH', ARGV[1], KEYS[1])
+if KEYS[3] then
+  local t = redis.call('TIME')
+  local first = head(KEYS[2], KEYS[3], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
+  if first then redis.call('PUBLISH', ARGV[1], KEYS[1] .. '\0' .. first) end
+end
 return 1
-)lua"));
+)lua")));
   return s;
 }
 

@@ -124,9 +124,14 @@ void Subscriber::run() {
         }
         if (!out) break;
         Reply r(static_cast<redisReply*>(out));
-        // ["message", channel, name]
-        if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 && r->element[2]->type == REDIS_REPLY_STRING)
-          st->bump(std::string(r->element[2]->str, r->element[2]->len));
+        // ["message", channel, name] or [..., name \0 owner]: names hold no NUL
+        if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 && r->element[2]->type == REDIS_REPLY_STRING) {
+          std::string message(r->element[2]->str, r->element[2]->len);
+          if (auto nul = message.find('\0'); nul != std::string::npos)
+            st->bump(message.substr(0, nul), message.substr(nul + 1));
+          else
+            st->bump(message);
+        }
       }
       if (broken) drop(l);
     }

@@ -26,7 +26,8 @@ class Subscriber {
 
   // Null when no subscription could be confirmed soon (the waiter then polls). Otherwise
   // the SUBSCRIBE is confirmed on at least one server before this returns, so that a
-  // release after it is seen.
+  // release after it is seen. A message "NAME" wakes the name's first watch in this process;
+  // "NAME\0OWNER" (a fair queue's release: OWNER is next) only the watch made for OWNER.
   std::unique_ptr<ReleaseWatch> watch(const std::string& name, const std::string& owner);
 
   struct State;  // shared with the watches
