@@ -59,10 +59,12 @@ void write_record(int fd, const SharedRecord& r) {
     throw std::runtime_error(fmt::format("cannot write the shared counter: {}", std::strerror(errno)));
 }
 
-// 1 = 1 process x 1 thread, 4 = 2 x 2, 16 = 4 x 4, 64 = 4 x 16: processes, so that
-// contention crosses processes, but few of them, so that 64 workers fit on a small machine.
+// 1 = 1 process x 1 thread, 4 = 2 x 2, 16 = 4 x 4, 64 = 4 x 16 (other counts of --workers:
+// 2 processes from 4 workers, 4 from 16, fewer where they do not divide the count): processes,
+// so that contention crosses processes, but few of them, so that 64 workers fit on a small machine.
 std::pair<int, int> processes_and_threads(int workers) {
   int procs = workers >= 16 ? 4 : workers >= 4 ? 2 : 1;
+  while (workers % procs != 0) procs /= 2;
   return {procs, workers / procs};
 }
 
@@ -104,7 +106,7 @@ void worker_thread(dblock::Lock lock, int counter_fd, Clock::time_point until, W
 }  // namespace
 
 // argv: --contended-worker STRATEGY NAME THREADS MILLIS COUNTER_FILE TABLE NOTIFICATIONS(0|1)
-// AUTO_MIGRATE(-|0|1) FAIR(fair|unfair); the URL in $DBLOCK_BENCH_WORKER_URL.
+// AUTO_MIGRATE(-|0|1) FAIR(0|1); the URL in $DBLOCK_BENCH_WORKER_URL.
 int contended_worker_main(int argc, char** argv) {
   return report_worker([&] {
     if (argc != 11) throw std::runtime_error("usage: --contended-worker STRATEGY NAME THREADS MILLIS FILE TABLE N M");
@@ -118,7 +120,7 @@ int contended_worker_main(int argc, char** argv) {
     options.table = argv[7];
     options.notifications = std::string(argv[8]) == "1";
     if (std::string(argv[9]) != "-") options.auto_migrate = std::string(argv[9]) == "1";
-    lock_options.fair = std::string(argv[10]) != "unfair";
+    lock_options.fair = std::string(argv[10]) != "0";
     int fd = open(argv[6], O_RDWR | O_CLOEXEC);
     if (fd < 0) throw std::runtime_error(fmt::format("cannot open {}: {}", argv[6], std::strerror(errno)));
 
@@ -183,7 +185,7 @@ Point run_point(const std::string& label, const std::string& url, const dblock::
       options.table,
       options.notifications ? "1" : "0",
       options.auto_migrate ? (*options.auto_migrate ? "1" : "0") : "-",
-      fair ? "fair" : "unfair"};
+      fair ? "1" : "0"};
   std::string failure;
   auto outputs = run_workers(std::vector<std::vector<std::string>>(static_cast<std::size_t>(procs), args), url, failure);
 
@@ -236,6 +238,7 @@ double jain(const std::vector<std::uint64_t>& x) {
 }
 
 std::vector<int> contended_worker_counts(const Options& opt) {
+  if (!opt.workers.empty()) return opt.workers;
   // --quick: 1 and 4 only, so that a --quick run of every backend stays under a minute.
   return opt.quick ? std::vector<int>{1, 4} : std::vector<int>{1, 4, 8, 16, 64};
 }
@@ -273,8 +276,8 @@ BackendReport run_contended_scenario(const std::string& backend, const std::stri
       const std::string name = fmt::format("bench-contended-{}-{}", s, workers);
       admin->force_release(name);
       auto [procs, threads] = processes_and_threads(workers);
-      fmt::print(stderr, "dblock-bench: {}: {} workers ({} processes x {} threads), {:.1f} s\n", label, workers, procs,
-                 threads, contended_seconds(opt));
+      fmt::print(stderr, "dblock-bench: {}: {} workers ({} processes x {} threads), {:.1f} s{}\n", label,
+                 workers, procs, threads, contended_seconds(opt), opt.unfair ? ", unfair (--unfair)" : "");
       Point p = run_point(label, url, options, strategy, name, workers, contended_seconds(opt),
                           fmt::format("{}/counter-{}-{}", dir, s, workers), !opt.unfair);
       const auto total = std::accumulate(p.grants.begin(), p.grants.end(), std::uint64_t{0});

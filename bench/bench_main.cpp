@@ -104,6 +104,7 @@ BackendReport run_sqlite(const Options& opt) {
       client->force_release(name);  // a run killed on a kept --dir may have left it held
       dblock::LockOptions lock_options;
       lock_options.strategy = strategy;  // ttl 30s, auto_renew: the renewal never fires in a cycle
+      lock_options.fair = !opt.unfair;
       series.push_back({std::string(dblock::to_string(strategy)), dblock_cycle(client->lock(name, lock_options)), {}});
       clients.push_back(std::move(client));
     }
@@ -183,7 +184,8 @@ int run(const Options& opt) {
   KeepAwake awake(opt.keep_awake);
   std::vector<std::string> notes{awake.note()};
   if (opt.unfair)
-    notes.push_back("waiting: unfair (--unfair: LockOptions::fair = false, the lease strategies' waiters race)");
+    notes.push_back("--unfair: the uncontended, handoff, contended and peers locks with LockOptions::fair = "
+                    "false (waiters keep no place in a queue; the default is fair)");
   std::vector<Row> rows;
   auto add = [&](BackendReport rep) {
     notes.insert(notes.end(), rep.notes.begin(), rep.notes.end());

@@ -50,19 +50,21 @@ dblock::Lease acquire(dblock::Lock& lock, const char* what) {
 
 }  // namespace
 
-// argv: --peer-worker STRATEGY TABLE MODE NAME COUNT WARMUP HOLD_MS (peer_worker.py's
-// arguments after the strategy and the table); the URL in $DBLOCK_BENCH_WORKER_URL.
+// argv: --peer-worker STRATEGY TABLE FAIR(0|1) MODE NAME COUNT WARMUP HOLD_MS (after FAIR,
+// peer_worker.py's arguments after the strategy and the table); the URL in
+// $DBLOCK_BENCH_WORKER_URL.
 int peer_worker_main(int argc, char** argv) {
   return report_worker([&] {
-    if (argc != 9)
-      throw std::runtime_error("usage: --peer-worker STRATEGY TABLE MODE NAME COUNT WARMUP HOLD_MS");
+    if (argc != 10)
+      throw std::runtime_error("usage: --peer-worker STRATEGY TABLE FAIR MODE NAME COUNT WARMUP HOLD_MS");
     dblock::LockOptions lock_options;
     lock_options.strategy = dblock::parse_strategy(argv[2]);
+    lock_options.fair = std::string(argv[4]) != "0";
     dblock::ClientOptions client_options;
     if (*argv[3]) client_options.table = argv[3];
-    const std::string mode = argv[4], name = argv[5];
-    const long long count = std::stoll(argv[6]), warmup = std::stoll(argv[7]);
-    const std::chrono::milliseconds hold(std::stoll(argv[8]));
+    const std::string mode = argv[5], name = argv[6];
+    const long long count = std::stoll(argv[7]), warmup = std::stoll(argv[8]);
+    const std::chrono::milliseconds hold(std::stoll(argv[9]));
     auto client = dblock::Client::open(worker_url(), client_options);
     auto lock = client->lock(name, lock_options);
     for (long long i = 0; i < warmup; ++i) acquire(lock, "a warm-up acquire").release();
@@ -223,7 +225,8 @@ BackendReport run_peer_scenario(const std::string& backend, const std::string& u
   std::vector<Side> sides;  // dblock's strategies, then the peer
   for (auto strategy : strategies) {
     const std::string s(dblock::to_string(strategy));
-    sides.push_back({s, "/proc/self/exe", {"dblock-bench", kPeerWorkerFlag, s, table}});
+    const char* fair = opt.unfair ? "0" : "1";
+    sides.push_back({s, "/proc/self/exe", {"dblock-bench", kPeerWorkerFlag, s, table, fair}});
   }
   // python -B: no __pycache__ where the scripts are (a source tree when DBLOCK_BENCH_PEERS_DIR
   // points there).

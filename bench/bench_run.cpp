@@ -248,8 +248,8 @@ BackendReport run_handoff_scenarios(const std::string& backend, const std::strin
     std::vector<double> before;
     if (counters.read) before = counters.read();
     auto h =
-        run_handoff(backend, url, o, strategy, name, warmup, opt.handoffs, std::chrono::milliseconds(opt.hold_ms),
-                    !opt.unfair);
+        run_handoff(backend, url, o, strategy, name, warmup, opt.handoffs,
+                    std::chrono::milliseconds(opt.hold_ms), !opt.unfair);
     if (counters.read && h.grants > 0) {
       auto after = counters.read();
       std::string line;
@@ -326,6 +326,7 @@ BackendReport run_server(ServerRun run, const Options& opt) {
       auto client = clients.empty() ? run.first : dblock::Client::open(run.url, run.client_options);
       dblock::LockOptions lock_options;
       lock_options.strategy = strategy;  // ttl 30s, auto_renew: the renewal never fires in a cycle
+      lock_options.fair = !opt.unfair;
       auto name = fmt::format("bench-uncontended-{}", dblock::to_string(strategy));
       series.push_back({std::string(dblock::to_string(strategy)), dblock_cycle(client->lock(name, lock_options)), {}});
       clients.push_back(std::move(client));

@@ -62,6 +62,7 @@ struct HandoffResult {
 // takes its timestamp and releases (0: at once). Throws what a worker threw, or
 // std::runtime_error when no hand-off happens for a minute.
 // Progress is labelled `handoff`, or `handoff-polling` when options.notifications is off.
+// fair: LockOptions::fair of every lock (--unfair: false).
 HandoffResult run_handoff(const std::string& backend, const std::string& url, const dblock::ClientOptions& options,
                           dblock::Strategy strategy, const std::string& name, std::size_t warmup, std::size_t n,
                           std::chrono::milliseconds hold, bool fair = true);

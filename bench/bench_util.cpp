@@ -22,6 +22,7 @@ const char* usage_text() {
          "                    [--shape-hold-ms N] [--shape-polling] [--backend NAME]...\n"
          "                    [--scenario NAME]...\n"
          "                    [--dir DIR] [--csv FILE] [--keep-awake] [--unfair]\n"
+         "                    [--workers N,...]\n"
          "\n"
          "Backends: sqlite (always), postgresql (when built with libpqxx and DBLOCK_TEST_PG_URL\n"
          "is set), mysql (when built with mysql-connector-c++ and DBLOCK_TEST_MYSQL_URL is set);\n"
@@ -164,11 +165,14 @@ const char* usage_text() {
          "  --shape-polling   open the shared / semaphore scenarios' Clients with\n"
          "                    notifications = false (waiters poll with backoff), to tell what\n"
          "                    the wake-ups do to the line-ups\n"
-         "  --unfair          the hand-off and contended scenarios ask with LockOptions::fair =\n"
-         "                    false: the lease strategies' waiters race instead of queueing\n"
          "  --keep-awake      keep one vCPU from sleeping for the run (a thread spinning at\n"
          "                    SCHED_IDLE): on a VM each reply to a sleeping vCPU waits for it\n"
          "                    to wake; the report says whether this was on\n"
+         "  --unfair          the uncontended, handoff, contended and peers scenarios' locks\n"
+         "                    with LockOptions::fair = false: waiters keep no place in a\n"
+         "                    queue, whoever asks first after a release wins (default: fair)\n"
+         "  --workers N,...   the contended scenario's worker counts (default 1,4,8,16,64;\n"
+         "                    --quick: 1,4), each 1 to 64\n"
          "  --backend NAME    only these backends (repeatable or comma-separated)\n"
          "  --scenario NAME   only these scenarios (repeatable or comma-separated)\n"
          "  --dir DIR         where to put bench.db and the table-size/ and sweep/ SQLite files\n"
@@ -270,6 +274,15 @@ Options parse_options(int argc, char** argv) {
     else if (arg == "--shape-polling") no_value(), o.shape_polling = true;
     else if (arg == "--keep-awake") no_value(), o.keep_awake = true;
     else if (arg == "--unfair") no_value(), o.unfair = true;
+    else if (arg == "--workers") {
+      std::string text = value();
+      for (std::size_t begin = 0;;) {
+        auto comma = text.find(',', begin);
+        o.workers.push_back(static_cast<int>(parse_count(arg, text.substr(begin, comma - begin), 1, 64)));
+        if (comma == std::string::npos) break;
+        begin = comma + 1;
+      }
+    }
     else if (arg == "--backend") add_names(arg, value(), kBackends, o.backends);
     else if (arg == "--scenario") add_names(arg, value(), kScenarios, o.scenarios);
     else if (arg == "--dir") {

@@ -29,6 +29,7 @@ struct Options {
   bool shape_polling = false;     // the shared / semaphore scenarios' Clients without notifications
   bool unfair = false;            // LockOptions::fair = false: the lease strategies' race, no queue (--unfair)
   bool keep_awake = false;        // a SCHED_IDLE spinner keeps one vCPU awake for the run (bench_awake.hpp)
+  std::vector<int> workers;       // contended: the worker counts (empty: the defaults)
   std::string dir;                // empty: a fresh mkdtemp dir under /tmp, removed at the end
   std::string csv;                // empty: no CSV
   std::vector<std::string> backends;   // empty: all (kBackends)
