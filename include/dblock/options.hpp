@@ -83,11 +83,13 @@ struct LockOptions {
   /// must give the same number: a mismatch is a UsageError. Client::lock refuses it by name
   /// for a strategy that does not offer semaphores, and the shared calls for a semaphore.
   std::uint32_t permits = 1;
-  /// Exclusive acquires on the lease strategies of SQL databases and Redis: waiters are
-  /// granted in the order they first found the name busy (each keeps a ticket while it
+  /// Exclusive acquires on the lease strategies of SQL databases and on strategy redis: waiters
+  /// are granted in the order they first found the name busy (each keeps a ticket while it
   /// waits), so a holder that asks again at once after its release queues behind them.
   /// false: the unfair fast path, where whoever asks first after a release wins (a waiter
-  /// writes no ticket). The other strategies queue in the server and are fair either way.
+  /// writes no ticket). The session strategies, zookeeper and etcd queue in the server and are
+  /// fair either way; redlock is not queued (the order would have to hold on a majority of
+  /// nodes), nor are readers and semaphore holders.
   bool fair = true;
 };
 
