@@ -87,7 +87,7 @@ struct LockOptions {
   /// are granted in the order they first found the name busy (each keeps a ticket while it
   /// waits), so a holder that asks again at once after its release queues behind them.
   /// false: the unfair fast path, where whoever asks first after a release wins (a waiter
-  /// writes no ticket). The session strategies, zookeeper and etcd queue in the server and are
+  /// writes no ticket). advisory on PostgreSQL, zookeeper and etcd queue in the server and are
   /// fair either way; redlock is not queued (the order would have to hold on a majority of
   /// nodes), nor are readers and semaphore holders.
   bool fair = true;
