@@ -22,18 +22,20 @@ DROP PROCEDURE IF EXISTS ${table}_grant_queued//
 DROP PROCEDURE IF EXISTS ${table}_take_queued//
 
 -- V6's grant, unless a live ticket of another owner is below p_ticket (0: the queue is not
--- looked at) and the name is not a leftover of the asker's own: then busy, with the holder's
--- ms left (0 when free: another waiter's turn).
+-- looked at; the holder's own ticket, which goes with its release, does not count) and the
+-- name is not a leftover of the asker's own: then busy for a time not
+-- known (0), which tells a polling waiter that it is not next (the next one polls faster).
 CREATE PROCEDURE ${table}_grant_queued(IN p_name VARBINARY(255), IN p_owner VARBINARY(512), IN p_ttl BIGINT,
                                        IN p_ticket BIGINT)
     MODIFIES SQL DATA SQL SECURITY INVOKER
 BEGIN
     DECLARE now_ms BIGINT DEFAULT TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000;
     IF p_ticket <> 0 AND EXISTS (SELECT 1 FROM ${table}_queue WHERE name = p_name AND ticket < p_ticket
-                                 AND owner <> p_owner AND valid_until > now_ms)
+                                 AND owner <> p_owner AND valid_until > now_ms
+                                 AND owner <> COALESCE((SELECT t.owner FROM ${table} AS t
+                                                        WHERE t.name = p_name AND t.valid_until > now_ms), ''))
        AND NOT EXISTS (SELECT 1 FROM ${table} WHERE name = p_name AND owner = p_owner AND valid_until > now_ms) THEN
-        SELECT 0, COALESCE((SELECT valid_until - now_ms FROM ${table} WHERE name = p_name AND valid_until > now_ms), 0),
-               COALESCE((SELECT owner FROM ${table} WHERE name = p_name AND valid_until > now_ms), '');
+        SELECT 0, 0, '';
     ELSE
         CALL ${table}_grant(p_name, p_owner, p_ttl);
     END IF;
@@ -46,7 +48,9 @@ CREATE PROCEDURE ${table}_take_queued(IN p_name VARBINARY(255), IN p_owner VARBI
 BEGIN
     DECLARE now_ms BIGINT DEFAULT TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000;
     IF p_ticket <> 0 AND EXISTS (SELECT 1 FROM ${table}_queue WHERE name = p_name AND ticket < p_ticket
-                                 AND owner <> p_owner AND valid_until > now_ms) THEN
+                                 AND owner <> p_owner AND valid_until > now_ms
+                                 AND owner <> COALESCE((SELECT t.owner FROM ${table} AS t
+                                                        WHERE t.name = p_name AND t.valid_until > now_ms), '')) THEN
         SELECT 0, 0 FROM DUAL WHERE FALSE;
     ELSE
         CALL ${table}_take(p_name, p_owner, p_ttl, p_version);

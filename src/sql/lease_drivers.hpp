@@ -122,7 +122,8 @@ class LeaseDriver : public LockDriver {
   // The request's WaitingPlace, made on first use.
   WaitingPlace& waiting(AcquireRequest& r);
   // A fair acquire that will wait takes a ticket in the name's queue, or keeps its own alive.
-  void queue(Connection& s, AcquireRequest& r);
+  // Answers how long it may sleep, given the holder's `remaining` (lease_queue.cpp).
+  milliseconds queue(Connection& s, AcquireRequest& r, milliseconds remaining);
   // Whether a live ticket is ahead of this waiter's, asked before a grant attempt where the
   // dialect says a read is the cheaper way to find out (Statement::queue_ahead).
   bool queued_behind(Connection& s, const AcquireRequest& r) const;

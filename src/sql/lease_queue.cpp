@@ -4,6 +4,8 @@
 // live ticket (or, with none alive, anyone), and delete the winner's.
 #include "sql/lease_drivers.hpp"
 
+#include <algorithm>
+
 namespace dblock::detail::sqldb {
 
 namespace {
@@ -12,6 +14,7 @@ namespace {
 // further apart than this (a stalled process) loses its place only while it is gone.
 constexpr milliseconds ticket_for{3000};
 constexpr milliseconds renew_ticket_every{1000};
+constexpr milliseconds next_polls_every{20};
 }  // namespace
 
 WaitingPlace::~WaitingPlace() {
@@ -50,15 +53,24 @@ bool LeaseDriver::queued_behind(Connection& s, const AcquireRequest& r) const {
   return !s.run(d_[Statement::queue_ahead], {r.name, r.owner, w->ticket}).rows.empty();
 }
 
-void LeaseDriver::queue(Connection& s, AcquireRequest& r) {
+milliseconds LeaseDriver::queue(Connection& s, AcquireRequest& r, milliseconds remaining) {
   // A try (no wait) takes no ticket: it would only hold up the waiters behind it.
-  if (!r.fair || r.wait <= milliseconds{0} || !d_.offers(Statement::queue_join)) return;
+  if (!r.fair || r.wait <= milliseconds{0} || !d_.offers(Statement::queue_join)) return remaining;
   auto& w = waiting(r);
   const auto now = Clock::now();
-  if (w.ticket != 0 && now < w.renew_at) return;
-  auto joined = s.run(d_[Statement::queue_join], {r.name, r.owner, std::int64_t{ticket_for.count()}, w.ticket});
-  w.ticket = as_int(joined.rows.at(0)[0]);
-  w.renew_at = now + renew_ticket_every;
+  if (w.ticket == 0 || now >= w.renew_at) {
+    auto joined = s.run(d_[Statement::queue_join], {r.name, r.owner, std::int64_t{ticket_for.count()}, w.ticket});
+    w.ticket = as_int(joined.rows.at(0)[0]);
+    w.renew_at = now + renew_ticket_every;
+  }
+  // Without release notifications (MySQL) the next waiter finds the release by polling, and
+  // only its poll can succeed: a busy answer naming the holder's time left comes to it alone
+  // (the others are answered busy for a time not known, 0). A waiter that backed off while it
+  // was behind would sleep through its turn (up to the backoff's 100 ms), so every queued
+  // waiter polls at least every next_polls_every, the next one twice as often.
+  if (!notifier_)
+    remaining = remaining > milliseconds{0} ? std::min(remaining, next_polls_every / 2) : next_polls_every;
+  return remaining;
 }
 
 }  // namespace dblock::detail::sqldb

@@ -34,7 +34,7 @@ std::string asked(const AcquireRequest& r) {
 Attempt LeaseDriver::busy_behind(Connection& s, AcquireRequest& r, const std::string& holder,
                                  milliseconds remaining) {
   if (holder == semaphore_row && remaining > milliseconds{0}) disagree(r, "a semaphore");
-  queue(s, r);
+  remaining = queue(s, r, remaining);
   if (holder == readers_row && remaining > milliseconds{0} && d_.offers(Statement::writer_mark) &&
       r.wait > milliseconds{0}) {
     // Writers preferred: new readers queue behind the mark. The writer comes back (woken by
