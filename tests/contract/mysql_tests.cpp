@@ -8,6 +8,7 @@
 #include "backends/mysql/mysql_dialect.hpp"
 #include "backends/mysql/mysql_connection.hpp"
 #include "contract/share_lock_check.hpp"
+#include "contract/dead_ticket_check.hpp"
 #include "contract/upgrade_check.hpp"
 #include "core/validate.hpp"
 #include "sql/dialect.hpp"
@@ -507,30 +508,14 @@ TEST_CASE("mysql: a URL of several servers reaches the one that accepts writes",
   }
 }
 
-// Fair waiting: a ticket whose waiter died (here one written by hand, as a dead waiter leaves
-// it) keeps everyone else out only until it expires, and a try does not jump it.
+// Fair waiting: a dead waiter's ticket (dead_ticket_check.hpp).
 TEST_CASE("mysql: a dead waiter's ticket holds the queue up only until it expires", "[mysql][fair]") {
   dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
   auto c = table.ns().open();
-  REQUIRE(c->lock("warm-up").try_acquire());  // the schema is in place
   auto raw = dblock::test::server_connection(table.url());
-  const auto queue = [&](const std::string& owner, int ms) {
+  dblock::test::check_dead_ticket(*c, [&](const std::string& owner, int ms) {
     raw->run_script("INSERT INTO " + table.name() + "_queue (name, owner, ticket, valid_until) VALUES ('job', '" +
                     owner + "', 1, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000 + " +
                     std::to_string(ms) + ")");
-  };
-  queue("gone:1", 1500);
-  auto t0 = std::chrono::steady_clock::now();
-  CHECK_FALSE(c->lock("job").try_acquire());
-  auto lease = c->lock("job").try_acquire(std::chrono::seconds(10));
-  auto waited = std::chrono::steady_clock::now() - t0;
-  REQUIRE(lease);
-  CHECK(c->sweep() == 1);  // the dead waiter's ticket, expired
-  CHECK(waited >= std::chrono::milliseconds(1000));
-  CHECK(waited < std::chrono::seconds(5));
-  lease->release();
-  queue("gone:2", 60000);
-  dblock::LockOptions unfair;
-  unfair.fair = false;
-  CHECK(c->lock("job", unfair).try_acquire());  // fair = false does not look at the queue
+  });
 }

@@ -10,6 +10,7 @@
 #include "backends/postgresql/pg_listener.hpp"
 #include "backends/postgresql/pg_connection.hpp"
 #include "contract/share_lock_check.hpp"
+#include "contract/dead_ticket_check.hpp"
 #include "contract/upgrade_check.hpp"
 #include "core/validate.hpp"
 #include "sql/dialect.hpp"
@@ -225,28 +226,13 @@ TEST_CASE("postgresql: an on_lost that takes the lock again does not wait for th
   }
 }
 
-// Fair waiting: a ticket whose waiter died (here one written by hand, as a dead waiter leaves
-// it) keeps everyone else out only until it expires, and a try does not jump it.
+// Fair waiting: a dead waiter's ticket (dead_ticket_check.hpp).
 TEST_CASE("postgresql: a dead waiter's ticket holds the queue up only until it expires", "[postgresql][fair]") {
   dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::postgresql);
-  auto ns = table.ns();
-  auto c = ns.open();
-  REQUIRE(c->lock("warm-up").try_acquire());  // the schema is in place
+  auto c = table.ns().open();
   dblock::detail::sqldb::PgConnection raw(table.url(), "test", 10s);
-  const auto queue = "INSERT INTO " + table.name() + "_queue (name, owner, ticket, valid_until) VALUES ('job', $1, 1, "
-                     "(extract(epoch from now()) * 1000)::bigint + $2::bigint)";
-  raw.run(queue, {std::string("gone:1"), std::int64_t{1500}});
-  auto t0 = std::chrono::steady_clock::now();
-  CHECK_FALSE(c->lock("job").try_acquire());
-  auto lease = c->lock("job").try_acquire(10s);
-  auto waited = std::chrono::steady_clock::now() - t0;
-  REQUIRE(lease);
-  CHECK(c->sweep() == 1);  // the dead waiter's ticket, expired
-  CHECK(waited >= 1000ms);
-  CHECK(waited < 5s);
-  lease->release();
-  raw.run(queue, {std::string("gone:2"), std::int64_t{60000}});
-  dblock::LockOptions unfair;
-  unfair.fair = false;
-  CHECK(c->lock("job", unfair).try_acquire());  // fair = false does not look at the queue
+  dblock::test::check_dead_ticket(*c, [&](const std::string& owner, int ms) {
+    raw.run("INSERT INTO " + table.name() + "_queue (name, owner, ticket, valid_until) VALUES ('job', $1, 1, "
+            "(extract(epoch from now()) * 1000)::bigint + $2::bigint)", {owner, std::int64_t{ms}});
+  });
 }

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "dblock/dblock.hpp"
+#include "contract/dead_ticket_check.hpp"
 #include "contract/upgrade_check.hpp"
 #include "support/temp_dir.hpp"
 
@@ -120,27 +121,16 @@ TEST_CASE("sqlite: a moved-from Lease names nothing and holds nothing", "[sqlite
   CHECK(c->list().empty());
 }
 
-// Fair waiting: a ticket whose waiter died (here one written by hand, as a dead waiter leaves
-// it) keeps everyone else out only until it expires, and a try does not jump it.
+// Fair waiting: a dead waiter's ticket (dead_ticket_check.hpp).
 TEST_CASE("sqlite: a dead waiter's ticket holds the queue up only until it expires", "[sqlite][fair]") {
   dblock::test::TempDir dir;
   auto c = dblock::Client::open("sqlite:" + dir.path() + "/l.db");
-  REQUIRE(c->lock("warm-up").try_acquire());  // the schema is in place
   SQLite::Database db(dir.path() + "/l.db", SQLite::OPEN_READWRITE);
-  db.exec("INSERT INTO dblock_locks_queue (name, owner, ticket, valid_until) VALUES ('job', 'gone:1', 1, "
-          "CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) + 1500)");
-  auto t0 = std::chrono::steady_clock::now();
-  CHECK_FALSE(c->lock("job").try_acquire());
-  auto lease = c->lock("job").try_acquire(std::chrono::seconds(10));
-  auto waited = std::chrono::steady_clock::now() - t0;
-  REQUIRE(lease);
-  CHECK(c->sweep() == 1);  // the dead waiter's ticket, expired
-  CHECK(waited >= std::chrono::milliseconds(1000));
-  CHECK(waited < std::chrono::seconds(5));
-  dblock::LockOptions unfair;
-  unfair.fair = false;
-  lease->release();
-  db.exec("INSERT INTO dblock_locks_queue (name, owner, ticket, valid_until) VALUES ('job', 'gone:2', 1, "
-          "CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) + 60000)");
-  CHECK(c->lock("job", unfair).try_acquire());  // fair = false does not look at the queue
+  dblock::test::check_dead_ticket(*c, [&](const std::string& owner, int ms) {
+    SQLite::Statement st(db, "INSERT INTO dblock_locks_queue (name, owner, ticket, valid_until) VALUES ('job', ?1, 1, "
+                             "CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) + ?2)");
+    st.bind(1, owner);
+    st.bind(2, ms);
+    st.exec();
+  });
 }
