@@ -146,6 +146,16 @@ enum class Statement : std::size_t {
   // every attempt takes the database's one write lock, and a release wakes every waiter).
   queue_ahead,
   sweep_queue,  // (batch): delete up to batch expired tickets; affected = deleted
+  // Optional, with queue_join, where releases notify nobody (MySQL): turn keys, a named
+  // server lock per queued waiter, held on a session pinned for it from before its ticket
+  // until it gives up or, having won, releases; the waiter behind blocks on it (LeaseDriver,
+  // lease_turns.cpp).
+  turn_take,  // (name, owner) -> 1 when this session now holds the owner's key
+  // (name, owner, wait_ms) -> 1 when the one ahead of owner (the next lower live ticket's
+  // owner, else the holder) let its key go within wait_ms; 0 when it did not; -1 when that
+  // one holds no key (a holder that never waited), so there is nothing to block on.
+  turn_wait,
+  turn_free,  // (name, owner): this session lets the owner's key go
 
   // In the caller's own transaction (sql/in_transaction.hpp), where the dialect offers it:
   // (name, key, wait_ms) -> fence > 0 when held until that transaction ends; 0 busy (held by

@@ -6,8 +6,10 @@ namespace dblock::detail::sqldb {
 
 Attempt InsertDriver::try_acquire(AcquireRequest& r) {
   if (r.mode == Mode::shared || r.permits > 1) return try_shared(r);
-  auto s = pool_.get();
-  return upsert(*s, r);
+  return taking_turns(r, [&] {
+    auto s = pool_.get();
+    return upsert(*s, r);
+  });
 }
 
 bool InsertDriver::release(const std::string& name, const std::string& owner, std::uint64_t fence) {

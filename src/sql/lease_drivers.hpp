@@ -33,6 +33,8 @@ class GrantRows {
   // The release statement's result when it freed our row (and woke the waiters); nothing
   // when the row was not ours any more.
   std::optional<Result> free(const std::string& name, const std::string& owner, std::uint64_t fence);
+  // Whether a release or keep statement's result says the row was ours.
+  static bool done(const Result& r);
   bool release_after(const std::string& name, const std::string& owner, std::uint64_t fence, milliseconds keep);
 
  private:
@@ -43,9 +45,10 @@ class GrantRows {
 };
 
 // What an exclusive lease acquire keeps between its attempts (the core's QueuePlace): its
-// ticket in the name's queue (fair waiting, lease_queue.cpp) and a writer's mark (behind
-// readers, lease_shapes.cpp). Destroyed when the acquire ends; both go then, unless the grant
-// took the ticket already (its statement deletes the winner's ticket).
+// ticket in the name's queue (fair waiting, lease_queue.cpp), its turn key's session (where
+// the dialect has turn keys, lease_turns.cpp) and a writer's mark (behind readers,
+// lease_shapes.cpp). Destroyed when the acquire ends; all go then, unless the grant took the
+// ticket already (its statement deletes the winner's ticket) and the turn key with it.
 class WaitingPlace final : public QueuePlace {
  public:
   WaitingPlace(ConnectionPool& pool, const Dialect& d, std::shared_ptr<Notifier> notifier, std::string name,
@@ -56,6 +59,9 @@ class WaitingPlace final : public QueuePlace {
   std::int64_t ticket = 0;          // 0: none; else the ticket the server gave
   Clock::time_point renew_at{};     // when the ticket is next written again (this host's clock)
   bool marked = false;              // a writer's mark is up
+  ConnectionPool::Handle turn;      // the session holding this waiter's turn key, if it has one
+  bool turn_tried = false;          // turn_take was asked once (a refusal is not asked again)
+  milliseconds holder_left{0};      // the last busy answer's holder time left (0: not known)
 
  private:
   ConnectionPool& pool_;
@@ -64,12 +70,20 @@ class WaitingPlace final : public QueuePlace {
   const std::string name_, owner_;
 };
 
+// Lets a turn key go and gives its session back; a session that fails at it is closed,
+// which lets the key go as well (lease_turns.cpp).
+void let_turn_go(ConnectionPool::Handle& turn, const Dialect& d, const std::string& name,
+                 const std::string& owner) noexcept;
+
 class LeaseDriver : public LockDriver {
  public:
-  // `release`: the strategy's statement that frees its row.
-  LeaseDriver(ConnectionPool& pool, const Dialect& d, std::shared_ptr<Notifier> notifier, Statement release)
+  // `release`: the strategy's statement that frees its row. `pin` opens the sessions that
+  // hold turn keys (where the dialect has them), apart from `pool`, which they would drain.
+  LeaseDriver(ConnectionPool& pool, ConnectionPool::Open pin, const Dialect& d, std::shared_ptr<Notifier> notifier,
+              Statement release)
       : pool_(pool), d_(d), notifier_(std::move(notifier)),
-        rows_(pool_, d_, notifier_, Statement::renew, release, Statement::release_after) {}
+        rows_(pool_, d_, notifier_, Statement::renew, release, Statement::release_after), release_(release),
+        turns_(std::move(pin), {SIZE_MAX, turns_kept_idle, milliseconds{0}, d.name + " turn keys"}) {}
 
   std::unique_ptr<ReleaseWatch> watch(const std::string& name, const std::string& owner) override {
     return notifier_ ? notifier_->watch(name, owner) : nullptr;
@@ -85,11 +99,25 @@ class LeaseDriver : public LockDriver {
   bool release_after(const std::string& name, const std::string& owner, std::uint64_t fence, milliseconds keep) {
     return rows_.release_after(name, owner, fence, keep);
   }
+  // The release of a grant whose owner waited with a turn key, on the session holding the
+  // key: the release and the key's let-go in one text (lease_turns.cpp).
+  bool release_waking(Connection& turn, const std::string& name, const std::string& owner, std::uint64_t fence);
 
  protected:
-  Attempt granted(AcquireRequest& r, const Row& row) {
-    if (auto* w = static_cast<WaitingPlace*>(r.place.get())) w->ticket = 0;  // the grant took it
-    return keyed_grant(*this, r, static_cast<std::uint64_t>(as_int(row[0])), milliseconds{as_int(row[1])});
+  // A grant statement's winning row: the grant took the ticket, and a turn key, if the
+  // waiter had one, is kept until the release (lease_turns.cpp).
+  Attempt granted(AcquireRequest& r, const Row& row);
+  // `once()` (one attempt) and, while it is busy behind a waiter or holder with a turn key,
+  // a wait in the server for that key and another attempt, for up to the request's wait. A
+  // busy answer without a key to wait on goes back to the core, which polls.
+  template <class Once>
+  Attempt taking_turns(AcquireRequest& r, Once once) {
+    const auto until = Clock::now() + r.wait;
+    for (;;) {
+      Attempt a = once();
+      if (a.acquired() || !wait_turn(r, static_cast<WaitingPlace*>(a.place.get()), until)) return a;
+      r.place = std::move(a.place);
+    }
   }
   // The parameters of an exclusive grant statement: `first` and, where the dialect queues
   // waiters, the asker's ticket (lease_queue.cpp).
@@ -127,6 +155,12 @@ class LeaseDriver : public LockDriver {
   // Whether a live ticket is ahead of this waiter's, asked before a grant attempt where the
   // dialect says a read is the cheaper way to find out (Statement::queue_ahead).
   bool queued_behind(Connection& s, const AcquireRequest& r) const;
+  // Takes the waiter's turn key on a session of its own, once (lease_turns.cpp).
+  void take_turn(const AcquireRequest& r, WaitingPlace& w);
+  // Waits, up to `until` and a ticket's renewal, for the key of the one ahead to go. True
+  // when it went (attempt again now); false when there was no key to wait on or the wait
+  // ran out.
+  bool wait_turn(const AcquireRequest& r, WaitingPlace* w, Clock::time_point until);
   // A read/write lock's shared hold or one of a semaphore's permits (lease_shapes.cpp).
   Attempt try_shared(AcquireRequest& r);
   ConnectionPool& pool_;
@@ -135,24 +169,31 @@ class LeaseDriver : public LockDriver {
   GrantRows rows_;  // exclusive grants' rows
   GrantRows shared_{pool_, d_, notifier_, Statement::shared_renew, Statement::shared_release,
                     Statement::shared_release_after};
+
+ private:
+  const Statement release_;
+  static constexpr std::size_t turns_kept_idle = 4;
+  ConnectionPool turns_;  // sessions holding turn keys: one per waiting acquire or keyed grant
 };
 
 class InsertDriver final : public LeaseDriver {
  public:
-  InsertDriver(ConnectionPool& pool, const Dialect& d, std::shared_ptr<Notifier> notifier)
-      : LeaseDriver(pool, d, std::move(notifier), Statement::insert_release) {}
+  InsertDriver(ConnectionPool& pool, ConnectionPool::Open pin, const Dialect& d, std::shared_ptr<Notifier> notifier)
+      : LeaseDriver(pool, std::move(pin), d, std::move(notifier), Statement::insert_release) {}
   Attempt try_acquire(AcquireRequest& r) override;
   bool release(const std::string& name, const std::string& owner, std::uint64_t fence) override;
 };
 
 class OptimisticDriver final : public LeaseDriver {
  public:
-  OptimisticDriver(ConnectionPool& pool, const Dialect& d, std::shared_ptr<Notifier> notifier)
-      : LeaseDriver(pool, d, std::move(notifier), Statement::optimistic_release) {}
+  OptimisticDriver(ConnectionPool& pool, ConnectionPool::Open pin, const Dialect& d,
+                   std::shared_ptr<Notifier> notifier)
+      : LeaseDriver(pool, std::move(pin), d, std::move(notifier), Statement::optimistic_release) {}
   Attempt try_acquire(AcquireRequest& r) override;
   bool release(const std::string& name, const std::string& owner, std::uint64_t fence) override;
 
  private:
+  Attempt attempt(AcquireRequest& r);  // one try_acquire round, without waiting for a turn
   // The version a release of ours left on a free row (where the dialect's release returns
   // it), per name: this Client's next acquire of the name tries the compare-and-set on it
   // before reading the row. Taken (erased) by every acquire. Bounded: cleared when full.

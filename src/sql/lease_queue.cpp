@@ -18,7 +18,7 @@ constexpr milliseconds next_polls_every{20};
 }  // namespace
 
 WaitingPlace::~WaitingPlace() {
-  if (ticket == 0 && !marked) return;
+  if (ticket == 0 && !marked && !turn) return;
   try {
     auto s = pool_.get();
     if (ticket != 0) {
@@ -29,6 +29,7 @@ WaitingPlace::~WaitingPlace() {
   } catch (...) {
     // Unreachable: the ticket and the mark end by themselves within seconds.
   }
+  let_turn_go(turn, d_, name_, owner_);  // after the ticket: the waiter behind, woken, finds it gone
 }
 
 WaitingPlace& LeaseDriver::waiting(AcquireRequest& r) {
@@ -57,6 +58,8 @@ milliseconds LeaseDriver::queue(Connection& s, AcquireRequest& r, milliseconds r
   // A try (no wait) takes no ticket: it would only hold up the waiters behind it.
   if (!r.fair || r.wait <= milliseconds{0} || !d_.offers(Statement::queue_join)) return remaining;
   auto& w = waiting(r);
+  w.holder_left = remaining;
+  take_turn(r, w);  // before the ticket, so that no one behind it finds the key not yet taken
   const auto now = Clock::now();
   if (w.ticket == 0 || now >= w.renew_at) {
     auto joined = s.run(d_[Statement::queue_join], {r.name, r.owner, std::int64_t{ticket_for.count()}, w.ticket});

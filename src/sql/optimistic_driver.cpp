@@ -26,14 +26,20 @@ void OptimisticDriver::leave_hint(const std::string& name, std::int64_t version)
 
 Attempt OptimisticDriver::try_acquire(AcquireRequest& r) {
   if (r.mode == Mode::shared || r.permits > 1) return try_shared(r);  // the holders table, as insert's
+  return taking_turns(r, [&] { return attempt(r); });
+}
+
+Attempt OptimisticDriver::attempt(AcquireRequest& r) {
   auto s = pool_.get();
   if (queued_behind(*s, r)) return busy_behind(*s, r, std::string(), milliseconds{0});
   // Our own last release of the name left this version: try the compare-and-set on it at
   // once, a round trip fewer than reading first (a Client that takes and releases a name in
   // turn). Only a free row still at that version is won. Any miss (taken or changed since:
   // a release's hint can land just after another of our threads took the name) goes on as
-  // if there had been no hint.
-  if (auto version = take_hint(r.name)) {
+  // if there had been no hint. A waiter from the queue skips it: others held the name since.
+  auto version = take_hint(r.name);
+  if (const auto* w = static_cast<const WaitingPlace*>(r.place.get()); w && w->ticket != 0) version.reset();
+  if (version) {
     auto won = s->run(d_[Statement::optimistic_take],
                       grant_params(r, {r.name, r.owner, std::int64_t{r.ttl.count()}, *version}));
     if (!won.rows.empty() && as_int(won.rows.front()[0]) != 0) return granted(r, won.rows.front());

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <atomic>
 #include <catch2/catch.hpp>
+#include <future>
 #include <random>
 #include <thread>
 
@@ -518,4 +519,67 @@ TEST_CASE("mysql: a dead waiter's ticket holds the queue up only until it expire
                     owner + "', 1, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000 + " +
                     std::to_string(ms) + ")");
   });
+}
+
+// Turn keys (docs/ARCHITECTURE.md, "Fair waiting"): each queued waiter holds a GET_LOCK key of
+// its own while it waits and, once it wins, until its release, which is what wakes the one
+// behind it; a waiter that gives up lets its key go.
+TEST_CASE("mysql: a queued waiter holds its turn key until it gives up or releases", "[mysql][fair]") {
+  dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
+  auto a = table.ns().open();
+  auto b = table.ns().open();
+  auto c = table.ns().open();
+  auto raw = dblock::test::server_connection(table.url());
+  const std::string queue = table.name() + "_queue";
+  // The owners queued for "job", in ticket order, each with whether its key is held now.
+  auto queued = [&] {
+    std::vector<std::pair<std::string, bool>> out;
+    auto r = raw->run("SELECT owner, IS_USED_LOCK(CONCAT('dblock:turn:', SHA1(CONCAT(DATABASE(), '.', '" +
+                      table.name() + "', CHAR(0), name, CHAR(0), owner)))) IS NOT NULL FROM " + queue +
+                      " WHERE name = 'job' ORDER BY ticket");
+    for (const auto& row : r.rows)
+      out.emplace_back(dblock::detail::sqldb::as_text(row[0]), dblock::detail::sqldb::as_int(row[1]) != 0);
+    return out;
+  };
+  auto key_held = [&](const std::string& owner) {
+    auto r = raw->run("SELECT IS_USED_LOCK(CONCAT('dblock:turn:', SHA1(CONCAT(DATABASE(), '.', '" + table.name() +
+                      "', CHAR(0), 'job', CHAR(0), '" + owner + "')))) IS NOT NULL");
+    return dblock::detail::sqldb::as_int(r.rows.at(0)[0]) != 0;
+  };
+  auto until_queued = [&](std::size_t n) {
+    for (int i = 0; i < 500 && queued().size() < n; ++i) std::this_thread::sleep_for(10ms);
+    return queued();
+  };
+
+  auto first = a->lock("job").try_acquire();
+  REQUIRE(first);
+  auto wait_b = std::async(std::launch::async, [&] { return b->lock("job").try_acquire(20s); });
+  auto one = until_queued(1);
+  REQUIRE(one.size() == 1);
+  CHECK(one[0].second);  // b's key, taken before its ticket
+  auto wait_c = std::async(std::launch::async, [&] { return c->lock("job").try_acquire(20s); });
+  auto two = until_queued(2);
+  REQUIRE(two.size() == 2);
+  CHECK(two[1].second);
+  const std::string owner_b = two[0].first, owner_c = two[1].first;
+
+  first->release();  // a never waited, so it had no key: b finds the release by polling
+  auto held_b = wait_b.get();
+  REQUIRE(held_b);
+  CHECK(key_held(owner_b));  // kept while b holds: c is blocked on it
+  CHECK(key_held(owner_c));
+  CHECK(wait_c.wait_for(200ms) == std::future_status::timeout);
+  held_b->release();  // lets b's key go, which wakes c
+  CHECK_FALSE(key_held(owner_b));
+  auto held_c = wait_c.get();
+  REQUIRE(held_c);
+  CHECK(held_c->fence() > held_b->fence());
+
+  // A waiter that gives up lets its key go with its ticket.
+  auto gave_up = b->lock("job").try_acquire(300ms);
+  CHECK_FALSE(gave_up);
+  for (const auto& q : queued()) CHECK(q.first != owner_b);  // (c's own ticket goes with its release)
+  CHECK_FALSE(key_held(owner_b));
+  held_c->release();
+  CHECK_FALSE(key_held(owner_c));
 }

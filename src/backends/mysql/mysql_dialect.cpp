@@ -84,6 +84,23 @@ Dialect make(bool mariadb) {
         "SELECT ticket FROM ${table}_queue WHERE name = ?1 AND owner = ?2";
     d[S::queue_leave] = "DELETE FROM ${table}_queue WHERE name = ?1 AND owner = ?2";
     d[S::sweep_queue] = "DELETE FROM ${table}_queue WHERE valid_until <= ${now_ms} LIMIT ?1";
+    // Turn keys: "dblock:turn:" and the SHA1 of the table, name and owner (52 characters).
+    // The key of the one ahead is worked out once, into a session variable, so that the
+    // check and the wait are on one key. MariaDB waits to the microsecond; a server that
+    // counts whole seconds answers 0 for a shorter wait, and the waiter polls instead.
+    auto turn_key = [](const std::string& owner) {
+      return "CONCAT('dblock:turn:', SHA1(CONCAT('${table}', CHAR(0), ?1, CHAR(0), " + owner + ")))";
+    };
+    d[S::turn_take] = "SELECT GET_LOCK(" + turn_key("?2") + ", 0)";
+    d[S::turn_wait] =
+        "SET @dblock_turn = " +
+        turn_key("COALESCE((SELECT q.owner FROM ${table}_queue AS q JOIN ${table}_queue AS m "
+                 "ON m.name = q.name AND m.owner = ?2 WHERE q.name = ?1 AND q.ticket < m.ticket "
+                 "AND q.valid_until > ${now_ms} ORDER BY q.ticket DESC LIMIT 1), "
+                 "(SELECT owner FROM ${table} WHERE name = ?1), '')") +
+        "; SELECT CASE WHEN IS_USED_LOCK(@dblock_turn) IS NULL THEN -1 "
+        "WHEN GET_LOCK(@dblock_turn, ?3 / 1000) = 1 THEN RELEASE_LOCK(@dblock_turn) ELSE 0 END";
+    d[S::turn_free] = "DO RELEASE_LOCK(" + turn_key("?2") + ")";
 
     // Session strategies. The wait bound goes to both mechanisms (a user variable for
     // GET_LOCK, the session's row-lock timeout for FOR UPDATE), in whole seconds.

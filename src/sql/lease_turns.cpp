@@ -1,0 +1,113 @@
+// Turn keys (docs/ARCHITECTURE.md, "Fair waiting"): where a release notifies nobody (MySQL), a
+// queued waiter holds a named server lock of its own, its turn key, on a session pinned for
+// it, and blocks in the server on the key of the one ahead of it: the waiter with the next
+// lower ticket, or the holder. A waiter that wins keeps its key until its release, so that
+// release wakes exactly the next waiter (ZooKeeper's lock recipe, on GET_LOCK). A holder
+// that never waited has no key: the waiter behind it polls, as without turn keys.
+#include <algorithm>
+
+#include "dblock/errors.hpp"
+#include "sql/lease_drivers.hpp"
+
+namespace dblock::detail::sqldb {
+
+namespace {
+
+// A grant won by a waiter with a turn key: the lease's own handle, and the session holding
+// the key, which lets it go once the lease is released, waking the waiter behind.
+class TurnGrant final : public GrantHandle {
+ public:
+  TurnGrant(LeaseDriver& driver, std::unique_ptr<GrantHandle> lease, ConnectionPool::Handle turn, const Dialect& d,
+            std::string name, std::string owner, std::uint64_t fence)
+      : driver_(driver), lease_(std::move(lease)), turn_(std::move(turn)), d_(d), name_(std::move(name)),
+        owner_(std::move(owner)), fence_(fence) {}
+  ~TurnGrant() override { let_turn_go(turn_, d_, name_, owner_); }  // a grant lost, or let go
+  Renewal renew(milliseconds ttl, int holds) override { return lease_->renew(ttl, holds); }
+  bool release() override {
+    if (!turn_ || !turn_->usable()) {  // a retry after the key's session failed
+      let_turn_go(turn_, d_, name_, owner_);
+      return lease_->release();
+    }
+    const bool ours = driver_.release_waking(*turn_, name_, owner_, fence_);  // an error: retried here
+    turn_ = ConnectionPool::Handle();  // the key went with the release
+    return ours;
+  }
+  bool release_after(milliseconds keep) override {
+    const bool ours = lease_->release_after(keep);  // the waiter behind finds it kept, for how long
+    let_turn_go(turn_, d_, name_, owner_);
+    return ours;
+  }
+
+ private:
+  LeaseDriver& driver_;  // the core that owns the driver outlives every grant
+  std::unique_ptr<GrantHandle> lease_;
+  ConnectionPool::Handle turn_;
+  const Dialect& d_;
+  const std::string name_, owner_;
+  const std::uint64_t fence_;
+};
+
+}  // namespace
+
+void let_turn_go(ConnectionPool::Handle& turn, const Dialect& d, const std::string& name,
+                 const std::string& owner) noexcept {
+  if (!turn) return;
+  try {
+    turn->run(d[Statement::turn_free], {name, owner});
+    turn = ConnectionPool::Handle();
+  } catch (...) {
+    turn.discard();
+  }
+}
+
+Attempt LeaseDriver::granted(AcquireRequest& r, const Row& row) {
+  Attempt a = keyed_grant(*this, r, static_cast<std::uint64_t>(as_int(row[0])), milliseconds{as_int(row[1])});
+  if (auto* w = static_cast<WaitingPlace*>(r.place.get())) {
+    w->ticket = 0;  // the grant statement took it
+    if (w->turn)
+      a.grant =
+          std::make_unique<TurnGrant>(*this, std::move(a.grant), std::move(w->turn), d_, r.name, r.owner, a.fence);
+  }
+  return a;
+}
+
+// One text, so the waiter behind is woken with no round trip in between, after the
+// release's commit (a woken waiter that read the row before it would find it still held).
+bool LeaseDriver::release_waking(Connection& turn, const std::string& name, const std::string& owner,
+                                 std::uint64_t fence) {
+  const std::string text = d_[release_] + "; " + d_[Statement::turn_free];  // turn_free's ?1, ?2 are the release's
+  return GrantRows::done(turn.run(text, {name, owner, static_cast<std::int64_t>(fence)}));
+}
+
+void LeaseDriver::take_turn(const AcquireRequest& r, WaitingPlace& w) {
+  if (w.turn_tried || !d_.offers(Statement::turn_take)) return;
+  w.turn_tried = true;
+  try {
+    auto s = turns_.get();
+    if (as_int(s->run(d_[Statement::turn_take], {r.name, r.owner}).rows.at(0).at(0)) == 1) w.turn = std::move(s);
+  } catch (const std::exception&) {
+    // No key (no session to spare, or the server refused): this waiter polls, and the one
+    // behind it, finding no key to wait on, polls too.
+  }
+}
+
+bool LeaseDriver::wait_turn(const AcquireRequest& r, WaitingPlace* w, Clock::time_point until) {
+  if (!w || !w->turn) return false;
+  until = std::min(until, w->renew_at);  // the ticket is written again before it ends
+  auto wait = std::chrono::ceil<milliseconds>(until - Clock::now());
+  if (w->holder_left > milliseconds{0}) wait = std::min(wait, w->holder_left + milliseconds{1});
+  if (wait <= milliseconds{0}) return false;
+  try {
+    return as_int(w->turn->run(d_[Statement::turn_wait], {r.name, r.owner, std::int64_t{wait.count()}})
+                      .rows.at(0).at(0)) == 1;
+  } catch (const TimeoutError&) {
+    // Keys waiting on each other in a circle (two waiters that read the queue at different
+    // times, one of them having lost its ticket meanwhile): the server ended this wait.
+    return false;
+  } catch (const std::exception&) {
+    w->turn.discard();  // the session is gone, and the key with it: poll from here on
+    return false;
+  }
+}
+
+}  // namespace dblock::detail::sqldb
