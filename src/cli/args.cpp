@@ -55,6 +55,8 @@ Invocation parse_command_line(int argc, const char* const* argv, std::ostream& o
   run_cmd->add_option("--ttl", run.ttl, "Lease time to live; renewed while the command runs")->default_val("30s");
   auto* wait_opt = run_cmd->add_option("--wait", run.wait, "Give up after this long (default: wait forever)");
   run_cmd->add_flag("--no-wait", run.no_wait, "Give up at once if the lock is busy (--wait 0s)")->excludes(wait_opt);
+  run_cmd->add_flag("--unfair", run.unfair,
+                    "Race for the lock instead of waiting in line: whoever asks first after a release wins");
   run_cmd->add_option("--hold-at-least", run.hold_at_least,
                       "Keep the lock taken until this long after it was granted, even if CMD ends sooner "
                       "(lease strategies; against a job started twice by skewed cron clocks)");

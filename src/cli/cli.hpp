@@ -39,6 +39,7 @@ struct RunArgs {
   std::string ttl = "30s";
   std::string wait;  // empty: wait forever
   bool no_wait = false;
+  bool unfair = false;  // LockOptions::fair = false
   std::string grace = "10s";
   std::string hold_at_least;  // empty: release at the end
   bool shared = false;        // a reader of a read/write lock

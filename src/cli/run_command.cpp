@@ -71,6 +71,7 @@ int run_command(const RunArgs& a) {
   lo.ttl = parse_duration(a.ttl);
   if (!a.hold_at_least.empty()) lo.hold_at_least = parse_duration(a.hold_at_least);
   lo.permits = a.permits;
+  lo.fair = !a.unfair;
   const Mode mode = a.shared ? Mode::shared : Mode::exclusive;
   auto grace = parse_duration(a.grace);
   std::optional<milliseconds> wait;

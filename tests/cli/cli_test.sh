@@ -392,6 +392,21 @@ if [ "$KEYED" = 1 ]; then  # Redis has no schema, and expires keys itself
 else
 expect_exit 0 "migrate is idempotent" "$DBLOCK" migrate
 grep -q "up to date" "$WORK/out" && ok "migrate says up to date" || fail "migrate said: $(cat "$WORK/out")"
+# A live ticket of a waiter (written by hand, first in line): a fair `run` waits behind it,
+# `--unfair` does not look at the queue.
+case "$BACKEND" in
+  sqlite) now="CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)" ;;
+  postgresql) now="(extract(epoch from now()) * 1000)::bigint" ;;
+  mysql) now="(TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000)" ;;
+  *) now="" ;;
+esac
+if [ -n "$now" ]; then
+  sql "INSERT INTO ${DBLOCK_TABLE}_queue (name, owner, ticket, valid_until) VALUES ('queued', 'gone:1', 1, $now + 60000)" \
+    >/dev/null || fail "cannot write a ticket by hand"
+  expect_exit 75 "a fair run --no-wait stays behind a waiter's ticket" "$DBLOCK" run --no-wait --name queued -- true
+  expect_exit 0 "run --unfair does not look at the queue" "$DBLOCK" run --unfair --no-wait --name queued -- true
+  sql "DELETE FROM ${DBLOCK_TABLE}_queue WHERE name = 'queued'" >/dev/null
+fi
 if [ -n "$SQL" ]; then
 expect_exit 0 "migrate a second table" "$DBLOCK" migrate --table "other_$DBLOCK_TABLE"
 grep -q "applied V1__create_dblock_locks.sql" "$WORK/out" && ok "migrate reports the script" || fail "migrate said: $(cat "$WORK/out")"
