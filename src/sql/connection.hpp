@@ -53,6 +53,23 @@ class Connection {
   // stopped keeps it: its kernel still answers. No-op where the server has no such setting
   // per connection (MySQL/MariaDB: docs/RELIABILITY.md, "Network faults").
   virtual void drop_when_unreachable(std::chrono::milliseconds /*ttl*/) {}
+  // Whether the commits that follow wait for the disk. Off only around writes whose loss in
+  // a power cut costs nothing (the fair queue's tickets: PostgreSQL keeps them in an
+  // UNLOGGED table), where the database can say so per connection without risking its
+  // integrity (SQLite in WAL mode: synchronous NORMAL); elsewhere a no-op.
+  virtual void flush_commits(bool /*on*/) {}
+};
+
+// Commits wait for no flush while it lives (Connection::flush_commits).
+class UnflushedCommits {
+ public:
+  explicit UnflushedCommits(Connection& s) : s_(s) { s_.flush_commits(false); }
+  ~UnflushedCommits() { s_.flush_commits(true); }
+  UnflushedCommits(const UnflushedCommits&) = delete;
+  UnflushedCommits& operator=(const UnflushedCommits&) = delete;
+
+ private:
+  Connection& s_;
 };
 
 inline std::int64_t as_int(const Value& v) {

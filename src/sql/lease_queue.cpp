@@ -22,6 +22,7 @@ WaitingPlace::~WaitingPlace() {
   try {
     auto s = pool_.get();
     if (ticket != 0) {
+      UnflushedCommits unflushed(*s);
       s->run(d_[Statement::queue_leave], {name_, owner_});  // wakes the next waiter where it can
       if (notifier_) notifier_->released(name_);              // (elsewhere the wake-up is ours)
     }
@@ -62,6 +63,8 @@ milliseconds LeaseDriver::queue(Connection& s, AcquireRequest& r, milliseconds r
   take_turn(r, w);  // before the ticket, so that no one behind it finds the key not yet taken
   const auto now = Clock::now();
   if (w.ticket == 0 || now >= w.renew_at) {
+    // A ticket is worth nothing after a crash (its waiter is gone): no flush for it.
+    UnflushedCommits unflushed(s);
     auto joined = s.run(d_[Statement::queue_join], {r.name, r.owner, std::int64_t{ticket_for.count()}, w.ticket});
     w.ticket = as_int(joined.rows.at(0)[0]);
     w.renew_at = now + renew_ticket_every;

@@ -63,6 +63,24 @@ TEST_CASE("sqlite: doctor reads synchronous=FULL and WAL on dblock's own connect
   CHECK_FALSE(any_problem(checks));
 }
 
+// A waiter's ticket is written without a flush (Connection::flush_commits): the session is
+// back to FULL for everything after it, grants included.
+TEST_CASE("sqlite: a queued waiter's session commits with synchronous=FULL again", "[fair]") {
+  dblock::test::TempDir dir;
+  auto holder = dblock::Client::open("sqlite:" + dir.path() + "/locks.db");
+  dblock::ClientOptions one;
+  one.pool_size = 1;  // the session that wrote the ticket is the one doctor reads
+  auto waiter = dblock::Client::open("sqlite:" + dir.path() + "/locks.db", one);
+  auto held = holder->lock("job").try_acquire();
+  REQUIRE(held);
+  CHECK_FALSE(waiter->lock("job").try_acquire(200ms));  // joined the queue, then left it
+  auto sync = find(waiter->check_settings(), "synchronous");
+  CHECK(sync.value == "FULL");
+  held->release();
+  CHECK(waiter->lock("job").try_acquire());
+  CHECK(find(waiter->check_settings(), "synchronous").value == "FULL");
+}
+
 TEST_CASE("sqlite: doctor flags synchronous OFF and NORMAL and an in-memory journal") {
   dblock::test::TempDir dir;
   dblock::detail::sqldb::SqliteConnection session(dir.path() + "/locks.db", 5s);  // WAL, FULL, as dblock opens it

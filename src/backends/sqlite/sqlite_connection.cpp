@@ -72,7 +72,21 @@ SqliteConnection::SqliteConnection(const std::string& path, std::chrono::millise
     // WAL lets readers run beside the one writer; synchronous=FULL makes every commit
     // durable, so a fence handed out is never handed out again after a power loss.
     busy_retried([&] { return db_->exec("PRAGMA journal_mode=WAL"); });
+    wal_ = db_->execAndGet("PRAGMA journal_mode").getString() == "wal";
     db_->exec("PRAGMA synchronous=FULL");
+  } catch (const std::exception& e) {
+    fail(e);
+  }
+}
+
+// NORMAL in WAL mode: a commit is not flushed, the checkpoints still are, so a power cut
+// loses the last such commits and never the database; in a rollback journal it could do
+// worse, so there nothing changes. A caller's own connection is left as the caller set it.
+void SqliteConnection::flush_commits(bool on) {
+  if (!owned_ || !wal_ || on == flushing_) return;
+  try {
+    db_->exec(on ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL");
+    flushing_ = on;
   } catch (const std::exception& e) {
     fail(e);
   }

@@ -29,6 +29,7 @@ class SqliteConnection final : public Connection {
   void commit() override;
   void rollback() noexcept override;
   bool usable() const noexcept override { return usable_; }
+  void flush_commits(bool on) override;
 
  private:
   SQLite::Statement& prepared(const std::string& sql);
@@ -44,6 +45,8 @@ class SqliteConnection final : public Connection {
   SQLite::Database* db_ = nullptr;
   std::unordered_map<std::string, std::unique_ptr<SQLite::Statement>> cache_;
   bool usable_ = true;
+  bool wal_ = false;       // journal_mode is WAL (so synchronous NORMAL loses only recent commits)
+  bool flushing_ = true;   // synchronous is FULL
 };
 
 }  // namespace dblock::detail::sqldb
