@@ -17,8 +17,11 @@ using Value = std::variant<std::nullptr_t, std::int64_t, std::string>;
 using Row = std::vector<Value>;
 
 struct Result {
-  std::vector<Row> rows;
+  std::vector<Row> rows;      // the last result set's
   std::int64_t affected = 0;  // rows changed by an INSERT/UPDATE/DELETE
+  // A text of several statements (MySQL): every result set's rows, in order, the last one
+  // also in `rows`.
+  std::vector<std::vector<Row>> sets;
 };
 
 class Connection {

@@ -51,7 +51,7 @@ constexpr std::array<std::string_view, static_cast<std::size_t>(Statement::count
     "shared_acquire",   "shared_busy",     "shared_renew",     "shared_release",        "shared_release_after",
     "writer_mark",      "writer_unmark",   "sweep_holders",
     "queue_join",       "queue_leave",     "queue_ahead",      "sweep_queue",
-    "turn_take",        "turn_wait",       "turn_free",
+    "turn_join",        "turn_wait",       "insert_turn_grant", "optimistic_turn_grant", "turn_free",
     "lock_in",
     "check_in",         "list",
     "sweep",            "sweep_pick",      "sweep_delete",     "force_release",         "migration_lock",
@@ -71,7 +71,9 @@ bool required(const Dialect& d, Statement s) {
     case Statement::shared_busy:
     case Statement::queue_join:
     case Statement::queue_ahead:
-    case Statement::turn_take:
+    case Statement::turn_join:
+    case Statement::insert_turn_grant:
+    case Statement::optimistic_turn_grant:
     case Statement::lock_in:
     case Statement::check_in:
     case Statement::migration_lock:
@@ -106,7 +108,7 @@ bool required(const Dialect& d, Statement s) {
       return d.offers(Statement::queue_join);
     case Statement::turn_wait:
     case Statement::turn_free:
-      return d.offers(Statement::turn_take);
+      return d.offers(Statement::turn_join);
     default:
       return true;
   }

@@ -150,11 +150,18 @@ enum class Statement : std::size_t {
   // server lock per queued waiter, held on a session pinned for it from before its ticket
   // until it gives up or, having won, releases; the waiter behind blocks on it (LeaseDriver,
   // lease_turns.cpp).
-  turn_take,  // (name, owner) -> 1 when this session now holds the owner's key
+  // (name, owner, keep_ms, ticket) -> two result sets: 1 when this session now holds the
+  // owner's key, then queue_join's: the key first, so no one behind finds it not yet taken.
+  turn_join,
   // (name, owner, wait_ms) -> 1 when the one ahead of owner (the next lower live ticket's
   // owner, else the holder) let its key go within wait_ms; 0 when it did not; -1 when that
   // one holds no key (a holder that never waited), so there is nothing to block on.
   turn_wait,
+  // Optional, per lease strategy: (name, owner, wait_ms, ttl, ticket) -> turn_wait's answer,
+  // then, in the same round trip, a grant attempt's: insert_acquire's, or optimistic_take's
+  // on the version it reads. A woken waiter is granted without a round trip in between.
+  insert_turn_grant,
+  optimistic_turn_grant,
   turn_free,  // (name, owner): this session lets the owner's key go
 
   // In the caller's own transaction (sql/in_transaction.hpp), where the dialect offers it:

@@ -60,7 +60,8 @@ class WaitingPlace final : public QueuePlace {
   Clock::time_point renew_at{};     // when the ticket is next written again (this host's clock)
   bool marked = false;              // a writer's mark is up
   ConnectionPool::Handle turn;      // the session holding this waiter's turn key, if it has one
-  bool turn_tried = false;          // turn_take was asked once (a refusal is not asked again)
+  bool turn_tried = false;          // turn_join was asked once (a refusal is not asked again)
+  bool keyless_ahead = false;       // the last wait found no key ahead: the next waits alone
   milliseconds holder_left{0};      // the last busy answer's holder time left (0: not known)
 
  private:
@@ -77,12 +78,14 @@ void let_turn_go(ConnectionPool::Handle& turn, const Dialect& d, const std::stri
 
 class LeaseDriver : public LockDriver {
  public:
-  // `release`: the strategy's statement that frees its row. `pin` opens the sessions that
-  // hold turn keys (where the dialect has them), apart from `pool`, which they would drain.
+  // `release`: the strategy's statement that frees its row; `turn_grant`: its grant after a
+  // turn key's wait (where the dialect has one). `pin` opens the sessions that hold turn keys
+  // (where the dialect has them), apart from `pool`, which they would drain.
   LeaseDriver(ConnectionPool& pool, ConnectionPool::Open pin, const Dialect& d, std::shared_ptr<Notifier> notifier,
-              Statement release)
+              Statement release, Statement turn_grant)
       : pool_(pool), d_(d), notifier_(std::move(notifier)),
         rows_(pool_, d_, notifier_, Statement::renew, release, Statement::release_after), release_(release),
+        turn_grant_(turn_grant),
         turns_(std::move(pin), {SIZE_MAX, turns_kept_idle, milliseconds{0}, d.name + " turn keys"}) {}
 
   std::unique_ptr<ReleaseWatch> watch(const std::string& name, const std::string& owner) override {
@@ -113,11 +116,20 @@ class LeaseDriver : public LockDriver {
   template <class Once>
   Attempt taking_turns(AcquireRequest& r, Once once) {
     const auto until = Clock::now() + r.wait;
-    for (;;) {
-      Attempt a = once();
-      if (a.acquired() || !wait_turn(r, static_cast<WaitingPlace*>(a.place.get()), until)) return a;
-      r.place = std::move(a.place);
+    Attempt a = once();
+    while (!a.acquired()) {
+      switch (wait_turn(r, a, until)) {
+        case Turn::none:
+          return a;
+        case Turn::woke:
+          r.place = std::move(a.place);
+          a = once();
+          break;
+        case Turn::tried:
+          break;
+      }
     }
+    return a;
   }
   // The parameters of an exclusive grant statement: `first` and, where the dialect queues
   // waiters, the asker's ticket (lease_queue.cpp).
@@ -155,12 +167,19 @@ class LeaseDriver : public LockDriver {
   // Whether a live ticket is ahead of this waiter's, asked before a grant attempt where the
   // dialect says a read is the cheaper way to find out (Statement::queue_ahead).
   bool queued_behind(Connection& s, const AcquireRequest& r) const;
-  // Takes the waiter's turn key on a session of its own, once (lease_turns.cpp).
-  void take_turn(const AcquireRequest& r, WaitingPlace& w);
-  // Waits, up to `until` and a ticket's renewal, for the key of the one ahead to go. True
-  // when it went (attempt again now); false when there was no key to wait on or the wait
-  // ran out.
-  bool wait_turn(const AcquireRequest& r, WaitingPlace* w, Clock::time_point until);
+  // Takes the waiter's turn key on a session of its own and, in the same round trip, joins
+  // the queue (queue_join's `params`), once; nothing where the dialect has no turn keys or
+  // no session is to be had: the caller joins without a key (lease_turns.cpp).
+  std::optional<Result> join_taking_turn(WaitingPlace& w, const std::vector<Value>& params);
+  // Waits, up to `until` and a ticket's renewal, for the key of the one ahead of the busy
+  // attempt `a` to go: none when there was no key to wait on or the wait ran out (`a` is
+  // still the answer); woke when it went (attempt again now); tried when the dialect
+  // attempted in the same round trip (its answer now in `a`).
+  enum class Turn { none, woke, tried };
+  Turn wait_turn(AcquireRequest& r, Attempt& a, Clock::time_point until);
+  // A grant attempt's answer as the turn_grant statements give it: a row (won, ms left,
+  // holder), or none (lost, holder not known).
+  Attempt answered(Connection& s, AcquireRequest& r, const std::vector<Row>& rows);
   // A read/write lock's shared hold or one of a semaphore's permits (lease_shapes.cpp).
   Attempt try_shared(AcquireRequest& r);
   ConnectionPool& pool_;
@@ -171,7 +190,7 @@ class LeaseDriver : public LockDriver {
                     Statement::shared_release_after};
 
  private:
-  const Statement release_;
+  const Statement release_, turn_grant_;
   static constexpr std::size_t turns_kept_idle = 4;
   ConnectionPool turns_;  // sessions holding turn keys: one per waiting acquire or keyed grant
 };
@@ -179,7 +198,8 @@ class LeaseDriver : public LockDriver {
 class InsertDriver final : public LeaseDriver {
  public:
   InsertDriver(ConnectionPool& pool, ConnectionPool::Open pin, const Dialect& d, std::shared_ptr<Notifier> notifier)
-      : LeaseDriver(pool, std::move(pin), d, std::move(notifier), Statement::insert_release) {}
+      : LeaseDriver(pool, std::move(pin), d, std::move(notifier), Statement::insert_release,
+                    Statement::insert_turn_grant) {}
   Attempt try_acquire(AcquireRequest& r) override;
   bool release(const std::string& name, const std::string& owner, std::uint64_t fence) override;
 };
@@ -188,7 +208,8 @@ class OptimisticDriver final : public LeaseDriver {
  public:
   OptimisticDriver(ConnectionPool& pool, ConnectionPool::Open pin, const Dialect& d,
                    std::shared_ptr<Notifier> notifier)
-      : LeaseDriver(pool, std::move(pin), d, std::move(notifier), Statement::optimistic_release) {}
+      : LeaseDriver(pool, std::move(pin), d, std::move(notifier), Statement::optimistic_release,
+                    Statement::optimistic_turn_grant) {}
   Attempt try_acquire(AcquireRequest& r) override;
   bool release(const std::string& name, const std::string& owner, std::uint64_t fence) override;
 

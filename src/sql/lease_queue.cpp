@@ -60,13 +60,16 @@ milliseconds LeaseDriver::queue(Connection& s, AcquireRequest& r, milliseconds r
   if (!r.fair || r.wait <= milliseconds{0} || !d_.offers(Statement::queue_join)) return remaining;
   auto& w = waiting(r);
   w.holder_left = remaining;
-  take_turn(r, w);  // before the ticket, so that no one behind it finds the key not yet taken
   const auto now = Clock::now();
   if (w.ticket == 0 || now >= w.renew_at) {
-    // A ticket is worth nothing after a crash (its waiter is gone): no flush for it.
-    UnflushedCommits unflushed(s);
-    auto joined = s.run(d_[Statement::queue_join], {r.name, r.owner, std::int64_t{ticket_for.count()}, w.ticket});
-    w.ticket = as_int(joined.rows.at(0)[0]);
+    const std::vector<Value> params{r.name, r.owner, std::int64_t{ticket_for.count()}, w.ticket};
+    auto joined = join_taking_turn(w, params);  // the turn key and the ticket, where the dialect has keys
+    if (!joined) {
+      // A ticket is worth nothing after a crash (its waiter is gone): no flush for it.
+      UnflushedCommits unflushed(s);
+      joined = s.run(d_[Statement::queue_join], params);
+    }
+    w.ticket = as_int(joined->rows.at(0)[0]);
     w.renew_at = now + renew_ticket_every;
   }
   // Without release notifications (MySQL) the next waiter finds the release by polling, and

@@ -3,7 +3,9 @@
 // it, and blocks in the server on the key of the one ahead of it: the waiter with the next
 // lower ticket, or the holder. A waiter that wins keeps its key until its release, so that
 // release wakes exactly the next waiter (ZooKeeper's lock recipe, on GET_LOCK). A holder
-// that never waited has no key: the waiter behind it polls, as without turn keys.
+// that never waited has no key: the waiter behind it polls, as without turn keys. The key
+// is taken in the text that writes the ticket, and the wait's text goes on to the grant
+// attempt, so waiting costs no round trip of its own.
 #include <algorithm>
 
 #include "dblock/errors.hpp"
@@ -79,35 +81,71 @@ bool LeaseDriver::release_waking(Connection& turn, const std::string& name, cons
   return GrantRows::done(turn.run(text, {name, owner, static_cast<std::int64_t>(fence)}));
 }
 
-void LeaseDriver::take_turn(const AcquireRequest& r, WaitingPlace& w) {
-  if (w.turn_tried || !d_.offers(Statement::turn_take)) return;
+std::optional<Result> LeaseDriver::join_taking_turn(WaitingPlace& w, const std::vector<Value>& params) {
+  if (w.turn_tried || !d_.offers(Statement::turn_join)) return std::nullopt;
   w.turn_tried = true;
+  ConnectionPool::Handle s;
   try {
-    auto s = turns_.get();
-    if (as_int(s->run(d_[Statement::turn_take], {r.name, r.owner}).rows.at(0).at(0)) == 1) w.turn = std::move(s);
+    s = turns_.get();
   } catch (const std::exception&) {
-    // No key (no session to spare, or the server refused): this waiter polls, and the one
-    // behind it, finding no key to wait on, polls too.
+    // No session to spare: this waiter polls, and the one behind it, finding no key to
+    // wait on, polls too.
+    return std::nullopt;
+  }
+  try {
+    auto joined = s->run(d_[Statement::turn_join], params);
+    if (as_int(joined.sets.at(0).at(0).at(0)) == 1) w.turn = std::move(s);
+    return joined;
+  } catch (...) {
+    s.discard();
+    throw;
   }
 }
 
-bool LeaseDriver::wait_turn(const AcquireRequest& r, WaitingPlace* w, Clock::time_point until) {
-  if (!w || !w->turn) return false;
+LeaseDriver::Turn LeaseDriver::wait_turn(AcquireRequest& r, Attempt& a, Clock::time_point until) {
+  auto* w = static_cast<WaitingPlace*>(a.place.get());
+  if (!w || !w->turn) return Turn::none;
   until = std::min(until, w->renew_at);  // the ticket is written again before it ends
   auto wait = std::chrono::ceil<milliseconds>(until - Clock::now());
   if (w->holder_left > milliseconds{0}) wait = std::min(wait, w->holder_left + milliseconds{1});
-  if (wait <= milliseconds{0}) return false;
+  if (wait <= milliseconds{0}) return Turn::none;
+  // With no key ahead the wait answers at once, and a grant behind it would be one more
+  // attempt right after the one that found the name busy: wait alone until a key shows up.
+  const bool grant_after = d_.offers(turn_grant_) && !w->keyless_ahead;
+  const std::int64_t ms = wait.count();
+  std::vector<Value> params{r.name, r.owner, ms};
+  if (grant_after) {
+    r.place = std::move(a.place);  // the grant's parameters end with the ticket it holds
+    params = grant_params(r, {r.name, r.owner, ms, std::int64_t{r.ttl.count()}});
+    a.place = std::move(r.place);
+  }
+  Result answer;
+  std::int64_t woke = 0;
   try {
-    return as_int(w->turn->run(d_[Statement::turn_wait], {r.name, r.owner, std::int64_t{wait.count()}})
-                      .rows.at(0).at(0)) == 1;
+    answer = w->turn->run(d_[grant_after ? turn_grant_ : Statement::turn_wait], params);
+    woke = as_int(answer.sets.empty() ? answer.rows.at(0).at(0) : answer.sets.at(0).at(0).at(0));
   } catch (const TimeoutError&) {
     // Keys waiting on each other in a circle (two waiters that read the queue at different
     // times, one of them having lost its ticket meanwhile): the server ended this wait.
-    return false;
+    return Turn::none;
   } catch (const std::exception&) {
     w->turn.discard();  // the session is gone, and the key with it: poll from here on
-    return false;
+    return Turn::none;
   }
+  w->keyless_ahead = woke == -1;
+  if (!grant_after) return woke == 1 ? Turn::woke : Turn::none;
+  auto& s = *w->turn;  // the grant may take the session (TurnGrant): the connection lives on
+  r.place = std::move(a.place);
+  a = answered(s, r, answer.rows);
+  return a.acquired() || woke == 1 ? Turn::tried : Turn::none;
+}
+
+Attempt LeaseDriver::answered(Connection& s, AcquireRequest& r, const std::vector<Row>& rows) {
+  if (rows.empty()) return busy_behind(s, r, std::string(), milliseconds{0});
+  const auto& row = rows.front();
+  if (as_int(row[0]) != 0) return granted(r, row);
+  const auto left = std::max<std::int64_t>(as_int(row[1]), 0);
+  return busy_behind(s, r, row.size() > 2 ? as_text(row[2]) : std::string(), milliseconds{left});
 }
 
 }  // namespace dblock::detail::sqldb

@@ -333,6 +333,7 @@ Result send_text(::sql::Statement& stmt, const std::string& text, std::size_t st
           for (unsigned i = 1; i <= n; ++i) row.push_back(column(*rs, *meta, i));
           out.rows.push_back(std::move(row));
         }
+        if (statements > 1) out.sets.push_back(out.rows);
       }
     } else {
       auto n = stmt.getUpdateCount();

@@ -91,7 +91,7 @@ Dialect make(bool mariadb) {
     auto turn_key = [](const std::string& owner) {
       return "CONCAT('dblock:turn:', SHA1(CONCAT('${table}', CHAR(0), ?1, CHAR(0), " + owner + ")))";
     };
-    d[S::turn_take] = "SELECT GET_LOCK(" + turn_key("?2") + ", 0)";
+    d[S::turn_join] = "SELECT GET_LOCK(" + turn_key("?2") + ", 0); " + d[S::queue_join];
     d[S::turn_wait] =
         "SET @dblock_turn = " +
         turn_key("COALESCE((SELECT q.owner FROM ${table}_queue AS q JOIN ${table}_queue AS m "
@@ -100,6 +100,13 @@ Dialect make(bool mariadb) {
                  "(SELECT owner FROM ${table} WHERE name = ?1), '')") +
         "; SELECT CASE WHEN IS_USED_LOCK(@dblock_turn) IS NULL THEN -1 "
         "WHEN GET_LOCK(@dblock_turn, ?3 / 1000) = 1 THEN RELEASE_LOCK(@dblock_turn) ELSE 0 END";
+    // The grant runs whatever the wait answered: after a wait that ran out (the holder's
+    // lease ending) it is the attempt the waiter makes next anyway. The optimistic take
+    // compares on the version read just before it (a missing row: -1, which nothing has).
+    d[S::insert_turn_grant] = d[S::turn_wait] + "; CALL ${table}_grant_queued(?1, ?2, ?4, ?5)";
+    d[S::optimistic_turn_grant] = d[S::turn_wait] +
+                                  "; SET @dblock_version = COALESCE((SELECT version FROM ${table} WHERE name = ?1), -1)"
+                                  "; CALL ${table}_take_queued(?1, ?2, ?4, @dblock_version, ?5)";
     d[S::turn_free] = "DO RELEASE_LOCK(" + turn_key("?2") + ")";
 
     // Session strategies. The wait bound goes to both mechanisms (a user variable for
