@@ -22,18 +22,24 @@ sql() {
              -u "$MY_USER" -D "$MY_DB" --connect-timeout=5 --batch -e "$1" ;;
   esac
 }
-# The tables a migration makes for table T (PostgreSQL's fence counter is a sequence).
+# What the migrations make for table T (PostgreSQL's fence counter is a sequence): the same
+# lists as the dialects' drop_schema (src/backends/*/..._dialect.cpp), which the C++ tests use.
 drop_tables() {
   local t
   for t in "$@"; do
     case "$BACKEND" in
-      postgresql) sql "DROP TABLE IF EXISTS $t, ${t}_schema_history; DROP SEQUENCE IF EXISTS ${t}_fence;
-                       DROP FUNCTION IF EXISTS ${t}_lock_in(text, bigint, bigint), ${t}_check(text, bigint)" ;;
+      postgresql) sql "DROP TABLE IF EXISTS $t, ${t}_holders, ${t}_queue, ${t}_schema_history;
+                       DROP SEQUENCE IF EXISTS ${t}_fence;
+                       DROP FUNCTION IF EXISTS ${t}_lock_in(text, bigint, bigint), ${t}_check(text, bigint),
+                         ${t}_acquire_shared(text, text, text, integer, bigint), ${t}_release_shared(text, text, bigint),
+                         ${t}_fence_next()" ;;
       mysql) sql "DROP TABLE IF EXISTS $t, ${t}_schema_history, ${t}_fence, ${t}_fence_cache; DROP PROCEDURE IF EXISTS ${t}_acquire;
                   DROP PROCEDURE IF EXISTS ${t}_take; DROP PROCEDURE IF EXISTS ${t}_grant; DROP PROCEDURE IF EXISTS ${t}_fence_draw;
                   DROP PROCEDURE IF EXISTS ${t}_check; DROP TABLE IF EXISTS ${t}_holders;
                   DROP PROCEDURE IF EXISTS ${t}_acquire_shared; DROP PROCEDURE IF EXISTS ${t}_release_shared;
-                  DROP PROCEDURE IF EXISTS ${t}_extend_shared; DROP PROCEDURE IF EXISTS ${t}_lock_in" ;;
+                  DROP PROCEDURE IF EXISTS ${t}_extend_shared; DROP PROCEDURE IF EXISTS ${t}_lock_in;
+                  DROP TABLE IF EXISTS ${t}_queue; DROP PROCEDURE IF EXISTS ${t}_grant_queued;
+                  DROP PROCEDURE IF EXISTS ${t}_take_queued" ;;
       redis|redlock) redis_db flush ;;
     esac
   done
