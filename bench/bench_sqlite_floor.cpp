@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <thread>
 
+#include "backends/sqlite/sqlite_connection.hpp"
 #include "backends/sqlite/sqlite_dialect.hpp"
 #include "bench_floor.hpp"
 #include "core/validate.hpp"
@@ -59,15 +60,14 @@ class SqliteFloorSession final : public FloorSession {
   }
 
  private:
-  // As dblock's (sqlite_connection.cpp): SQLite's own handler sleeps 1, 2, 5, 10 ms..., longer
-  // than another writer's whole transaction.
+  // Polls as dblock's does (sqlite_connection.cpp): SQLite's own handler sleeps 1, 2, 5, 10
+  // ms..., longer than another writer's whole transaction.
   static int busy_wait(void* self, int count) noexcept {
     auto* s = static_cast<SqliteFloorSession*>(self);
     const auto now = Clock::now();
     if (count == 0) s->busy_since_ = now;
     if (now - s->busy_since_ >= s->busy_timeout_) return 0;
-    auto step = std::chrono::microseconds(100) * (1 << std::min(count, 5));
-    std::this_thread::sleep_for(std::min<std::chrono::microseconds>(step, std::chrono::milliseconds(2)));
+    std::this_thread::sleep_for(sqldb::busy_pause(count));
     return 1;
   }
 

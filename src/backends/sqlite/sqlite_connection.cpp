@@ -98,15 +98,21 @@ SqliteConnection::SqliteConnection(SQLite::Database& borrowed)
 // SQLite's own busy handler (sqlite3_busy_timeout) retries after 1, 2, 5, 10, 15, 20, 25, 25,
 // 25, 50, 50, 100 ms: a writer that found the lock taken soon polls in steps longer than a
 // whole short transaction of another writer, and misses the gaps between them (a sweep's
-// batches, other acquirers' cycles). This one polls every 0.1 ms doubling to 2 ms, up to the
-// same timeout.
+// batches, other acquirers' cycles). This one polls every 0.1 ms doubling to 0.5 ms, up to
+// the same timeout. A longer step lets the one waiter whose turn it is (fair waiting) sleep
+// through the gaps between the writes of the others around it (a releaser asking again,
+// tickets written): with 2 ms it missed them often enough to stall hand-offs 7-15 ms
+// (docs/BENCHMARKS.md, "Fair waiting on PostgreSQL, MySQL and SQLite").
+std::chrono::microseconds busy_pause(int count) noexcept {
+  return std::min(std::chrono::microseconds(100) * (1 << std::min(count, 3)), std::chrono::microseconds(500));
+}
+
 int SqliteConnection::busy_wait(void* self, int count) noexcept {
   auto* s = static_cast<SqliteConnection*>(self);
   auto now = std::chrono::steady_clock::now();
   if (count == 0) s->busy_since_ = now;
   if (now - s->busy_since_ >= s->busy_timeout_) return 0;
-  auto step = std::chrono::microseconds(100) * (1 << std::min(count, 5));
-  std::this_thread::sleep_for(std::min<std::chrono::microseconds>(step, std::chrono::milliseconds(2)));
+  std::this_thread::sleep_for(busy_pause(count));
   return 1;
 }
 

@@ -16,6 +16,10 @@ class Statement;
 
 namespace dblock::detail::sqldb {
 
+// How long a writer that found the database locked sleeps before its count-th retry (from 0):
+// SqliteConnection's busy handler, and the benchmark's hand-off floor, which polls alike.
+std::chrono::microseconds busy_pause(int count) noexcept;
+
 class SqliteConnection final : public Connection {
  public:
   SqliteConnection(const std::string& path, std::chrono::milliseconds busy_timeout);
