@@ -54,9 +54,10 @@ class SqliteFloorSession final : public FloorSession {
     st.bind(1, kName);
     st.bind(2, owner_);
     st.bind(3, static_cast<std::int64_t>(fence));
-    const int changed = st.exec();
+    int freed = 0;  // dblock's release answers a row (the queue's next owner) per row it deleted
+    while (st.executeStep()) ++freed;
     st.reset();
-    if (changed != 1) throw std::runtime_error("sqlite floor hand-off: the release found no row");
+    if (freed != 1) throw std::runtime_error("sqlite floor hand-off: the release found no row");
   }
 
  private:

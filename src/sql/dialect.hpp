@@ -223,6 +223,10 @@ struct Dialect {
   // connection of a Client's (MySQL: the counter cannot be raised inside the caller's
   // transaction without every grant on the table waiting for it).
   bool in_transaction_fence_apart = false;
+  // Whether the lease releases answer, in their first column, the owner whose ticket is next
+  // (NULL when none), for a notifier that wakes that owner alone (SQLite's wake files;
+  // PostgreSQL's release names it in its NOTIFY instead).
+  bool release_names_next = false;
   // At most this many rows per sweep batch, whatever the caller asks (0: no cap).
   std::size_t sweep_batch_max = 0;
   // A pause after each full sweep batch, for databases with one writer at a time (SQLite),

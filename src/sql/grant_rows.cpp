@@ -20,7 +20,8 @@ std::optional<Result> GrantRows::free(const std::string& name, const std::string
   auto s = pool_.get();
   auto freed = s->run(d_[release_], {name, owner, static_cast<std::int64_t>(fence)});
   if (!done(freed)) return std::nullopt;
-  if (notifier_) notifier_->released(name);
+  if (notifier_)
+    notifier_->released(name, d_.release_names_next && !freed.rows.empty() ? as_text(freed.rows.front().at(0)) : "");
   return freed;
 }
 

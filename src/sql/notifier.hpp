@@ -1,6 +1,7 @@
 // Notifier: how a SQL backend tells waiters that a lock was freed, if it can. The lease
-// drivers call released() after a release that freed the lock, and hand watch() to the
-// waiting loop.
+// drivers call released() after a release that freed the lock, with the owner whose turn is
+// next where the release statement names it (Dialect::release_names_next), and hand watch()
+// to the waiting loop.
 #pragma once
 
 #include <memory>
@@ -13,7 +14,8 @@ namespace dblock::detail::sqldb {
 class Notifier {
  public:
   virtual ~Notifier() = default;
-  virtual void released(const std::string& name) noexcept = 0;
+  // `next`: the owner of the name's lowest live ticket, "" when nobody queues or unknown.
+  virtual void released(const std::string& name, const std::string& next = {}) noexcept = 0;
   // Null: cannot now.
   virtual std::unique_ptr<ReleaseWatch> watch(const std::string& name, const std::string& owner) = 0;
 };

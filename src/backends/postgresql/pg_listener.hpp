@@ -22,7 +22,7 @@ class PgListener final : public Notifier {
  public:
   PgListener(std::function<std::unique_ptr<Connection>()> connect, std::string channel);
   ~PgListener() override;
-  void released(const std::string&) noexcept override {}  // the release statement notified
+  void released(const std::string&, const std::string&) noexcept override {}  // the release statement notified
   std::unique_ptr<ReleaseWatch> watch(const std::string& name, const std::string& owner) override;  // null: cannot listen now
 
   struct State;  // shared with the watches

@@ -39,7 +39,16 @@ const Dialect& sqlite_dialect() {
         "valid_until = excluded.valid_until, owner = excluded.owner, version = t.version + 1 "
         "WHERE t.valid_until <= ${now_ms} OR (t.owner = excluded.owner AND t.holds > 0) "
         "RETURNING fence, valid_until - ${now_ms}";
-    d[S::insert_release] = "DELETE FROM ${table} WHERE name = ?1 AND owner = ?2 AND fence = ?3";
+    // A release answers whose ticket is next, and the wake files wake that waiter alone
+    // (the others would each read the queue and wait again). min() picks that ticket's row
+    // (SQLite's bare column beside one min() comes from the row where it was found): an
+    // ORDER BY ... LIMIT 1 starts SQLite's sorter, whose buffer made every release 60-70 us
+    // slower, uncontended or not.
+    const std::string next_owner =
+        "(SELECT owner FROM (SELECT q.owner, min(q.ticket) FROM ${table}_queue AS q WHERE q.name = ?1 "
+        "AND q.valid_until > ${now_ms}))";
+    d.release_names_next = true;
+    d[S::insert_release] = "DELETE FROM ${table} WHERE name = ?1 AND owner = ?2 AND fence = ?3 RETURNING " + next_owner;
 
     d[S::release_after] =
         "UPDATE ${table} SET valid_until = ${now_ms} + ?4, holds = 0, version = version + 1 "
@@ -53,7 +62,7 @@ const Dialect& sqlite_dialect() {
         " RETURNING fence, valid_until - ${now_ms}";
     d[S::optimistic_release] =
         "UPDATE ${table} SET owner = '', holds = 0, valid_until = 0, version = version + 1 "
-        "WHERE name = ?1 AND owner = ?2 AND fence = ?3 RETURNING version";
+        "WHERE name = ?1 AND owner = ?2 AND fence = ?3 RETURNING " + next_owner + ", version";
 
     d[S::list] =
         "SELECT name, owner, fence, holds, acquired_at, valid_until, 'exclusive' FROM ${table} "

@@ -7,26 +7,43 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstdio>
 
 namespace dblock::detail::sqldb {
 namespace {
 
+// Idle inotify instances kept per wake file; the default limit is 128 per user.
+constexpr std::size_t max_idle = 8;
+
+void drain(int fd) {
+  char buf[4096];
+  while (read(fd, buf, sizeof buf) > 0) {
+  }
+}
+
 class InotifyWatch final : public ReleaseWatch {
  public:
-  explicit InotifyWatch(int fd) : fd_(fd) {}
-  ~InotifyWatch() override { close(fd_); }
+  InotifyWatch(std::shared_ptr<WakeFile> file, int fd, std::vector<int> wds, std::string own)
+      : file_(std::move(file)), fd_(fd), wds_(std::move(wds)), own_(std::move(own)) {}
+  ~InotifyWatch() override {
+    for (int wd : wds_) inotify_rm_watch(fd_, wd);
+    if (!own_.empty()) unlink(own_.c_str());
+    file_->give_back(fd_);
+  }
   void wait_until(Clock::time_point until) override {
     auto left = std::chrono::ceil<std::chrono::milliseconds>(until - Clock::now()).count();
     pollfd p{fd_, POLLIN, 0};
-    if (poll(&p, 1, static_cast<int>(std::clamp<long long>(left, 0, 60'000))) > 0) {
-      char buf[4096];  // drain, so the next wait blocks until the next release
-      while (read(fd_, buf, sizeof buf) > 0) {
-      }
-    }
+    if (poll(&p, 1, static_cast<int>(std::clamp<long long>(left, 0, 60'000))) > 0)
+      drain(fd_);  // so that the next wait blocks until the next release
   }
 
  private:
+  std::shared_ptr<WakeFile> file_;
   int fd_;
+  std::vector<int> wds_;  // the table's file, and ours if we have one
+  std::string own_;       // our wake file, "" when we have none
 };
 
 }  // namespace
@@ -37,22 +54,77 @@ std::shared_ptr<WakeFile> WakeFile::open(const std::string& path) {
   return std::shared_ptr<WakeFile>(new WakeFile(path, fd));
 }
 
-WakeFile::~WakeFile() { close(fd_); }
-
-void WakeFile::released(const std::string&) noexcept {
-  timespec now[2] = {{0, UTIME_NOW}, {0, UTIME_NOW}};
-  futimens(fd_, now);  // an IN_ATTRIB event for every watcher; best effort
+WakeFile::~WakeFile() {
+  close(fd_);
+  for (int fd : idle_) close(fd);
 }
 
-std::unique_ptr<ReleaseWatch> WakeFile::watch(const std::string&, const std::string&) {
+// Every process must name an owner's file alike, whatever its build: FNV-1a, not std::hash.
+std::string WakeFile::owner_path(const std::string& owner) const {
+  std::uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : owner) h = (h ^ c) * 1099511628211ull;
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return path_ + ".d/" + hex;
+}
+
+void WakeFile::released(const std::string&, const std::string& next) noexcept {
+  timespec now[2] = {{0, UTIME_NOW}, {0, UTIME_NOW}};
+  // An IN_ATTRIB event for the next owner's watch alone, else for every watcher; best effort.
+  if (!next.empty() && utimensat(AT_FDCWD, owner_path(next).c_str(), now, 0) == 0) return;
+  futimens(fd_, now);
+}
+
+int WakeFile::take() {
+  {
+    std::lock_guard lk(mutex_);
+    if (!idle_.empty()) {
+      int fd = idle_.back();
+      idle_.pop_back();
+      drain(fd);  // what came after its last wait, and the removal notices of its watches
+      return fd;
+    }
+  }
   // inotify instances are limited per user (max_user_instances); without one, waiters poll.
-  int fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  return inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+}
+
+void WakeFile::give_back(int fd) noexcept {
+  {
+    std::lock_guard lk(mutex_);
+    if (idle_.size() < max_idle) {
+      idle_.push_back(fd);
+      return;
+    }
+  }
+  close(fd);
+}
+
+std::unique_ptr<ReleaseWatch> WakeFile::watch(const std::string&, const std::string& owner) {
+  int fd = take();
   if (fd < 0) return nullptr;
-  if (inotify_add_watch(fd, path_.c_str(), IN_ATTRIB | IN_MODIFY) < 0) {
-    close(fd);
+  int table = inotify_add_watch(fd, path_.c_str(), IN_ATTRIB | IN_MODIFY);
+  if (table < 0) {
+    give_back(fd);
     return nullptr;
   }
-  return std::make_unique<InotifyWatch>(fd);
+  std::vector<int> wds{table};
+  // Our own file, where a release that names us next wakes us alone; without it we wake with
+  // the table's herd only. The first waiter makes the directory: a database nobody waits on
+  // has none.
+  std::string own = owner_path(owner);
+  int f = mkdir((path_ + ".d").c_str(), 0777) == 0 || errno == EEXIST
+              ? ::open(own.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0666)
+              : -1;
+  if (f >= 0) close(f);
+  int mine = f >= 0 ? inotify_add_watch(fd, own.c_str(), IN_ATTRIB) : -1;
+  if (mine >= 0) {
+    wds.push_back(mine);
+  } else {
+    if (f >= 0) unlink(own.c_str());
+    own.clear();
+  }
+  return std::make_unique<InotifyWatch>(shared_from_this(), fd, std::move(wds), std::move(own));
 }
 
 }  // namespace dblock::detail::sqldb
