@@ -6,9 +6,10 @@
 //   table, each of which makes one attempt (cheap on a local file) and waits again if it was
 //   not its turn;
 // - one per waiting owner (PATH.d/<hash of the owner>; the first waiter makes PATH.d), made
-//   by its watch and removed with it: a release that names the owner whose ticket is next (fair waiting) touches that file
-//   alone, so one waiter wakes instead of the table's herd. If the file is not there (the
-//   waiter has not armed its watch yet, or is gone), the table's file is touched instead.
+//   by its watch and removed with it: a release that names the owner whose ticket is next
+//   (fair waiting) touches that file alone, so one waiter wakes instead of the table's herd.
+//   If the file is not there (the waiter has not armed its watch yet, or is gone), the
+//   table's file is touched instead.
 // A finished watch gives its inotify instance back for the next one instead of closing it:
 // closing an instance waits for the kernel to retire its marks (an SRCU grace period, 8-20 ms
 // for one close in ten on this VM), which the waiter would pay right after its grant.
