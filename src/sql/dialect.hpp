@@ -49,7 +49,7 @@ enum class Statement : std::size_t {
   // then asks `holder`) or, where the dialect can say it in the same round trip, fence 0 and
   // the holder's remaining_ms.
   insert_acquire,
-  insert_release,  // (name, owner, fence): delete our row; affected 1 or 0
+  insert_release,  // (name, owner, fence): delete (or free) our row; affected 1 or 0
   // (name, owner, fence, keep_ms): our row, released but kept (LockOptions::hold_at_least):
   // holds 0 and valid_until = now + keep_ms; affected 1 or 0. Both lease strategies use it.
   release_after,

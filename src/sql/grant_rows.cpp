@@ -3,8 +3,7 @@
 namespace dblock::detail::sqldb {
 
 // A row answered (RETURNING, a function's or a procedure's answer), or else a row changed (a
-// plain statement's; MySQL's release deletes the holder's queue ticket with its row, so up
-// to two).
+// plain statement's).
 bool GrantRows::done(const Result& r) { return !r.rows.empty() || r.affected >= 1; }
 
 Renewal GrantRows::renew(const std::string& name, const std::string& owner, std::uint64_t fence, milliseconds ttl,

@@ -1,5 +1,5 @@
 // The insert strategy: a row per held lock, won by one upsert (see the dialect's
-// insert_acquire), released by deleting our own row.
+// insert_acquire), released by deleting our own row (or, on MySQL, freeing it).
 #include "sql/lease_drivers.hpp"
 
 namespace dblock::detail::sqldb {

@@ -39,7 +39,8 @@ drop_tables() {
                   DROP PROCEDURE IF EXISTS ${t}_acquire_shared; DROP PROCEDURE IF EXISTS ${t}_release_shared;
                   DROP PROCEDURE IF EXISTS ${t}_extend_shared; DROP PROCEDURE IF EXISTS ${t}_lock_in;
                   DROP TABLE IF EXISTS ${t}_queue; DROP PROCEDURE IF EXISTS ${t}_grant_queued;
-                  DROP PROCEDURE IF EXISTS ${t}_take_queued" ;;
+                  DROP PROCEDURE IF EXISTS ${t}_take_queued; DROP PROCEDURE IF EXISTS ${t}_lease_grant;
+                  DROP PROCEDURE IF EXISTS ${t}_lease_take" ;;
       redis|redlock) redis_db flush ;;
     esac
   done
@@ -409,6 +410,10 @@ esac
 if [ -n "$now" ]; then
   sql "INSERT INTO ${DBLOCK_TABLE}_queue (name, owner, ticket, valid_until) VALUES ('queued', 'gone:1', 1, $now + 60000)" \
     >/dev/null || fail "cannot write a ticket by hand"
+  if [ "$BACKEND" = mysql ]; then  # and the mark a waiter's join writes (migration V9)
+    sql "INSERT INTO ${DBLOCK_TABLE} (name, owner, fence, holds, acquired_at, valid_until, version, waited_until)
+         VALUES ('queued', '', 0, 0, 0, 0, 0, $now + 60000)" >/dev/null || fail "cannot mark the name's row by hand"
+  fi
   expect_exit 75 "a fair run --no-wait stays behind a waiter's ticket" "$DBLOCK" run --no-wait --name queued -- true
   expect_exit 0 "run --unfair does not look at the queue" "$DBLOCK" run --unfair --no-wait --name queued -- true
   sql "DELETE FROM ${DBLOCK_TABLE}_queue WHERE name = 'queued'" >/dev/null

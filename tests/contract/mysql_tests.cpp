@@ -27,6 +27,11 @@ int mysql_migrations() {
   const auto& all = dblock::detail::sqldb::embedded_migrations();
   return static_cast<int>(std::count_if(all.begin(), all.end(), [](const auto& m) { return m.dialect == "mysql"; }));
 }
+// Takes a table back to what a dblock before migration V9 left.
+std::string before_v9(const std::string& t) {
+  return "DROP PROCEDURE " + t + "_lease_grant; DROP PROCEDURE " + t + "_lease_take; ALTER TABLE " + t +
+         " DROP COLUMN waited_until; DELETE FROM " + t + "_schema_history WHERE version = '9'";
+}
 }  // namespace
 
 TEST_CASE("mysql: parameters are spliced as literals no byte of which is SQL", "[mysql]") {
@@ -88,7 +93,8 @@ TEST_CASE("mysql: an InnoDB deadlock surfaces as a TimeoutError, and the session
   auto s1 = dblock::test::server_connection(table.url());
   auto s2 = dblock::test::server_connection(table.url());
   const auto t = table.name();
-  s1->run("INSERT INTO " + t + " VALUES ('a', '', 0, 0, 0, 0, 0), ('b', '', 0, 0, 0, 0, 0)", {});
+  s1->run("INSERT INTO " + t + " (name, owner, fence, holds, acquired_at, valid_until, version) "
+          "VALUES ('a', '', 0, 0, 0, 0, 0), ('b', '', 0, 0, 0, 0, 0)", {});
   s1->begin();
   s2->begin();
   s1->run("UPDATE " + t + " SET version = 1 WHERE name = 'a'", {});
@@ -154,7 +160,8 @@ TEST_CASE("mysql: the sweep skips a row a for-update holder has locked instead o
   auto held = c->lock("held", session).acquire();  // its row is free-looking but locked
   auto raw = dblock::test::server_connection(table.url());  // five leases long expired
   for (int i = 0; i < 5; ++i)
-    raw->run("INSERT INTO " + table.name() + " VALUES (?1, 'gone', 1, 1, 0, 1, 1)", {"brief" + std::to_string(i)});
+    raw->run("INSERT INTO " + table.name() + " (name, owner, fence, holds, acquired_at, valid_until, version) "
+             "VALUES (?1, 'gone', 1, 1, 0, 1, 1)", {"brief" + std::to_string(i)});
   auto t0 = std::chrono::steady_clock::now();
   CHECK(c->sweep(2) == 5);                            // in batches of two, not held up by the locked row
   CHECK(std::chrono::steady_clock::now() - t0 < 1s);  // no lock wait (it would last 5 s)
@@ -186,6 +193,7 @@ TEST_CASE("mysql: a table migrated before V2 asks for `dblock migrate`, which ad
   raw->run_script("DROP PROCEDURE " + table.name() + "_acquire; DROP PROCEDURE " + table.name() + "_take; DROP PROCEDURE " +
                   table.name() + "_fence_draw; DROP TABLE " + table.name() + "_fence_cache; DROP PROCEDURE " +
                   table.name() + "_grant; DELETE FROM " + table.name() + "_schema_history WHERE version IN ('2', '3', '4')");
+  raw->run_script(before_v9(table.name()));
   auto c = table.ns().open();
   for (auto strategy : {dblock::Strategy::insert, dblock::Strategy::optimistic}) {
     dblock::LockOptions o;
@@ -199,7 +207,8 @@ TEST_CASE("mysql: a table migrated before V2 asks for `dblock migrate`, which ad
   }
   CHECK(c->list().empty());  // nothing was written
   CHECK(c->migrate() ==
-        std::vector<std::string>{"V2__acquire_procedures.sql", "V3__fence_cache.sql", "V4__grant_procedure.sql"});
+        std::vector<std::string>{"V2__acquire_procedures.sql", "V3__fence_cache.sql", "V4__grant_procedure.sql",
+                                 "V9__waited_mark.sql"});
   for (auto strategy : {dblock::Strategy::insert, dblock::Strategy::optimistic}) {
     dblock::LockOptions o;
     o.strategy = strategy;
@@ -240,20 +249,34 @@ TEST_CASE("mysql: V6 (shared holders) upgrades a table in place, keeping held lo
       "V6__shared_holders.sql");
 }
 
-// V4's procedure takes over a leftover of the caller's own owner with a new fence, where
-// V2's re-entered it: the insert strategy must not run on V2's alone.
-TEST_CASE("mysql: a table migrated before V4 asks for `dblock migrate`, which adds the grant procedure", "[mysql]") {
+// V9's grants read the queue only on rows a waiter marked, and a waiter marks the row in
+// its join: neither lease strategy runs, and no waiter joins, on a table before V9. A lease
+// held before the upgrade stays held.
+TEST_CASE("mysql: a table migrated before V9 asks for `dblock migrate`, which adds the marked grants", "[mysql]") {
   dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
-  auto raw = dblock::test::server_connection(table.url());
-  raw->run_script("DROP PROCEDURE " + table.name() + "_grant; DELETE FROM " + table.name() +
-                  "_schema_history WHERE version = '4'");
   auto c = table.ns().open();
-  CHECK_THROWS_WITH(c->lock("job", dblock::LockOptions{}).try_acquire(), Catch::Contains("dblock migrate"));
-  CHECK(c->list().empty());
-  CHECK(c->migrate() == std::vector<std::string>{"V4__grant_procedure.sql"});
-  auto lease = c->lock("job", dblock::LockOptions{}).try_acquire();
-  REQUIRE(lease);
-  CHECK(lease->fence() > 0);
+  auto held = c->lock("held").try_acquire();
+  REQUIRE(held);
+  auto raw = dblock::test::server_connection(table.url());
+  raw->run_script(before_v9(table.name()));
+  for (auto strategy : {dblock::Strategy::insert, dblock::Strategy::optimistic}) {
+    dblock::LockOptions o;
+    o.strategy = strategy;
+    CHECK_THROWS_WITH(c->lock("job", o).try_acquire(), Catch::Contains("dblock migrate"));
+  }
+  CHECK(c->list().size() == 1);  // nothing was written
+  CHECK(c->migrate() == std::vector<std::string>{"V9__waited_mark.sql"});
+  auto other = table.ns().open();
+  CHECK_FALSE(other->lock("held").try_acquire());  // still held
+  const auto fence = held->fence();
+  held->release();
+  for (auto strategy : {dblock::Strategy::insert, dblock::Strategy::optimistic}) {
+    dblock::LockOptions o;
+    o.strategy = strategy;
+    auto lease = other->lock("held", o).try_acquire();
+    REQUIRE(lease);
+    CHECK(lease->fence() > fence);
+  }
 }
 
 TEST_CASE("mysql: a table migrated before V3 asks for `dblock migrate` for session locks only", "[mysql]") {
@@ -515,9 +538,14 @@ TEST_CASE("mysql: a dead waiter's ticket holds the queue up only until it expire
   auto c = table.ns().open();
   auto raw = dblock::test::server_connection(table.url());
   dblock::test::check_dead_ticket(*c, [&](const std::string& owner, int ms) {
+    const std::string until =
+        "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000 + " + std::to_string(ms);
     raw->run_script("INSERT INTO " + table.name() + "_queue (name, owner, ticket, valid_until) VALUES ('job', '" +
-                    owner + "', 1, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000 + " +
-                    std::to_string(ms) + ")");
+                    owner + "', 1, " + until + ")");
+    // and the name's row marked, as every waiter's join does (migration V9)
+    raw->run_script("INSERT INTO " + table.name() +
+                    " (name, owner, fence, holds, acquired_at, valid_until, version, waited_until) VALUES ('job', '', "
+                    "0, 0, 0, 0, 0, " + until + ") ON DUPLICATE KEY UPDATE waited_until = " + until);
   });
 }
 

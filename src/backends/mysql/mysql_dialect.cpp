@@ -38,26 +38,27 @@ Dialect make(bool mariadb) {
     // The two lease acquires are stored procedures (migrations/mysql/V2__acquire_procedures.sql,
     // where their logic is explained, and V4__grant_procedure.sql): as texts of six statements
     // each, parsing alone cost about 300 us per acquire. Each answers one result set.
-    // Fair waiting (migration V8): the grants take the asker's ticket (see Statement::queue_join),
-    // and a release deletes the holder's ticket with its row, in the same transaction.
-    d[S::insert_acquire] = "CALL ${table}_grant_queued(?1, ?2, ?3, ?4)";
+    // Fair waiting (migrations V8 and V9): the grants take the asker's ticket (see
+    // Statement::queue_join) and delete it when they win; they read the queue only on a row
+    // that a waiter marked (waited_until). A release frees the row rather than deleting it,
+    // so that the mark outlives it while someone waits; the sweeper removes free rows.
+    d[S::insert_acquire] = "CALL ${table}_lease_grant(?1, ?2, ?3, ?4)";
     d[S::insert_release] =
-        "DELETE t, q FROM ${table} AS t LEFT JOIN ${table}_queue AS q ON q.name = t.name AND q.owner = t.owner "
-        "WHERE t.name = ?1 AND t.owner = ?2 AND t.fence = ?3";
+        "UPDATE ${table} SET owner = '', holds = 0, valid_until = 0, version = version + 1 "
+        "WHERE name = ?1 AND owner = ?2 AND fence = ?3";
 
     d[S::release_after] =
         "UPDATE ${table} SET valid_until = ${now_ms} + ?4, holds = 0, version = version + 1 "
         "WHERE name = ?1 AND owner = ?2 AND fence = ?3 AND valid_until > ${now_ms}";
 
     d[S::optimistic_read] = "SELECT owner, version, valid_until - ${now_ms} FROM ${table} WHERE name = ?1";
-    d[S::optimistic_take] = "CALL ${table}_take_queued(?1, ?2, ?3, ?4, ?5)";
+    d[S::optimistic_take] = "CALL ${table}_lease_take(?1, ?2, ?3, ?4, ?5)";
     // Answers the version it left (LAST_INSERT_ID(expr) remembers expr for this session, as
     // the fence draws do), so that this Client's next acquire of the name can try the
     // compare-and-set at once instead of reading first (OptimisticDriver's hint).
     d[S::optimistic_release] =
-        "UPDATE ${table} AS t LEFT JOIN ${table}_queue AS q ON q.name = t.name AND q.owner = t.owner "
-        "SET t.owner = '', t.holds = 0, t.valid_until = 0, t.version = LAST_INSERT_ID(t.version + 1), "
-        "q.valid_until = 0 WHERE t.name = ?1 AND t.owner = ?2 AND t.fence = ?3; "
+        "UPDATE ${table} SET owner = '', holds = 0, valid_until = 0, version = LAST_INSERT_ID(version + 1) "
+        "WHERE name = ?1 AND owner = ?2 AND fence = ?3; "
         "SELECT LAST_INSERT_ID() FROM DUAL WHERE ROW_COUNT() >= 1";
 
     // Read/write locks and semaphores (migration V6): the grant, release, renewal and keep
@@ -77,10 +78,22 @@ Dialect make(bool mariadb) {
 
     // Fair waiting (migration V8): a ticket is the server's clock in us when the waiter first
     // joined; a renewal writes its own ticket back, so even a swept one keeps its place.
+    // Migration V9: the name's row is marked in the same transaction, first, so that a grant
+    // which finds it unmarked finds no ticket either. The mark covers twice a ticket's life
+    // and is written only when less than one is left (or, creating a free row, when there
+    // is no row): a write would hold the row locked through the join's commit, and the
+    // grant of the waiter a release just woke would wait for that flush. Under READ
+    // COMMITTED the UPDATE reads a row it does not change without locking it, and the
+    // INSERT's NOT EXISTS is a read without locks too.
     d[S::queue_join] =
+        "START TRANSACTION; "
+        "UPDATE ${table} SET waited_until = ${now_ms} + 2 * ?3 WHERE name = ?1 AND waited_until < ${now_ms} + ?3; "
+        "INSERT IGNORE INTO ${table} (name, owner, fence, holds, acquired_at, valid_until, version, waited_until) "
+        "SELECT ?1, '', 0, 0, ${now_ms}, 0, 0, ${now_ms} + 2 * ?3 FROM DUAL "
+        "WHERE NOT EXISTS (SELECT 1 FROM ${table} WHERE name = ?1); "
         "INSERT INTO ${table}_queue (name, owner, ticket, valid_until) VALUES (?1, ?2, "
         "IF(?4 = 0, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), ?4), ${now_ms} + ?3) "
-        "ON DUPLICATE KEY UPDATE ticket = VALUES(ticket), valid_until = VALUES(valid_until); "
+        "ON DUPLICATE KEY UPDATE ticket = VALUES(ticket), valid_until = VALUES(valid_until); COMMIT; "
         "SELECT ticket FROM ${table}_queue WHERE name = ?1 AND owner = ?2";
     d[S::queue_leave] = "DELETE FROM ${table}_queue WHERE name = ?1 AND owner = ?2";
     d[S::sweep_queue] = "DELETE FROM ${table}_queue WHERE valid_until <= ${now_ms} LIMIT ?1";
@@ -103,10 +116,10 @@ Dialect make(bool mariadb) {
     // The grant runs whatever the wait answered: after a wait that ran out (the holder's
     // lease ending) it is the attempt the waiter makes next anyway. The optimistic take
     // compares on the version read just before it (a missing row: -1, which nothing has).
-    d[S::insert_turn_grant] = d[S::turn_wait] + "; CALL ${table}_grant_queued(?1, ?2, ?4, ?5)";
+    d[S::insert_turn_grant] = d[S::turn_wait] + "; CALL ${table}_lease_grant(?1, ?2, ?4, ?5)";
     d[S::optimistic_turn_grant] = d[S::turn_wait] +
                                   "; SET @dblock_version = COALESCE((SELECT version FROM ${table} WHERE name = ?1), -1)"
-                                  "; CALL ${table}_take_queued(?1, ?2, ?4, @dblock_version, ?5)";
+                                  "; CALL ${table}_lease_take(?1, ?2, ?4, @dblock_version, ?5)";
     d[S::turn_free] = "DO RELEASE_LOCK(" + turn_key("?2") + ")";
 
     // Session strategies. The wait bound goes to both mechanisms (a user variable for
@@ -168,8 +181,12 @@ Dialect make(bool mariadb) {
     // can have taken them over): a live lease is never swept. At most 1000 names per
     // DELETE: each is spliced in as a hex literal (up to 512 bytes), which must stay well
     // under max_allowed_packet.
-    d[S::sweep_pick] = "SELECT name FROM ${table} WHERE valid_until <= ${now_ms} LIMIT ?1 FOR UPDATE SKIP LOCKED";
-    d[S::sweep_delete] = "DELETE FROM ${table} WHERE name IN (${names}) AND valid_until <= ${now_ms}";
+    // A free row marked by a waiter stays (migration V9): it says the name has a queue.
+    d[S::sweep_pick] =
+        "SELECT name FROM ${table} WHERE valid_until <= ${now_ms} AND waited_until <= ${now_ms} LIMIT ?1 "
+        "FOR UPDATE SKIP LOCKED";
+    d[S::sweep_delete] =
+        "DELETE FROM ${table} WHERE name IN (${names}) AND valid_until <= ${now_ms} AND waited_until <= ${now_ms}";
     d.sweep_batch_max = 1000;
     // The held name's row and its holders and marks, in one statement (affected counts both).
     d[S::force_release] =
@@ -186,7 +203,8 @@ Dialect make(bool mariadb) {
         "DROP TABLE IF EXISTS ${table}_holders; DROP PROCEDURE IF EXISTS ${table}_acquire_shared; "
         "DROP PROCEDURE IF EXISTS ${table}_release_shared; DROP PROCEDURE IF EXISTS ${table}_extend_shared; "
         "DROP PROCEDURE IF EXISTS ${table}_lock_in; DROP TABLE IF EXISTS ${table}_queue; "
-        "DROP PROCEDURE IF EXISTS ${table}_grant_queued; DROP PROCEDURE IF EXISTS ${table}_take_queued";
+        "DROP PROCEDURE IF EXISTS ${table}_grant_queued; DROP PROCEDURE IF EXISTS ${table}_take_queued; "
+        "DROP PROCEDURE IF EXISTS ${table}_lease_grant; DROP PROCEDURE IF EXISTS ${table}_lease_take";
     d[S::history_create] =
         "CREATE TABLE IF NOT EXISTS ${table}_schema_history ("
         "installed_rank INT NOT NULL PRIMARY KEY, version VARCHAR(50), description VARCHAR(200) NOT NULL, "
