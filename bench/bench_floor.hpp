@@ -7,8 +7,9 @@
 // the holder's release call to the next grant's answer, every fence checked to increase.
 //
 // run_floor_handoff is the loop of the floors whose releases wake one waiting thread (the
-// PostgreSQL, MySQL, SQLite and Redis floors); ZooKeeper's waiters watch their predecessor
-// instead (bench_zk_floor.hpp), and etcd's recipe is in bench_etcd.cpp.
+// PostgreSQL, MySQL, SQLite and Redis floors) and of the session strategies' floors, whose
+// waiters block in the server; ZooKeeper's waiters watch their predecessor instead
+// (bench_zk_floor.hpp), and etcd's recipe is in bench_etcd.cpp.
 #pragma once
 
 #include <cstddef>
@@ -53,6 +54,20 @@ struct FloorSpec {
   // subscribes, calls ready(), then one() per notification until stopped() (polling that
   // at least every 100 ms).
   std::function<void(FloorWakes&)> listen;
+};
+
+// A session strategy's floor: the lock is handed off inside the server's lock manager (no
+// wake-up of dblock's at all), each waiting thread blocked in `lock` until the holder's
+// `unlock`; with `transaction`, `lock` runs in a transaction that `unlock` rolls back (the
+// row lock of for-update). The fence comes from `lock` itself (advisory: dblock's lock and
+// draw in one statement) or, where `draw` is given, from `draw` on a second connection once
+// the lock is held (for-update's, as dblock draws it). PostgreSQL's `lock` and `unlock` take
+// `key` as $1; MySQL's come with their literals spliced in.
+struct SessionFloorStatements {
+  std::string label;  // "postgresql/bare-advisory-handoff"
+  std::string lock, unlock, draw;
+  std::string key;
+  bool transaction = false;
 };
 
 // kHandoffWorkers threads, each with its own session, contend for one name: a busy grant

@@ -17,6 +17,7 @@
 
 #ifdef DBLOCK_WITH_MYSQL
 #include <cppconn/version_info.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cctype>
@@ -266,18 +267,50 @@ BackendReport run_mysql(const Options& opt) {
     Row floor{"mysql", "bare-cv-handoff", "handoff", kHandoffWorkers,
               summarize(run_mysql_floor_handoff(url, client_options, handoff_warmup(opt), opt.handoffs)), {}};
     // The lease strategies' hand-offs are compared with it first; the session strategies
-    // are handed off inside the server (GET_LOCK, the row lock): another floor.
+    // are handed off inside the server (GET_LOCK, the row lock): floors of their own, below.
     place_floor_row(report.rows, std::move(floor), "select1", {"insert", "optimistic"});
+    const auto& d = dblock::detail::sqldb::mysql_dialect();
+    auto text = [&](Statement s, const std::vector<dblock::detail::sqldb::Value>& params) {
+      return dblock::detail::sqldb::splice_params(
+          dblock::detail::sqldb::render(d[s], dblock::detail::parse_table_name(t), d.now_ms), params);
+    };
+    create_row("bench-floor-for-update");
+    const std::int64_t floor_key = 0x6462'6c6f'636b'0000LL + getpid();  // "dblock" + pid: nobody else's
+    const std::vector<std::pair<SessionFloorStatements, std::string>> session_floors{
+        {{"mysql/bare-advisory-handoff", "SET @dblock_wait = 60; " + text(Statement::advisory_wait, {floor_key}),
+          text(Statement::advisory_unlock, {}), "", "", false},
+         "advisory"},
+        {{"mysql/bare-for-update-handoff",
+          "START TRANSACTION; " + text(Statement::for_update_wait, {std::string("bench-floor-for-update")}),
+          "ROLLBACK", text(Statement::fence_next, {}), "", true},
+         "for-update"}};
+    for (const auto& [sql, strategy] : session_floors)
+      place_floor_row(report.rows,
+                      Row{"mysql", sql.label.substr(sql.label.find('/') + 1), "handoff", kHandoffWorkers,
+                          summarize(run_mysql_session_floor_handoff(url, client_options, sql, handoff_warmup(opt),
+                                                                    opt.handoffs)),
+                          {}},
+                      "select1", {strategy});
     rep.notes.push_back(
         "mysql `bare-cv-handoff`, the lease strategies' hand-off floor: 8 threads on Connector/C++, each on a "
         "connection set up as dblock's, contend for one name in the run's lock table with dblock's own insert "
-        "grant (`CALL t_grant(name, owner, ttl)`: the upsert, the fence bump and their commit, one redo log flush) "
-        "and release (`DELETE FROM t WHERE name = .. AND owner = .. AND fence = ..`, one commit) and nothing else of "
+        "grant (`CALL t_lease_grant(name, owner, ttl, 0)`: the UPDATE that takes the row, the fence bump and their "
+        "commit, one redo log flush) and release (`UPDATE t SET owner = '', ... WHERE name = .. AND owner = .. AND "
+        "fence = ..`, one commit) and nothing else of "
         "dblock's; MySQL has no notifications, so the fastest wake-up is within the process: once its release "
         "returned, the releasing thread wakes the longest waiting thread through a condition variable, and it "
         "tries once more (dblock's lease waiters, in other processes as much as in this one, poll from 1 ms); no "
         "barging, latency from the release call to the next grant, as in `handoff`. insert and optimistic `handoff` "
         "rows: ratio to it first");
+    rep.notes.push_back(
+        "mysql `bare-advisory-handoff` and `bare-for-update-handoff`, the session strategies' hand-off floors: 8 "
+        "threads on Connector/C++, each on a connection set up as dblock's, block in the server on one key or row "
+        "with dblock's own texts and nothing else of dblock's: `SET @dblock_got = GET_LOCK(k, 60); CALL "
+        "t_fence_draw(@dblock_got)` (the lock and the fence in one text) and `DO RELEASE_ALL_LOCKS()`; `START "
+        "TRANSACTION; SELECT 1 FROM t WHERE name = .. FOR UPDATE`, then `CALL t_fence_draw(1)` on a second "
+        "connection (as dblock draws for-update's fence), and ROLLBACK. The server hands the lock to the next "
+        "waiter; latency from the unlock call to the next grant. advisory and for-update `handoff` rows: ratio "
+        "to their floor first");
   }
   rep.rows = std::move(report.rows);
   rep.notes.insert(rep.notes.end(), report.notes.begin(), report.notes.end());

@@ -47,7 +47,35 @@ class MySqlFloorSession final : public FloorSession {
   std::string owner_, grant_, release_;
 };
 
+class MySqlSessionFloorSession final : public FloorSession {
+ public:
+  MySqlSessionFloorSession(const std::string& url, const dblock::ClientOptions& options,
+                           const SessionFloorStatements& sql, int i)
+      : sql_(sql), c_(url, options, fmt::format("session floor {}", i)),
+        aux_(url, options, fmt::format("session floor {} (fence connection)", i)) {}
+  std::uint64_t grant() override {  // blocks in the server until the lock is ours
+    auto fence = c_.run(sql_.lock).value;
+    if (!sql_.draw.empty()) fence = aux_.run(sql_.draw).value;
+    if (!fence || *fence <= 0) throw std::runtime_error("mysql session floor hand-off: no fence drawn");
+    return static_cast<std::uint64_t>(*fence);
+  }
+  void release(std::uint64_t) override { c_.run(sql_.unlock); }
+
+ private:
+  const SessionFloorStatements& sql_;
+  Conn c_, aux_;
+};
+
 }  // namespace
+
+std::vector<double> run_mysql_session_floor_handoff(const std::string& url, const dblock::ClientOptions& options,
+                                                    const SessionFloorStatements& sql, std::size_t warmup,
+                                                    std::size_t n) {
+  FloorSpec spec;
+  spec.label = sql.label;
+  spec.open = [&](int i) { return std::make_unique<MySqlSessionFloorSession>(url, options, sql, i); };
+  return run_floor_handoff(spec, warmup, n);  // the server wakes the next waiter itself
+}
 
 std::vector<double> run_mysql_floor_handoff(const std::string& url, const dblock::ClientOptions& options,
                                             std::size_t warmup, std::size_t n) {

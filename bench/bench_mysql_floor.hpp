@@ -8,25 +8,34 @@
 // flush, and the grant goes ahead within that flush. Two ways of aiming the wake at that
 // window measured slower on the development VM: waking as the release is sent (the woken
 // grant often reaches the server first, finds the name held and takes the row lock the
-// DELETE then waits for), and splitting the release around the wake (`START TRANSACTION;
-// DELETE ...`, wake, `COMMIT`: a round trip more before the commit).
+// release then waits for), and splitting the release around the wake (`START TRANSACTION;
+// release`, wake, `COMMIT`: a round trip more before the commit).
 #pragma once
 
 #include <cstddef>
 #include <string>
 #include <vector>
 
+#include "bench_floor.hpp"
 #include "dblock/dblock.hpp"
 
 namespace dblock_bench {
 
 // `mysql/bare-cv-handoff`: each thread on a connection set up as dblock's (bench_mysql_conn.hpp)
-// sends dblock's texts for the lock table options.table: the grant `CALL <table>_grant(name,
-// owner, ttl)` (one round trip: the upsert, the fence bump and their commit, with its redo
-// log flush), the release `DELETE FROM <table> WHERE name = .. AND owner = .. AND fence = ..`
-// (one round trip, one commit); the releasing thread then wakes the longest waiting thread,
-// which tries once more. Returns the timed samples in microseconds.
+// sends dblock's texts for the lock table options.table: the grant `CALL
+// <table>_lease_grant(name, owner, ttl, 0)` (one round trip: the UPDATE that takes the row,
+// the fence bump and their commit, with its redo log flush), the release `UPDATE <table> SET
+// owner = '', ... WHERE name = .. AND owner = .. AND fence = ..` (one round trip, one
+// commit); the releasing thread then wakes the longest waiting thread, which tries once
+// more. Returns the timed samples in microseconds.
 std::vector<double> run_mysql_floor_handoff(const std::string& url, const dblock::ClientOptions& options,
                                             std::size_t warmup, std::size_t n);
+
+// A session strategy's floor (SessionFloorStatements, texts spliced): each thread on a
+// connection set up as dblock's (and one more for `draw`). Returns the timed samples in
+// microseconds.
+std::vector<double> run_mysql_session_floor_handoff(const std::string& url, const dblock::ClientOptions& options,
+                                                    const SessionFloorStatements& sql, std::size_t warmup,
+                                                    std::size_t n);
 
 }  // namespace dblock_bench

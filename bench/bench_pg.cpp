@@ -287,8 +287,33 @@ BackendReport run_postgresql(const Options& opt) {
                                              handoff_warmup(opt), opt.handoffs)),
               {}};
     // The lease strategies' hand-offs are compared with it first. The session strategies
-    // are handed off inside the server's lock manager: another floor.
+    // are handed off inside the server's lock manager: floors of their own, below.
     place_floor_row(report.rows, std::move(floor), "select1", {"insert", "optimistic"});
+    {
+      pqxx::nontransaction tx(conn);
+      tx.exec_prepared("bench_create_row", "bench-floor-for-update");
+    }
+    const std::vector<std::pair<SessionFloorStatements, std::string>> session_floors{
+        {{"postgresql/bare-advisory-handoff", dblock_text(dialect[Statement::advisory_wait]),
+          dblock_text(dialect[Statement::advisory_unlock]), "", std::to_string(key), false},
+         "advisory"},
+        {{"postgresql/bare-for-update-handoff", dblock_text(dialect[Statement::for_update_wait]), "",
+          dblock_text(dialect[Statement::fence_next]), "bench-floor-for-update", true},
+         "for-update"}};
+    for (const auto& [sql, strategy] : session_floors)
+      place_floor_row(report.rows,
+                      Row{"postgresql", sql.label.substr(sql.label.find('/') + 1), "handoff", kHandoffWorkers,
+                          summarize(run_pg_session_floor_handoff(url, sql, handoff_warmup(opt), opt.handoffs)), {}},
+                      "select1", {strategy});
+    rep.notes.push_back(
+        "postgresql `bare-advisory-handoff` and `bare-for-update-handoff`, the session strategies' hand-off floors: "
+        "8 threads on libpqxx, each on a connection of its own, block in the server on one key or row with "
+        "dblock's own statements, prepared, and nothing else of dblock's: `advisory_wait` (`SELECT "
+        "t_fence_next() FROM (SELECT pg_advisory_lock(k)) AS locked`: the lock and the fence in one statement) "
+        "and `pg_advisory_unlock(k)`; `SELECT 1 FROM t WHERE name = .. FOR UPDATE` in a transaction, then "
+        "`SELECT t_fence_next()` on a second connection (as dblock draws for-update's fence), and ROLLBACK. The "
+        "server's lock manager hands the lock to the next waiter; latency from the unlock call to the next "
+        "grant. advisory and for-update `handoff` rows: ratio to their floor first");
     rep.notes.push_back(
         "postgresql `bare-notify-handoff`, the lease strategies' hand-off floor: 8 threads on libpqxx, each on a "
         "connection of its own, contend for one name in the run's lock table with dblock's own insert grant and "

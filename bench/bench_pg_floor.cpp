@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <pqxx/pqxx>
 
 #include "bench_floor.hpp"
@@ -38,6 +39,40 @@ class PgFloorSession final : public FloorSession {
   std::string owner_;
 };
 
+class PgSessionFloorSession final : public FloorSession {
+ public:
+  PgSessionFloorSession(const std::string& url, const SessionFloorStatements& sql)
+      : sql_(sql), c_(url), aux_(url) {
+    c_.prepare("floor_lock", sql.lock);
+    c_.prepare("floor_unlock", sql.unlock);
+    if (!sql.draw.empty()) aux_.prepare("floor_draw", sql.draw);
+  }
+  std::uint64_t grant() override {  // blocks in the server until the lock is ours
+    pqxx::result r;
+    if (sql_.transaction) {
+      tx_.emplace(c_);
+      r = tx_->exec_prepared("floor_lock", sql_.key);
+    } else {
+      r = pqxx::nontransaction(c_).exec_prepared("floor_lock", sql_.key);
+    }
+    if (!sql_.draw.empty()) r = pqxx::nontransaction(aux_).exec_prepared("floor_draw");
+    return static_cast<std::uint64_t>(r.at(0).at(0).as<std::int64_t>());
+  }
+  void release(std::uint64_t) override {
+    if (sql_.transaction) {
+      tx_->abort();
+      tx_.reset();
+    } else {
+      pqxx::nontransaction(c_).exec_prepared("floor_unlock", sql_.key);
+    }
+  }
+
+ private:
+  const SessionFloorStatements& sql_;
+  pqxx::connection c_, aux_;
+  std::optional<pqxx::work> tx_;
+};
+
 class Receiver final : public pqxx::notification_receiver {
  public:
   Receiver(pqxx::connection_base& c, const std::string& channel, FloorWakes& wakes)
@@ -63,6 +98,14 @@ std::vector<double> run_pg_floor_handoff(const std::string& url, const FloorStat
     while (!wakes.stopped()) c.await_notification(0, 100'000);
   };
   return run_floor_handoff(spec, warmup, n);
+}
+
+std::vector<double> run_pg_session_floor_handoff(const std::string& url, const SessionFloorStatements& sql,
+                                                 std::size_t warmup, std::size_t n) {
+  FloorSpec spec;
+  spec.label = sql.label;
+  spec.open = [&](int) { return std::make_unique<PgSessionFloorSession>(url, sql); };
+  return run_floor_handoff(spec, warmup, n);  // the server wakes the next waiter itself
 }
 
 }  // namespace dblock_bench

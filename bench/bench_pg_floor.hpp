@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "bench_floor.hpp"
+
 namespace dblock_bench {
 
 // dblock's own statements, rendered for the run's table, and the channel its releases notify.
@@ -25,5 +27,11 @@ struct FloorStatements {
 // microseconds.
 std::vector<double> run_pg_floor_handoff(const std::string& url, const FloorStatements& sql,
                                          std::size_t warmup, std::size_t n);
+
+// A session strategy's floor (SessionFloorStatements): each thread on a connection of its
+// own (and one more for `draw`), the statements prepared. Returns the timed samples in
+// microseconds.
+std::vector<double> run_pg_session_floor_handoff(const std::string& url, const SessionFloorStatements& sql,
+                                                 std::size_t warmup, std::size_t n);
 
 }  // namespace dblock_bench
