@@ -45,7 +45,7 @@ constexpr std::array<std::string_view, static_cast<std::size_t>(Statement::count
     "optimistic_read",
     "optimistic_take",  "optimistic_release", "session_wait",
     "ping",             "for_update_create", "for_update_try", "for_update_wait",
-    "for_update_try_shared", "for_update_wait_shared", "fence_next",
+    "for_update_try_shared", "for_update_wait_shared", "fence_next",       "fence_next_held",
     "advisory_try",     "advisory_wait",   "advisory_unlock",  "advisory_wait_bounded",
     "advisory_try_shared", "advisory_wait_shared", "advisory_unlock_shared", "advisory_wait_bounded_shared",
     "shared_acquire",   "shared_busy",     "shared_renew",     "shared_release",        "shared_release_after",
@@ -67,6 +67,7 @@ bool required(const Dialect& d, Statement s) {
     case Statement::advisory_wait_bounded_shared:
     case Statement::for_update_try_shared:
     case Statement::for_update_wait_shared:
+    case Statement::fence_next_held:
     case Statement::shared_acquire:
     case Statement::shared_busy:
     case Statement::queue_join:

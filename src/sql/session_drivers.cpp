@@ -107,9 +107,11 @@ std::uint64_t ForUpdateDriver::lock(Connection& s, const std::string& name, mill
         // The fence is drawn on another connection (Statement::fence_next says why), so it
         // must be shown to belong to a lock still held: were this connection's backend
         // killed between the lock and the draw, the next holder could lock and draw first,
-        // and this grant would carry a higher fence than its successor's. A ping on the
-        // pinned connection after the draw proves the row was still locked when the fence
-        // was drawn (a dead connection throws, and the attempt fails).
+        // and this grant would carry a higher fence than its successor's. Either the draw
+        // itself checks that the locking transaction still ran after it (fence_next_held),
+        // or a ping on the pinned connection after the draw proves it (a dead connection
+        // throws, and the attempt fails).
+        if (d_.offers(Statement::fence_next_held)) return next_fence_held(s, r.rows.front().at(0));
         auto fence = next_fence();
         s.run(d_[Statement::ping]);
         return fence;
@@ -133,6 +135,16 @@ std::uint64_t ForUpdateDriver::next_fence() {
   auto aux = connections_.get();  // an idle connection of this driver's, or a new one
   auto fence = static_cast<std::uint64_t>(as_int(aux->run(d_[Statement::fence_next]).rows.at(0).at(0)));
   return fence;
+}
+
+std::uint64_t ForUpdateDriver::next_fence_held(Connection& s, const Value& transaction) {
+  auto aux = connections_.get();
+  const auto drawn = aux->run(d_[Statement::fence_next_held], {transaction}).rows.at(0).at(0);
+  if (std::holds_alternative<std::nullptr_t>(drawn)) {
+    s.run(d_[Statement::ping]);  // the locking transaction ended: its connection is gone, which throws
+    throw UnavailableError("the row lock ended before its fence was drawn");
+  }
+  return static_cast<std::uint64_t>(as_int(drawn));
 }
 
 void ForUpdateDriver::unlock(Connection& s, const std::string&, Mode) { s.rollback(); }

@@ -53,6 +53,8 @@ class ForUpdateDriver final : public SessionDriver {
 
  private:
   std::uint64_t next_fence();  // Dialect::fence_next, on another connection
+  // Dialect::fence_next_held, on another connection, for the transaction locking on `s`.
+  std::uint64_t next_fence_held(Connection& s, const Value& transaction);
 };
 
 class AdvisoryDriver final : public SessionDriver {

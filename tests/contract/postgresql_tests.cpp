@@ -236,3 +236,37 @@ TEST_CASE("postgresql: a dead waiter's ticket holds the queue up only until it e
             "(extract(epoch from now()) * 1000)::bigint + $2::bigint)", {owner, std::int64_t{ms}});
   });
 }
+
+// for-update's fence is drawn on another connection (Statement::fence_next_held): it is
+// answered only while the transaction that locked the row still runs after the draw, so a
+// holder whose backend dies before its fence is drawn cannot carry a fence above its
+// successor's. Each end of the locking transaction: a rollback, and a killed backend.
+TEST_CASE("postgresql: a for-update fence is answered only while the row's locking transaction runs",
+          "[postgresql]") {
+  dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::postgresql);
+  const auto& d = dblock::detail::sqldb::postgresql_dialect();
+  auto text = [&](Statement s) {
+    return dblock::detail::sqldb::render(d[s], dblock::detail::parse_table_name(table.name()), d.now_ms);
+  };
+  auto drawer = dblock::test::server_connection(table.url());
+  drawer->run(text(Statement::for_update_create), {std::string("job")});
+  for (const bool kill : {false, true}) {
+    auto holder = dblock::test::server_connection(table.url());
+    holder->begin();
+    const auto transaction = holder->run(text(Statement::for_update_try), {std::string("job")}).rows.at(0).at(0);
+    const auto held = drawer->run(text(Statement::fence_next_held), {transaction}).rows.at(0).at(0);
+    REQUIRE(std::holds_alternative<std::int64_t>(held));
+    CHECK(std::get<std::int64_t>(held) > 0);
+    if (kill) {
+      REQUIRE(dblock::test::terminate_lock_holders(table.url(), table.name(), "job") == 1);
+    } else {
+      holder->rollback();
+    }
+    REQUIRE(dblock::test::eventually(
+        [&] {
+          return std::holds_alternative<std::nullptr_t>(
+              drawer->run(text(Statement::fence_next_held), {transaction}).rows.at(0).at(0));
+        },
+        3s));
+  }
+}

@@ -140,9 +140,18 @@ const Dialect& postgresql_dialect() {
     // The fence is not drawn here but by fence_next on another connection (see dialect.hpp):
     // a nextval in this transaction, which stays open while the lock is held, was lost by a
     // crash and granted again (tests/faults: "postgresql crash").
-    d[S::for_update_try] = "SELECT 1 FROM ${table} WHERE name = $1 FOR UPDATE NOWAIT";
-    d[S::for_update_wait] = "SELECT 1 FROM ${table} WHERE name = $1 FOR UPDATE";
+    // The locks answer their transaction's id, which fence_next_held checks after its draw.
+    d[S::for_update_try] = "SELECT txid_current() FROM ${table} WHERE name = $1 FOR UPDATE NOWAIT";
+    d[S::for_update_wait] = "SELECT txid_current() FROM ${table} WHERE name = $1 FOR UPDATE";
     d[S::fence_next] = "SELECT ${table}_fence_next()";
+    // A transaction is marked ended before its locks are let go (xact.c does so for commit
+    // and abort alike), so a locking transaction still in progress after the draw held the
+    // row throughout it: the next holder's draw comes later. The draw is in a subquery that
+    // is not flattened (OFFSET 0), so it runs before the check in the outer CASE; the answer
+    // is NULL when the locking transaction had ended (its connection killed).
+    d[S::fence_next_held] =
+        "SELECT CASE WHEN txid_status($1::bigint) = 'in progress' THEN drawn.fence END "
+        "FROM (SELECT ${table}_fence_next() AS fence OFFSET 0) AS drawn";
     // CASE evaluates the lock first and draws a fence only when it was won.
     d[S::advisory_try] = "SELECT CASE WHEN pg_try_advisory_lock($1::bigint) THEN ${table}_fence_next() ELSE 0 END";
     d[S::advisory_wait] = "SELECT ${table}_fence_next() FROM (SELECT pg_advisory_lock($1::bigint)) AS locked";
