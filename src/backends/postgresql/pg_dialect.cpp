@@ -119,8 +119,11 @@ const Dialect& postgresql_dialect() {
         "WHEN pg_try_advisory_xact_lock(hashtextextended('${table}:' || $1, 0)) THEN -1 ELSE 0 END, "
         "COALESCE(busy.owner, '') FROM (SELECT 1) AS one LEFT JOIN ${table} AS busy ON busy.name = $1 "
         "WHERE NOT EXISTS (SELECT 1 FROM won)";
+    // A freed row expires now, not at 0: the sweeper picks rows in valid_until order, and
+    // rows at 0 came first in every batch, locked until its DELETE under the next grant of a
+    // name in use.
     d[S::optimistic_release] =
-        "WITH freed AS (UPDATE ${table} SET owner = '', holds = 0, valid_until = 0, version = version + 1 "
+        "WITH freed AS (UPDATE ${table} SET owner = '', holds = 0, valid_until = ${now_ms}, version = version + 1 "
         "WHERE name = $1 AND owner = $2 AND fence = $3::bigint RETURNING name, version) " +
         notify_async("freed", ", freed.version");
 
