@@ -104,17 +104,7 @@ std::uint64_t ForUpdateDriver::lock(Connection& s, const std::string& name, mill
         // statement timeout + 1 s), and a ping sent into a network cut held the holder's
         // exit back that long (6.25 s for `dblock run`'s 250 ms slices; a 30 s wait, 36 s).
         s.allow_wait(milliseconds{0});
-        // The fence is drawn on another connection (Statement::fence_next says why), so it
-        // must be shown to belong to a lock still held: were this connection's backend
-        // killed between the lock and the draw, the next holder could lock and draw first,
-        // and this grant would carry a higher fence than its successor's. Either the draw
-        // itself checks that the locking transaction still ran after it (fence_next_held),
-        // or a ping on the pinned connection after the draw proves it (a dead connection
-        // throws, and the attempt fails).
-        if (d_.offers(Statement::fence_next_held)) return next_fence_held(s, r.rows.front().at(0));
-        auto fence = next_fence();
-        s.run(d_[Statement::ping]);
-        return fence;
+        return fence_of_lock(s, r.rows.front().at(0));
       }
       s.rollback();
     } catch (const TimeoutError&) {  // NOWAIT or lock_timeout: busy
@@ -131,19 +121,23 @@ std::uint64_t ForUpdateDriver::lock(Connection& s, const std::string& name, mill
   return 0;
 }
 
-std::uint64_t ForUpdateDriver::next_fence() {
-  auto aux = connections_.get();  // an idle connection of this driver's, or a new one
-  auto fence = static_cast<std::uint64_t>(as_int(aux->run(d_[Statement::fence_next]).rows.at(0).at(0)));
-  return fence;
-}
-
-std::uint64_t ForUpdateDriver::next_fence_held(Connection& s, const Value& transaction) {
-  auto aux = connections_.get();
-  const auto drawn = aux->run(d_[Statement::fence_next_held], {transaction}).rows.at(0).at(0);
-  if (std::holds_alternative<std::nullptr_t>(drawn)) {
-    s.run(d_[Statement::ping]);  // the locking transaction ended: its connection is gone, which throws
-    throw UnavailableError("the row lock ended before its fence was drawn");
+// The fence is drawn on another connection (Statement::fence_next says why), so it must be
+// shown to belong to a lock still held: were the locking connection's backend killed between
+// the lock and the draw, the next holder could lock and draw first, and this grant would
+// carry a higher fence than its successor's. Either the draw itself checks that the locking
+// transaction still ran after it (fence_next_held), or a ping on the locking connection
+// after the draw proves it (a dead connection throws, and the attempt fails).
+std::uint64_t ForUpdateDriver::fence_of_lock(Connection& s, const Value& transaction) {
+  const bool checked = d_.offers(Statement::fence_next_held);
+  Value drawn;
+  {
+    auto aux = connections_.get();  // an idle connection of this driver's, or a new one
+    drawn = checked ? aux->run(d_[Statement::fence_next_held], {transaction}).rows.at(0).at(0)
+                    : aux->run(d_[Statement::fence_next]).rows.at(0).at(0);
   }
+  if (checked && !std::holds_alternative<std::nullptr_t>(drawn)) return static_cast<std::uint64_t>(as_int(drawn));
+  s.run(d_[Statement::ping]);  // throws where the locking connection is gone
+  if (checked) throw UnavailableError("the row lock ended before its fence was drawn");
   return static_cast<std::uint64_t>(as_int(drawn));
 }
 

@@ -52,9 +52,8 @@ class ForUpdateDriver final : public SessionDriver {
   void unlock(Connection& s, const std::string& name, Mode mode) override;
 
  private:
-  std::uint64_t next_fence();  // Dialect::fence_next, on another connection
-  // Dialect::fence_next_held, on another connection, for the transaction locking on `s`.
-  std::uint64_t next_fence_held(Connection& s, const Value& transaction);
+  // A fence for the row lock `transaction` holds on `s`, drawn on another connection.
+  std::uint64_t fence_of_lock(Connection& s, const Value& transaction);
 };
 
 class AdvisoryDriver final : public SessionDriver {
