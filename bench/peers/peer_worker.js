@@ -62,7 +62,7 @@ async function run(openLock, version) {
   try {
     ({acquire, release, close} = await openLock(process.env.DBLOCK_BENCH_WORKER_URL, name));
     for (let i = 0; i < warmup; ++i) {
-      if (!(await acquire(WAIT_MS))) throw new Error('a warm-up acquire of a free lock timed out');
+      if (!(await acquire(WAIT_MS))) throw new Error(`a warm-up acquire waited ${WAIT_MS / 1000} s`);
       await release();
     }
   } catch (e) {
