@@ -94,6 +94,9 @@ std::vector<Row> run_txn_postgresql(const std::string& url, const std::string& t
   }
   conn.prepare("bench_txn_update", fmt::format("UPDATE {} SET fence = $1 WHERE id = 1", data));
   dblock::postgresql::LockTable locks(table);
+  dblock::LockTableOptions prepare;
+  prepare.prepared_statements = true;
+  dblock::postgresql::LockTable prepared(table, prepare);
   dblock::ClientOptions options;
   options.table = table;
   auto client = dblock::Client::open(url, options);
@@ -115,6 +118,18 @@ std::vector<Row> run_txn_postgresql(const std::string& url, const std::string& t
                         pqxx::work tx(conn);
                         locks.check_in(tx, lease);
                         expect_one(tx.exec_prepared("bench_txn_update", ++n).affected_rows(), "check_in");
+                        tx.commit();
+                      }, {}},
+                     {"lock_in-prepared", [&] {
+                        pqxx::work tx(conn);
+                        if (prepared.lock_in(tx, "bench-txn") == 0) throw std::runtime_error("txn lock_in: no fence");
+                        expect_one(tx.exec_prepared("bench_txn_update", ++n).affected_rows(), "lock_in-prepared");
+                        tx.commit();
+                      }, {}},
+                     {"check_in-prepared", [&] {
+                        pqxx::work tx(conn);
+                        prepared.check_in(tx, lease);
+                        expect_one(tx.exec_prepared("bench_txn_update", ++n).affected_rows(), "check_in-prepared");
                         tx.commit();
                       }, {}},
                      // The check sent with the write in one round trip (a simple query with

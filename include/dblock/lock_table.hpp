@@ -19,6 +19,18 @@ namespace detail::sqldb {
 class InTransaction;
 }
 
+/// How a LockTable sends its statements on the caller's connection.
+struct LockTableOptions {
+  /// PostgreSQL: prepare each statement once on the caller's connection (named `dblock_` and
+  /// a hash of its text, known to libpqxx's `connection::prepare`) and send `EXECUTE` with
+  /// the parameters after, so the server parses and plans it once per connection instead of
+  /// at every call. Off by default because the names stay on the caller's connection: behind
+  /// a pooler in transaction mode (PgBouncer) the next transaction may run on a server
+  /// connection that lacks them. SQLite (whose statements are prepared anyway) and
+  /// MySQL/MariaDB ignore it.
+  bool prepared_statements = false;
+};
+
 /// The lock table (as `dblock migrate` made it, migration V2 or later) seen from a transaction
 /// of the service's own, on its own connection: dblock opens no connection for these calls.
 /// Cheap to copy and thread-safe; each transaction is used by one thread at a time, as its
@@ -28,12 +40,12 @@ class LockTable {
  public:
   /// The table as ClientOptions::table names it. Throws UsageError on a bad identifier.
   /// Not enough for MySQL's lock_in, which draws its fence on a Client's connection.
-  explicit LockTable(const std::string& table = "dblock_locks");
+  explicit LockTable(const std::string& table = "dblock_locks", const LockTableOptions& options = {});
   /// The table of `client` (its ClientOptions::table), on the same database. MySQL's lock_in
   /// draws its fence on one of the client's connections once the lock is held (InnoDB
   /// cannot raise the table's fence counter inside `tx` without every grant on the table
   /// waiting for `tx`). Throws UsageError when the client is on another kind of database.
-  explicit LockTable(const std::shared_ptr<Client>& client);
+  explicit LockTable(const std::shared_ptr<Client>& client, const LockTableOptions& options = {});
 
   /// Takes the lock `name` for the rest of `tx`: the database frees it when `tx` commits or
   /// rolls back, or its connection drops. Waits while anyone holds the name: another
@@ -57,6 +69,7 @@ class LockTable {
 
  private:
   std::shared_ptr<const detail::sqldb::InTransaction> table_;
+  LockTableOptions options_;
 };
 
 }  // namespace dblock

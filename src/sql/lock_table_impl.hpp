@@ -14,18 +14,21 @@ namespace dblock {
 namespace detail::sqldb {
 
 // static const Dialect& dialect();
-// static std::unique_ptr<Connection> adapt(Transaction&);  // UsageError if it is no open transaction
+// UsageError if it is no open transaction:
+// static std::unique_ptr<Connection> adapt(Transaction&, const LockTableOptions&);
 template <class Transaction>
 struct CallerTransaction;
 
 }  // namespace detail::sqldb
 
 template <class Tx>
-LockTable<Tx>::LockTable(const std::string& table)
-    : table_(std::make_shared<detail::sqldb::InTransaction>(detail::sqldb::CallerTransaction<Tx>::dialect(), table)) {}
+LockTable<Tx>::LockTable(const std::string& table, const LockTableOptions& options)
+    : table_(std::make_shared<detail::sqldb::InTransaction>(detail::sqldb::CallerTransaction<Tx>::dialect(), table)),
+      options_(options) {}
 
 template <class Tx>
-LockTable<Tx>::LockTable(const std::shared_ptr<Client>& client) {
+LockTable<Tx>::LockTable(const std::shared_ptr<Client>& client, const LockTableOptions& options)
+    : options_(options) {
   if (!client) throw UsageError("LockTable: no client");
   const auto& dialect = detail::sqldb::CallerTransaction<Tx>::dialect();
   auto core = client->core_;
@@ -38,20 +41,20 @@ LockTable<Tx>::LockTable(const std::shared_ptr<Client>& client) {
 
 template <class Tx>
 std::uint64_t LockTable<Tx>::lock_in(Tx& tx, const std::string& name) const {
-  auto c = detail::sqldb::CallerTransaction<Tx>::adapt(tx);
+  auto c = detail::sqldb::CallerTransaction<Tx>::adapt(tx, options_);
   return *table_->lock(*c, name, std::nullopt);
 }
 
 template <class Tx>
 std::optional<std::uint64_t> LockTable<Tx>::try_lock_in(Tx& tx, const std::string& name,
                                                         std::chrono::milliseconds wait) const {
-  auto c = detail::sqldb::CallerTransaction<Tx>::adapt(tx);
+  auto c = detail::sqldb::CallerTransaction<Tx>::adapt(tx, options_);
   return table_->lock(*c, name, detail::Clock::now() + std::max(wait, std::chrono::milliseconds{0}));
 }
 
 template <class Tx>
 void LockTable<Tx>::check_in(Tx& tx, const std::string& name, std::uint64_t fence) const {
-  auto c = detail::sqldb::CallerTransaction<Tx>::adapt(tx);
+  auto c = detail::sqldb::CallerTransaction<Tx>::adapt(tx, options_);
   table_->check(*c, name, fence);
 }
 

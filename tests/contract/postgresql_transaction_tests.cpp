@@ -23,11 +23,26 @@ dblock::LockOptions with(Strategy s, std::chrono::milliseconds ttl = 30s) {
   return o;
 }
 
+// Both ways of sending the statements: a run of the test case each.
+dblock::LockTableOptions either_way() {
+  dblock::LockTableOptions o;
+  o.prepared_statements = GENERATE(false, true);
+  return o;
+}
+
+int prepared_by_dblock(pqxx::connection& c) {
+  return pqxx::nontransaction(c)
+      .exec("SELECT count(*) FROM pg_prepared_statements WHERE name LIKE 'dblock\\_%'")[0][0]
+      .as<int>();
+}
+
 }  // namespace
 
 TEST_CASE("postgresql: lock_in holds until commit or rollback, and keeps out every strategy", "[postgresql]") {
+  const auto options = either_way();
+  INFO("prepared statements: " << options.prepared_statements);
   ScratchTable table(ScratchTable::Server::postgresql);
-  LockTable locks(table.name());
+  LockTable locks(table.name(), options);
   pqxx::connection a(table.url()), b(table.url());
   auto c = table.ns().open();
   std::uint64_t first;
@@ -42,6 +57,7 @@ TEST_CASE("postgresql: lock_in holds until commit or rollback, and keeps out eve
       CHECK(locks.try_lock_in(other, "another"));
       CHECK(other.exec("SELECT 1").size() == 1);  // busy attempts left it usable
     }
+    CHECK(prepared_by_dblock(b) == (options.prepared_statements ? 1 : 0));  // lock_in's, once
     for (auto s : c->strategies()) {
       INFO(dblock::to_string(s));
       CHECK_FALSE(c->lock("job", with(s)).try_acquire());
@@ -104,8 +120,10 @@ TEST_CASE("postgresql: a transaction's lock goes with its connection", "[postgre
 }
 
 TEST_CASE("postgresql: check_in refuses a stale fence and holds off a takeover until commit", "[postgresql]") {
+  const auto options = either_way();
+  INFO("prepared statements: " << options.prepared_statements);
   ScratchTable table(ScratchTable::Server::postgresql);
-  LockTable locks(table.name());
+  LockTable locks(table.name(), options);
   pqxx::connection conn(table.url());
   {
     pqxx::work ddl(conn);
@@ -185,8 +203,10 @@ TEST_CASE("postgresql: a shared holder's fence is not a grant for check_in, and 
 }
 
 TEST_CASE("postgresql: in-transaction locks refuse bad input and write nothing", "[postgresql]") {
+  const auto options = either_way();
+  INFO("prepared statements: " << options.prepared_statements);
   ScratchTable table(ScratchTable::Server::postgresql);
-  LockTable locks(table.name());
+  LockTable locks(table.name(), options);
   CHECK_THROWS_AS(LockTable("bad-table"), dblock::UsageError);
   pqxx::connection conn(table.url());
   {
@@ -202,11 +222,11 @@ TEST_CASE("postgresql: in-transaction locks refuse bad input and write nothing",
   }
   {
     pqxx::work tx(conn);  // made from a Client: its table
-    CHECK(LockTable(table.ns().open()).try_lock_in(tx, "job"));
+    CHECK(LockTable(table.ns().open(), options).try_lock_in(tx, "job"));
   }
   {
     pqxx::work tx(conn);  // a table without the migration
-    CHECK_THROWS_AS(LockTable("dblock_never_migrated").try_lock_in(tx, "job"), dblock::SchemaError);
+    CHECK_THROWS_AS(LockTable("dblock_never_migrated", options).try_lock_in(tx, "job"), dblock::SchemaError);
   }
   CHECK(table.ns().open()->list().empty());
   CHECK(pqxx::nontransaction(conn).exec("SELECT count(*) FROM " + table.name())[0][0].as<int>() == 0);

@@ -52,7 +52,7 @@ template <>
 struct CallerTransaction<::sql::Connection> {
   // The in-transaction texts are the same on MySQL 8 and MariaDB.
   static const Dialect& dialect() { return mysql_dialect(); }
-  static std::unique_ptr<Connection> adapt(::sql::Connection& c) {
+  static std::unique_ptr<Connection> adapt(::sql::Connection& c, const LockTableOptions&) {
     auto tx = std::make_unique<MySqlCallerTransaction>(c);
     // Each statement in autocommit is a transaction of its own: a lock would end with it.
     // START TRANSACTION leaves autocommit on; MariaDB says whether one is open, MySQL 8 cannot.

@@ -14,7 +14,7 @@ namespace detail::sqldb {
 template <>
 struct CallerTransaction<SQLite::Database> {
   static const Dialect& dialect() { return sqlite_dialect(); }
-  static std::unique_ptr<Connection> adapt(SQLite::Database& db) {
+  static std::unique_ptr<Connection> adapt(SQLite::Database& db, const LockTableOptions&) {
     // Outside a transaction each statement commits on its own: a lock would end with it.
     if (sqlite3_get_autocommit(db.getHandle()))
       throw UsageError("sqlite: a lock in the caller's transaction needs an open transaction (BEGIN IMMEDIATE)");
