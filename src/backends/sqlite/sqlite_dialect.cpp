@@ -30,14 +30,18 @@ const Dialect& sqlite_dialect() {
     // Fair waiting (migration V4): no grant while a live ticket of another owner is lower than
     // the asker's (?4; 0 asks unfairly), except of a leftover of the asker's own; the grant's
     // triggers delete the winner's ticket.
+    // The condition makes the fence NULL, which fails its NOT NULL: OR IGNORE then drops the
+    // row, inserted or upserted (the DO UPDATE checks it too). As INSERT ... SELECT ... WHERE,
+    // SQLite ran the SELECT into a temporary table first (it does for a table with triggers),
+    // which cost as much CPU as the rest of the grant.
     d[S::insert_acquire] =
-        "INSERT INTO ${table} AS t (name, owner, fence, holds, acquired_at, valid_until, version) "
-        "SELECT ?1, ?2, (SELECT value + 1 FROM ${table}_fence), 1, ${now_ms}, ${now_ms} + ?3, 1 "
-        "WHERE NOT " + queued_ahead("?4") + " OR EXISTS (SELECT 1 FROM ${table} AS mine WHERE mine.name = ?1 "
-        "AND mine.owner = ?2 AND mine.valid_until > ${now_ms}) "
+        "INSERT OR IGNORE INTO ${table} AS t (name, owner, fence, holds, acquired_at, valid_until, version) "
+        "VALUES (?1, ?2, CASE WHEN NOT " + queued_ahead("?4") + " OR EXISTS (SELECT 1 FROM ${table} AS mine "
+        "WHERE mine.name = ?1 AND mine.owner = ?2 AND mine.valid_until > ${now_ms}) "
+        "THEN (SELECT value + 1 FROM ${table}_fence) END, 1, ${now_ms}, ${now_ms} + ?3, 1) "
         "ON CONFLICT (name) DO UPDATE SET fence = excluded.fence, holds = 1, acquired_at = excluded.acquired_at, "
         "valid_until = excluded.valid_until, owner = excluded.owner, version = t.version + 1 "
-        "WHERE t.valid_until <= ${now_ms} OR (t.owner = excluded.owner AND t.holds > 0) "
+        "WHERE excluded.fence IS NOT NULL AND (t.valid_until <= ${now_ms} OR (t.owner = excluded.owner AND t.holds > 0)) "
         "RETURNING fence, valid_until - ${now_ms}";
     // A release answers whose ticket is next, and the wake files wake that waiter alone
     // (the others would each read the queue and wait again). min() picks that ticket's row
