@@ -93,17 +93,18 @@ const Dialect& sqlite_dialect() {
     // shape, for a reader no writer's mark, for a semaphore fewer than N others; the owner's
     // own leftover is replaced. No row: shared_busy says why.
     const std::string live = "valid_until > ${now_ms}";
+    // As the insert grant, the conditions decide whether the fence is NULL (no row).
     d[S::shared_acquire] =
-        "INSERT INTO ${table}_holders AS h (name, owner, mode, permits, fence, holds, acquired_at, valid_until) "
-        "SELECT ?1, ?2, ?3, ?4, (SELECT value + 1 FROM ${table}_fence), 1, ${now_ms}, ${now_ms} + ?5 "
-        "WHERE NOT EXISTS (SELECT 1 FROM ${table} WHERE name = ?1 AND owner NOT LIKE ':%' AND " + live + ") "
+        "INSERT OR IGNORE INTO ${table}_holders AS h (name, owner, mode, permits, fence, holds, acquired_at, "
+        "valid_until) VALUES (?1, ?2, ?3, ?4, CASE WHEN "
+        "NOT EXISTS (SELECT 1 FROM ${table} WHERE name = ?1 AND owner NOT LIKE ':%' AND " + live + ") "
         "AND NOT EXISTS (SELECT 1 FROM ${table}_holders WHERE name = ?1 AND owner <> ?2 AND " + live +
         " AND (mode = 'w' AND ?3 = 's' OR mode <> 'w' AND (mode <> ?3 OR permits <> ?4))) "
         "AND (?3 = 's' OR (SELECT count(*) FROM ${table}_holders WHERE name = ?1 AND owner <> ?2 AND mode = 'x' "
-        "AND " + live + ") < ?4) "
+        "AND " + live + ") < ?4) THEN (SELECT value + 1 FROM ${table}_fence) END, 1, ${now_ms}, ${now_ms} + ?5) "
         "ON CONFLICT (name, owner) DO UPDATE SET mode = excluded.mode, permits = excluded.permits, "
         "fence = excluded.fence, holds = 1, acquired_at = excluded.acquired_at, valid_until = excluded.valid_until "
-        "RETURNING fence, valid_until - ${now_ms}";
+        "WHERE excluded.fence IS NOT NULL RETURNING fence, valid_until - ${now_ms}";
     d[S::shared_busy] =
         "SELECT code, remaining FROM ("
         "SELECT 1 AS k, CASE WHEN ?3 = 'x' THEN -3 ELSE 0 END AS code, valid_until - ${now_ms} AS remaining "
