@@ -3,6 +3,7 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <fmt/format.h>
 
+#include <functional>
 #include <stdexcept>
 
 #include "bench_run.hpp"
@@ -102,36 +103,28 @@ std::vector<Row> run_txn_postgresql(const std::string& url, const std::string& t
   auto client = dblock::Client::open(url, options);
   auto lease = client->lock("bench-txn-check").acquire();
   std::int64_t n = 0;
+  // The service's transaction: `first` in it, then the UPDATE, then COMMIT.
+  auto txn = [&](const char* label, std::function<void(pqxx::work&)> first) {
+    return Series{label, [&, label, first] {
+                    pqxx::work tx(conn);
+                    first(tx);
+                    expect_one(tx.exec_prepared("bench_txn_update", ++n).affected_rows(), label);
+                    tx.commit();
+                  },
+                  {}};
+  };
+  auto lock_in = [](const dblock::postgresql::LockTable& t) {
+    return [&t](pqxx::work& tx) {
+      if (t.lock_in(tx, "bench-txn") == 0) throw std::runtime_error("txn lock_in: no fence");
+    };
+  };
+  auto check_in = [&lease](const dblock::postgresql::LockTable& t) {
+    return [&t, &lease](pqxx::work& tx) { t.check_in(tx, lease); };
+  };
   auto rows = timed("postgresql",
-                    {{"bare-txn", [&] {
-                        pqxx::work tx(conn);
-                        expect_one(tx.exec_prepared("bench_txn_update", ++n).affected_rows(), "bare");
-                        tx.commit();
-                      }, {}},
-                     {"lock_in", [&] {
-                        pqxx::work tx(conn);
-                        if (locks.lock_in(tx, "bench-txn") == 0) throw std::runtime_error("txn lock_in: no fence");
-                        expect_one(tx.exec_prepared("bench_txn_update", ++n).affected_rows(), "lock_in");
-                        tx.commit();
-                      }, {}},
-                     {"check_in", [&] {
-                        pqxx::work tx(conn);
-                        locks.check_in(tx, lease);
-                        expect_one(tx.exec_prepared("bench_txn_update", ++n).affected_rows(), "check_in");
-                        tx.commit();
-                      }, {}},
-                     {"lock_in-prepared", [&] {
-                        pqxx::work tx(conn);
-                        if (prepared.lock_in(tx, "bench-txn") == 0) throw std::runtime_error("txn lock_in: no fence");
-                        expect_one(tx.exec_prepared("bench_txn_update", ++n).affected_rows(), "lock_in-prepared");
-                        tx.commit();
-                      }, {}},
-                     {"check_in-prepared", [&] {
-                        pqxx::work tx(conn);
-                        prepared.check_in(tx, lease);
-                        expect_one(tx.exec_prepared("bench_txn_update", ++n).affected_rows(), "check_in-prepared");
-                        tx.commit();
-                      }, {}},
+                    {txn("bare-txn", [](pqxx::work&) {}), txn("lock_in", lock_in(locks)),
+                     txn("check_in", check_in(locks)), txn("lock_in-prepared", lock_in(prepared)),
+                     txn("check_in-prepared", check_in(prepared)),
                      // The check sent with the write in one round trip (a simple query with
                      // two statements), as the README shows for other languages.
                      {"check+update", [&] {
