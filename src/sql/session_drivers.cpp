@@ -1,16 +1,11 @@
 #include "sql/session_drivers.hpp"
 
+#include "core/fnv1a.hpp"
+
 namespace dblock::detail::sqldb {
 
 std::int64_t advisory_key(const std::string& table, const std::string& name) {
-  std::uint64_t h = 14695981039346656037ull;  // FNV-1a 64
-  auto mix = [&](const std::string& s) {
-    for (unsigned char c : s) h = (h ^ c) * 1099511628211ull;
-  };
-  mix(table);
-  mix(":");
-  mix(name);
-  return static_cast<std::int64_t>(h);
+  return static_cast<std::int64_t>(fnv1a64(name, fnv1a64(":", fnv1a64(table))));  // of "<table>:<name>"
 }
 
 SessionDriver::~SessionDriver() = default;

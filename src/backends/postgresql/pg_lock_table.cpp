@@ -6,12 +6,11 @@
 // statement prepared once on the caller's connection (libpqxx's prepare, then prepare_now:
 // a Parse that runs nothing).
 #include <cctype>
-#include <cstdint>
-#include <cstdio>
 #include <pqxx/pqxx>
 
 #include "backends/postgresql/pg_connection.hpp"
 #include "backends/postgresql/pg_dialect.hpp"
+#include "core/fnv1a.hpp"
 #include "dblock/postgresql.hpp"
 #include "sql/lock_table_impl.hpp"
 
@@ -57,10 +56,7 @@ class PgCallerTransaction final : public CallerConnection {
   // The statement's name on the caller's connection, prepared there unless it is already:
   // dblock_ and the FNV-1a hash of the text, so one name per table and statement.
   std::string prepare(const std::string& sql) {
-    std::uint64_t h = 14695981039346656037ULL;
-    for (unsigned char c : sql) h = (h ^ c) * 1099511628211ULL;
-    char name[24];
-    std::snprintf(name, sizeof name, "dblock_%016llx", static_cast<unsigned long long>(h));
+    const auto name = "dblock_" + fnv1a64_hex(sql);
     auto& conn = tx_.conn();
     conn.prepare(name, sql);  // known to libpqxx already: nothing
     conn.prepare_now(name);   // on the server already: nothing

@@ -8,8 +8,8 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <cstdint>
-#include <cstdio>
+
+#include "core/fnv1a.hpp"
 
 namespace dblock::detail::sqldb {
 namespace {
@@ -60,13 +60,7 @@ WakeFile::~WakeFile() {
 }
 
 // Every process must name an owner's file alike, whatever its build: FNV-1a, not std::hash.
-std::string WakeFile::owner_path(const std::string& owner) const {
-  std::uint64_t h = 14695981039346656037ull;
-  for (unsigned char c : owner) h = (h ^ c) * 1099511628211ull;
-  char hex[17];
-  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
-  return path_ + ".d/" + hex;
-}
+std::string WakeFile::owner_path(const std::string& owner) const { return path_ + ".d/" + fnv1a64_hex(owner); }
 
 void WakeFile::released(const std::string&, const std::string& next) noexcept {
   timespec now[2] = {{0, UTIME_NOW}, {0, UTIME_NOW}};
