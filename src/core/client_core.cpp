@@ -42,8 +42,12 @@ std::optional<Lease> ClientCore::acquire(const std::shared_ptr<ClientCore>& self
     // A fresh grant: this owner holds none that is live, so anything the server still shows
     // for it is a leftover the driver takes over with a new fence (LockDriver::try_acquire).
     Backoff backoff;
-    std::unique_ptr<ReleaseWatch> watch;  // armed at the first busy answer, then kept
-    std::unique_ptr<QueuePlace> place;    // kept between attempts; dropped on the way out
+    // Armed at the first busy answer, then kept; before the first attempt where the driver
+    // has one ready (an acquire that may wait): a busy answer then needs no second attempt.
+    std::unique_ptr<ReleaseWatch> watch;
+    if (!deadline || *deadline > Clock::now()) watch = spec.driver->early_watch(spec.name, owner);
+    if (watch) backoff = Backoff(milliseconds{100}, milliseconds{1000});
+    std::unique_ptr<QueuePlace> place;  // kept between attempts; dropped on the way out
     for (;;) {
       auto sent = Clock::now();
       // Session strategies may wait inside the server; they do so in slices of at most
@@ -66,7 +70,8 @@ std::optional<Lease> ClientCore::acquire(const std::shared_ptr<ClientCore>& self
       if (deadline && now >= *deadline) break;
       if (!watch && (watch = spec.driver->watch(spec.name, owner))) {
         // Notified of releases (and woken at the holder's expiry anyway): polling is only a
-        // safety net against a lost notification, so it starts late instead of at 1 ms.
+        // safety net against a lost notification, so it starts late instead of at 1 ms (as
+        // with an early watch, above).
         backoff = Backoff(milliseconds{100}, milliseconds{1000});
         continue;  // try once more now that a release cannot slip by unseen
       }

@@ -1,6 +1,7 @@
 #include "core/wake_table.hpp"
 
 #include <algorithm>
+#include <utility>
 
 namespace dblock::detail {
 
@@ -44,6 +45,7 @@ class WakeWatch final : public ReleaseWatch {
   std::condition_variable cv_;
   std::uint64_t seen_generation_ = 0, seen_epoch_ = 0;
   std::uint64_t handed_ = 0, seen_handed_ = 0;  // releases that named us next
+  std::optional<Handover> handover_;             // the last of them that granted us the name
 };
 
 void WakeTable::bump(const std::string& name, const std::string& next) {
@@ -60,6 +62,27 @@ void WakeTable::bump(const std::string& name, const std::string& next) {
   }
   ++it->second.generation;
   it->second.queue.front()->cv_.notify_one();
+}
+
+void WakeTable::hand_over(const std::string& name, const std::string& next, Handover grant) {
+  std::lock_guard lk(mutex);
+  auto it = names_.find(name);
+  if (it == names_.end()) return;
+  for (auto* w : it->second.queue)
+    if (w->owner_ == next) {
+      w->handover_ = grant;
+      ++w->handed_;
+      w->cv_.notify_one();
+    }
+}
+
+std::optional<Handover> WakeTable::take_handover(const std::string& name, const std::string& owner) {
+  std::lock_guard lk(mutex);
+  auto it = names_.find(name);
+  if (it == names_.end()) return std::nullopt;
+  for (auto* w : it->second.queue)
+    if (w->owner_ == owner && w->handover_) return std::exchange(w->handover_, std::nullopt);
+  return std::nullopt;
 }
 
 void WakeTable::bump_epoch_locked() {

@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include "core/driver.hpp"
@@ -22,6 +23,13 @@
 namespace dblock::detail {
 
 class WakeWatch;
+
+// A release that granted the name to the next owner in its queue itself (a hand-over): the
+// grant's fence and the lease it was given on the server.
+struct Handover {
+  std::uint64_t fence = 0;
+  milliseconds lease{0};
+};
 
 struct WakeTable {
   std::mutex mutex;
@@ -33,6 +41,11 @@ struct WakeTable {
   // ignored), or, when the release named the `next` owner in the name's queue (fair waiting),
   // that owner's waiter only, if it is one of ours.
   void bump(const std::string& name, const std::string& next = {});
+  // A release handed `name` to `next`: that owner's watch, if it is ours, keeps the grant for
+  // take_handover and wakes.
+  void hand_over(const std::string& name, const std::string& next, Handover grant);
+  // The grant handed to `owner`'s watch of `name` since the last call, if any (each once).
+  std::optional<Handover> take_handover(const std::string& name, const std::string& owner);
   // Every waiter retries (call with `mutex` held).
   void bump_epoch_locked();
   // Every waiter re-checks (after `stop` was set, with `mutex` held).

@@ -33,8 +33,11 @@ void Watchdog::watch(const std::shared_ptr<Grant>& grant) {
   {
     std::lock_guard lk(state_->mutex);
     const auto now = Clock::now();
-    auto due = std::min(now + grant->renew_every, grant->deadline());
-    state_->entries.push_back({grant, grant.get(), now + grant->renew_every});
+    // The first renewal comes at renew_every, or at half the time the grant has if that is
+    // sooner (a Redis hand-over's short lease).
+    const auto first = now + std::min<Clock::duration>(grant->renew_every, (grant->deadline() - now) / 2);
+    auto due = std::min(first, grant->deadline());
+    state_->entries.push_back({grant, grant.get(), first});
     ++state_->changes;
     state_->idle_nap = std::min<Clock::duration>(state_->idle_nap, grant->renew_every);
     sooner = due < state_->sleeping_until;

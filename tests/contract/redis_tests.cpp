@@ -969,3 +969,110 @@ return redis.call('PEXPIRE', KEYS[2], 2000)
   CHECK(took < 8s);      // 2 s, and at most the waiter's 1 s backoff more, on a loaded machine
   CHECK(queue_keys(node, "line") == "0");
 }
+
+// A release of a grant fair waiters wait for hands the name to the head of the line in the
+// same script (queue_helpers' pass_on): the head's process learns it from the message and
+// holds the lease without asking. The lease it gets is its ticket's life (3 s), and its
+// watchdog renews it to the TTL at half of that.
+TEST_CASE("redis: a release hands the name to the head of the line, whose short lease is renewed", "[redis]") {
+  using namespace dblock::detail::redis;
+  dblock::test::RedisLock f;
+  auto ns = f.make();
+  const auto node = data_node(f.url);
+  auto h = ns.open(), w = ns.open();
+  auto held = h->lock("line", opts(Strategy::redis)).acquire();
+  auto waiter = std::async(std::launch::async, [&] { return w->lock("line", opts(Strategy::redis)).try_acquire(60s); });
+  REQUIRE(eventually([&] { return queued(node, "line") == "1"; }, 20s));
+  CHECK(raw(node, {"HLEN", keys::alive("line")}) == "2");  // the ticket, and the lease it takes
+  const auto fence = held.fence();
+  held.release();
+  auto got = waiter.get();
+  REQUIRE(got);
+  CHECK(got->fence() > fence);
+  const auto handed = std::stoll(raw(node, {"PTTL", "line"}));
+  CHECK(handed > 0);
+  CHECK(handed <= 3000);  // handed over: the ticket's life, not the 30 s asked
+  CHECK(queue_keys(node, "line") == "0");
+  CHECK(eventually([&] { return std::stoll(raw(node, {"PTTL", "line"})) > 3000; }, 10s));
+  CHECK_FALSE(got->lost());
+  got->release();
+  CHECK(raw(node, {"EXISTS", "line"}) == "0");
+}
+
+// A waiter that died first in line (written behind the library's back, its ticket taking
+// hand-overs of 2 s) is handed the name and holds it for that lease only.
+TEST_CASE("redis: a dead waiter handed the name holds it no longer than the hand-over's lease", "[redis]") {
+  using namespace dblock::detail::redis;
+  dblock::test::RedisLock f;
+  auto ns = f.make();
+  const auto node = data_node(f.url);
+  auto h = ns.open(), c = ns.open();
+  auto held = h->lock("line", opts(Strategy::redis)).acquire();
+  REQUIRE(raw(node, {"EVAL", R"lua(
+local t = redis.call('TIME')
+redis.call('ZADD', KEYS[1], 1, 'ghost')
+redis.call('HSET', KEYS[2], 'ghost', string.format('%d', t[1] * 1000 + math.floor(t[2] / 1000) + 60000), '\0ghost', '2000')
+redis.call('PEXPIRE', KEYS[1], 60000)
+return redis.call('PEXPIRE', KEYS[2], 60000)
+)lua", "2", keys::queue("line"), keys::alive("line")}) == "1");
+  // A flagged grant: the ghost found it held (as a live waiter's attempt would have flagged it).
+  auto w = c->lock("line", opts(Strategy::redis)).try_acquire(1ms);
+  CHECK_FALSE(w);
+  const auto released = Clock::now();
+  held.release();
+  const auto record = raw(node, {"GET", "line"});
+  CHECK(record.size() > 6);
+  CHECK(record.substr(record.size() - 6) == " ghost");
+  CHECK(std::stoll(raw(node, {"PTTL", "line"})) <= 2000);
+  auto l = c->lock("line", opts(Strategy::redis)).try_acquire(60s);
+  const auto took = Clock::now() - released;
+  REQUIRE(l);
+  CHECK(took > 1500ms);
+  CHECK(took < 8s);  // 2 s, and at most the waiter's 1 s backoff more, on a loaded machine
+  CHECK(queue_keys(node, "line") == "0");
+}
+
+// An acquire that gives up just as the name was handed to it (its answer never used) frees
+// it for the next in line: its ticket's destructor finds the record naming it.
+TEST_CASE("redis: a ticket dropped after the name was handed to it passes the name on", "[redis]") {
+  namespace r = dblock::detail::redis;
+  dblock::test::RedisLock f;
+  auto ns = f.make();
+  const auto node = data_node(f.url);
+  auto held = ns.open()->lock("line", opts(Strategy::redis)).acquire();
+  r::Target t;
+  t.host = node.hp.host;
+  t.port = node.hp.port;
+  t.db = node.db;
+  t.where = "test server";
+  r::Pool pool(r::opener(t), r::pool_limits(t, 2));
+  r::RedisDriver driver(pool, nullptr);  // no subscriber: its ticket asks for no hand-over
+  const std::string name = "line", owner = "test:1:0:t1";
+  dblock::detail::AcquireRequest req{name, owner, 30s, 10s, nullptr};
+  auto a = driver.try_acquire(req);
+  REQUIRE_FALSE(a.acquired());
+  REQUIRE(a.place);
+  // As a subscribed waiter's ticket: it takes hand-overs, and it flagged the holder's record;
+  // and one more waiter is behind it.
+  REQUIRE(raw(node, {"HSET", r::keys::alive(name), std::string(1, '\0') + owner, "3000"}) == "1");
+  REQUIRE(raw(node, {"EVAL", R"lua(
+local f, h, at, w, rest = string.match(redis.call('GET', KEYS[1]), '^(%S+) (%S+) (%S+) (%S) (.*)$')
+return redis.call('SET', KEYS[1], f .. ' ' .. h .. ' ' .. at .. ' 3 ' .. rest, 'KEEPTTL').ok
+)lua", "1", name}) == "OK");
+  REQUIRE(raw(node, {"EVAL", R"lua(
+local t = redis.call('TIME')
+redis.call('ZADD', KEYS[1], 2, 'next')
+return redis.call('HSET', KEYS[2], 'next', string.format('%d', t[1] * 1000 + math.floor(t[2] / 1000) + 60000), '\0next', '3000')
+)lua", "2", r::keys::queue(name), r::keys::alive(name)}) == "2");
+  held.release();
+  auto record = raw(node, {"GET", name});
+  REQUIRE(record.size() > owner.size());
+  CHECK(record.substr(record.size() - owner.size()) == owner);
+  const auto fence = std::stoull(record.substr(0, record.find(' ')));
+  a.place.reset();
+  record = raw(node, {"GET", name});
+  REQUIRE(record.size() > 5);
+  CHECK(record.substr(record.size() - 5) == " next");
+  CHECK(std::stoull(record.substr(0, record.find(' '))) > fence);
+  CHECK(queued(node, name) == "0");
+}

@@ -1,6 +1,7 @@
 #include "backends/redis/redis_driver.hpp"
 
 #include <algorithm>
+#include <optional>
 #include <thread>
 
 #include "dblock/errors.hpp"
@@ -133,11 +134,15 @@ class Ticket final : public QueuePlace {
     if (!held) return;
     try {
       auto c = pool_.get();
-      c->eval(leave_script(), {name_, keys::queue(name_), keys::alive(name_)}, {owner_, keys::channel});
+      c->eval(leave_script(), {name_, keys::queue(name_), keys::alive(name_), keys::fence(name_)},
+              {owner_, keys::channel});
     } catch (...) {  // a destructor never throws
     }
   }
   bool held = true;  // false once a grant or a last attempt took the ticket away on the server
+  // When the last attempt that found the name busy was sent: a release that hands the name
+  // over to this ticket does so after that attempt ran.
+  Clock::time_point sent{};
 
  private:
   Pool& pool_;  // the backend's, which outlives every acquire
@@ -152,6 +157,30 @@ Attempt RedisDriver::try_acquire(AcquireRequest& r) {
   return following_master(failover_.retry_for, [&] { return attempt(r); });
 }
 
+// A fair waiter whose release watch is armed takes the name as a hand-over: the release grants
+// it to the queue's head for this long (the head's watchdog renews it to the TTL at half of
+// it), so a head that died in line holds it no longer than its ticket would have held the
+// line up. Not for grants the core will not renew, nor where a grant must wait for replicas
+// (the release's write is not the waiter's to confirm).
+milliseconds RedisDriver::handover_lease(const AcquireRequest& r) const {
+  if (!sub_ || !r.renewed || failover_.replicas > 0 || r.wait.count() == 0) return milliseconds{0};
+  return std::min(r.ttl, ticket_life);
+}
+
+std::optional<Attempt> RedisDriver::take_handover(AcquireRequest& r) {
+  if (!r.fair || !r.place || !sub_) return std::nullopt;
+  auto handed = sub_->take_handover(r.name, r.owner);
+  if (!handed) return std::nullopt;
+  auto& ticket = static_cast<Ticket&>(*r.place);
+  // Counted from our last busy attempt's sending (the release ran after that attempt), as the
+  // core counts every lease from its request's sending. Less than half left (the message came
+  // late): ask the server instead, which takes our record over as a leftover if it still is.
+  const auto left = handed->lease - std::chrono::duration_cast<milliseconds>(Clock::now() - ticket.sent);
+  if (left < handed->lease / 2) return std::nullopt;
+  ticket.held = false;  // the release took it off the queue
+  return keyed_grant(*this, r, handed->fence, left);
+}
+
 Attempt RedisDriver::attempt(AcquireRequest& r) {
   auto c = pool_.get();
   // A grant too few replicas have is given back at once (else its TTL frees it).
@@ -159,25 +188,30 @@ Attempt RedisDriver::attempt(AcquireRequest& r) {
     confirm_replicated(*c, failover_, r.ttl, [&](Connection& on) { on.eval(undo, {r.name}, args); });
   };
   if (r.mode == Mode::exclusive && r.permits == 1) {
+    if (auto handed = take_handover(r)) return std::move(*handed);
     // The plain record (redis-py's key). Attempt "-": nothing undoes a single server's grant.
-    // Fence floor "": the server's clock. Fair: the name's queue too, and how long a busy
-    // answer keeps our ticket (0 when this attempt is a try or the acquire's last: the wait
-    // ends with it, so the script gives the ticket up and a try writes nothing).
+    // Fence floor "": the server's clock. Fair: the name's queue too, how long a busy answer
+    // keeps our ticket (0 when this attempt is a try or the acquire's last: the wait ends
+    // with it, so the script gives the ticket up and a try writes nothing), and the lease a
+    // release may hand us over with (0: none).
     std::vector<std::string> on{r.name, keys::fence(r.name)};
     std::vector<std::string> args{r.owner, std::to_string(r.ttl.count()), sub_ ? "1" : "0",
                                   now_ms_text(), "-", "", std::to_string(std::min(writer_mark, r.wait).count())};
     if (r.fair) {
       on.insert(on.end(), {keys::queue(r.name), keys::alive(r.name)});
       args.push_back(std::to_string(r.wait.count() > 0 ? ticket_life.count() : 0));
+      args.push_back(std::to_string(handover_lease(r).count()));
     }
+    const auto sent = Clock::now();
     auto reply = c->eval(acquire_script(), on, args);
     refuse_mismatch(*reply, r);
     auto a = parse_answer(*reply, r.ttl);
     if (!a.granted) {
       auto busy = Attempt::busy(a.remaining);
-      if (r.fair && r.wait.count() > 0)
+      if (r.fair && r.wait.count() > 0) {
         busy.place = r.place ? std::move(r.place) : std::make_unique<Ticket>(pool_, r.name, r.owner);
-      else if (r.place)
+        static_cast<Ticket&>(*busy.place).sent = sent;
+      } else if (r.place)
         static_cast<Ticket&>(*r.place).held = false;
       return busy;
     }
@@ -208,7 +242,7 @@ Renewal RedisDriver::renew(const std::string& name, const std::string& owner, st
 
 bool RedisDriver::release(const std::string& name, const std::string& owner, std::uint64_t fence) {
   auto c = pool_.get();
-  auto reply = c->eval(free_script(), {name, keys::queue(name), keys::alive(name)},
+  auto reply = c->eval(free_script(), {name, keys::queue(name), keys::alive(name), keys::fence(name)},
                        {owner, "fence", std::to_string(fence), keys::channel});
   return as_int(*reply) != 0;
 }

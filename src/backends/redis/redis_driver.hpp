@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 
 #include "backends/redis/redis_connection.hpp"
 #include "backends/redis/redis_scripts.hpp"
@@ -39,9 +40,15 @@ class RedisDriver final : public LockDriver {
   std::unique_ptr<ReleaseWatch> watch(const std::string& name, const std::string& owner) override {
     return sub_ ? sub_->watch(name, owner) : nullptr;
   }
+  // Once the process's subscription is confirmed, a watch is an entry in a table.
+  std::unique_ptr<ReleaseWatch> early_watch(const std::string& name, const std::string& owner) override {
+    return sub_ ? sub_->watch_if_subscribed(name, owner) : nullptr;
+  }
 
  private:
   Attempt attempt(AcquireRequest& r);
+  milliseconds handover_lease(const AcquireRequest& r) const;
+  std::optional<Attempt> take_handover(AcquireRequest& r);
   Pool& pool_;
   Subscriber* sub_;
   const Failover failover_;

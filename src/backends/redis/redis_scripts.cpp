@@ -74,34 +74,67 @@ end
 )lua";
 
 // A name's queue of fair waiters (redis strategy, exclusive; see acquire_script()): KEYS q, a
-// = keys::queue, keys::alive. head(q, a, now) -> the oldest live ticket's owner and until when
-// it holds (nil when none), removing lapsed tickets found in front of it; join(...) takes a
-// place at the back or keeps ours, valid for `life` ms more; leave(q, a, owner) -> whether we
-// had one. Both keys live as long as their longest ticket could, so nothing is left behind
-// when every waiter dies.
+// = keys::queue, keys::alive. head(q, a, now, me) -> the oldest live ticket's owner, until
+// when it holds, the lease it takes as a hand-over (nil: none) and whether another ticket is
+// behind it (nil when none), removing lapsed tickets found in front of it (the asker's own,
+// `me`, is live: it is asking); join(...) takes a place at the back or keeps ours, valid
+// for `life` ms more, taking hand-overs of `lease` ms (nil: none); leave(q, a, owner) ->
+// whether we had one. Both keys live as long as their longest ticket could, so nothing is
+// left behind when every waiter dies. A ticket's hand-over lease is a field of its own
+// ("\0" .. owner): an older client reads only the owner's field, a number.
+// pass_on(...): the name (key) is free: hand it to the head (a grant made here, the fence
+// drawn as the acquire script draws it, for the head's hand-over lease; the message
+// "NAME\0\0FENCE LEASE OWNER" tells the head's process it holds it), or, when the head takes
+// no hand-over, wake it to try ("NAME\0OWNER"). Answers whether there was a head.
 const char* const queue_helpers = R"lua(
-local function head(q, a, now)
+local function head(q, a, now, me)
   while true do
-    local h = redis.call('ZRANGE', q, 0, 0)[1]
+    local hs = redis.call('ZRANGE', q, 0, 1)
+    local h = hs[1]
     if not h then return nil, 0 end
-    local u = tonumber(redis.call('HGET', a, h) or '0')
-    if u > now then return h, u end
+    if h == me then return h, 0, nil, hs[2] end
+    local t = redis.call('HMGET', a, h, '\0' .. h)
+    local u = tonumber(t[1] or '0')
+    if u > now then return h, u, t[2], hs[2] end
     redis.call('ZREM', q, h)
-    redis.call('HDEL', a, h)
+    redis.call('HDEL', a, h, '\0' .. h)
   end
 end
-local function join(q, a, owner, now, life)
+local function join(q, a, owner, now, life, lease)
   if not redis.call('ZSCORE', q, owner) then
     local last = redis.call('ZRANGE', q, -1, -1, 'WITHSCORES')[2]
     redis.call('ZADD', q, (tonumber(last) or 0) + 1, owner)
   end
-  redis.call('HSET', a, owner, string.format('%d', now + life))
+  if lease then
+    redis.call('HSET', a, owner, string.format('%d', now + life), '\0' .. owner, lease)
+  else
+    redis.call('HSET', a, owner, string.format('%d', now + life))
+  end
   redis.call('PEXPIRE', q, life)
   redis.call('PEXPIRE', a, life)
 end
 local function leave(q, a, owner)
-  redis.call('HDEL', a, owner)
+  redis.call('HDEL', a, owner, '\0' .. owner)
   return redis.call('ZREM', q, owner) == 1
+end
+local function pass_on(key, fkey, q, a, channel)
+  local t = redis.call('TIME')
+  local us = t[1] * 1000000 + t[2]
+  local now = math.floor(us / 1000)
+  local first, _, lease, more = head(q, a, now)
+  if not first then return false end
+  if not lease then
+    redis.call('PUBLISH', channel, key .. '\0' .. first)
+    return true
+  end
+  local fence = tonumber(redis.call('GET', fkey) or '0') + 1
+  if fence < us then fence = us end
+  local fs = string.format('%d', fence)
+  redis.call('SET', key, record(fs, '1', string.format('%d', now), more and '3' or '0', '-', first), 'PX', lease)
+  redis.call('SET', fkey, fs)
+  leave(q, a, first)
+  redis.call('PUBLISH', channel, key .. '\0\0' .. fs .. ' ' .. lease .. ' ' .. first)
+  return true
 end
 )lua";
 
@@ -154,11 +187,12 @@ std::string with_queue(const char* body) { return with_record(queue_helpers + st
 // Redis"): with KEYS[3], KEYS[4] (the name's queue, queue_helpers) the asker may take the
 // name only when it has the oldest live ticket or no ticket lives; a grant removes its
 // ticket, and marks the record waiting (3) when others are still queued, so that its release
-// wakes the next. Not its turn: busy, for no longer than the head's ticket may stay (a dead
-// head blocks nobody past it). A busy answer joins the queue or keeps the asker's place for
-// ARGV[8] ms; ARGV[8] = 0 (a try, or the acquire's last attempt) leaves it and writes nothing
-// else. A subscribed fair waiter flags the holder's record 3: its release then PUBLISHes
-// "NAME\0OWNER", OWNER the head, whose watch alone wakes.
+// passes the name on. Not its turn: busy, for no longer than the head's ticket may stay (a
+// dead head blocks nobody past it). A busy answer joins the queue or keeps the asker's place
+// for ARGV[8] ms, taking hand-overs of ARGV[9] ms (absent or 0: none); ARGV[8] = 0 (a try,
+// or the acquire's last attempt) leaves it and writes nothing else. A subscribed fair waiter
+// flags the holder's record 3: its release then hands the name to the head, or wakes it
+// (pass_on).
 const Script& acquire_script() {
   static const Script s(with_record(shaped_helpers + std::string(queue_helpers) + R"lua(
 local floor, now = tonumber(ARGV[6]), nil
@@ -167,27 +201,35 @@ if not floor then
   floor = t[1] * 1000000 + t[2]
   now = math.floor(floor / 1000)
 end
-local q, life, first, until_, w0 = KEYS[3], tonumber(ARGV[8] or '0'), nil, 0, '0'
+local q, life, first, until_, more, w0 = KEYS[3], tonumber(ARGV[8] or '0'), nil, 0, nil, '0'
+local _
+local lease = ARGV[9]
+if lease == '0' then lease = nil end
 if q then
   now = now or clock()
-  first, until_ = head(q, KEYS[4], now)
-  if first == ARGV[1] and redis.call('ZCARD', q) > 1 then w0 = '3' end
+  first, until_, _, more = head(q, KEYS[4], now, ARGV[1])
+  if first == ARGV[1] and more then w0 = '3' end
 end
 local turn = not first or first == ARGV[1]
 local function busy(holder, left)  -- the fair asker keeps its place, or gives it up
   if q then
-    if life > 0 then join(q, KEYS[4], ARGV[1], now, life) else leave(q, KEYS[4], ARGV[1]) end
+    if life > 0 then join(q, KEYS[4], ARGV[1], now, life, lease) else leave(q, KEYS[4], ARGV[1]) end
   end
   return {0, holder, left}
 end
-local fence = tonumber(redis.call('GET', KEYS[2]) or '0') + 1
-if fence < floor then fence = floor end
-local fs = string.format('%d', fence)
-local mine = record(fs, '1', ARGV[4], w0, ARGV[5], ARGV[1])
-if turn and redis.call('SET', KEYS[1], mine, 'NX', 'PX', ARGV[2]) then
-  redis.call('SET', KEYS[2], fs)
-  if first then leave(q, KEYS[4], ARGV[1]) end
-  return fence
+local fence, fs
+local function draw()  -- the next fence, read only where a grant may follow
+  fence = tonumber(redis.call('GET', KEYS[2]) or '0') + 1
+  if fence < floor then fence = floor end
+  fs = string.format('%d', fence)
+end
+if turn then
+  draw()
+  if redis.call('SET', KEYS[1], record(fs, '1', ARGV[4], w0, ARGV[5], ARGV[1]), 'NX', 'PX', ARGV[2]) then
+    redis.call('SET', KEYS[2], fs)
+    if first then leave(q, KEYS[4], ARGV[1]) end
+    return fence
+  end
 end
 local value = redis.pcall('GET', KEYS[1])
 if type(value) == 'table' then
@@ -198,6 +240,7 @@ if type(value) == 'table' then
   if st.live == 0 and st.turn == 0 then
     if not turn then return busy(first, until_ - now) end
     redis.call('DEL', KEYS[1])
+    if not fs then draw() end
     if w0 == '3' then st.waiting = w0 end
     redis.call('SET', KEYS[1], record(fs, '1', ARGV[4], st.waiting, ARGV[5], ARGV[1]), 'PX', ARGV[2])
     redis.call('SET', KEYS[2], fs)
@@ -218,6 +261,7 @@ if type(value) == 'table' then
 end
 local f, h, at, w, a, o = parse(value)
 if f and o == ARGV[1] and h ~= '0' then
+  if not fs then draw() end
   redis.call('SET', KEYS[1], record(fs, '1', ARGV[4], w, ARGV[5], o), 'PX', ARGV[2])
   redis.call('SET', KEYS[2], fs)
   if q then leave(q, KEYS[4], ARGV[1]) end
@@ -272,8 +316,9 @@ return ttl
 // fence (the same check as renew). An undo names the attempt: the node may have granted
 // with a fence we never saw (its answer timed out), and only a record this very attempt
 // wrote may go, so an undo that arrives where the attempt never ran (or after another one)
-// changes nothing. With KEYS[2], KEYS[3] (the name's fair queue) a grant flagged 3 wakes
-// only the oldest live waiter: the message is "NAME\0OWNER".
+// changes nothing. With KEYS[2], KEYS[3], KEYS[4] (the name's fair queue and its fence
+// counter) the release of a grant flagged 3 passes the name on to the oldest live waiter
+// (queue_helpers' pass_on: handed over, or woken to try).
 const Script& free_script() {
   static const Script s(with_record(queue_helpers + std::string(R"lua(
 local f, h, at, w, a, o = parse(get(KEYS[1]))
@@ -281,35 +326,36 @@ local grant = f
 if ARGV[2] == 'attempt' then grant = a end
 if o ~= ARGV[1] or grant ~= ARGV[3] then return 0 end
 redis.call('DEL', KEYS[1])
-local now
-if w == '2' or (w == '3' and KEYS[3]) then
-  local t = redis.call('TIME')
-  now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
-end
+if w == '3' and KEYS[3] and pass_on(KEYS[1], KEYS[4], KEYS[2], KEYS[3], ARGV[4]) then return 1 end
 if w == '2' then
+  local t = redis.call('TIME')
+  local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
   redis.call('HSET', KEYS[1], ':permits', '1', ':turn', string.format('%d', now + 100))
   redis.call('PEXPIRE', KEYS[1], 100)
 end
-if w ~= '0' then
-  local first = w == '3' and KEYS[3] and head(KEYS[2], KEYS[3], now)
-  redis.call('PUBLISH', ARGV[4], first and KEYS[1] .. '\0' .. first or KEYS[1])
-end
+if w ~= '0' then redis.call('PUBLISH', ARGV[4], KEYS[1]) end
 return 1
 )lua")));
   return s;
 }
 
 // A fair waiter that gives up (its acquire timed out or threw) leaves the queue: KEYS name,
-// queue, alive; ARGV owner, channel -> 1 if it had a place. If the name is free, the waiter
-// now first is told (it may have been waiting for us to take our turn).
+// queue, alive, fence; ARGV owner, channel -> 1 if it had a place. If the name is free, it
+// is passed on (the waiter now first may have been waiting for us to take our turn); if it
+// is ours (handed over as we gave up, or a grant whose answer was lost), it is freed and
+// passed on: the acquire ends without a lease, so nobody would use it.
 const Script& leave_script() {
   static const Script s(with_queue(R"lua(
-if not leave(KEYS[2], KEYS[3], ARGV[1]) then return 0 end
-if redis.call('EXISTS', KEYS[1]) == 0 then
-  local t = redis.call('TIME')
-  local first = head(KEYS[2], KEYS[3], tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000))
-  if first then redis.call('PUBLISH', ARGV[2], KEYS[1] .. '\0' .. first) end
+local had = leave(KEYS[2], KEYS[3], ARGV[1])
+local v = redis.pcall('GET', KEYS[1])
+local f, h, at, w, a, o = parse(type(v) == 'string' and v or nil)
+if o == ARGV[1] and h ~= '0' then
+  redis.call('DEL', KEYS[1])
+  pass_on(KEYS[1], KEYS[4], KEYS[2], KEYS[3], ARGV[2])
+  return 1
 end
+if not had then return 0 end
+if not v then pass_on(KEYS[1], KEYS[4], KEYS[2], KEYS[3], ARGV[2]) end
 return 1
 )lua"));
   return s;

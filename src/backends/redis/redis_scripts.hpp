@@ -23,11 +23,15 @@
 //   dblock_locks:queue:NAME      fair waiters (redis strategy, exclusive, LockOptions::fair):
 //                                a sorted set, owner -> place in line (1, 2, ...)
 //   dblock_locks:alive:NAME      a hash, owner -> until when its ticket holds (server ms);
-//                                each wait renews it. Both keys expire with their last ticket.
+//                                each wait renews it; and "\0" owner -> the lease (ms) a
+//                                release may hand the name over with, for a waiter that
+//                                takes hand-overs. Both keys expire with their last ticket.
 //   dblock_locks:released        pub/sub channel; a release that frees NAME publishes NAME
-//                                if someone waits (the record's `waiting` flag), or
-//                                "NAME\0OWNER" when fair waiters do (waiting 3): OWNER is
-//                                the oldest live ticket's, whose watch alone wakes.
+//                                if someone waits (the record's `waiting` flag). When fair
+//                                waiters do (waiting 3) it passes NAME to the oldest live
+//                                ticket's OWNER: "NAME\0\0FENCE LEASE OWNER" when it granted
+//                                NAME to OWNER itself (a hand-over), else "NAME\0OWNER",
+//                                whose watch alone wakes to try.
 //
 // One lock has one counter and one channel, whatever ClientOptions::table says: the lock
 // key is the bare name for every client, so a counter per namespace would let two
@@ -60,23 +64,25 @@ void check_name(const std::string& name);
 
 // KEYS name, fence[, queue, alive]; ARGV owner, ttl_ms, flag_waiting 0|1, acquired_at_ms,
 // attempt, fence floor in microseconds ("": the server's clock)[, writer mark ms (default 0:
-// none)[, ticket ms]]
+// none)[, ticket ms[, hand-over lease ms (0: none)]]]
 //   -> fence (an integer: a grant, for ttl_ms; a leftover of owner's is taken over), or
 //   {0, holder, holder's remaining_ms} (busy; readers hold it: the writer's mark is set for
 //   that long, and the remaining no more than half of it; not the asker's turn in the queue:
 //   the head's ticket's remaining), or
 //   {-1, permits} (a semaphore holds it), {-2, type} (the key is another Redis value).
 // With the queue keys (a fair attempt) the asker is granted only in its turn, and a busy
-// answer keeps its place in the queue for `ticket ms` more (0: leaves it).
+// answer keeps its place in the queue for `ticket ms` more (0: leaves it), taking a
+// hand-over for the lease given.
 const Script& acquire_script();
-// KEYS name, queue, alive; ARGV owner, channel -> 1 if owner had a place in the queue (now
-// given up), else 0. Wakes the waiter whose turn it now is if the name is free.
+// KEYS name, queue, alive, fence; ARGV owner, channel -> 1 if owner had a place in the queue
+// (now given up) or had been handed the name (now passed on), else 0. Passes the name on to
+// the waiter whose turn it now is if it is free.
 const Script& leave_script();
 // KEYS name; ARGV owner, fence, ttl_ms, holds -> remaining_ms, or nil when not ours
 const Script& renew_script();
-// KEYS name[, queue, alive]; ARGV owner, "fence" (a release) or "attempt" (redlock's undo,
-// also sent to nodes whose answer it did not get), that fence or attempt id, channel -> 1
-// freed, 0 not ours
+// KEYS name[, queue, alive, fence]; ARGV owner, "fence" (a release) or "attempt" (redlock's
+// undo, also sent to nodes whose answer it did not get), that fence or attempt id, channel
+// -> 1 freed, 0 not ours
 const Script& free_script();
 // KEYS name; ARGV owner, fence, keep_ms -> 1 kept (holds 0, expiring in keep_ms), 0 not ours
 const Script& keep_script();

@@ -34,6 +34,26 @@ struct Link {
   milliseconds backoff{200};
 };
 
+// A release's message (redis_scripts.hpp, keys::channel): "NAME", "NAME\0OWNER" or
+// "NAME\0\0FENCE LEASE OWNER" (names hold no NUL; owners come last, as they may hold spaces).
+void deliver(WakeTable& table, const std::string& message) {
+  const auto nul = message.find('\0');
+  if (nul == std::string::npos) return table.bump(message);
+  auto name = message.substr(0, nul);
+  if (nul + 1 == message.size() || message[nul + 1] != '\0') return table.bump(name, message.substr(nul + 1));
+  const auto fence_at = nul + 2, lease_at = message.find(' ', fence_at) + 1;
+  const auto owner_at = lease_at == 0 ? std::string::npos : message.find(' ', lease_at);
+  if (owner_at == std::string::npos) return;  // not a message of ours
+  Handover grant;
+  try {
+    grant.fence = std::stoull(message.substr(fence_at, lease_at - 1 - fence_at));
+    grant.lease = milliseconds{std::stoll(message.substr(lease_at, owner_at - lease_at))};
+  } catch (const std::exception&) {
+    return;
+  }
+  table.hand_over(name, message.substr(owner_at + 1), grant);
+}
+
 }  // namespace
 
 Subscriber::Subscriber(std::vector<Target> servers, std::string channel)
@@ -124,14 +144,8 @@ void Subscriber::run() {
         }
         if (!out) break;
         Reply r(static_cast<redisReply*>(out));
-        // ["message", channel, name] or [..., name \0 owner]: names hold no NUL
-        if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 && r->element[2]->type == REDIS_REPLY_STRING) {
-          std::string message(r->element[2]->str, r->element[2]->len);
-          if (auto nul = message.find('\0'); nul != std::string::npos)
-            st->bump(message.substr(0, nul), message.substr(nul + 1));
-          else
-            st->bump(message);
-        }
+        if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 && r->element[2]->type == REDIS_REPLY_STRING)
+          deliver(*st, std::string(r->element[2]->str, r->element[2]->len));
       }
       if (broken) drop(l);
     }
@@ -144,6 +158,16 @@ std::shared_ptr<Subscriber> shared_subscriber(const std::vector<Target>& servers
     key += '\n' + (t.sentinels ? t.sentinels->key() : t.host + ':' + std::to_string(t.port)) + '/' +
            std::to_string(t.db) + ' ' + t.user + ' ' + t.password;
   return process_shared<Subscriber>(key, [&] { return std::make_shared<Subscriber>(servers, channel); });
+}
+
+std::optional<Handover> Subscriber::take_handover(const std::string& name, const std::string& owner) {
+  return state_->take_handover(name, owner);
+}
+
+std::unique_ptr<ReleaseWatch> Subscriber::watch_if_subscribed(const std::string& name, const std::string& owner) {
+  std::lock_guard lk(state_->mutex);
+  if (state_->subscribed == 0 || state_->stop) return nullptr;
+  return WakeTable::watch_locked(state_, name, owner);
 }
 
 std::unique_ptr<ReleaseWatch> Subscriber::watch(const std::string& name, const std::string& owner) {

@@ -8,12 +8,14 @@
 
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "backends/redis/redis_connection.hpp"
 #include "core/driver.hpp"
+#include "core/wake_table.hpp"
 
 namespace dblock::detail::redis {
 
@@ -29,6 +31,11 @@ class Subscriber {
   // release after it is seen. A message "NAME" wakes the name's first watch in this process;
   // "NAME\0OWNER" (a fair queue's release: OWNER is next) only the watch made for OWNER.
   std::unique_ptr<ReleaseWatch> watch(const std::string& name, const std::string& owner);
+  // The same without starting or waiting for anything: null unless subscribed already.
+  std::unique_ptr<ReleaseWatch> watch_if_subscribed(const std::string& name, const std::string& owner);
+  // "NAME\0\0FENCE LEASE OWNER": the release handed the name to OWNER, whose watch wakes;
+  // its next attempt takes the grant from here instead of asking the server.
+  std::optional<Handover> take_handover(const std::string& name, const std::string& owner);
 
   struct State;  // shared with the watches
 
