@@ -39,13 +39,14 @@ void Watchdog::watch(const std::shared_ptr<Grant>& grant) {
     auto due = std::min(first, grant->deadline());
     state_->entries.push_back({grant, grant.get(), first});
     ++state_->changes;
-    state_->idle_nap = std::min<Clock::duration>(state_->idle_nap, grant->renew_every);
+    state_->idle_nap = std::min<Clock::duration>(state_->idle_nap, first - now);
     sooner = due < state_->sleeping_until;
   }
   // Waking the thread costs two context switches per acquire (on a busy 2-core machine that
   // was a fifth of an uncontended Redis cycle); only do it when it would sleep past this
-  // grant's first renewal. Because an idle thread naps for the shortest renew_every seen
-  // instead of sleeping until woken, a short acquire+release loop wakes it at most once.
+  // grant's first renewal. Because an idle thread naps for the shortest time to a first
+  // renewal seen instead of sleeping until woken, a short acquire+release loop wakes it at
+  // most once.
   if (sooner) state_->wake.notify_all();
 }
 

@@ -60,8 +60,8 @@ class Watchdog {
     std::vector<Entry> entries;
     std::deque<Job> jobs;
     Clock::time_point sleeping_until = Clock::time_point::min();  // when the thread wakes next
-    // How long the thread sleeps with nothing to watch: the shortest renew_every seen (see
-    // run()), so that the next acquire, due no sooner, need not wake it.
+    // How long the thread sleeps with nothing to watch: the shortest time to a grant's first
+    // renewal seen (see run()), so that the next acquire, due no sooner, need not wake it.
     Clock::duration idle_nap = Clock::duration::max();
     // Bumped (under the mutex) by every change the deadline thread must see: a renewal that
     // finished, a new grant. A pass that began before it looks again instead of sleeping on

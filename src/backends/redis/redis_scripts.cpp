@@ -82,10 +82,11 @@ end
 // whether we had one. Both keys live as long as their longest ticket could, so nothing is
 // left behind when every waiter dies. A ticket's hand-over lease is a field of its own
 // ("\0" .. owner): an older client reads only the owner's field, a number.
-// pass_on(...): the name (key) is free: hand it to the head (a grant made here, the fence
-// drawn as the acquire script draws it, for the head's hand-over lease; the message
-// "NAME\0\0FENCE LEASE OWNER" tells the head's process it holds it), or, when the head takes
-// no hand-over, wake it to try ("NAME\0OWNER"). Answers whether there was a head.
+// pass_on(...): the caller let the name (key) go: hand it to the head (a grant made here over
+// whatever the key held, the fence drawn as the acquire script draws it, for the head's
+// hand-over lease; the message "NAME\0\0FENCE LEASE OWNER" tells the head's process it holds
+// it), or, when the head takes no hand-over, delete the key and wake the head to try
+// ("NAME\0OWNER"). Answers whether there was a head (if not, the key is left as it was).
 const char* const queue_helpers = R"lua(
 local function head(q, a, now, me)
   while true do
@@ -124,6 +125,7 @@ local function pass_on(key, fkey, q, a, channel)
   local first, _, lease, more = head(q, a, now)
   if not first then return false end
   if not lease then
+    redis.call('DEL', key)
     redis.call('PUBLISH', channel, key .. '\0' .. first)
     return true
   end
@@ -272,6 +274,9 @@ local flag = q and '3' or '1'
 if f and ARGV[3] == '1' and (w == '0' or (w == '1' and flag == '3')) then
   redis.call('SET', KEYS[1], record(f, h, at, flag, a, o), 'KEEPTTL')
 end
+-- Behind another waiter, the holder's expiry is the head's to watch: wait no longer than the
+-- head's ticket may stay.
+if not turn then return busy(o or value, until_ - now) end
 local left = redis.call('PTTL', KEYS[1])
 if left < 0 then left = 0 end
 return busy(o or value, left)
@@ -325,8 +330,8 @@ local f, h, at, w, a, o = parse(get(KEYS[1]))
 local grant = f
 if ARGV[2] == 'attempt' then grant = a end
 if o ~= ARGV[1] or grant ~= ARGV[3] then return 0 end
+if w == '3' and KEYS[3] and pass_on(KEYS[1], KEYS[4], KEYS[2], KEYS[3], ARGV[4]) then return 1 end  -- freed
 redis.call('DEL', KEYS[1])
-if w == '3' and KEYS[3] and pass_on(KEYS[1], KEYS[4], KEYS[2], KEYS[3], ARGV[4]) then return 1 end
 if w == '2' then
   local t = redis.call('TIME')
   local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
