@@ -913,21 +913,53 @@ TEST_CASE("redis: a fair waiter that gives up leaves no ticket behind, and a try
   CHECK(queue_keys(node, "line") == "0");
 }
 
+namespace {
+
+namespace r = dblock::detail::redis;
+
+// A ticket written behind the library's back, as a waiter that died leaves it: `owner` at
+// `place` in the name's line, live for `life_ms` more on the server's clock, taking
+// hand-overs of `lease_ms` ("": none, as an older client's).
+void write_ticket(const Node& node, const std::string& name, const std::string& owner, int place, int life_ms,
+                  const std::string& lease_ms = "") {
+  REQUIRE(raw(node, {"EVAL", R"lua(
+local t = redis.call('TIME')
+redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
+redis.call('HSET', KEYS[2], ARGV[1], string.format('%d', t[1] * 1000 + math.floor(t[2] / 1000) + ARGV[3]))
+if ARGV[4] ~= '' then redis.call('HSET', KEYS[2], '\0' .. ARGV[1], ARGV[4]) end
+redis.call('PEXPIRE', KEYS[1], ARGV[3])
+return redis.call('PEXPIRE', KEYS[2], ARGV[3])
+)lua", "2", r::keys::queue(name), r::keys::alive(name), owner, std::to_string(place), std::to_string(life_ms),
+                     lease_ms}) == "1");
+}
+
+// The redis strategy's driver alone on a fixture's server: no Client around it, no
+// subscriber, so a test drives the queue's scripts one attempt at a time.
+struct BareDriver {
+  explicit BareDriver(const Node& node) : pool(r::opener(target(node)), r::pool_limits(target(node), 2)) {}
+  static r::Target target(const Node& node) {
+    r::Target t;
+    t.host = node.hp.host;
+    t.port = node.hp.port;
+    t.db = node.db;
+    t.where = "test server";
+    return t;
+  }
+  r::Pool pool;
+  r::RedisDriver driver{pool, nullptr};
+};
+
+}  // namespace
+
 // An acquire that throws drops its place the same way: the ticket's destructor leaves the
 // queue (here the driver's own, without the core around it). After a grant nothing is sent.
 TEST_CASE("redis: a dropped ticket leaves the queue at once", "[redis]") {
-  namespace r = dblock::detail::redis;
   dblock::test::RedisLock f;
   auto ns = f.make();
   const auto node = data_node(f.url);
   auto held = ns.open()->lock("line", opts(Strategy::redis)).acquire();
-  r::Target t;
-  t.host = node.hp.host;
-  t.port = node.hp.port;
-  t.db = node.db;
-  t.where = "test server";
-  r::Pool pool(r::opener(t), r::pool_limits(t, 2));
-  r::RedisDriver driver(pool, nullptr);
+  BareDriver bare(node);
+  auto& driver = bare.driver;
   const std::string name = "line", owner = "test:1:0:t1";
   dblock::detail::AcquireRequest req{name, owner, 30s, 10s, nullptr};
   auto a = driver.try_acquire(req);
@@ -947,13 +979,7 @@ TEST_CASE("redis: a dead waiter's ticket holds the others up no longer than it l
   const auto node = data_node(f.url);
   auto c = ns.open();
   const auto written = Clock::now();
-  REQUIRE(raw(node, {"EVAL", R"lua(
-local t = redis.call('TIME')
-redis.call('ZADD', KEYS[1], 1, 'ghost')
-redis.call('HSET', KEYS[2], 'ghost', string.format('%d', t[1] * 1000 + math.floor(t[2] / 1000) + 2000))
-redis.call('PEXPIRE', KEYS[1], 2000)
-return redis.call('PEXPIRE', KEYS[2], 2000)
-)lua", "2", keys::queue("line"), keys::alive("line")}) == "1");
+  write_ticket(node, "line", "ghost", 1, 2000);
   // The unfair fast path reads no queue; a fair try waits its turn (and writes nothing).
   auto unfair = opts(Strategy::redis);
   unfair.fair = false;
@@ -1008,13 +1034,7 @@ TEST_CASE("redis: a dead waiter handed the name holds it no longer than the hand
   const auto node = data_node(f.url);
   auto h = ns.open(), c = ns.open();
   auto held = h->lock("line", opts(Strategy::redis)).acquire();
-  REQUIRE(raw(node, {"EVAL", R"lua(
-local t = redis.call('TIME')
-redis.call('ZADD', KEYS[1], 1, 'ghost')
-redis.call('HSET', KEYS[2], 'ghost', string.format('%d', t[1] * 1000 + math.floor(t[2] / 1000) + 60000), '\0ghost', '2000')
-redis.call('PEXPIRE', KEYS[1], 60000)
-return redis.call('PEXPIRE', KEYS[2], 60000)
-)lua", "2", keys::queue("line"), keys::alive("line")}) == "1");
+  write_ticket(node, "line", "ghost", 1, 60000, "2000");
   // A flagged grant: the ghost found it held (as a live waiter's attempt would have flagged it).
   auto w = c->lock("line", opts(Strategy::redis)).try_acquire(1ms);
   CHECK_FALSE(w);
@@ -1035,18 +1055,12 @@ return redis.call('PEXPIRE', KEYS[2], 60000)
 // An acquire that gives up just as the name was handed to it (its answer never used) frees
 // it for the next in line: its ticket's destructor finds the record naming it.
 TEST_CASE("redis: a ticket dropped after the name was handed to it passes the name on", "[redis]") {
-  namespace r = dblock::detail::redis;
   dblock::test::RedisLock f;
   auto ns = f.make();
   const auto node = data_node(f.url);
   auto held = ns.open()->lock("line", opts(Strategy::redis)).acquire();
-  r::Target t;
-  t.host = node.hp.host;
-  t.port = node.hp.port;
-  t.db = node.db;
-  t.where = "test server";
-  r::Pool pool(r::opener(t), r::pool_limits(t, 2));
-  r::RedisDriver driver(pool, nullptr);  // no subscriber: its ticket asks for no hand-over
+  BareDriver bare(node);  // no subscriber: its ticket asks for no hand-over
+  auto& driver = bare.driver;
   const std::string name = "line", owner = "test:1:0:t1";
   dblock::detail::AcquireRequest req{name, owner, 30s, 10s, nullptr};
   auto a = driver.try_acquire(req);
@@ -1059,11 +1073,7 @@ TEST_CASE("redis: a ticket dropped after the name was handed to it passes the na
 local f, h, at, w, rest = string.match(redis.call('GET', KEYS[1]), '^(%S+) (%S+) (%S+) (%S) (.*)$')
 return redis.call('SET', KEYS[1], f .. ' ' .. h .. ' ' .. at .. ' 3 ' .. rest, 'KEEPTTL').ok
 )lua", "1", name}) == "OK");
-  REQUIRE(raw(node, {"EVAL", R"lua(
-local t = redis.call('TIME')
-redis.call('ZADD', KEYS[1], 2, 'next')
-return redis.call('HSET', KEYS[2], 'next', string.format('%d', t[1] * 1000 + math.floor(t[2] / 1000) + 60000), '\0next', '3000')
-)lua", "2", r::keys::queue(name), r::keys::alive(name)}) == "2");
+  write_ticket(node, name, "next", 2, 60000, "3000");
   held.release();
   auto record = raw(node, {"GET", name});
   REQUIRE(record.size() > owner.size());
