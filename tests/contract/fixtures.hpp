@@ -143,8 +143,11 @@ struct SentinelLock : RedisFixture {
   SentinelLock() : RedisFixture("DBLOCK_TEST_REDIS_SENTINEL_URL") {}
 };
 #define DBLOCK_REDIS_FIXTURES , dblock::test::RedisLock, dblock::test::Redlock, dblock::test::SentinelLock
+// The redis strategy queues its waiters (Redlock does not: docs/ARCHITECTURE.md).
+#define DBLOCK_REDIS_FAIR_FIXTURES , dblock::test::RedisLock, dblock::test::SentinelLock
 #else
 #define DBLOCK_REDIS_FIXTURES
+#define DBLOCK_REDIS_FAIR_FIXTURES
 #endif
 
 template <class F, class = void>
@@ -260,7 +263,7 @@ Contract contract_of(F& fixture) {
 // makes no such claim: its grants went unevenly with 64 workers (Jain 0.89, docs/BENCHMARKS.md).
 #define DBLOCK_FAIR_FIXTURES                                                                   \
   dblock::test::SqliteInsert, dblock::test::SqliteOptimistic DBLOCK_PG_LEASE_FIXTURES DBLOCK_PG_FAIR_SESSION_FIXTURES \
-      DBLOCK_MYSQL_LEASE_FIXTURES DBLOCK_ZOOKEEPER_FIXTURES DBLOCK_ETCD_FIXTURES
+      DBLOCK_MYSQL_LEASE_FIXTURES DBLOCK_REDIS_FAIR_FIXTURES DBLOCK_ZOOKEEPER_FIXTURES DBLOCK_ETCD_FIXTURES
 #define DBLOCK_CONTRACT_FIXTURES \
   DBLOCK_LEASE_FIXTURES DBLOCK_PG_SESSION_FIXTURES DBLOCK_MYSQL_SESSION_FIXTURES DBLOCK_REDIS_FIXTURES \
       DBLOCK_ZOOKEEPER_FIXTURES DBLOCK_ETCD_FIXTURES
