@@ -147,8 +147,8 @@ class LockDriver {
   // The same, made before an acquire's first attempt, or null to wait for a busy answer
   // first: a driver returns one only where it costs next to nothing and needs no setting up
   // (an acquire of a free name pays for it too). It saves the attempt that must follow a
-  // watch armed after a busy answer, which on Redis, where a release hands the name over
-  // (redis_driver.cpp), raced the hand-off it waits for.
+  // watch armed after a busy answer, which where a release hands the name over (Redis,
+  // PostgreSQL) raced the hand-off it waits for.
   virtual std::unique_ptr<ReleaseWatch> early_watch(const std::string& name, const std::string& owner) {
     (void)name;
     (void)owner;

@@ -34,7 +34,7 @@ void Watchdog::watch(const std::shared_ptr<Grant>& grant) {
     std::lock_guard lk(state_->mutex);
     const auto now = Clock::now();
     // The first renewal comes at renew_every, or at half the time the grant has if that is
-    // sooner (a Redis hand-over's short lease).
+    // sooner (a hand-over's short lease: Redis, PostgreSQL).
     const auto first = now + std::min<Clock::duration>(grant->renew_every, (grant->deadline() - now) / 2);
     auto due = std::min(first, grant->deadline());
     state_->entries.push_back({grant, grant.get(), first});

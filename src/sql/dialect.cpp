@@ -43,7 +43,7 @@ namespace {
 constexpr std::array<std::string_view, static_cast<std::size_t>(Statement::count_)> statement_names{
     "holder",           "renew",           "insert_acquire",   "insert_release",        "release_after",
     "optimistic_read",
-    "optimistic_take",  "optimistic_release", "session_wait",
+    "optimistic_take",  "optimistic_release", "insert_handover", "optimistic_handover", "session_wait",
     "ping",             "for_update_create", "for_update_try", "for_update_wait",
     "for_update_try_shared", "for_update_wait_shared", "fence_next",       "fence_next_held",
     "advisory_try",     "advisory_wait",   "advisory_unlock",  "advisory_wait_bounded",
@@ -70,6 +70,8 @@ bool required(const Dialect& d, Statement s) {
     case Statement::fence_next_held:
     case Statement::shared_acquire:
     case Statement::shared_busy:
+    case Statement::insert_handover:
+    case Statement::optimistic_handover:
     case Statement::queue_join:
     case Statement::queue_ahead:
     case Statement::turn_join:

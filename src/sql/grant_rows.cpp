@@ -15,9 +15,10 @@ Renewal GrantRows::renew(const std::string& name, const std::string& owner, std:
   return Renewal{true, milliseconds{as_int(r.rows.front()[0])}};
 }
 
-std::optional<Result> GrantRows::free(const std::string& name, const std::string& owner, std::uint64_t fence) {
+std::optional<Result> GrantRows::free(const std::string& name, const std::string& owner, std::uint64_t fence,
+                                      Statement release) {
   auto s = pool_.get();
-  auto freed = s->run(d_[release_], {name, owner, static_cast<std::int64_t>(fence)});
+  auto freed = s->run(d_[release], {name, owner, static_cast<std::int64_t>(fence)});
   if (!done(freed)) return std::nullopt;
   if (notifier_)
     notifier_->released(name, d_.release_names_next && !freed.rows.empty() ? as_text(freed.rows.front().at(0)) : "");

@@ -12,8 +12,9 @@ Attempt InsertDriver::try_acquire(AcquireRequest& r) {
   });
 }
 
-bool InsertDriver::release(const std::string& name, const std::string& owner, std::uint64_t fence) {
-  return rows_.release(name, owner, fence);
+bool InsertDriver::release_with(const std::string& name, const std::string& owner, std::uint64_t fence,
+                                Statement statement) {
+  return rows_.free(name, owner, fence, statement).has_value();
 }
 
 }  // namespace dblock::detail::sqldb

@@ -30,9 +30,13 @@ class GrantRows {
   bool release(const std::string& name, const std::string& owner, std::uint64_t fence) {
     return free(name, owner, fence).has_value();
   }
-  // The release statement's result when it freed our row (and woke the waiters); nothing
-  // when the row was not ours any more.
-  std::optional<Result> free(const std::string& name, const std::string& owner, std::uint64_t fence);
+  // The release statement's result (the kind's, or `release`) when it freed our row (and
+  // woke the waiters); nothing when the row was not ours any more.
+  std::optional<Result> free(const std::string& name, const std::string& owner, std::uint64_t fence) {
+    return free(name, owner, fence, release_);
+  }
+  std::optional<Result> free(const std::string& name, const std::string& owner, std::uint64_t fence,
+                             Statement release);
   // Whether a release or keep statement's result says the row was ours.
   static bool done(const Result& r);
   bool release_after(const std::string& name, const std::string& owner, std::uint64_t fence, milliseconds keep);
@@ -51,13 +55,17 @@ class GrantRows {
 // ticket already (its statement deletes the winner's ticket) and the turn key with it.
 class WaitingPlace final : public QueuePlace {
  public:
+  // `release`: the strategy's hand-over, which passes on a row handed to this waiter after it
+  // gave up.
   WaitingPlace(ConnectionPool& pool, const Dialect& d, std::shared_ptr<Notifier> notifier, std::string name,
-               std::string owner)
-      : pool_(pool), d_(d), notifier_(std::move(notifier)), name_(std::move(name)), owner_(std::move(owner)) {}
+               std::string owner, Statement release)
+      : pool_(pool), d_(d), notifier_(std::move(notifier)), name_(std::move(name)), owner_(std::move(owner)),
+        release_(release) {}
   ~WaitingPlace() override;  // best effort: what is left ends by itself within seconds
 
   std::int64_t ticket = 0;          // 0: none; else the ticket the server gave
   Clock::time_point renew_at{};     // when the ticket is next written again (this host's clock)
+  Clock::time_point busy_sent{};    // when the last attempt answered busy was sent
   bool marked = false;              // a writer's mark is up
   ConnectionPool::Handle turn;      // the session holding this waiter's turn key, if it has one
   bool turn_tried = false;          // turn_join was asked once (a refusal is not asked again)
@@ -69,6 +77,7 @@ class WaitingPlace final : public QueuePlace {
   const Dialect& d_;
   std::shared_ptr<Notifier> notifier_;
   const std::string name_, owner_;
+  const Statement release_;
 };
 
 // Lets a turn key go and gives its session back; a session that fails at it is closed,
@@ -78,18 +87,25 @@ void let_turn_go(ConnectionPool::Handle& turn, const Dialect& d, const std::stri
 
 class LeaseDriver : public LockDriver {
  public:
-  // `release`: the strategy's statement that frees its row; `turn_grant`: its grant after a
-  // turn key's wait (where the dialect has one). `pin` opens the sessions that hold turn keys
-  // (where the dialect has them), apart from `pool`, which they would drain.
+  // `release`: the strategy's statement that frees its row; `handover`: the same for a grant
+  // made after waiting, which hands the row over (where the dialect has it); `turn_grant`: its
+  // grant after a turn key's wait (where the dialect has one). `pin` opens the sessions that
+  // hold turn keys (where the dialect has them), apart from `pool`, which they would drain.
   LeaseDriver(ConnectionPool& pool, ConnectionPool::Open pin, const Dialect& d, std::shared_ptr<Notifier> notifier,
-              Statement release, Statement turn_grant)
+              Statement release, Statement handover, Statement turn_grant)
       : pool_(pool), d_(d), notifier_(std::move(notifier)),
         rows_(pool_, d_, notifier_, Statement::renew, release, Statement::release_after), release_(release),
-        turn_grant_(turn_grant),
+        handover_(handover), turn_grant_(turn_grant),
         turns_(std::move(pin), {SIZE_MAX, turns_kept_idle, milliseconds{0}, d.name + " turn keys"}) {}
 
   std::unique_ptr<ReleaseWatch> watch(const std::string& name, const std::string& owner) override {
     return notifier_ ? notifier_->watch(name, owner) : nullptr;
+  }
+  // Where releases hand over: a waiter that finds the name busy then needs no second attempt
+  // to be sure it missed nothing, and one attempt less is one statement less beside the
+  // hand-off it waits for.
+  std::unique_ptr<ReleaseWatch> early_watch(const std::string& name, const std::string& owner) override {
+    return hands_over() ? notifier_->watch_if_ready(name, owner) : nullptr;
   }
 
   // A grant's renewal and release (its handle is a KeyedGrant). Renewal extends our row and
@@ -98,7 +114,12 @@ class LeaseDriver : public LockDriver {
                 int holds) {
     return rows_.renew(name, owner, fence, ttl, holds);
   }
-  virtual bool release(const std::string& name, const std::string& owner, std::uint64_t fence) = 0;
+  bool release(const std::string& name, const std::string& owner, std::uint64_t fence) {
+    return release_with(name, owner, fence, release_);
+  }
+  // The release with the strategy's `release` or `handover` statement (HandingGrant).
+  virtual bool release_with(const std::string& name, const std::string& owner, std::uint64_t fence,
+                            Statement statement) = 0;
   bool release_after(const std::string& name, const std::string& owner, std::uint64_t fence, milliseconds keep) {
     return rows_.release_after(name, owner, fence, keep);
   }
@@ -115,8 +136,11 @@ class LeaseDriver : public LockDriver {
   // busy answer without a key to wait on goes back to the core, which polls.
   template <class Once>
   Attempt taking_turns(AcquireRequest& r, Once once) {
-    const auto until = Clock::now() + r.wait;
+    if (auto handed = take_handover(r)) return std::move(*handed);
+    const auto sent = Clock::now();
+    const auto until = sent + r.wait;
     Attempt a = once();
+    if (!a.acquired() && a.place) static_cast<WaitingPlace&>(*a.place).busy_sent = sent;
     while (!a.acquired()) {
       switch (wait_turn(r, a, until)) {
         case Turn::none:
@@ -131,6 +155,17 @@ class LeaseDriver : public LockDriver {
     }
     return a;
   }
+  // Whether releases hand over (Statement::insert_handover), told through the notifier.
+  bool hands_over() const { return notifier_ && d_.offers(handover_); }
+  // A grant's answer as handed to the core: one made after waiting (others are likely
+  // queued) releases with the hand-over statement, where the dialect has one.
+  Attempt handing(Attempt a, const AcquireRequest& r, bool waited);
+  // The grant a release handed to this queued waiter (Statement::insert_handover), if one
+  // came: no statement. Its lease counts from the last busy attempt's sending (the release ran
+  // after that attempt did). Not taken by an acquire the core will not renew (its lease would
+  // be the hand-over's, not its TTL), nor with less than half of it left (a late message): the
+  // next attempt asks the server, which takes the row over as a leftover of ours.
+  std::optional<Attempt> take_handover(AcquireRequest& r);
   // The parameters of an exclusive grant statement: `first` and, where the dialect queues
   // waiters, the asker's ticket (lease_queue.cpp).
   std::vector<Value> grant_params(const AcquireRequest& r, std::vector<Value> first) const;
@@ -190,7 +225,7 @@ class LeaseDriver : public LockDriver {
                     Statement::shared_release_after};
 
  private:
-  const Statement release_, turn_grant_;
+  const Statement release_, handover_, turn_grant_;
   static constexpr std::size_t turns_kept_idle = 4;
   ConnectionPool turns_;  // sessions holding turn keys: one per waiting acquire or keyed grant
 };
@@ -199,9 +234,10 @@ class InsertDriver final : public LeaseDriver {
  public:
   InsertDriver(ConnectionPool& pool, ConnectionPool::Open pin, const Dialect& d, std::shared_ptr<Notifier> notifier)
       : LeaseDriver(pool, std::move(pin), d, std::move(notifier), Statement::insert_release,
-                    Statement::insert_turn_grant) {}
+                    Statement::insert_handover, Statement::insert_turn_grant) {}
   Attempt try_acquire(AcquireRequest& r) override;
-  bool release(const std::string& name, const std::string& owner, std::uint64_t fence) override;
+  bool release_with(const std::string& name, const std::string& owner, std::uint64_t fence,
+                    Statement statement) override;
 };
 
 class OptimisticDriver final : public LeaseDriver {
@@ -209,9 +245,10 @@ class OptimisticDriver final : public LeaseDriver {
   OptimisticDriver(ConnectionPool& pool, ConnectionPool::Open pin, const Dialect& d,
                    std::shared_ptr<Notifier> notifier)
       : LeaseDriver(pool, std::move(pin), d, std::move(notifier), Statement::optimistic_release,
-                    Statement::optimistic_turn_grant) {}
+                    Statement::optimistic_handover, Statement::optimistic_turn_grant) {}
   Attempt try_acquire(AcquireRequest& r) override;
-  bool release(const std::string& name, const std::string& owner, std::uint64_t fence) override;
+  bool release_with(const std::string& name, const std::string& owner, std::uint64_t fence,
+                    Statement statement) override;
 
  private:
   Attempt attempt(AcquireRequest& r);  // one try_acquire round, without waiting for a turn

@@ -21,6 +21,14 @@ WaitingPlace::~WaitingPlace() {
   if (ticket == 0 && !marked && !turn) return;
   try {
     auto s = pool_.get();
+    // Handed the name as it gave up: the acquire returns no lease, so the row goes on to the
+    // next in line (the release statement hands over again, or frees it). A hand-over whose
+    // message has not come yet is left to its short lease.
+    if (ticket != 0 && notifier_ && d_.offers(release_))
+      if (auto handed = notifier_->take_handover(name_, owner_)) {
+        s->run(d_[release_], {name_, owner_, static_cast<std::int64_t>(handed->fence)});
+        ticket = 0;  // the release took it
+      }
     if (ticket != 0) {
       UnflushedCommits unflushed(*s);
       s->run(d_[Statement::queue_leave], {name_, owner_});  // wakes the next waiter where it can
@@ -34,7 +42,7 @@ WaitingPlace::~WaitingPlace() {
 }
 
 WaitingPlace& LeaseDriver::waiting(AcquireRequest& r) {
-  if (!r.place) r.place = std::make_unique<WaitingPlace>(pool_, d_, notifier_, r.name, r.owner);
+  if (!r.place) r.place = std::make_unique<WaitingPlace>(pool_, d_, notifier_, r.name, r.owner, handover_);
   return static_cast<WaitingPlace&>(*r.place);
 }
 
@@ -47,6 +55,47 @@ std::vector<Value> LeaseDriver::grant_params(const AcquireRequest& r, std::vecto
   }
   first.emplace_back(ticket);
   return first;
+}
+
+namespace {
+
+// The handle of a grant made after waiting, where releases hand over: its release is the
+// strategy's hand-over statement, the rest the plain grant's.
+class HandingGrant final : public GrantHandle {
+ public:
+  HandingGrant(LeaseDriver& driver, std::unique_ptr<GrantHandle> lease, Statement handover, std::string name,
+               std::string owner, std::uint64_t fence)
+      : driver_(driver), lease_(std::move(lease)), handover_(handover), name_(std::move(name)),
+        owner_(std::move(owner)), fence_(fence) {}
+  Renewal renew(milliseconds ttl, int holds) override { return lease_->renew(ttl, holds); }
+  bool release() override { return driver_.release_with(name_, owner_, fence_, handover_); }
+  bool release_after(milliseconds keep) override { return lease_->release_after(keep); }
+
+ private:
+  LeaseDriver& driver_;  // the core that owns the driver outlives every grant
+  std::unique_ptr<GrantHandle> lease_;
+  const Statement handover_;
+  const std::string name_, owner_;
+  const std::uint64_t fence_;
+};
+
+}  // namespace
+
+Attempt LeaseDriver::handing(Attempt a, const AcquireRequest& r, bool waited) {
+  if (waited && a.acquired() && hands_over())
+    a.grant = std::make_unique<HandingGrant>(*this, std::move(a.grant), handover_, r.name, r.owner, a.fence);
+  return a;
+}
+
+std::optional<Attempt> LeaseDriver::take_handover(AcquireRequest& r) {
+  auto* w = static_cast<WaitingPlace*>(r.place.get());
+  if (!hands_over() || !w || w->ticket == 0) return std::nullopt;
+  auto handed = notifier_->take_handover(r.name, r.owner);
+  if (!handed) return std::nullopt;
+  const auto left = handed->lease - std::chrono::duration_cast<milliseconds>(Clock::now() - w->busy_sent);
+  if (!r.renewed || left < handed->lease / 2) return std::nullopt;
+  w->ticket = 0;  // the release took it
+  return handing(keyed_grant(*this, r, handed->fence, left), r, true);
 }
 
 bool LeaseDriver::queued_behind(Connection& s, const AcquireRequest& r) const {

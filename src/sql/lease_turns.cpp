@@ -63,8 +63,10 @@ void let_turn_go(ConnectionPool::Handle& turn, const Dialect& d, const std::stri
 }
 
 Attempt LeaseDriver::granted(AcquireRequest& r, const Row& row) {
-  Attempt a = keyed_grant(*this, r, static_cast<std::uint64_t>(as_int(row[0])), milliseconds{as_int(row[1])});
-  if (auto* w = static_cast<WaitingPlace*>(r.place.get())) {
+  auto* w = static_cast<WaitingPlace*>(r.place.get());
+  Attempt a = handing(keyed_grant(*this, r, static_cast<std::uint64_t>(as_int(row[0])), milliseconds{as_int(row[1])}),
+                      r, w && w->ticket != 0);
+  if (w) {
     w->ticket = 0;  // the grant statement took it
     if (w->turn)
       a.grant =

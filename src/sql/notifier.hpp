@@ -5,9 +5,11 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "core/driver.hpp"
+#include "core/wake_table.hpp"
 
 namespace dblock::detail::sqldb {
 
@@ -18,6 +20,18 @@ class Notifier {
   virtual void released(const std::string& name, const std::string& next = {}) noexcept = 0;
   // Null: cannot now.
   virtual std::unique_ptr<ReleaseWatch> watch(const std::string& name, const std::string& owner) = 0;
+  // The same, only if it costs nothing to make now (LockDriver::early_watch); null otherwise.
+  virtual std::unique_ptr<ReleaseWatch> watch_if_ready(const std::string& name, const std::string& owner) {
+    (void)name;
+    (void)owner;
+    return nullptr;
+  }
+  // A grant a release handed to `owner`'s watch of `name` (Dialect::release_hands_over), once.
+  virtual std::optional<Handover> take_handover(const std::string& name, const std::string& owner) {
+    (void)name;
+    (void)owner;
+    return std::nullopt;
+  }
 };
 
 }  // namespace dblock::detail::sqldb

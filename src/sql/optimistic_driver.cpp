@@ -81,10 +81,12 @@ Attempt OptimisticDriver::attempt(AcquireRequest& r) {
   return busy(*s, r);
 }
 
-bool OptimisticDriver::release(const std::string& name, const std::string& owner, std::uint64_t fence) {
-  auto released = rows_.free(name, owner, fence);
+bool OptimisticDriver::release_with(const std::string& name, const std::string& owner, std::uint64_t fence,
+                                    Statement statement) {
+  auto released = rows_.free(name, owner, fence, statement);
   if (released && !released->rows.empty() && !released->rows.front().empty())
-    leave_hint(name, as_int(released->rows.front().back()));
+    if (auto version = as_int(released->rows.front().back()); version >= 0)  // -1: handed over, not free
+      leave_hint(name, version);
   return released.has_value();
 }
 

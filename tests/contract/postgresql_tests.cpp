@@ -1,6 +1,7 @@
 // What only the PostgreSQL backend promises.
 #include <atomic>
 #include <cstdio>
+#include <future>
 #include <optional>
 #include <catch2/catch.hpp>
 #include <thread>
@@ -269,4 +270,90 @@ TEST_CASE("postgresql: a for-update fence is answered only while the row's locki
         },
         3s));
   }
+}
+
+// Fair waiting's hand-over (pg_dialect.cpp, insert_handover): the release of a grant made
+// after waiting, with a live ticket in the queue, grants the row to its head, which learns it
+// from the notification and holds the lease without a statement; the lease is the ticket's
+// life (3 s), renewed by the head's watchdog to its TTL at half of that. Both lease strategies.
+namespace {
+// A grant of `name` made after waiting (behind `first`, a Client that takes it and lets go):
+// the kind whose release hands over.
+dblock::Lease taken_after_waiting(dblock::Client& first, dblock::Client& c, const std::string& name,
+                                  const dblock::LockOptions& o) {
+  auto before = first.lock(name, o).acquire();
+  auto waited = std::async(std::launch::async, [&] { return c.lock(name, o).try_acquire(60s); });
+  std::this_thread::sleep_for(300ms);
+  before.release();
+  auto l = waited.get();
+  REQUIRE(l);
+  return std::move(*l);
+}
+}  // namespace
+
+TEST_CASE("postgresql: a release hands the row to the head of the line, whose short lease is renewed",
+          "[postgresql][fair]") {
+  for (auto strategy : {dblock::Strategy::insert, dblock::Strategy::optimistic}) {
+    dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::postgresql);
+    auto h = table.ns().open(), w = table.ns().open();
+    dblock::detail::sqldb::PgConnection raw(table.url(), "test", 10s);
+    const std::string t = table.name();
+    dblock::LockOptions o;
+    o.strategy = strategy;
+    o.ttl = 30s;
+    auto left = [&] {
+      auto r = raw.run("SELECT valid_until - (extract(epoch from now()) * 1000)::bigint, owner FROM " + t +
+                       " WHERE name = 'job'", {});
+      return r.rows.empty() ? std::int64_t{-1} : dblock::detail::sqldb::as_int(r.rows.front()[0]);
+    };
+    auto queued = [&] {
+      return dblock::detail::sqldb::as_int(raw.run("SELECT count(*) FROM " + t + "_queue", {}).rows.front()[0]);
+    };
+    auto x = table.ns().open();
+    auto held = taken_after_waiting(*x, *h, "job", o);
+    // The waiter's process listens already (its first wait started the listener), as a busy
+    // service's does: a release before LISTEN is in place reaches nobody, and the waiter then
+    // takes the row over as a leftover of its own, with its TTL.
+    CHECK_FALSE(w->lock("job", o).try_acquire(300ms));
+    REQUIRE(queued() == 0);
+    auto waiter = std::async(std::launch::async, [&] { return w->lock("job", o).try_acquire(60s); });
+    REQUIRE(dblock::test::eventually([&] { return queued() == 1; }, 20s));
+    const auto fence = held.fence();
+    held.release();
+    auto got = waiter.get();
+    REQUIRE(got);
+    CHECK(got->fence() > fence);
+    const auto handed = left();
+    CHECK(handed > 0);
+    CHECK(handed <= 3000);  // handed over: the ticket's life, not the 30 s asked
+    CHECK(queued() == 0);
+    CHECK(dblock::test::eventually([&] { return left() > 3000; }, 10s));
+    CHECK_FALSE(got->lost());
+    got->release();
+    CHECK(left() <= 0);  // freed (optimistic) or gone (insert, -1)
+  }
+}
+
+// A waiter that died first in line is handed the row, and holds it for the hand-over's lease
+// only: the next waiter gets it about 3 s after the release.
+TEST_CASE("postgresql: a dead waiter handed the row holds it no longer than the hand-over's lease",
+          "[postgresql][fair]") {
+  dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::postgresql);
+  auto h = table.ns().open(), c = table.ns().open(), x = table.ns().open();
+  dblock::detail::sqldb::PgConnection raw(table.url(), "test", 10s);
+  auto held = taken_after_waiting(*x, *h, "job", {});
+  raw.run("INSERT INTO " + table.name() + "_queue (name, owner, ticket, valid_until) VALUES ('job', 'ghost', 1, "
+          "(extract(epoch from now()) * 1000)::bigint + 60000)", {});
+  const auto released = std::chrono::steady_clock::now();
+  held.release();
+  auto row = raw.run("SELECT owner, valid_until - (extract(epoch from now()) * 1000)::bigint FROM " + table.name() +
+                     " WHERE name = 'job'", {});
+  REQUIRE(row.rows.size() == 1);
+  CHECK(dblock::detail::sqldb::as_text(row.rows.front()[0]) == "ghost");
+  CHECK(dblock::detail::sqldb::as_int(row.rows.front()[1]) <= 3000);
+  auto l = c->lock("job").try_acquire(60s);
+  const auto took = std::chrono::steady_clock::now() - released;
+  REQUIRE(l);
+  CHECK(took > 2500ms);
+  CHECK(took < 8s);  // 3 s, and at most the waiter's 1 s backoff more, on a loaded machine
 }

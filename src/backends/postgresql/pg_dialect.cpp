@@ -88,9 +88,37 @@ const Dialect& postgresql_dialect() {
         "SELECT 0, COALESCE(busy.valid_until - ${now_ms}, 0), COALESCE(busy.owner, '') "
         "FROM (SELECT 1) AS one LEFT JOIN ${table} AS busy ON busy.name = $1 "
         "WHERE NOT EXISTS (SELECT 1 FROM won)";
+    // The release of a grant made after waiting: with a live ticket in the name's queue, it
+    // grants the row to its head instead
+    // (a hand-over: LeaseDriver::take_handover): new fence, the ticket's life as its lease
+    // (handover_ms, the waiter's watchdog renews it to its TTL), the ticket deleted, and the
+    // grant announced on the channel of hand-overs as "FENCE LEASE_MS OWNER_BYTES OWNER NAME"
+    // (PgListener). It commits synchronously, as every grant does (its fence must not be
+    // lost in a crash). It draws its fence without the name's turn lock: the row stays locked
+    // by this statement from our grant to the head's, so no other grant of the name can draw
+    // meanwhile. A release that finds no live ticket frees the row as before (`free`, the
+    // strategy's: nobody queues, so its notification names nobody next), and answers `also`
+    // besides.
+    const std::string handover_ms = "3000";
+    const auto releasing = [&](const std::string& free, const std::string& also, const std::string& handed_also) {
+      return "WITH head AS (SELECT q.owner FROM ${table}_queue AS q WHERE q.name = $1 AND q.valid_until > ${now_ms} "
+             "ORDER BY q.ticket LIMIT 1), "
+             "handed AS (UPDATE ${table} AS t SET owner = head.owner, fence = ${table}_fence_next(), holds = 1, "
+             "acquired_at = ${now_ms}, valid_until = ${now_ms} + " + handover_ms + ", version = t.version + 1 FROM head "
+             "WHERE t.name = $1 AND t.owner = $2 AND t.fence = $3::bigint RETURNING t.name, t.owner, t.fence), "
+             "served AS (DELETE FROM ${table}_queue AS q USING handed WHERE q.name = handed.name "
+             "AND q.owner = handed.owner), "
+             "freed AS (" + free + " WHERE name = $1 AND owner = $2 AND fence = $3::bigint "
+             "AND NOT EXISTS (SELECT 1 FROM head) RETURNING name, version) "
+             "SELECT pg_notify('dblock_${table}', freed.name || E'\\n'), set_config('synchronous_commit', 'off', true)" +
+             also + " FROM freed UNION ALL SELECT pg_notify('dblock_${table} handed', handed.fence || ' " +
+             handover_ms + " ' || octet_length(handed.owner) || ' ' || handed.owner || handed.name), NULL" +
+             handed_also + " FROM handed";
+    };
     d[S::insert_release] =
         "WITH gone AS (DELETE FROM ${table} WHERE name = $1 AND owner = $2 AND fence = $3::bigint "
         "RETURNING name) " + notify_async("gone");
+    d[S::insert_handover] = releasing("DELETE FROM ${table}", "", "");
 
     d[S::release_after] =
         "UPDATE ${table} SET valid_until = ${now_ms} + $4::bigint, holds = 0, version = version + 1 "
@@ -126,6 +154,10 @@ const Dialect& postgresql_dialect() {
         "WITH freed AS (UPDATE ${table} SET owner = '', holds = 0, valid_until = ${now_ms}, version = version + 1 "
         "WHERE name = $1 AND owner = $2 AND fence = $3::bigint RETURNING name, version) " +
         notify_async("freed", ", freed.version");
+    // Its last column, the version the release left, is -1 where it handed the row over.
+    d[S::optimistic_handover] =
+        releasing("UPDATE ${table} SET owner = '', holds = 0, valid_until = ${now_ms}, version = version + 1",
+                  ", freed.version", ", -1::bigint");
 
     // set_config(..., true) is SET LOCAL: it ends with the transaction. The statement
     // timeout is lifted past the lock wait, which lock_timeout bounds.

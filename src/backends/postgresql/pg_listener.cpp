@@ -24,6 +24,27 @@ class Receiver final : public pqxx::notification_receiver {
   std::function<void(const std::string&)> on_;
 };
 
+// A hand-over's payload (pg_dialect.cpp, insert_release): "FENCE LEASE_MS OWNER_BYTES
+// OWNER NAME", the owner's length in bytes first, as owners and names may hold anything.
+void hand_over(WakeTable& table, const std::string& payload) {
+  Handover grant;
+  std::size_t owner_bytes = 0;
+  std::size_t at = 0;
+  try {
+    std::size_t used = 0;
+    grant.fence = std::stoull(payload.substr(at), &used);
+    at += used + 1;
+    grant.lease = std::chrono::milliseconds{std::stoll(payload.substr(at), &used)};
+    at += used + 1;
+    owner_bytes = std::stoull(payload.substr(at), &used);
+    at += used + 1;
+  } catch (const std::exception&) {
+    return;
+  }
+  if (at > payload.size() || payload.size() - at < owner_bytes) return;
+  table.hand_over(payload.substr(at + owner_bytes), payload.substr(at, owner_bytes), grant);
+}
+
 }  // namespace
 
 PgListener::PgListener(std::function<std::unique_ptr<Connection>()> connect, std::string channel)
@@ -55,6 +76,7 @@ void PgListener::run() {
         if (cut == std::string::npos) st->bump(payload);
         else st->bump(payload.substr(0, cut), payload.substr(cut + 1));
       });
+      Receiver handed(conn, handover_channel(channel_), [st](const std::string& payload) { hand_over(*st, payload); });
       conn.get_notifs();  // makes the LISTEN take effect now
       {
         std::lock_guard lk(st->mutex);
@@ -79,6 +101,16 @@ void PgListener::run() {
       st->changed.wait_for(lk, std::chrono::milliseconds(500), [&] { return st->stop; });
     }
   }
+}
+
+std::unique_ptr<ReleaseWatch> PgListener::watch_if_ready(const std::string& name, const std::string& owner) {
+  std::lock_guard lk(state_->mutex);
+  if (!state_->listening || state_->stop) return nullptr;
+  return WakeTable::watch_locked(state_, name, owner);
+}
+
+std::optional<Handover> PgListener::take_handover(const std::string& name, const std::string& owner) {
+  return state_->take_handover(name, owner);
 }
 
 std::unique_ptr<ReleaseWatch> PgListener::watch(const std::string& name, const std::string& owner) {

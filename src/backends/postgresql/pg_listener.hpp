@@ -1,8 +1,9 @@
 // Release notifications on PostgreSQL: releases run pg_notify('dblock_<table>', name) in
 // the same statement (see pg_dialect.cpp), and one listener connection per process, server
 // and channel (shared by the Clients on them, pg_backend.cpp) LISTENs on that channel and
-// wakes the waiters of the name. Started at the first wait, so
-// uncontended clients open no extra connection.
+// wakes the waiters of the name; and on 'dblock_<table> handed', where a release that
+// granted the name to the next waiter says so (handover_channel). Started at the first
+// wait, so uncontended clients open no extra connection.
 #pragma once
 
 #include <condition_variable>
@@ -18,12 +19,17 @@
 
 namespace dblock::detail::sqldb {
 
+// The channel of hand-overs beside a table's release channel (a space: no table name has one).
+inline std::string handover_channel(const std::string& channel) { return channel + " handed"; }
+
 class PgListener final : public Notifier {
  public:
   PgListener(std::function<std::unique_ptr<Connection>()> connect, std::string channel);
   ~PgListener() override;
   void released(const std::string&, const std::string&) noexcept override {}  // the release statement notified
   std::unique_ptr<ReleaseWatch> watch(const std::string& name, const std::string& owner) override;  // null: cannot listen now
+  std::unique_ptr<ReleaseWatch> watch_if_ready(const std::string& name, const std::string& owner) override;
+  std::optional<Handover> take_handover(const std::string& name, const std::string& owner) override;
 
   struct State;  // shared with the watches
 
