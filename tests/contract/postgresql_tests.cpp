@@ -15,6 +15,7 @@
 #include "contract/upgrade_check.hpp"
 #include "core/validate.hpp"
 #include "sql/dialect.hpp"
+#include "sql/lease_drivers.hpp"
 #include "sql/session_drivers.hpp"
 #include "support/eventually.hpp"
 #include "support/servers.hpp"
@@ -356,4 +357,54 @@ TEST_CASE("postgresql: a dead waiter handed the row holds it no longer than the 
   REQUIRE(l);
   CHECK(took > 2500ms);
   CHECK(took < 8s);  // 3 s, and at most the waiter's 1 s backoff more, on a loaded machine
+}
+
+// A waiter that gives up with a hand-over received (its acquire ended without a lease, the
+// grant not taken) passes the row on: the driver's own, with a notifier that says the
+// hand-over came, and the hand-over made by the release statement itself, by hand.
+TEST_CASE("postgresql: a waiter that gives up after the row was handed to it passes it on", "[postgresql][fair]") {
+  namespace sq = dblock::detail::sqldb;
+  struct Handed final : sq::Notifier {
+    std::optional<dblock::detail::Handover> grant;
+    void released(const std::string&, const std::string&) noexcept override {}
+    std::unique_ptr<dblock::detail::ReleaseWatch> watch(const std::string&, const std::string&) override {
+      return nullptr;
+    }
+    std::optional<dblock::detail::Handover> take_handover(const std::string&, const std::string&) override {
+      return std::exchange(grant, std::nullopt);
+    }
+  };
+  dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::postgresql);
+  const auto url = table.url();
+  const auto d = sq::postgresql_dialect().rendered(dblock::detail::parse_table_name(table.name()));
+  sq::ConnectionPool::Open open = [url] { return std::make_unique<sq::PgConnection>(url, "test", 10s); };
+  sq::ConnectionPool pool(open, {2, 2, 10s, "test connections"});
+  auto notifier = std::make_shared<Handed>();
+  sq::InsertDriver driver(pool, open, d, notifier);
+  sq::PgConnection raw(url, "test", 10s);
+  auto c = table.ns().open();
+  dblock::LockOptions o;
+  o.auto_renew = false;  // the test takes the row away from this lease
+  auto held = c->lock("job", o).acquire();
+  const std::string me = "test:1:0:t1";
+  dblock::detail::AcquireRequest req{"job", me, 30s, 10s, nullptr};
+  auto a = driver.try_acquire(req);
+  REQUIRE_FALSE(a.acquired());
+  REQUIRE(a.place);
+  raw.run("INSERT INTO " + table.name() + "_queue (name, owner, ticket, valid_until) VALUES ('job', 'next', "
+          "(SELECT max(ticket) + 1 FROM " + table.name() + "_queue), (extract(epoch from now()) * 1000)::bigint + 60000)",
+          {});
+  raw.run(d[Statement::insert_handover], {std::string("job"), held.owner(), static_cast<std::int64_t>(held.fence())});
+  auto owner_fence = [&] {
+    auto r = raw.run("SELECT owner, fence FROM " + table.name() + " WHERE name = 'job'", {});
+    REQUIRE(r.rows.size() == 1);
+    return std::make_pair(sq::as_text(r.rows.front()[0]), sq::as_int(r.rows.front()[1]));
+  };
+  auto [to, fence] = owner_fence();
+  REQUIRE(to == me);
+  notifier->grant = dblock::detail::Handover{static_cast<std::uint64_t>(fence), 3000ms};
+  a.place.reset();  // the acquire gives up
+  auto [next, next_fence] = owner_fence();
+  CHECK(next == "next");
+  CHECK(next_fence > fence);
 }
