@@ -408,3 +408,25 @@ TEST_CASE("postgresql: a waiter that gives up after the row was handed to it pas
   CHECK(next == "next");
   CHECK(next_fence > fence);
 }
+
+// PostgreSQL's channel names stop at 63 bytes, and a release notifies on 'dblock_<table>':
+// a longer table name made every release fail (the lock only expired). Refused at open, with
+// nothing written.
+TEST_CASE("postgresql: a table name too long for its release channel is refused, nothing written", "[postgresql]") {
+  dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::postgresql);
+  dblock::ClientOptions o;
+  o.table = "s234567890123456789012345678901234567890.t2345678901234";  // 55 bytes: channel 62
+  dblock::ClientOptions longer = o;
+  longer.table += "5";  // 56: 63, still accepted
+  dblock::ClientOptions too_long = longer;
+  too_long.table += "6";
+  longer.auto_migrate = false;
+  too_long.auto_migrate = true;
+  CHECK_THROWS_WITH(dblock::Client::open(table.url(), too_long),
+                    Catch::Contains("too long for postgresql") && Catch::Contains("63 bytes"));
+  dblock::detail::sqldb::PgConnection raw(table.url(), "test", 10s);
+  CHECK(dblock::detail::sqldb::as_int(
+            raw.run("SELECT count(*) FROM pg_namespace WHERE nspname = 's234567890123456789012345678901234567890'", {})
+                .rows.front()[0]) == 0);
+  CHECK_NOTHROW(dblock::Client::open(table.url(), longer));
+}

@@ -35,8 +35,13 @@ std::unique_ptr<Backend> open_postgresql(const Url& url, const ClientOptions& op
   auto connect = [info, where, timeout]() -> std::unique_ptr<sqldb::Connection> {
     return std::make_unique<sqldb::PgConnection>(info, where, timeout);
   };
-  // One listener per process, server and channel (core/process_shared.hpp).
+  // One listener per process, server and channel (core/process_shared.hpp). PostgreSQL
+  // refuses a channel name of 64 bytes or more (every release would fail, and locks would
+  // only expire): such a table name is bad input.
   const std::string channel = "dblock_" + table.qualified();
+  if (channel.size() > 63)
+    throw UsageError("table name '" + table.qualified() + "' is too long for postgresql: its release channel '" +
+                     channel + "' would exceed 63 bytes (at most 56 bytes, schema and dot included)");
   auto listener = process_shared<sqldb::PgListener>(info + '\n' + channel,
                                                   [&] { return std::make_shared<sqldb::PgListener>(connect, channel); });
   auto backend = std::make_unique<sqldb::SqlBackend>(sqldb::postgresql_dialect(), table, connect, options, listener);

@@ -93,7 +93,7 @@ const Dialect& postgresql_dialect() {
     // (a hand-over: LeaseDriver::take_handover): new fence, the ticket's life as its lease
     // (handover_ms, the waiter's watchdog renews it to its TTL), the ticket deleted, and the
     // grant announced on the channel of hand-overs as "FENCE LEASE_MS OWNER_BYTES OWNER NAME"
-    // (PgListener). It commits synchronously, as every grant does (its fence must not be
+    // (PgListener: one channel for every table, as an owner names one Client of one table). It commits synchronously, as every grant does (its fence must not be
     // lost in a crash). It draws its fence without the name's turn lock: the row stays locked
     // by this statement from our grant to the head's, so no other grant of the name can draw
     // meanwhile. A release that finds no live ticket frees the row as before (`free`, the
@@ -111,7 +111,7 @@ const Dialect& postgresql_dialect() {
              "freed AS (" + free + " WHERE name = $1 AND owner = $2 AND fence = $3::bigint "
              "AND NOT EXISTS (SELECT 1 FROM head) RETURNING name, version) "
              "SELECT pg_notify('dblock_${table}', freed.name || E'\\n'), set_config('synchronous_commit', 'off', true)" +
-             also + " FROM freed UNION ALL SELECT pg_notify('dblock_${table} handed', handed.fence || ' " +
+             also + " FROM freed UNION ALL SELECT pg_notify('dblock handed', handed.fence || ' " +
              handover_ms + " ' || octet_length(handed.owner) || ' ' || handed.owner || handed.name), NULL" +
              handed_also + " FROM handed";
     };

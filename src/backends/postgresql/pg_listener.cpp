@@ -76,7 +76,7 @@ void PgListener::run() {
         if (cut == std::string::npos) st->bump(payload);
         else st->bump(payload.substr(0, cut), payload.substr(cut + 1));
       });
-      Receiver handed(conn, handover_channel(channel_), [st](const std::string& payload) { hand_over(*st, payload); });
+      Receiver handed(conn, handover_channel, [st](const std::string& payload) { hand_over(*st, payload); });
       conn.get_notifs();  // makes the LISTEN take effect now
       {
         std::lock_guard lk(st->mutex);

@@ -1,9 +1,9 @@
 // Release notifications on PostgreSQL: releases run pg_notify('dblock_<table>', name) in
 // the same statement (see pg_dialect.cpp), and one listener connection per process, server
 // and channel (shared by the Clients on them, pg_backend.cpp) LISTENs on that channel and
-// wakes the waiters of the name; and on 'dblock_<table> handed', where a release that
-// granted the name to the next waiter says so (handover_channel). Started at the first
-// wait, so uncontended clients open no extra connection.
+// wakes the waiters of the name; and on 'dblock handed', where a release that granted the
+// name to the next waiter says so (handover_channel). Started at the first wait, so
+// uncontended clients open no extra connection.
 #pragma once
 
 #include <condition_variable>
@@ -19,8 +19,9 @@
 
 namespace dblock::detail::sqldb {
 
-// The channel of hand-overs beside a table's release channel (a space: no table name has one).
-inline std::string handover_channel(const std::string& channel) { return channel + " handed"; }
+// The channel of hand-overs, one for every table: the owner a hand-over names is one Client's,
+// of one table (a space: no table's release channel has one).
+inline const std::string handover_channel = "dblock handed";
 
 class PgListener final : public Notifier {
  public:
