@@ -25,10 +25,13 @@ namespace dblock::detail {
 class WakeWatch;
 
 // A release that granted the name to the next owner in its queue itself (a hand-over): the
-// grant's fence and the lease it was given on the server.
+// grant's fence, the lease it was given on the server, and which of the owner's acquires it
+// was for (the ticket's token: a hand-over to an acquire that gave up, whose message came
+// late, must not be taken by the owner's next acquire of the name).
 struct Handover {
   std::uint64_t fence = 0;
   milliseconds lease{0};
+  std::string token;
 };
 
 struct WakeTable {

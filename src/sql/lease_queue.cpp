@@ -25,7 +25,8 @@ WaitingPlace::~WaitingPlace() {
     // next in line (the release statement hands over again, or frees it). A hand-over whose
     // message has not come yet is left to its short lease.
     if (ticket != 0 && notifier_ && d_.offers(release_))
-      if (auto handed = notifier_->take_handover(name_, owner_)) {
+      if (auto handed = notifier_->take_handover(name_, owner_);
+          handed && handed->token == std::to_string(ticket)) {
         s->run(d_[release_], {name_, owner_, static_cast<std::int64_t>(handed->fence)});
         ticket = 0;  // the release took it
       }
@@ -91,7 +92,8 @@ std::optional<Attempt> LeaseDriver::take_handover(AcquireRequest& r) {
   auto* w = static_cast<WaitingPlace*>(r.place.get());
   if (!hands_over() || !w || w->ticket == 0) return std::nullopt;
   auto handed = notifier_->take_handover(r.name, r.owner);
-  if (!handed) return std::nullopt;
+  // Another acquire's (one that gave up): not ours, and left to its short lease.
+  if (!handed || handed->token != std::to_string(w->ticket)) return std::nullopt;
   const auto left = handed->lease - std::chrono::duration_cast<milliseconds>(Clock::now() - w->busy_sent);
   if (!r.renewed || left < handed->lease / 2) return std::nullopt;
   w->ticket = 0;  // the release took it

@@ -394,6 +394,8 @@ TEST_CASE("postgresql: a waiter that gives up after the row was handed to it pas
   raw.run("INSERT INTO " + table.name() + "_queue (name, owner, ticket, valid_until) VALUES ('job', 'next', "
           "(SELECT max(ticket) + 1 FROM " + table.name() + "_queue), (extract(epoch from now()) * 1000)::bigint + 60000)",
           {});
+  const auto ticket = sq::as_int(
+      raw.run("SELECT ticket FROM " + table.name() + "_queue WHERE owner = $1", {me}).rows.at(0).at(0));
   raw.run(d[Statement::insert_handover], {std::string("job"), held.owner(), static_cast<std::int64_t>(held.fence())});
   auto owner_fence = [&] {
     auto r = raw.run("SELECT owner, fence FROM " + table.name() + " WHERE name = 'job'", {});
@@ -402,7 +404,7 @@ TEST_CASE("postgresql: a waiter that gives up after the row was handed to it pas
   };
   auto [to, fence] = owner_fence();
   REQUIRE(to == me);
-  notifier->grant = dblock::detail::Handover{static_cast<std::uint64_t>(fence), 3000ms};
+  notifier->grant = dblock::detail::Handover{static_cast<std::uint64_t>(fence), 3000ms, std::to_string(ticket)};
   a.place.reset();  // the acquire gives up
   auto [next, next_fence] = owner_fence();
   CHECK(next == "next");

@@ -919,9 +919,9 @@ namespace r = dblock::detail::redis;
 
 // A ticket written behind the library's back, as a waiter that died leaves it: `owner` at
 // `place` in the name's line, live for `life_ms` more on the server's clock, taking
-// hand-overs of `lease_ms` ("": none, as an older client's).
+// hand-overs as `lease` says ("LEASE_MS TOKEN"; "": none, as an older client's).
 void write_ticket(const Node& node, const std::string& name, const std::string& owner, int place, int life_ms,
-                  const std::string& lease_ms = "") {
+                  const std::string& lease = "") {
   REQUIRE(raw(node, {"EVAL", R"lua(
 local t = redis.call('TIME')
 redis.call('ZADD', KEYS[1], ARGV[2], ARGV[1])
@@ -930,7 +930,7 @@ if ARGV[4] ~= '' then redis.call('HSET', KEYS[2], '\0' .. ARGV[1], ARGV[4]) end
 redis.call('PEXPIRE', KEYS[1], ARGV[3])
 return redis.call('PEXPIRE', KEYS[2], ARGV[3])
 )lua", "2", r::keys::queue(name), r::keys::alive(name), owner, std::to_string(place), std::to_string(life_ms),
-                     lease_ms}) == "1");
+                     lease}) == "1");
 }
 
 // The redis strategy's driver alone on a fixture's server: no Client around it, no
@@ -1039,7 +1039,7 @@ TEST_CASE("redis: a dead waiter handed the name holds it no longer than the hand
   const auto node = data_node(f.url);
   auto h = ns.open(), c = ns.open();
   auto held = h->lock("line", opts(Strategy::redis)).acquire();
-  write_ticket(node, "line", "ghost", 1, 60000, "2000");
+  write_ticket(node, "line", "ghost", 1, 60000, "2000 1");
   // A flagged grant: the ghost found it held (as a live waiter's attempt would have flagged it).
   auto w = c->lock("line", opts(Strategy::redis)).try_acquire(1ms);
   CHECK_FALSE(w);
@@ -1073,12 +1073,12 @@ TEST_CASE("redis: a ticket dropped after the name was handed to it passes the na
   REQUIRE(a.place);
   // As a subscribed waiter's ticket: it takes hand-overs, and it flagged the holder's record;
   // and one more waiter is behind it.
-  REQUIRE(raw(node, {"HSET", r::keys::alive(name), std::string(1, '\0') + owner, "3000"}) == "1");
+  REQUIRE(raw(node, {"HSET", r::keys::alive(name), std::string(1, '\0') + owner, "3000 1"}) == "1");
   REQUIRE(raw(node, {"EVAL", R"lua(
 local f, h, at, w, rest = string.match(redis.call('GET', KEYS[1]), '^(%S+) (%S+) (%S+) (%S) (.*)$')
 return redis.call('SET', KEYS[1], f .. ' ' .. h .. ' ' .. at .. ' 3 ' .. rest, 'KEEPTTL').ok
 )lua", "1", name}) == "OK");
-  write_ticket(node, name, "next", 2, 60000, "3000");
+  write_ticket(node, name, "next", 2, 60000, "3000 1");
   held.release();
   auto record = raw(node, {"GET", name});
   REQUIRE(record.size() > owner.size());

@@ -92,8 +92,9 @@ const Dialect& postgresql_dialect() {
     // grants the row to its head instead
     // (a hand-over: LeaseDriver::take_handover): new fence, the ticket's life as its lease
     // (handover_ms, the waiter's watchdog renews it to its TTL), the ticket deleted, and the
-    // grant announced on the channel of hand-overs as "FENCE LEASE_MS OWNER_BYTES OWNER NAME"
-    // (PgListener: one channel for every table, as an owner names one Client of one table). It commits synchronously, as every grant does (its fence must not be
+    // grant announced on the channel of hand-overs as "FENCE LEASE_MS TICKET OWNER_BYTES OWNER
+    // NAME" (PgListener: one channel for every table, as an owner names one Client of one
+    // table; the ticket says which of the owner's acquires it was for). It commits synchronously, as every grant does (its fence must not be
     // lost in a crash). It draws its fence without the name's turn lock: the row stays locked
     // by this statement from our grant to the head's, so no other grant of the name can draw
     // meanwhile. A release that finds no live ticket frees the row as before (`free`, the
@@ -101,7 +102,8 @@ const Dialect& postgresql_dialect() {
     // besides.
     const std::string handover_ms = "3000";
     const auto releasing = [&](const std::string& free, const std::string& also, const std::string& handed_also) {
-      return "WITH head AS (SELECT q.owner FROM ${table}_queue AS q WHERE q.name = $1 AND q.valid_until > ${now_ms} "
+      return "WITH head AS (SELECT q.owner, q.ticket FROM ${table}_queue AS q WHERE q.name = $1 "
+             "AND q.valid_until > ${now_ms} "
              "ORDER BY q.ticket LIMIT 1), "
              "handed AS (UPDATE ${table} AS t SET owner = head.owner, fence = ${table}_fence_next(), holds = 1, "
              "acquired_at = ${now_ms}, valid_until = ${now_ms} + " + handover_ms + ", version = t.version + 1 FROM head "
@@ -112,8 +114,8 @@ const Dialect& postgresql_dialect() {
              "AND NOT EXISTS (SELECT 1 FROM head) RETURNING name, version) "
              "SELECT pg_notify('dblock_${table}', freed.name || E'\\n'), set_config('synchronous_commit', 'off', true)" +
              also + " FROM freed UNION ALL SELECT pg_notify('dblock handed', handed.fence || ' " +
-             handover_ms + " ' || octet_length(handed.owner) || ' ' || handed.owner || handed.name), NULL" +
-             handed_also + " FROM handed";
+             handover_ms + " ' || head.ticket || ' ' || octet_length(handed.owner) || ' ' || handed.owner || "
+             "handed.name), NULL" + handed_also + " FROM handed, head";
     };
     d[S::insert_release] =
         "WITH gone AS (DELETE FROM ${table} WHERE name = $1 AND owner = $2 AND fence = $3::bigint "

@@ -24,7 +24,7 @@ class Receiver final : public pqxx::notification_receiver {
   std::function<void(const std::string&)> on_;
 };
 
-// A hand-over's payload (pg_dialect.cpp, insert_release): "FENCE LEASE_MS OWNER_BYTES
+// A hand-over's payload (pg_dialect.cpp, insert_handover): "FENCE LEASE_MS TICKET OWNER_BYTES
 // OWNER NAME", the owner's length in bytes first, as owners and names may hold anything.
 void hand_over(WakeTable& table, const std::string& payload) {
   Handover grant;
@@ -35,6 +35,8 @@ void hand_over(WakeTable& table, const std::string& payload) {
     grant.fence = std::stoull(payload.substr(at), &used);
     at += used + 1;
     grant.lease = std::chrono::milliseconds{std::stoll(payload.substr(at), &used)};
+    at += used + 1;
+    grant.token = std::to_string(std::stoll(payload.substr(at), &used));
     at += used + 1;
     owner_bytes = std::stoull(payload.substr(at), &used);
     at += used + 1;

@@ -1,6 +1,7 @@
 #include "backends/redis/redis_driver.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <optional>
 #include <thread>
 
@@ -128,8 +129,8 @@ class ShapedGrant final : public GrantHandle {
 // fails, the ticket lapses within ticket_life.
 class Ticket final : public QueuePlace {
  public:
-  Ticket(Pool& pool, const std::string& name, const std::string& owner)
-      : pool_(pool), name_(name), owner_(owner) {}
+  Ticket(Pool& pool, const std::string& name, const std::string& owner, std::string token)
+      : token(std::move(token)), pool_(pool), name_(name), owner_(owner) {}
   ~Ticket() override {
     if (!held) return;
     try {
@@ -143,11 +144,20 @@ class Ticket final : public QueuePlace {
   // When the last attempt that found the name busy was sent: a release that hands the name
   // over to this ticket does so after that attempt ran.
   Clock::time_point sent{};
+  // Which of its owner's acquires of the name this ticket is, as a hand-over names it.
+  const std::string token;
 
  private:
   Pool& pool_;  // the backend's, which outlives every acquire
   const std::string name_, owner_;
 };
+
+// A ticket's token: unique within the process, which with the owner (one Client's thread)
+// makes it unique to one acquire.
+std::string next_token() {
+  static std::atomic<std::uint64_t> n{0};
+  return std::to_string(++n);
+}
 
 }  // namespace
 
@@ -170,8 +180,9 @@ milliseconds RedisDriver::handover_lease(const AcquireRequest& r) const {
 std::optional<Attempt> RedisDriver::take_handover(AcquireRequest& r) {
   if (!r.fair || !r.place || !sub_) return std::nullopt;
   auto handed = sub_->take_handover(r.name, r.owner);
-  if (!handed) return std::nullopt;
   auto& ticket = static_cast<Ticket&>(*r.place);
+  // Another acquire's (one that gave up, its ticket's leave passed the name on): not ours.
+  if (!handed || handed->token != ticket.token) return std::nullopt;
   // Counted from our last busy attempt's sending (the release ran after that attempt), as the
   // core counts every lease from its request's sending. Less than half left (the message came
   // late): ask the server instead, which takes our record over as a leftover if it still is.
@@ -195,12 +206,15 @@ Attempt RedisDriver::attempt(AcquireRequest& r) {
     // with it, so the script gives the ticket up and a try writes nothing), and the lease a
     // release may hand us over with (0: none).
     std::vector<std::string> on{r.name, keys::fence(r.name)};
+    std::string token;
     std::vector<std::string> args{r.owner, std::to_string(r.ttl.count()), sub_ ? "1" : "0",
                                   now_ms_text(), "-", "", std::to_string(std::min(writer_mark, r.wait).count())};
     if (r.fair) {
       on.insert(on.end(), {keys::queue(r.name), keys::alive(r.name)});
       args.push_back(std::to_string(r.wait.count() > 0 ? ticket_life.count() : 0));
-      args.push_back(std::to_string(handover_lease(r).count()));
+      token = r.place ? static_cast<Ticket&>(*r.place).token : next_token();
+      const auto lease = handover_lease(r);
+      args.push_back(lease.count() > 0 ? std::to_string(lease.count()) + " " + token : "0");
     }
     const auto sent = Clock::now();
     auto reply = c->eval(acquire_script(), on, args);
@@ -209,7 +223,7 @@ Attempt RedisDriver::attempt(AcquireRequest& r) {
     if (!a.granted) {
       auto busy = Attempt::busy(a.remaining);
       if (r.fair && r.wait.count() > 0) {
-        busy.place = r.place ? std::move(r.place) : std::make_unique<Ticket>(pool_, r.name, r.owner);
+        busy.place = r.place ? std::move(r.place) : std::make_unique<Ticket>(pool_, r.name, r.owner, token);
         static_cast<Ticket&>(*busy.place).sent = sent;
       } else if (r.place)
         static_cast<Ticket&>(*r.place).held = false;

@@ -78,14 +78,15 @@ end
 // when it holds, the lease it takes as a hand-over (nil: none) and whether another ticket is
 // behind it (nil when none), removing lapsed tickets found in front of it (the asker's own,
 // `me`, is live: it is asking); join(...) takes a place at the back or keeps ours, valid
-// for `life` ms more, taking hand-overs of `lease` ms (nil: none); leave(q, a, owner) ->
-// whether we had one. Both keys live as long as their longest ticket could, so nothing is
+// for `life` ms more, taking hand-overs as `lease` says ("LEASE_MS TOKEN"; nil: none);
+// leave(q, a, owner) -> whether we had one. Both keys live as long as their longest ticket could, so nothing is
 // left behind when every waiter dies. A ticket's hand-over lease is a field of its own
 // ("\0" .. owner): an older client reads only the owner's field, a number.
 // pass_on(...): the caller let the name (key) go: hand it to the head (a grant made here over
-// whatever the key held, the fence drawn as the acquire script draws it, for the head's
-// hand-over lease; the message "NAME\0\0FENCE LEASE OWNER" tells the head's process it holds
-// it), or, when the head takes no hand-over, delete the key and wake the head to try
+// whatever the key held, the fence drawn as the acquire script draws it, for the lease its
+// ticket asks, "LEASE_MS TOKEN"; the message "NAME\0\0FENCE LEASE_MS TOKEN OWNER" tells the
+// head's process it holds it, and the token which of its owner's acquires the ticket was),
+// or, when the head takes no hand-over, delete the key and wake the head to try
 // ("NAME\0OWNER"). Answers whether there was a head (if not, the key is left as it was).
 const char* const queue_helpers = R"lua(
 local function head(q, a, now, me)
@@ -124,7 +125,8 @@ local function pass_on(key, fkey, q, a, channel)
   local now = math.floor(us / 1000)
   local first, _, lease, more = head(q, a, now)
   if not first then return false end
-  if not lease then
+  local ms, token = string.match(lease or '', '^(%d+) (%S+)$')
+  if not ms then
     redis.call('DEL', key)
     redis.call('PUBLISH', channel, key .. '\0' .. first)
     return true
@@ -132,10 +134,10 @@ local function pass_on(key, fkey, q, a, channel)
   local fence = tonumber(redis.call('GET', fkey) or '0') + 1
   if fence < us then fence = us end
   local fs = string.format('%d', fence)
-  redis.call('SET', key, record(fs, '1', string.format('%d', now), more and '3' or '0', '-', first), 'PX', lease)
+  redis.call('SET', key, record(fs, '1', string.format('%d', now), more and '3' or '0', '-', first), 'PX', ms)
   redis.call('SET', fkey, fs)
   leave(q, a, first)
-  redis.call('PUBLISH', channel, key .. '\0\0' .. fs .. ' ' .. lease .. ' ' .. first)
+  redis.call('PUBLISH', channel, key .. '\0\0' .. fs .. ' ' .. ms .. ' ' .. token .. ' ' .. first)
   return true
 end
 )lua";
@@ -191,8 +193,8 @@ std::string with_queue(const char* body) { return with_record(queue_helpers + st
 // ticket, and marks the record waiting (3) when others are still queued, so that its release
 // passes the name on. Not its turn: busy, for no longer than the head's ticket may stay (a
 // dead head blocks nobody past it). A busy answer joins the queue or keeps the asker's place
-// for ARGV[8] ms, taking hand-overs of ARGV[9] ms (absent or 0: none); ARGV[8] = 0 (a try,
-// or the acquire's last attempt) leaves it and writes nothing else. A subscribed fair waiter
+// for ARGV[8] ms, taking hand-overs as ARGV[9] says ("LEASE_MS TOKEN"; absent or 0: none);
+// ARGV[8] = 0 (a try, or the acquire's last attempt) leaves it and writes nothing else. A subscribed fair waiter
 // flags the holder's record 3: its release then hands the name to the head, or wakes it
 // (pass_on).
 const Script& acquire_script() {

@@ -35,23 +35,31 @@ struct Link {
 };
 
 // A release's message (redis_scripts.hpp, keys::channel): "NAME", "NAME\0OWNER" or
-// "NAME\0\0FENCE LEASE OWNER" (names hold no NUL; owners come last, as they may hold spaces).
+// "NAME\0\0FENCE LEASE TOKEN OWNER" (names hold no NUL; owners come last, as they may hold
+// spaces).
 void deliver(WakeTable& table, const std::string& message) {
   const auto nul = message.find('\0');
   if (nul == std::string::npos) return table.bump(message);
   auto name = message.substr(0, nul);
   if (nul + 1 == message.size() || message[nul + 1] != '\0') return table.bump(name, message.substr(nul + 1));
-  const auto fence_at = nul + 2, lease_at = message.find(' ', fence_at) + 1;
-  const auto owner_at = lease_at == 0 ? std::string::npos : message.find(' ', lease_at);
-  if (owner_at == std::string::npos) return;  // not a message of ours
+  // The three fields before the owner, each ended by a space.
+  std::string field[3];
+  auto at = nul + 2;
+  for (auto& f : field) {
+    const auto end = message.find(' ', at);
+    if (end == std::string::npos) return;  // not a message of ours
+    f = message.substr(at, end - at);
+    at = end + 1;
+  }
   Handover grant;
   try {
-    grant.fence = std::stoull(message.substr(fence_at, lease_at - 1 - fence_at));
-    grant.lease = milliseconds{std::stoll(message.substr(lease_at, owner_at - lease_at))};
+    grant.fence = std::stoull(field[0]);
+    grant.lease = milliseconds{std::stoll(field[1])};
   } catch (const std::exception&) {
     return;
   }
-  table.hand_over(name, message.substr(owner_at + 1), grant);
+  grant.token = field[2];
+  table.hand_over(name, message.substr(at), grant);
 }
 
 }  // namespace

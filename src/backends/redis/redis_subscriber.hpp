@@ -33,7 +33,7 @@ class Subscriber {
   std::unique_ptr<ReleaseWatch> watch(const std::string& name, const std::string& owner);
   // The same without starting or waiting for anything: null unless subscribed already.
   std::unique_ptr<ReleaseWatch> watch_if_subscribed(const std::string& name, const std::string& owner);
-  // "NAME\0\0FENCE LEASE OWNER": the release handed the name to OWNER, whose watch wakes;
+  // "NAME\0\0FENCE LEASE TOKEN OWNER": the release handed the name to OWNER, whose watch wakes;
   // its next attempt takes the grant from here instead of asking the server.
   std::optional<Handover> take_handover(const std::string& name, const std::string& owner);
 
