@@ -23,13 +23,14 @@
 //   dblock_locks:queue:NAME      fair waiters (redis strategy, exclusive, LockOptions::fair):
 //                                a sorted set, owner -> place in line (1, 2, ...)
 //   dblock_locks:alive:NAME      a hash, owner -> until when its ticket holds (server ms);
-//                                each wait renews it; and "\0" owner -> the lease (ms) a
-//                                release may hand the name over with, for a waiter that
-//                                takes hand-overs. Both keys expire with their last ticket.
+//                                each wait renews it; and "\0" owner -> "LEASE_MS TOKEN",
+//                                the lease a release may hand the name over with and the
+//                                acquire it is for, for a waiter that takes hand-overs.
+//                                Both keys expire with their last ticket.
 //   dblock_locks:released        pub/sub channel; a release that frees NAME publishes NAME
 //                                if someone waits (the record's `waiting` flag). When fair
 //                                waiters do (waiting 3) it passes NAME to the oldest live
-//                                ticket's OWNER: "NAME\0\0FENCE LEASE OWNER" when it granted
+//                                ticket's OWNER: "NAME\0\0FENCE LEASE TOKEN OWNER" when it granted
 //                                NAME to OWNER itself (a hand-over), else "NAME\0OWNER",
 //                                whose watch alone wakes to try.
 //
