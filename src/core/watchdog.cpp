@@ -33,9 +33,10 @@ void Watchdog::watch(const std::shared_ptr<Grant>& grant) {
   {
     std::lock_guard lk(state_->mutex);
     const auto now = Clock::now();
-    // The first renewal comes at renew_every, or at half the time the grant has if that is
-    // sooner (a hand-over's short lease: Redis, PostgreSQL).
-    const auto first = now + std::min<Clock::duration>(grant->renew_every, (grant->deadline() - now) / 2);
+    // The first renewal comes at renew_every; for a grant given less than half its TTL (a
+    // hand-over's short lease: Redis, PostgreSQL), at half the time it has if that is sooner.
+    auto first = now + grant->renew_every;
+    if (grant->deadline() - now < grant->ttl / 2) first = std::min(first, now + (grant->deadline() - now) / 2);
     auto due = std::min(first, grant->deadline());
     state_->entries.push_back({grant, grant.get(), first});
     ++state_->changes;
