@@ -32,6 +32,14 @@ struct Handover {
   std::uint64_t fence = 0;
   milliseconds lease{0};
   std::string token;
+  // The lease left, counted from `sent`, a request of the waiter's sent before the release
+  // ran (as the core counts every lease from its request's sending); nothing when less than
+  // half is left (a late message: the waiter asks the server instead).
+  std::optional<milliseconds> left_since(Clock::time_point sent) const {
+    const auto left = lease - std::chrono::duration_cast<milliseconds>(Clock::now() - sent);
+    if (left < lease / 2) return std::nullopt;
+    return left;
+  }
 };
 
 struct WakeTable {

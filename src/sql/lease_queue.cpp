@@ -94,10 +94,10 @@ std::optional<Attempt> LeaseDriver::take_handover(AcquireRequest& r) {
   auto handed = notifier_->take_handover(r.name, r.owner);
   // Another acquire's (one that gave up): not ours, and left to its short lease.
   if (!handed || handed->token != std::to_string(w->ticket)) return std::nullopt;
-  const auto left = handed->lease - std::chrono::duration_cast<milliseconds>(Clock::now() - w->busy_sent);
-  if (!r.renewed || left < handed->lease / 2) return std::nullopt;
+  const auto left = handed->left_since(w->busy_sent);
+  if (!r.renewed || !left) return std::nullopt;
   w->ticket = 0;  // the release took it
-  return handing(keyed_grant(*this, r, handed->fence, left), r, true);
+  return handing(keyed_grant(*this, r, handed->fence, *left), r, true);
 }
 
 bool LeaseDriver::queued_behind(Connection& s, const AcquireRequest& r) const {

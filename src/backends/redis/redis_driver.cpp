@@ -183,13 +183,12 @@ std::optional<Attempt> RedisDriver::take_handover(AcquireRequest& r) {
   auto& ticket = static_cast<Ticket&>(*r.place);
   // Another acquire's (one that gave up, its ticket's leave passed the name on): not ours.
   if (!handed || handed->token != ticket.token) return std::nullopt;
-  // Counted from our last busy attempt's sending (the release ran after that attempt), as the
-  // core counts every lease from its request's sending. Less than half left (the message came
-  // late): ask the server instead, which takes our record over as a leftover if it still is.
-  const auto left = handed->lease - std::chrono::duration_cast<milliseconds>(Clock::now() - ticket.sent);
-  if (left < handed->lease / 2) return std::nullopt;
+  // From our last busy attempt (the release ran after it); a late one: the server takes our
+  // record over as a leftover if it still is.
+  const auto left = handed->left_since(ticket.sent);
+  if (!left) return std::nullopt;
   ticket.held = false;  // the release took it off the queue
-  return keyed_grant(*this, r, handed->fence, left);
+  return keyed_grant(*this, r, handed->fence, *left);
 }
 
 Attempt RedisDriver::attempt(AcquireRequest& r) {
