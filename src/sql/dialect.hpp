@@ -67,10 +67,11 @@ enum class Statement : std::size_t {
   // the freed row's new version (RETURNING; MySQL: LAST_INSERT_ID(expr) and a SELECT of it):
   // this Client's next acquire tries the compare-and-set on it without reading first.
   optimistic_release,
-  // Optional, with release notifications: the two releases above as the release of a grant
-  // made after waiting (others are likely queued), which, with a live ticket in the name's
-  // queue, grants the row to its head instead (a hand-over: LeaseDriver::take_handover) and
-  // tells the head's process through the notifier. Apart from the plain releases because
+  // Optional, with release notifications or turn grants that take handed rows: the two
+  // releases above as the release of a grant made after waiting (others are likely queued),
+  // which, with a live ticket in the name's queue, grants the row to its head instead (a
+  // hand-over) and tells the head's process through the notifier
+  // (LeaseDriver::take_handover), or leaves it to the head's turn grant. Apart from the plain releases because
   // the hand-over's statements cost an uncontended release about 25 us (7 %) even when they
   // find no ticket.
   insert_handover,
@@ -152,9 +153,13 @@ enum class Statement : std::size_t {
   // only when no live ticket of another owner is lower, and deletes the winner's ticket.
   // (name, owner, keep_ms, ticket) -> ticket: joins the name's queue (ticket 0: a new
   // ticket behind every other) or keeps a ticket alive (the same one, written back), for
-  // keep_ms from now.
+  // keep_ms from now; no row where a ticket a release handed the row to is not written back.
   queue_join,
   queue_leave,  // (name, owner): the ticket goes (the waiter gave up); the next is woken
+  // Optional, where turn grants take handed rows (Dialect::turn_grants_take_handed): (name,
+  // owner, ticket): queue_leave, and a row a release handed to that ticket is freed (its
+  // waiter gave up before its grant took it), in place of queue_leave.
+  queue_leave_handed,
   // Optional: (name, owner, ticket) -> a row when a live ticket of another owner is lower. A
   // waiter with a ticket asks it first where a grant attempt costs more than a read (SQLite:
   // every attempt takes the database's one write lock, and a release wakes every waiter).
@@ -241,6 +246,10 @@ struct Dialect {
   // (NULL when none), for a notifier that wakes that owner alone (SQLite's wake files;
   // PostgreSQL's release names it in its NOTIFY instead).
   bool release_names_next = false;
+  // Whether the turn grants (insert_turn_grant, optimistic_turn_grant) answer a row a release
+  // handed to the asker's ticket (its fence and ms left) without writing: a hand-over then
+  // needs no notifier, the turn key wakes its waiter (MySQL).
+  bool turn_grants_take_handed = false;
   // At most this many rows per sweep batch, whatever the caller asks (0: no cap).
   std::size_t sweep_batch_max = 0;
   // A pause after each full sweep batch, for databases with one writer at a time (SQLite),

@@ -105,7 +105,7 @@ class LeaseDriver : public LockDriver {
   // to be sure it missed nothing, and one attempt less is one statement less beside the
   // hand-off it waits for.
   std::unique_ptr<ReleaseWatch> early_watch(const std::string& name, const std::string& owner) override {
-    return hands_over() ? notifier_->watch_if_ready(name, owner) : nullptr;
+    return hands_over() && notifier_ ? notifier_->watch_if_ready(name, owner) : nullptr;
   }
 
   // A grant's renewal and release (its handle is a KeyedGrant). Renewal extends our row and
@@ -124,7 +124,8 @@ class LeaseDriver : public LockDriver {
     return rows_.release_after(name, owner, fence, keep);
   }
   // The release of a grant whose owner waited with a turn key, on the session holding the
-  // key: the release and the key's let-go in one text (lease_turns.cpp).
+  // key: the release (the hand-over, where the dialect has it) and the key's let-go in one
+  // text (lease_turns.cpp).
   bool release_waking(Connection& turn, const std::string& name, const std::string& owner, std::uint64_t fence);
 
  protected:
@@ -155,8 +156,9 @@ class LeaseDriver : public LockDriver {
     }
     return a;
   }
-  // Whether releases hand over (Statement::insert_handover), told through the notifier.
-  bool hands_over() const { return notifier_ && d_.offers(handover_); }
+  // Whether releases hand over (Statement::insert_handover): told through the notifier, or
+  // found by the head's turn grant.
+  bool hands_over() const { return d_.offers(handover_) && (notifier_ || d_.turn_grants_take_handed); }
   // A grant's answer as handed to the core: one made after waiting (others are likely
   // queued) releases with the hand-over statement, where the dialect has one.
   Attempt handing(Attempt a, const AcquireRequest& r, bool waited);

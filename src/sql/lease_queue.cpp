@@ -32,7 +32,10 @@ WaitingPlace::~WaitingPlace() {
       }
     if (ticket != 0) {
       UnflushedCommits unflushed(*s);
-      s->run(d_[Statement::queue_leave], {name_, owner_});  // wakes the next waiter where it can
+      if (d_.offers(Statement::queue_leave_handed))  // and frees a row handed to this ticket
+        s->run(d_[Statement::queue_leave_handed], {name_, owner_, ticket});
+      else
+        s->run(d_[Statement::queue_leave], {name_, owner_});  // wakes the next waiter where it can
       if (notifier_) notifier_->released(name_);              // (elsewhere the wake-up is ours)
     }
     if (marked) s->run(d_[Statement::writer_unmark], {name_, owner_});
@@ -90,7 +93,7 @@ Attempt LeaseDriver::handing(Attempt a, const AcquireRequest& r, bool waited) {
 
 std::optional<Attempt> LeaseDriver::take_handover(AcquireRequest& r) {
   auto* w = static_cast<WaitingPlace*>(r.place.get());
-  if (!hands_over() || !w || w->ticket == 0) return std::nullopt;
+  if (!hands_over() || !notifier_ || !w || w->ticket == 0) return std::nullopt;
   auto handed = notifier_->take_handover(r.name, r.owner);
   // Another acquire's (one that gave up): not ours, and left to its short lease.
   if (!handed || handed->token != std::to_string(w->ticket)) return std::nullopt;
@@ -120,7 +123,8 @@ milliseconds LeaseDriver::queue(Connection& s, AcquireRequest& r, milliseconds r
       UnflushedCommits unflushed(s);
       joined = s.run(d_[Statement::queue_join], params);
     }
-    w.ticket = as_int(joined->rows.at(0)[0]);
+    // No ticket answered: the renewed one was handed the row just now (queue_join).
+    if (!joined->rows.empty()) w.ticket = as_int(joined->rows.front()[0]);
     w.renew_at = now + renew_ticket_every;
   }
   // Without release notifications (MySQL) the next waiter finds the release by polling, and

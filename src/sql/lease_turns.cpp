@@ -64,8 +64,20 @@ void let_turn_go(ConnectionPool::Handle& turn, const Dialect& d, const std::stri
 
 Attempt LeaseDriver::granted(AcquireRequest& r, const Row& row) {
   auto* w = static_cast<WaitingPlace*>(r.place.get());
-  Attempt a = handing(keyed_grant(*this, r, static_cast<std::uint64_t>(as_int(row[0])), milliseconds{as_int(row[1])}),
-                      r, w && w->ticket != 0);
+  const auto fence = static_cast<std::uint64_t>(as_int(row[0]));
+  auto left = milliseconds{as_int(row[1])};
+  // A row handed over (Dialect::turn_grants_take_handed) has a ticket's life: an acquire the
+  // core will not renew gets its TTL now.
+  if (!r.renewed && left < r.ttl) {
+    const auto renewal = renew(r.name, r.owner, fence, r.ttl, 1);
+    if (!renewal.held) {  // gone already (a 3 s lease): the next attempt asks again
+      Attempt a = Attempt::busy(milliseconds{0});
+      a.place = std::move(r.place);
+      return a;
+    }
+    left = renewal.remaining;
+  }
+  Attempt a = handing(keyed_grant(*this, r, fence, left), r, w && w->ticket != 0);
   if (w) {
     w->ticket = 0;  // the grant statement took it
     if (w->turn)
@@ -79,7 +91,8 @@ Attempt LeaseDriver::granted(AcquireRequest& r, const Row& row) {
 // release's commit (a woken waiter that read the row before it would find it still held).
 bool LeaseDriver::release_waking(Connection& turn, const std::string& name, const std::string& owner,
                                  std::uint64_t fence) {
-  const std::string text = d_[release_] + "; " + d_[Statement::turn_free];  // turn_free's ?1, ?2 are the release's
+  const auto release = hands_over() ? handover_ : release_;  // the key's owner waited: others are likely queued
+  const std::string text = d_[release] + "; " + d_[Statement::turn_free];  // turn_free's ?1, ?2 are the release's
   return GrantRows::done(turn.run(text, {name, owner, static_cast<std::int64_t>(fence)}));
 }
 

@@ -40,7 +40,8 @@ drop_tables() {
                   DROP PROCEDURE IF EXISTS ${t}_extend_shared; DROP PROCEDURE IF EXISTS ${t}_lock_in;
                   DROP TABLE IF EXISTS ${t}_queue; DROP PROCEDURE IF EXISTS ${t}_grant_queued;
                   DROP PROCEDURE IF EXISTS ${t}_take_queued; DROP PROCEDURE IF EXISTS ${t}_lease_grant;
-                  DROP PROCEDURE IF EXISTS ${t}_lease_take" ;;
+                  DROP PROCEDURE IF EXISTS ${t}_lease_take; DROP PROCEDURE IF EXISTS ${t}_lease_release;
+                  DROP PROCEDURE IF EXISTS ${t}_handed_grant; DROP PROCEDURE IF EXISTS ${t}_handed_take" ;;
       redis|redlock) redis_db flush ;;
     esac
   done

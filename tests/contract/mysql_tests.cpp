@@ -13,7 +13,9 @@
 #include "contract/upgrade_check.hpp"
 #include "core/validate.hpp"
 #include "sql/dialect.hpp"
+#include "sql/lease_drivers.hpp"
 #include "sql/migration_files.hpp"
+#include "support/eventually.hpp"
 #include "support/servers.hpp"
 
 using namespace std::chrono_literals;
@@ -616,4 +618,125 @@ TEST_CASE("mysql: a queued waiter holds its turn key until it gives up or releas
   CHECK_FALSE(key_held(owner_b));
   held_c->release();
   CHECK_FALSE(key_held(owner_c));
+}
+
+// The hand-over (migration V10): the release of a grant made after waiting grants the row to
+// the head of the line, whose turn key the same text lets go; the head's turn grant answers
+// the row handed to its ticket without writing it. Its lease is the ticket's life (3 s),
+// renewed by the head's watchdog to its TTL at half of that. Both lease strategies.
+namespace {
+std::int64_t mysql_left(dblock::detail::sqldb::Connection& raw, const std::string& table) {
+  auto r = raw.run("SELECT valid_until - TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000 "
+                   "FROM " + table + " WHERE name = 'job'");
+  return r.rows.empty() ? std::int64_t{-1} : dblock::detail::sqldb::as_int(r.rows.front()[0]);
+}
+std::int64_t mysql_queued(dblock::detail::sqldb::Connection& raw, const std::string& table) {
+  return dblock::detail::sqldb::as_int(raw.run("SELECT count(*) FROM " + table + "_queue").rows.front()[0]);
+}
+// A grant of `name` made after waiting (behind `first`, a Client that takes it and lets go):
+// the kind whose release hands over.
+dblock::Lease mysql_taken_after_waiting(dblock::Client& first, dblock::Client& c, const dblock::LockOptions& o) {
+  auto before = first.lock("job", o).acquire();
+  auto waited = std::async(std::launch::async, [&] { return c.lock("job", o).try_acquire(60s); });
+  std::this_thread::sleep_for(300ms);
+  before.release();
+  auto l = waited.get();
+  REQUIRE(l);
+  return std::move(*l);
+}
+}  // namespace
+
+TEST_CASE("mysql: a release hands the row to the head of the line, whose short lease is renewed", "[mysql][fair]") {
+  for (auto strategy : {dblock::Strategy::insert, dblock::Strategy::optimistic}) {
+    dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
+    auto h = table.ns().open(), w = table.ns().open(), x = table.ns().open();
+    auto raw = dblock::test::server_connection(table.url());
+    const std::string t = table.name();
+    dblock::LockOptions o;
+    o.strategy = strategy;
+    o.ttl = 30s;
+    auto held = mysql_taken_after_waiting(*x, *h, o);
+    auto waiter = std::async(std::launch::async, [&] { return w->lock("job", o).try_acquire(60s); });
+    REQUIRE(dblock::test::eventually([&] { return mysql_queued(*raw, t) == 1; }, 20s));
+    std::this_thread::sleep_for(100ms);  // into its turn key's wait
+    const auto fence = held.fence();
+    held.release();
+    auto got = waiter.get();
+    REQUIRE(got);
+    CHECK(got->fence() > fence);
+    const auto handed = mysql_left(*raw, t);
+    CHECK(handed > 0);
+    CHECK(handed <= 3000);  // handed over: the ticket's life, not the 30 s asked
+    CHECK(mysql_queued(*raw, t) == 0);
+    CHECK(dblock::test::eventually([&] { return mysql_left(*raw, t) > 3000; }, 10s));
+    CHECK_FALSE(got->lost());
+    got->release();
+    CHECK(mysql_left(*raw, t) <= 0);  // freed
+  }
+}
+
+// An acquire the core does not renew (auto_renew off) gets its TTL at once when handed the
+// row, under the fence the release drew for it.
+TEST_CASE("mysql: a waiter that renews nothing is handed the row with its own TTL", "[mysql][fair]") {
+  dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
+  auto h = table.ns().open(), w = table.ns().open(), x = table.ns().open();
+  auto raw = dblock::test::server_connection(table.url());
+  auto held = mysql_taken_after_waiting(*x, *h, {});
+  dblock::LockOptions o;
+  o.auto_renew = false;
+  o.ttl = 20s;
+  auto waiter = std::async(std::launch::async, [&] { return w->lock("job", o).try_acquire(60s); });
+  REQUIRE(dblock::test::eventually([&] { return mysql_queued(*raw, table.name()) == 1; }, 20s));
+  std::this_thread::sleep_for(100ms);
+  held.release();
+  auto got = waiter.get();
+  REQUIRE(got);
+  CHECK(mysql_left(*raw, table.name()) > 15000);
+  auto fence = raw->run("SELECT fence, handed_to <> 0 FROM " + table.name() + " WHERE name = 'job'");
+  CHECK(dblock::detail::sqldb::as_int(fence.rows.at(0)[0]) == static_cast<std::int64_t>(got->fence()));
+  CHECK(dblock::detail::sqldb::as_int(fence.rows.at(0)[1]) == 1);  // the hand-over's grant, not a new one
+  got->release();
+}
+
+// A waiter that gives up after the release handed it the row (its grant never took it) frees
+// the row with its ticket, and the next waiter, woken by its turn key, gets it at once; a
+// release of a row that is not ours any more answers so.
+TEST_CASE("mysql: a waiter that gives up after the row was handed to it frees it", "[mysql][fair]") {
+  namespace sq = dblock::detail::sqldb;
+  dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
+  const auto url = table.url();
+  auto raw = dblock::test::server_connection(url);
+  const auto d = sq::mysql_dialect_of(*raw).rendered(dblock::detail::parse_table_name(table.name()));
+  sq::ConnectionPool::Open open = [url] { return dblock::test::server_connection(url); };
+  sq::ConnectionPool pool(open, {2, 2, 10s, "test connections"});
+  sq::InsertDriver driver(pool, open, d, nullptr);
+  auto c = table.ns().open();
+  dblock::LockOptions o;
+  o.auto_renew = false;  // the test takes the row away from this lease
+  auto held = c->lock("job", o).acquire();
+  const std::string me = "test:1:0:t1";
+  dblock::detail::AcquireRequest req{"job", me, 30s, 10s, nullptr};
+  auto a = driver.try_acquire(req);
+  REQUIRE_FALSE(a.acquired());
+  REQUIRE(a.place);
+  const auto ticket = sq::as_int(
+      raw->run("SELECT ticket FROM " + table.name() + "_queue WHERE owner = ?1", {me}).rows.at(0).at(0));
+  const auto released = raw->run(d[Statement::insert_handover],
+                                 {std::string("job"), held.owner(), static_cast<std::int64_t>(held.fence())});
+  CHECK(sq::as_int(released.rows.at(0).at(0)) == -1);  // handed over
+  auto row = [&] {
+    auto r = raw->run("SELECT owner, fence, handed_to, holds FROM " + table.name() + " WHERE name = 'job'");
+    REQUIRE(r.rows.size() == 1);
+    return r.rows.front();
+  };
+  CHECK(sq::as_text(row()[0]) == me);
+  CHECK(sq::as_int(row()[1]) > static_cast<std::int64_t>(held.fence()));
+  CHECK(sq::as_int(row()[2]) == ticket);
+  CHECK(mysql_queued(*raw, table.name()) == 0);
+  CHECK(raw->run(d[Statement::insert_handover],
+                 {std::string("job"), held.owner(), static_cast<std::int64_t>(held.fence())}).rows.empty());
+  a.place.reset();  // the acquire gives up
+  CHECK(sq::as_text(row()[0]).empty());
+  CHECK(sq::as_int(row()[3]) == 0);
+  CHECK(table.ns().open()->lock("job").try_acquire());
 }

@@ -44,11 +44,11 @@ int whole_seconds(std::chrono::milliseconds ms) {  // rounded up, at least 1
     case 1049:  // unknown database
       throw SchemaError(what + " (create the database, or fix the URL's path)");
     case 1146:  // no such table
-    case 1305:  // no such procedure: a table migrated by an older dblock (before V2, V3 or V9)
-    case 1054:  // no such column: the same (before V9)
+    case 1305:  // no such procedure: a table migrated by an older dblock (before V2, V3, V9 or V10)
+    case 1054:  // no such column: the same (before V9 or V10)
       throw SchemaError(what + " (run `dblock migrate` with the same --table)");
     case 1370:  // EXECUTE denied on a procedure
-      throw UnavailableError(what + " (dblock CALLs <table>_grant, <table>_take and <table>_fence_draw: GRANT EXECUTE on them)");
+      throw UnavailableError(what + " (dblock CALLs the <table>_* procedures of its migrations: GRANT EXECUTE on them)");
     case 1205:  // lock wait timeout (and MariaDB's NOWAIT)
     case 3572:  // MySQL 8's NOWAIT
     case 1213:  // deadlock: InnoDB rolled the transaction back

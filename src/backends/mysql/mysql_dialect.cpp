@@ -63,6 +63,13 @@ Dialect make(bool mariadb) {
         "UPDATE ${table} SET owner = '', holds = 0, valid_until = ${now_ms}, version = LAST_INSERT_ID(version + 1) "
         "WHERE name = ?1 AND owner = ?2 AND fence = ?3; "
         "SELECT LAST_INSERT_ID() FROM DUAL WHERE ROW_COUNT() >= 1";
+    // The hand-over (migration V10): the release of a grant made after waiting grants a marked
+    // row to the lowest live ticket's owner (a new fence, 3 s, the ticket deleted, its number
+    // in handed_to), whose turn key the same text lets go; that waiter's turn grant answers
+    // the row handed to its ticket without writing. Answers the freed row's version, or -1.
+    d[S::insert_handover] = "CALL ${table}_lease_release(?1, ?2, ?3)";
+    d[S::optimistic_handover] = d[S::insert_handover];
+    d.turn_grants_take_handed = true;
 
     // Read/write locks and semaphores (migration V6): the grant, release, renewal and keep
     // are procedures that lock the name's row first (the last two one procedure); the mark
@@ -87,18 +94,28 @@ Dialect make(bool mariadb) {
     // is no row): a write would hold the row locked through the join's commit, and the
     // grant of the waiter a release just woke would wait for that flush. Under READ
     // COMMITTED the UPDATE reads a row it does not change without locking it, and the
-    // INSERT's NOT EXISTS is a read without locks too.
+    // INSERT's NOT EXISTS is a read without locks too. A ticket a release has just handed the
+    // row to (migration V10: the release deleted it) is not written back, and the answer is
+    // then no row: the waiter's next grant takes the row.
     d[S::queue_join] =
         "START TRANSACTION; "
         "UPDATE ${table} SET waited_until = ${now_ms} + 2 * ?3 WHERE name = ?1 AND waited_until < ${now_ms} + ?3; "
         "INSERT IGNORE INTO ${table} (name, owner, fence, holds, acquired_at, valid_until, version, waited_until) "
         "SELECT ?1, '', 0, 0, ${now_ms}, 0, 0, ${now_ms} + 2 * ?3 FROM DUAL "
         "WHERE NOT EXISTS (SELECT 1 FROM ${table} WHERE name = ?1); "
-        "INSERT INTO ${table}_queue (name, owner, ticket, valid_until) VALUES (?1, ?2, "
-        "IF(?4 = 0, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), ?4), ${now_ms} + ?3) "
-        "ON DUPLICATE KEY UPDATE ticket = VALUES(ticket), valid_until = VALUES(valid_until); COMMIT; "
-        "SELECT ticket FROM ${table}_queue WHERE name = ?1 AND owner = ?2";
+        "INSERT INTO ${table}_queue (name, owner, ticket, valid_until) SELECT ?1, ?2, "
+        "IF(?4 = 0, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), ?4), ${now_ms} + ?3 "
+        "FROM DUAL WHERE NOT EXISTS (SELECT 1 FROM ${table} WHERE name = ?1 AND owner = ?2 AND handed_to = ?4 "
+        "AND ?4 <> 0 AND holds > 0) "
+        "ON DUPLICATE KEY UPDATE ticket = VALUES(ticket), valid_until = VALUES(valid_until); "
+        "SELECT ticket FROM ${table}_queue WHERE name = ?1 AND owner = ?2; COMMIT";
     d[S::queue_leave] = "DELETE FROM ${table}_queue WHERE name = ?1 AND owner = ?2";
+    // A row handed to the ticket after its waiter gave up is freed after the ticket goes: a
+    // release handing it over deletes the ticket first, so this DELETE waits for that
+    // release's commit, and the UPDATE then sees the row it handed.
+    d[S::queue_leave_handed] =
+        d[S::queue_leave] + "; UPDATE ${table} SET owner = '', holds = 0, valid_until = ${now_ms}, "
+        "version = version + 1, handed_to = 0 WHERE name = ?1 AND owner = ?2 AND handed_to = ?3 AND holds > 0";
     d[S::sweep_queue] = "DELETE FROM ${table}_queue WHERE valid_until <= ${now_ms} LIMIT ?1";
     // Turn keys: "dblock:turn:" and the SHA1 of the table, name and owner (52 characters).
     // The key of the one ahead is worked out once, into a session variable, so that the
@@ -119,10 +136,11 @@ Dialect make(bool mariadb) {
     // The grant runs whatever the wait answered: after a wait that ran out (the holder's
     // lease ending) it is the attempt the waiter makes next anyway. The optimistic take
     // compares on the version read just before it (a missing row: -1, which nothing has).
-    d[S::insert_turn_grant] = d[S::turn_wait] + "; CALL ${table}_lease_grant(?1, ?2, ?4, ?5)";
+    // Both answer a row handed to the waiter's ticket first (migration V10).
+    d[S::insert_turn_grant] = d[S::turn_wait] + "; CALL ${table}_handed_grant(?1, ?2, ?4, ?5)";
     d[S::optimistic_turn_grant] = d[S::turn_wait] +
                                   "; SET @dblock_version = COALESCE((SELECT version FROM ${table} WHERE name = ?1), -1)"
-                                  "; CALL ${table}_lease_take(?1, ?2, ?4, @dblock_version, ?5)";
+                                  "; CALL ${table}_handed_take(?1, ?2, ?4, @dblock_version, ?5)";
     d[S::turn_free] = "DO RELEASE_LOCK(" + turn_key("?2") + ")";
 
     // Session strategies. The wait bound goes to both mechanisms (a user variable for
@@ -207,7 +225,9 @@ Dialect make(bool mariadb) {
         "DROP PROCEDURE IF EXISTS ${table}_release_shared; DROP PROCEDURE IF EXISTS ${table}_extend_shared; "
         "DROP PROCEDURE IF EXISTS ${table}_lock_in; DROP TABLE IF EXISTS ${table}_queue; "
         "DROP PROCEDURE IF EXISTS ${table}_grant_queued; DROP PROCEDURE IF EXISTS ${table}_take_queued; "
-        "DROP PROCEDURE IF EXISTS ${table}_lease_grant; DROP PROCEDURE IF EXISTS ${table}_lease_take";
+        "DROP PROCEDURE IF EXISTS ${table}_lease_grant; DROP PROCEDURE IF EXISTS ${table}_lease_take; "
+        "DROP PROCEDURE IF EXISTS ${table}_lease_release; DROP PROCEDURE IF EXISTS ${table}_handed_grant; "
+        "DROP PROCEDURE IF EXISTS ${table}_handed_take";
     d[S::history_create] =
         "CREATE TABLE IF NOT EXISTS ${table}_schema_history ("
         "installed_rank INT NOT NULL PRIMARY KEY, version VARCHAR(50), description VARCHAR(200) NOT NULL, "

@@ -88,14 +88,15 @@ const Dialect& postgresql_dialect() {
         "SELECT 0, COALESCE(busy.valid_until - ${now_ms}, 0), COALESCE(busy.owner, '') "
         "FROM (SELECT 1) AS one LEFT JOIN ${table} AS busy ON busy.name = $1 "
         "WHERE NOT EXISTS (SELECT 1 FROM won)";
-    // The release of a grant made after waiting: with a live ticket in the name's queue, it
-    // grants the row to its head instead
-    // (a hand-over: LeaseDriver::take_handover): new fence, the ticket's life as its lease
-    // (handover_ms, the waiter's watchdog renews it to its TTL), the ticket deleted, and the
-    // grant announced on the channel of hand-overs as "FENCE LEASE_MS TICKET OWNER_BYTES OWNER
-    // NAME" (PgListener: one channel for every table, as an owner names one Client of one
-    // table; the ticket says which of the owner's acquires it was for). It commits synchronously, as every grant does (its fence must not be
-    // lost in a crash). It draws its fence without the name's turn lock: the row stays locked
+    // The release of a grant made after waiting: with a live ticket of another owner in the
+    // name's queue, it grants the row to the lowest instead (a hand-over:
+    // LeaseDriver::take_handover): new fence, the ticket's life as its lease (handover_ms,
+    // the waiter's watchdog renews it to its TTL), the ticket deleted, and the grant announced
+    // on the channel of hand-overs as "FENCE LEASE_MS TICKET OWNER_BYTES OWNER NAME"
+    // (PgListener: one channel for every table, as an owner names one Client of one table;
+    // the ticket says which of the owner's acquires it was for). Not to the releaser's own
+    // ticket: a renewal crossing the hand-over that granted it writes it back. It commits
+    // synchronously, as every grant does (its fence must not be lost in a crash). It draws its fence without the name's turn lock: the row stays locked
     // by this statement from our grant to the head's, so no other grant of the name can draw
     // meanwhile. A release that finds no live ticket frees the row as before (`free`, the
     // strategy's: nobody queues, so its notification names nobody next), and answers `also`
@@ -103,7 +104,7 @@ const Dialect& postgresql_dialect() {
     const std::string handover_ms = "3000";
     const auto releasing = [&](const std::string& free, const std::string& also, const std::string& handed_also) {
       return "WITH head AS (SELECT q.owner, q.ticket FROM ${table}_queue AS q WHERE q.name = $1 "
-             "AND q.valid_until > ${now_ms} "
+             "AND q.owner <> $2 AND q.valid_until > ${now_ms} "
              "ORDER BY q.ticket LIMIT 1), "
              "handed AS (UPDATE ${table} AS t SET owner = head.owner, fence = ${table}_fence_next(), holds = 1, "
              "acquired_at = ${now_ms}, valid_until = ${now_ms} + " + handover_ms + ", version = t.version + 1 FROM head "
