@@ -67,13 +67,14 @@ enum class Statement : std::size_t {
   // the freed row's new version (RETURNING; MySQL: LAST_INSERT_ID(expr) and a SELECT of it):
   // this Client's next acquire tries the compare-and-set on it without reading first.
   optimistic_release,
-  // Optional, with release notifications or turn grants that take handed rows: the two
-  // releases above as the release of a grant made after waiting (others are likely queued),
-  // which, with a live ticket in the name's queue, grants the row to its head instead (a
-  // hand-over) and tells the head's process through the notifier
-  // (LeaseDriver::take_handover), or leaves it to the head's turn grant. Apart from the plain releases because
-  // the hand-over's statements cost an uncontended release about 25 us (7 %) even when they
-  // find no ticket.
+  // Optional, with release notifications or Dialect::waiters_read_handed: the two releases
+  // above as the release of a grant made after waiting (others are likely queued), which,
+  // with a live ticket of another owner in the name's queue, grants the row to the lowest
+  // instead (a hand-over) and tells the head's process through the notifier
+  // (LeaseDriver::take_handover), or leaves it to the head's own read. Answers one row
+  // whose last column is -1 when it handed the row over (LeaseDriver::note_line). Apart from
+  // the plain releases because the hand-over's statements cost an uncontended release about
+  // 25 us (7 %) even when they find no ticket.
   insert_handover,
   optimistic_handover,
 
@@ -156,13 +157,16 @@ enum class Statement : std::size_t {
   // keep_ms from now; no row where a ticket a release handed the row to is not written back.
   queue_join,
   queue_leave,  // (name, owner): the ticket goes (the waiter gave up); the next is woken
-  // Optional, where turn grants take handed rows (Dialect::turn_grants_take_handed): (name,
-  // owner, ticket): queue_leave, and a row a release handed to that ticket is freed (its
-  // waiter gave up before its grant took it), in place of queue_leave.
-  queue_leave_handed,
-  // Optional: (name, owner, ticket) -> a row when a live ticket of another owner is lower. A
-  // waiter with a ticket asks it first where a grant attempt costs more than a read (SQLite:
-  // every attempt takes the database's one write lock, and a release wakes every waiter).
+  // Optional, where releases hand over and the waiter finds out with a statement (turn
+  // grants, queue_ahead): (name, owner, ticket): frees a row a release handed to that ticket
+  // (its waiter gave up before taking it); run after queue_leave, which the release's
+  // deletion of the ticket comes before.
+  handed_free,
+  // Optional: (name, owner, ticket) -> (fence, remaining_ms) of the name's row when a release
+  // handed it to that ticket (where releases hand over: the waiter holds it now), else (0, 0)
+  // when a live ticket of another owner is lower, else no row. A waiter with a ticket asks
+  // it first where a grant attempt costs more than a read (SQLite: every attempt takes the
+  // database's one write lock).
   queue_ahead,
   sweep_queue,  // (batch): delete up to batch expired tickets; affected = deleted
   // Optional, with queue_join, where releases notify nobody (MySQL): turn keys, a named
@@ -246,10 +250,10 @@ struct Dialect {
   // (NULL when none), for a notifier that wakes that owner alone (SQLite's wake files;
   // PostgreSQL's release names it in its NOTIFY instead).
   bool release_names_next = false;
-  // Whether the turn grants (insert_turn_grant, optimistic_turn_grant) answer a row a release
-  // handed to the asker's ticket (its fence and ms left) without writing: a hand-over then
-  // needs no notifier, the turn key wakes its waiter (MySQL).
-  bool turn_grants_take_handed = false;
+  // Whether a waiter finds the row a release handed to its ticket with a statement of its
+  // own, without writing (MySQL's turn grants, SQLite's queue_ahead): a hand-over then needs
+  // no message, only a wake-up.
+  bool waiters_read_handed = false;
   // At most this many rows per sweep batch, whatever the caller asks (0: no cap).
   std::size_t sweep_batch_max = 0;
   // A pause after each full sweep batch, for databases with one writer at a time (SQLite),

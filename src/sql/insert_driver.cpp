@@ -14,7 +14,9 @@ Attempt InsertDriver::try_acquire(AcquireRequest& r) {
 
 bool InsertDriver::release_with(const std::string& name, const std::string& owner, std::uint64_t fence,
                                 Statement statement) {
-  return rows_.free(name, owner, fence, statement).has_value();
+  auto released = rows_.free(name, owner, fence, statement);
+  if (released && statement != Statement::insert_release) note_line(name, *released);
+  return released.has_value();
 }
 
 }  // namespace dblock::detail::sqldb

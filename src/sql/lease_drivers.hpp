@@ -6,6 +6,7 @@
 #include <mutex>
 #include <optional>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "core/driver.hpp"
 #include "core/keyed_grant.hpp"
@@ -140,7 +141,7 @@ class LeaseDriver : public LockDriver {
     if (auto handed = take_handover(r)) return std::move(*handed);
     const auto sent = Clock::now();
     const auto until = sent + r.wait;
-    Attempt a = once();
+    Attempt a = joins_line(r) ? in_line(r) : once();
     if (!a.acquired() && a.place) static_cast<WaitingPlace&>(*a.place).busy_sent = sent;
     while (!a.acquired()) {
       switch (wait_turn(r, a, until)) {
@@ -156,9 +157,21 @@ class LeaseDriver : public LockDriver {
     }
     return a;
   }
+  // Whether this fair acquire, which will wait, follows a release of this driver's that
+  // handed the name over (note_line): the name is held, and others queue for it, so
+  // the acquire joins the line at once (in_line) instead of asking first. Its attempt could
+  // only answer busy, and would land on the server beside the hand-off.
+  bool joins_line(const AcquireRequest& r);
+  // Called with a hand-over release's answer: its last column is -1 when it handed the name
+  // over (Statement::insert_handover), and the name then has a line for joins_line.
+  void note_line(const std::string& name, const Result& released);
+  Attempt in_line(AcquireRequest& r) {
+    auto s = pool_.get();
+    return busy_behind(*s, r, std::string(), milliseconds{0});
+  }
   // Whether releases hand over (Statement::insert_handover): told through the notifier, or
   // found by the head's turn grant.
-  bool hands_over() const { return d_.offers(handover_) && (notifier_ || d_.turn_grants_take_handed); }
+  bool hands_over() const { return d_.offers(handover_) && (notifier_ || d_.waiters_read_handed); }
   // A grant's answer as handed to the core: one made after waiting (others are likely
   // queued) releases with the hand-over statement, where the dialect has one.
   Attempt handing(Attempt a, const AcquireRequest& r, bool waited);
@@ -175,7 +188,7 @@ class LeaseDriver : public LockDriver {
   // us, takes over an expired row or a leftover of ours, or answers busy, in one atomic
   // statement.
   Attempt upsert(Connection& s, AcquireRequest& r) {
-    if (queued_behind(s, r)) return busy_behind(s, r, std::string(), milliseconds{0});
+    if (auto first = read_first(s, r)) return std::move(*first);
     auto won = s.run(d_[Statement::insert_acquire], grant_params(r, {r.name, r.owner, std::int64_t{r.ttl.count()}}));
     if (won.rows.empty()) return busy(s, r);
     const auto& row = won.rows.front();
@@ -201,9 +214,11 @@ class LeaseDriver : public LockDriver {
   // A fair acquire that will wait takes a ticket in the name's queue, or keeps its own alive.
   // Answers how long it may sleep, given the holder's `remaining` (lease_queue.cpp).
   milliseconds queue(Connection& s, AcquireRequest& r, milliseconds remaining);
-  // Whether a live ticket is ahead of this waiter's, asked before a grant attempt where the
-  // dialect says a read is the cheaper way to find out (Statement::queue_ahead).
-  bool queued_behind(Connection& s, const AcquireRequest& r) const;
+  // Before a grant attempt of a waiter with a ticket, where the dialect says a read is the
+  // cheaper way to find out (Statement::queue_ahead): the row a release handed to its
+  // ticket, taken without a write, or busy behind a live ticket ahead; nothing when the
+  // attempt should go on.
+  std::optional<Attempt> read_first(Connection& s, AcquireRequest& r);
   // Takes the waiter's turn key on a session of its own and, in the same round trip, joins
   // the queue (queue_join's `params`), once; nothing where the dialect has no turn keys or
   // no session is to be had: the caller joins without a key (lease_turns.cpp).
@@ -228,6 +243,11 @@ class LeaseDriver : public LockDriver {
 
  private:
   const Statement release_, handover_, turn_grant_;
+  // Names whose last release by this driver handed them over (joins_line). Bounded: cleared
+  // when full.
+  static constexpr std::size_t max_lines = 4096;
+  std::mutex lines_mutex_;
+  std::unordered_set<std::string> lines_;
   static constexpr std::size_t turns_kept_idle = 4;
   ConnectionPool turns_;  // sessions holding turn keys: one per waiting acquire or keyed grant
 };

@@ -32,10 +32,8 @@ WaitingPlace::~WaitingPlace() {
       }
     if (ticket != 0) {
       UnflushedCommits unflushed(*s);
-      if (d_.offers(Statement::queue_leave_handed))  // and frees a row handed to this ticket
-        s->run(d_[Statement::queue_leave_handed], {name_, owner_, ticket});
-      else
-        s->run(d_[Statement::queue_leave], {name_, owner_});  // wakes the next waiter where it can
+      s->run(d_[Statement::queue_leave], {name_, owner_});  // wakes the next waiter where it can
+      if (d_.offers(Statement::handed_free)) s->run(d_[Statement::handed_free], {name_, owner_, ticket});
       if (notifier_) notifier_->released(name_);              // (elsewhere the wake-up is ours)
     }
     if (marked) s->run(d_[Statement::writer_unmark], {name_, owner_});
@@ -103,10 +101,13 @@ std::optional<Attempt> LeaseDriver::take_handover(AcquireRequest& r) {
   return handing(keyed_grant(*this, r, handed->fence, *left), r, true);
 }
 
-bool LeaseDriver::queued_behind(Connection& s, const AcquireRequest& r) const {
+std::optional<Attempt> LeaseDriver::read_first(Connection& s, AcquireRequest& r) {
   const auto* w = static_cast<const WaitingPlace*>(r.place.get());
-  if (!r.fair || !w || w->ticket == 0 || !d_.offers(Statement::queue_ahead)) return false;
-  return !s.run(d_[Statement::queue_ahead], {r.name, r.owner, w->ticket}).rows.empty();
+  if (!r.fair || !w || w->ticket == 0 || !d_.offers(Statement::queue_ahead)) return std::nullopt;
+  auto ahead = s.run(d_[Statement::queue_ahead], {r.name, r.owner, w->ticket});
+  if (ahead.rows.empty()) return std::nullopt;
+  if (as_int(ahead.rows.front()[0]) > 0) return granted(r, ahead.rows.front());  // handed to this ticket
+  return busy_behind(s, r, std::string(), milliseconds{0});
 }
 
 milliseconds LeaseDriver::queue(Connection& s, AcquireRequest& r, milliseconds remaining) {

@@ -31,7 +31,7 @@ Attempt OptimisticDriver::try_acquire(AcquireRequest& r) {
 
 Attempt OptimisticDriver::attempt(AcquireRequest& r) {
   auto s = pool_.get();
-  if (queued_behind(*s, r)) return busy_behind(*s, r, std::string(), milliseconds{0});
+  if (auto first = read_first(*s, r)) return std::move(*first);
   // Our own last release of the name left this version: try the compare-and-set on it at
   // once, a round trip fewer than reading first (a Client that takes and releases a name in
   // turn). Only a free row still at that version is won. Any miss (taken or changed since:
@@ -84,6 +84,7 @@ Attempt OptimisticDriver::attempt(AcquireRequest& r) {
 bool OptimisticDriver::release_with(const std::string& name, const std::string& owner, std::uint64_t fence,
                                     Statement statement) {
   auto released = rows_.free(name, owner, fence, statement);
+  if (released && statement != Statement::optimistic_release) note_line(name, *released);
   if (released && !released->rows.empty() && !released->rows.front().empty())
     if (auto version = as_int(released->rows.front().back()); version >= 0)  // -1: handed over, not free
       leave_hint(name, version);

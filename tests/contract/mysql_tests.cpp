@@ -670,8 +670,17 @@ TEST_CASE("mysql: a release hands the row to the head of the line, whose short l
     CHECK(mysql_queued(*raw, t) == 0);
     CHECK(dblock::test::eventually([&] { return mysql_left(*raw, t) > 3000; }, 10s));
     CHECK_FALSE(got->lost());
+    // The releaser asks again: it queues, and the next release hands the name back to it.
+    auto again = std::async(std::launch::async, [&] { return h->lock("job", o).try_acquire(60s); });
+    REQUIRE(dblock::test::eventually([&] { return mysql_queued(*raw, t) == 1; }, 20s));
+    std::this_thread::sleep_for(100ms);
     got->release();
-    CHECK(mysql_left(*raw, t) <= 0);  // freed
+    auto back = again.get();
+    REQUIRE(back);
+    CHECK(back->fence() > got->fence());
+    CHECK(mysql_left(*raw, t) <= 3000);
+    back->release();
+    CHECK(mysql_left(*raw, t) <= 0);  // freed: nobody waits
   }
 }
 

@@ -2,15 +2,23 @@
 #include <SQLiteCpp/SQLiteCpp.h>
 #include <catch2/catch.hpp>
 #include <atomic>
+#include <future>
 #include <filesystem>
 #include <fstream>
 #include <thread>
 #include <vector>
 
 #include "dblock/dblock.hpp"
+#include "backends/sqlite/sqlite_connection.hpp"
+#include "backends/sqlite/sqlite_dialect.hpp"
 #include "contract/dead_ticket_check.hpp"
 #include "contract/upgrade_check.hpp"
+#include "core/validate.hpp"
+#include "sql/lease_drivers.hpp"
+#include "support/eventually.hpp"
 #include "support/temp_dir.hpp"
+
+using namespace std::chrono_literals;
 
 TEST_CASE("sqlite: the strategies it does not offer are refused by name", "[sqlite]") {
   dblock::test::TempDir dir;
@@ -55,7 +63,7 @@ TEST_CASE("sqlite: without auto-migration a missing table names dblock migrate",
   CHECK_THROWS_WITH(c->list(), Catch::Contains("dblock migrate"));
   CHECK(c->migrate() ==
         std::vector<std::string>{"V1__create_dblock_locks.sql", "V2__in_transaction.sql", "V3__shared_holders.sql",
-                                 "V4__fair_queue.sql"});
+                                 "V4__fair_queue.sql", "V5__hand_over.sql"});
   CHECK(c->migrate().empty());
   CHECK(c->lock("x").try_acquire());
 }
@@ -133,4 +141,103 @@ TEST_CASE("sqlite: a dead waiter's ticket holds the queue up only until it expir
     st.bind(2, ms);
     st.exec();
   });
+}
+
+// The hand-over (migration V5): the release of a grant made after waiting names the head of
+// the line as the row's owner, with a new fence and 3 s, and wakes it; the head reads the row
+// handed to its ticket (queue_ahead) instead of writing a grant. Its watchdog renews it to its
+// TTL at half of that. The releaser, asking again, joins the line at once. Both strategies.
+namespace {
+const std::string sqlite_now = "CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)";
+std::int64_t sqlite_scalar(SQLite::Database& db, const std::string& sql, std::int64_t none = -1) {
+  SQLite::Statement st(db, sql);
+  return st.executeStep() ? st.getColumn(0).getInt64() : none;
+}
+}  // namespace
+
+TEST_CASE("sqlite: a release hands the row to the head of the line, whose short lease is renewed", "[sqlite][fair]") {
+  for (auto strategy : {dblock::Strategy::insert, dblock::Strategy::optimistic}) {
+    dblock::test::TempDir dir;
+    const auto url = "sqlite:" + dir.path() + "/l.db";
+    auto x = dblock::Client::open(url), h = dblock::Client::open(url), w = dblock::Client::open(url);
+    SQLite::Database db(dir.path() + "/l.db", SQLite::OPEN_READONLY);
+    auto left = [&] { return sqlite_scalar(db, "SELECT valid_until - " + sqlite_now + " FROM dblock_locks WHERE name = 'job'"); };
+    auto queued = [&] { return sqlite_scalar(db, "SELECT count(*) FROM dblock_locks_queue"); };
+    auto handed = [&] { return sqlite_scalar(db, "SELECT handed_to FROM dblock_locks WHERE name = 'job'"); };
+    dblock::LockOptions o;
+    o.strategy = strategy;
+    o.ttl = 30s;
+    auto taken_after_waiting = [&](dblock::Client& first, dblock::Client& c) {
+      auto before = first.lock("job", o).acquire();
+      auto waited = std::async(std::launch::async, [&] { return c.lock("job", o).try_acquire(60s); });
+      std::this_thread::sleep_for(300ms);
+      before.release();
+      auto l = waited.get();
+      REQUIRE(l);
+      return std::move(*l);
+    };
+    auto held = taken_after_waiting(*x, *h);
+    auto waiter = std::async(std::launch::async, [&] { return w->lock("job", o).try_acquire(60s); });
+    REQUIRE(dblock::test::eventually([&] { return queued() == 1; }, 20s));
+    std::this_thread::sleep_for(100ms);
+    held.release();
+    auto got = waiter.get();
+    REQUIRE(got);
+    CHECK(got->fence() > held.fence());
+    CHECK(left() > 0);
+    CHECK(left() <= 3000);  // handed over: the ticket's life, not the 30 s asked
+    CHECK(handed() > 0);
+    CHECK(queued() == 0);
+    CHECK(dblock::test::eventually([&] { return left() > 3000; }, 10s));
+    CHECK_FALSE(got->lost());
+    auto again = std::async(std::launch::async, [&] { return h->lock("job", o).try_acquire(60s); });
+    REQUIRE(dblock::test::eventually([&] { return queued() == 1; }, 20s));
+    std::this_thread::sleep_for(100ms);
+    got->release();
+    auto back = again.get();
+    REQUIRE(back);
+    CHECK(back->fence() > got->fence());
+    CHECK(left() <= 3000);
+    back->release();
+    CHECK(left() <= 0);  // freed: nobody waits
+    CHECK(handed() == 0);
+  }
+}
+
+// A waiter that gives up after a release handed it the row (its read never took it) frees the
+// row after its ticket; a release of a row that is not ours any more answers so.
+TEST_CASE("sqlite: a waiter that gives up after the row was handed to it frees it", "[sqlite][fair]") {
+  namespace sq = dblock::detail::sqldb;
+  dblock::test::TempDir dir;
+  const auto path = dir.path() + "/l.db";
+  auto c = dblock::Client::open("sqlite:" + path);
+  const auto d = sq::sqlite_dialect().rendered(dblock::detail::parse_table_name("dblock_locks"));
+  sq::ConnectionPool::Open open = [path] { return std::make_unique<sq::SqliteConnection>(path, 10s); };
+  sq::ConnectionPool pool(open, {2, 2, 10s, "test connections"});
+  sq::InsertDriver driver(pool, open, d, nullptr);
+  sq::SqliteConnection raw(path, 10s);
+  dblock::LockOptions o;
+  o.auto_renew = false;  // the test takes the row away from this lease
+  auto held = c->lock("job", o).acquire();
+  const std::string me = "test:1:0:t1";
+  dblock::detail::AcquireRequest req{"job", me, 30s, 10s, nullptr};
+  auto a = driver.try_acquire(req);
+  REQUIRE_FALSE(a.acquired());
+  REQUIRE(a.place);
+  const auto ticket = sq::as_int(raw.run("SELECT ticket FROM dblock_locks_queue WHERE owner = ?1", {me}).rows.at(0).at(0));
+  const std::vector<sq::Value> release{std::string("job"), held.owner(), static_cast<std::int64_t>(held.fence())};
+  auto released = raw.run(d[sq::Statement::insert_handover], release);
+  REQUIRE(released.rows.size() == 1);
+  CHECK(sq::as_text(released.rows.front()[0]) == me);  // the one to wake
+  CHECK(sq::as_int(released.rows.front()[1]) == -1);   // handed over
+  auto row = [&] { return raw.run("SELECT owner, fence, handed_to, holds FROM dblock_locks WHERE name = 'job'", {}).rows.at(0); };
+  CHECK(sq::as_text(row()[0]) == me);
+  CHECK(sq::as_int(row()[1]) > static_cast<std::int64_t>(held.fence()));
+  CHECK(sq::as_int(row()[2]) == ticket);
+  CHECK(raw.run("SELECT 1 FROM dblock_locks_queue", {}).rows.empty());  // the trigger took the ticket
+  CHECK(raw.run(d[sq::Statement::insert_handover], release).rows.empty());  // not ours any more
+  a.place.reset();  // the acquire gives up
+  CHECK(sq::as_text(row()[0]).empty());
+  CHECK(sq::as_int(row()[3]) == 0);
+  CHECK(dblock::Client::open("sqlite:" + path)->lock("job").try_acquire());
 }

@@ -69,7 +69,7 @@ Dialect make(bool mariadb) {
     // the row handed to its ticket without writing. Answers the freed row's version, or -1.
     d[S::insert_handover] = "CALL ${table}_lease_release(?1, ?2, ?3)";
     d[S::optimistic_handover] = d[S::insert_handover];
-    d.turn_grants_take_handed = true;
+    d.waiters_read_handed = true;
 
     // Read/write locks and semaphores (migration V6): the grant, release, renewal and keep
     // are procedures that lock the name's row first (the last two one procedure); the mark
@@ -111,11 +111,11 @@ Dialect make(bool mariadb) {
         "SELECT ticket FROM ${table}_queue WHERE name = ?1 AND owner = ?2; COMMIT";
     d[S::queue_leave] = "DELETE FROM ${table}_queue WHERE name = ?1 AND owner = ?2";
     // A row handed to the ticket after its waiter gave up is freed after the ticket goes: a
-    // release handing it over deletes the ticket first, so this DELETE waits for that
-    // release's commit, and the UPDATE then sees the row it handed.
-    d[S::queue_leave_handed] =
-        d[S::queue_leave] + "; UPDATE ${table} SET owner = '', holds = 0, valid_until = ${now_ms}, "
-        "version = version + 1, handed_to = 0 WHERE name = ?1 AND owner = ?2 AND handed_to = ?3 AND holds > 0";
+    // release handing it over deletes the ticket first, so queue_leave's DELETE waits for that
+    // release's commit, and this UPDATE then sees the row it handed.
+    d[S::handed_free] =
+        "UPDATE ${table} SET owner = '', holds = 0, valid_until = ${now_ms}, version = version + 1, handed_to = 0 "
+        "WHERE name = ?1 AND owner = ?2 AND handed_to = ?3 AND holds > 0";
     d[S::sweep_queue] = "DELETE FROM ${table}_queue WHERE valid_until <= ${now_ms} LIMIT ?1";
     // Turn keys: "dblock:turn:" and the SHA1 of the table, name and owner (52 characters).
     // The key of the one ahead is worked out once, into a session variable, so that the

@@ -100,7 +100,7 @@ const Dialect& postgresql_dialect() {
     // by this statement from our grant to the head's, so no other grant of the name can draw
     // meanwhile. A release that finds no live ticket frees the row as before (`free`, the
     // strategy's: nobody queues, so its notification names nobody next), and answers `also`
-    // besides.
+    // besides; a hand-over answers `handed_also` (-1: the last column says it handed over).
     const std::string handover_ms = "3000";
     const auto releasing = [&](const std::string& free, const std::string& also, const std::string& handed_also) {
       return "WITH head AS (SELECT q.owner, q.ticket FROM ${table}_queue AS q WHERE q.name = $1 "
@@ -121,7 +121,7 @@ const Dialect& postgresql_dialect() {
     d[S::insert_release] =
         "WITH gone AS (DELETE FROM ${table} WHERE name = $1 AND owner = $2 AND fence = $3::bigint "
         "RETURNING name) " + notify_async("gone");
-    d[S::insert_handover] = releasing("DELETE FROM ${table}", "", "");
+    d[S::insert_handover] = releasing("DELETE FROM ${table}", ", 0::bigint", ", -1::bigint");
 
     d[S::release_after] =
         "UPDATE ${table} SET valid_until = ${now_ms} + $4::bigint, holds = 0, version = version + 1 "

@@ -67,6 +67,28 @@ const Dialect& sqlite_dialect() {
     d[S::optimistic_release] =
         "UPDATE ${table} SET owner = '', holds = 0, valid_until = 0, version = version + 1 "
         "WHERE name = ?1 AND owner = ?2 AND fence = ?3 RETURNING " + next_owner + ", version";
+    // The hand-over (migration V5): the release of a grant made after waiting names the
+    // lowest live ticket of another owner (`head`, one row, NULLs when there is none) as the
+    // row's owner, with the next fence, 3 s (a ticket's life) and the ticket in handed_to;
+    // V4's trigger deletes that ticket. Answers the owner to wake (the head; NULL when the row
+    // was freed) and the freed row's version, or -1 when handed over. Both strategies keep
+    // the freed row (the sweeper deletes it; insert's grant takes over an expired row).
+    const std::string head =
+        "(SELECT q.owner AS next_owner, min(q.ticket) AS next_ticket FROM ${table}_queue AS q WHERE q.name = ?1 "
+        "AND q.owner <> ?2 AND q.valid_until > ${now_ms})";
+    d[S::insert_handover] =
+        "UPDATE ${table} AS t SET owner = COALESCE(h.next_owner, ''), "
+        "fence = CASE WHEN h.next_ticket IS NULL THEN t.fence ELSE (SELECT value + 1 FROM ${table}_fence) END, "
+        "holds = h.next_ticket IS NOT NULL, acquired_at = ${now_ms}, "
+        "valid_until = CASE WHEN h.next_ticket IS NULL THEN ${now_ms} ELSE ${now_ms} + 3000 END, "
+        "version = t.version + 1, handed_to = COALESCE(h.next_ticket, 0) FROM " + head + " AS h "
+        "WHERE t.name = ?1 AND t.owner = ?2 AND t.fence = ?3 "
+        "RETURNING NULLIF(owner, ''), CASE WHEN handed_to = 0 THEN version ELSE -1 END";
+    d[S::optimistic_handover] = d[S::insert_handover];
+    d.waiters_read_handed = true;
+    d[S::handed_free] =
+        "UPDATE ${table} SET owner = '', holds = 0, valid_until = ${now_ms}, version = version + 1, handed_to = 0 "
+        "WHERE name = ?1 AND owner = ?2 AND handed_to = ?3 AND holds > 0";
 
     d[S::list] =
         "SELECT name, owner, fence, holds, acquired_at, valid_until, 'exclusive' FROM ${table} "
@@ -135,14 +157,20 @@ const Dialect& sqlite_dialect() {
 
     // Fair waiting (migration V4). One writer at a time, so a new ticket is simply above the
     // name's highest (and above the clock, so that a queue swept empty does not start again
-    // below a ticket still held by a waiter); a renewal writes its own ticket back.
+    // below a ticket still held by a waiter); a renewal writes its own ticket back, unless a
+    // release has just handed the row to it (V5: no row then, and the waiter's next read
+    // takes the row). A waiter reads first (queue_ahead): the row handed to its ticket, or
+    // whether a ticket is ahead.
     d[S::queue_join] =
-        "INSERT INTO ${table}_queue (name, owner, ticket, valid_until) VALUES (?1, ?2, CASE WHEN ?4 = 0 THEN "
+        "INSERT INTO ${table}_queue (name, owner, ticket, valid_until) SELECT ?1, ?2, CASE WHEN ?4 = 0 THEN "
         "MAX(${now_ms}, (SELECT COALESCE(MAX(ticket), 0) + 1 FROM ${table}_queue WHERE name = ?1)) ELSE ?4 END, "
-        "${now_ms} + ?3) ON CONFLICT (name, owner) DO UPDATE SET ticket = excluded.ticket, "
+        "${now_ms} + ?3 WHERE NOT EXISTS (SELECT 1 FROM ${table} WHERE name = ?1 AND owner = ?2 AND handed_to = ?4 "
+        "AND ?4 <> 0 AND holds > 0) ON CONFLICT (name, owner) DO UPDATE SET ticket = excluded.ticket, "
         "valid_until = excluded.valid_until RETURNING ticket";
     d[S::queue_leave] = "DELETE FROM ${table}_queue WHERE name = ?1 AND owner = ?2";
-    d[S::queue_ahead] = "SELECT 1 WHERE " + queued_ahead("?3");
+    d[S::queue_ahead] =
+        "SELECT fence, valid_until - ${now_ms} FROM ${table} WHERE name = ?1 AND owner = ?2 AND handed_to = ?3 "
+        "AND holds > 0 AND valid_until > ${now_ms} UNION ALL SELECT 0, 0 WHERE " + queued_ahead("?3") + " LIMIT 1";
     d[S::sweep_queue] =
         "DELETE FROM ${table}_queue WHERE rowid IN "
         "(SELECT rowid FROM ${table}_queue WHERE valid_until <= ${now_ms} LIMIT ?1)";
