@@ -44,7 +44,8 @@ print(" ".join(c["command"]))
 PY
 ) || fail "the CronJob is not what it should be"
 [ "$command" = "dblock sweep" ] || fail "the CronJob runs '$command', not 'dblock sweep'"
-sqlite3 "$work/locks.db" "INSERT INTO dblock_locks VALUES ('gone', 'x', 2, 1, 0, 1, 1)"
+sqlite3 "$work/locks.db" "INSERT INTO dblock_locks (name, owner, fence, holds, acquired_at, valid_until, version)
+                          VALUES ('gone', 'x', 2, 1, 0, 1, 1)"
 DBLOCK_URL=$url "$dblock" sweep >/dev/null || fail "the CronJob's command failed"
 [ "$(expired)" = 0 ] || fail "the CronJob's command left the expired lease"
 echo "contrib_test: systemd units verified, CronJob checked, both commands swept the table"
