@@ -99,9 +99,7 @@ bool LeaseDriver::release_waking(Connection& turn, const std::string& name, cons
 }
 
 void LeaseDriver::note_line(const std::string& name, const Result& released) {
-  // Not where waiters wait on turn keys (no notifier): there joining at once measured worse,
-  // 2-3x fewer grants a second with 64 contending workers on MySQL (docs/BENCHMARKS.md).
-  if (!notifier_ || released.rows.empty() || released.rows.front().empty()) return;
+  if (released.rows.empty() || released.rows.front().empty()) return;
   const auto* answer = std::get_if<std::int64_t>(&released.rows.front().back());
   if (!answer || *answer != -1) return;
   std::lock_guard lk(lines_mutex_);

@@ -124,7 +124,11 @@ Dialect make(bool mariadb) {
     auto turn_key = [](const std::string& owner) {
       return "CONCAT('dblock:turn:', SHA1(CONCAT('${table}', CHAR(0), ?1, CHAR(0), " + owner + ")))";
     };
-    d[S::turn_join] = "SELECT GET_LOCK(" + turn_key("?2") + ", 0); " + d[S::queue_join];
+    // A waiter's own key may still be held for a moment as it joins: the waiter its last
+    // release woke takes that key in its wait and lets it go in the same statement. Taken with
+    // no wait, a join in that moment got no key, and the waiter, and the one behind it,
+    // polled (10-20 ms a turn): so the join waits up to 20 ms for its own key.
+    d[S::turn_join] = "SELECT GET_LOCK(" + turn_key("?2") + ", 0.02); " + d[S::queue_join];
     d[S::turn_wait] =
         "SET @dblock_turn = " +
         turn_key("COALESCE((SELECT q.owner FROM ${table}_queue AS q JOIN ${table}_queue AS m "
