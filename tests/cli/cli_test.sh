@@ -41,7 +41,9 @@ drop_tables() {
                   DROP TABLE IF EXISTS ${t}_queue; DROP PROCEDURE IF EXISTS ${t}_grant_queued;
                   DROP PROCEDURE IF EXISTS ${t}_take_queued; DROP PROCEDURE IF EXISTS ${t}_lease_grant;
                   DROP PROCEDURE IF EXISTS ${t}_lease_take; DROP PROCEDURE IF EXISTS ${t}_lease_release;
-                  DROP PROCEDURE IF EXISTS ${t}_handed_grant; DROP PROCEDURE IF EXISTS ${t}_handed_take" ;;
+                  DROP PROCEDURE IF EXISTS ${t}_handed_grant; DROP PROCEDURE IF EXISTS ${t}_handed_take;
+                  DROP PROCEDURE IF EXISTS ${t}_queue_join; DROP PROCEDURE IF EXISTS ${t}_turn_wait;
+                  DROP PROCEDURE IF EXISTS ${t}_turn_take" ;;
       redis|redlock) redis_db flush ;;
     esac
   done

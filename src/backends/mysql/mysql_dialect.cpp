@@ -96,19 +96,9 @@ Dialect make(bool mariadb) {
     // COMMITTED the UPDATE reads a row it does not change without locking it, and the
     // INSERT's NOT EXISTS is a read without locks too. A ticket a release has just handed the
     // row to (migration V10: the release deleted it) is not written back, and the answer is
-    // then no row: the waiter's next grant takes the row.
-    d[S::queue_join] =
-        "START TRANSACTION; "
-        "UPDATE ${table} SET waited_until = ${now_ms} + 2 * ?3 WHERE name = ?1 AND waited_until < ${now_ms} + ?3; "
-        "INSERT IGNORE INTO ${table} (name, owner, fence, holds, acquired_at, valid_until, version, waited_until) "
-        "SELECT ?1, '', 0, 0, ${now_ms}, 0, 0, ${now_ms} + 2 * ?3 FROM DUAL "
-        "WHERE NOT EXISTS (SELECT 1 FROM ${table} WHERE name = ?1); "
-        "INSERT INTO ${table}_queue (name, owner, ticket, valid_until) SELECT ?1, ?2, "
-        "IF(?4 = 0, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)), ?4), ${now_ms} + ?3 "
-        "FROM DUAL WHERE NOT EXISTS (SELECT 1 FROM ${table} WHERE name = ?1 AND owner = ?2 AND handed_to = ?4 "
-        "AND ?4 <> 0 AND holds > 0) "
-        "ON DUPLICATE KEY UPDATE ticket = VALUES(ticket), valid_until = VALUES(valid_until); "
-        "SELECT ticket FROM ${table}_queue WHERE name = ?1 AND owner = ?2; COMMIT";
+    // then no row: the waiter's next grant takes the row. A procedure since V11, which the
+    // server parses once a session instead of once a join.
+    d[S::queue_join] = "CALL ${table}_queue_join(?1, ?2, ?3, ?4)";
     d[S::queue_leave] = "DELETE FROM ${table}_queue WHERE name = ?1 AND owner = ?2";
     // A row handed to the ticket after its waiter gave up is freed after the ticket goes: a
     // release handing it over deletes the ticket first, so queue_leave's DELETE waits for that
@@ -118,9 +108,8 @@ Dialect make(bool mariadb) {
         "WHERE name = ?1 AND owner = ?2 AND handed_to = ?3 AND holds > 0";
     d[S::sweep_queue] = "DELETE FROM ${table}_queue WHERE valid_until <= ${now_ms} LIMIT ?1";
     // Turn keys: "dblock:turn:" and the SHA1 of the table, name and owner (52 characters).
-    // The key of the one ahead is worked out once, into a session variable, so that the
-    // check and the wait are on one key. MariaDB waits to the microsecond; a server that
-    // counts whole seconds answers 0 for a shorter wait, and the waiter polls instead.
+    // MariaDB waits to the microsecond; a server that counts whole seconds answers 0 for a
+    // shorter wait, and the waiter polls instead.
     auto turn_key = [](const std::string& owner) {
       return "CONCAT('dblock:turn:', SHA1(CONCAT('${table}', CHAR(0), ?1, CHAR(0), " + owner + ")))";
     };
@@ -129,22 +118,15 @@ Dialect make(bool mariadb) {
     // no wait, a join in that moment got no key, and the waiter, and the one behind it,
     // polled (10-20 ms a turn): so the join waits up to 20 ms for its own key.
     d[S::turn_join] = "SELECT GET_LOCK(" + turn_key("?2") + ", 0.02); " + d[S::queue_join];
-    d[S::turn_wait] =
-        "SET @dblock_turn = " +
-        turn_key("COALESCE((SELECT q.owner FROM ${table}_queue AS q JOIN ${table}_queue AS m "
-                 "ON m.name = q.name AND m.owner = ?2 WHERE q.name = ?1 AND q.ticket < m.ticket "
-                 "AND q.valid_until > ${now_ms} ORDER BY q.ticket DESC LIMIT 1), "
-                 "(SELECT owner FROM ${table} WHERE name = ?1), '')") +
-        "; SELECT CASE WHEN IS_USED_LOCK(@dblock_turn) IS NULL THEN -1 "
-        "WHEN GET_LOCK(@dblock_turn, ?3 / 1000) = 1 THEN RELEASE_LOCK(@dblock_turn) ELSE 0 END";
+    // The key of the one ahead is worked out once, so that the check and the wait are on
+    // one key (migration V11's ${table}_turn_wait).
+    d[S::turn_wait] = "CALL ${table}_turn_wait(?1, ?2, ?3)";
     // The grant runs whatever the wait answered: after a wait that ran out (the holder's
     // lease ending) it is the attempt the waiter makes next anyway. The optimistic take
     // compares on the version read just before it (a missing row: -1, which nothing has).
     // Both answer a row handed to the waiter's ticket first (migration V10).
     d[S::insert_turn_grant] = d[S::turn_wait] + "; CALL ${table}_handed_grant(?1, ?2, ?4, ?5)";
-    d[S::optimistic_turn_grant] = d[S::turn_wait] +
-                                  "; SET @dblock_version = COALESCE((SELECT version FROM ${table} WHERE name = ?1), -1)"
-                                  "; CALL ${table}_handed_take(?1, ?2, ?4, @dblock_version, ?5)";
+    d[S::optimistic_turn_grant] = d[S::turn_wait] + "; CALL ${table}_turn_take(?1, ?2, ?4, ?5)";
     d[S::turn_free] = "DO RELEASE_LOCK(" + turn_key("?2") + ")";
 
     // Session strategies. The wait bound goes to both mechanisms (a user variable for
@@ -231,7 +213,8 @@ Dialect make(bool mariadb) {
         "DROP PROCEDURE IF EXISTS ${table}_grant_queued; DROP PROCEDURE IF EXISTS ${table}_take_queued; "
         "DROP PROCEDURE IF EXISTS ${table}_lease_grant; DROP PROCEDURE IF EXISTS ${table}_lease_take; "
         "DROP PROCEDURE IF EXISTS ${table}_lease_release; DROP PROCEDURE IF EXISTS ${table}_handed_grant; "
-        "DROP PROCEDURE IF EXISTS ${table}_handed_take";
+        "DROP PROCEDURE IF EXISTS ${table}_handed_take; DROP PROCEDURE IF EXISTS ${table}_queue_join; "
+        "DROP PROCEDURE IF EXISTS ${table}_turn_wait; DROP PROCEDURE IF EXISTS ${table}_turn_take";
     d[S::history_create] =
         "CREATE TABLE IF NOT EXISTS ${table}_schema_history ("
         "installed_rank INT NOT NULL PRIMARY KEY, version VARCHAR(50), description VARCHAR(200) NOT NULL, "
