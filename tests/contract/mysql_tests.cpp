@@ -10,6 +10,7 @@
 #include "backends/mysql/mysql_connection.hpp"
 #include "contract/share_lock_check.hpp"
 #include "contract/dead_ticket_check.hpp"
+#include "contract/handed_ticket_check.hpp"
 #include "contract/upgrade_check.hpp"
 #include "core/validate.hpp"
 #include "sql/dialect.hpp"
@@ -705,6 +706,16 @@ TEST_CASE("mysql: a waiter that renews nothing is handed the row with its own TT
   CHECK(dblock::detail::sqldb::as_int(fence.rows.at(0)[0]) == static_cast<std::int64_t>(got->fence()));
   CHECK(dblock::detail::sqldb::as_int(fence.rows.at(0)[1]) == 1);  // the hand-over's grant, not a new one
   got->release();
+}
+
+// A renewal of a ticket the release just handed the row to (handed_ticket_check.hpp).
+TEST_CASE("mysql: a renewal crossing the hand-over does not write the ticket back", "[mysql][fair]") {
+  namespace sq = dblock::detail::sqldb;
+  dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
+  auto c = table.ns().open();
+  auto raw = dblock::test::server_connection(table.url());
+  const auto d = sq::mysql_dialect_of(*raw).rendered(dblock::detail::parse_table_name(table.name()));
+  dblock::test::check_handed_ticket(*c, *raw, d, table.name() + "_queue");
 }
 
 // A waiter that gives up after the release handed it the row (its grant never took it) frees

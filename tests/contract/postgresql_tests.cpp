@@ -12,6 +12,7 @@
 #include "backends/postgresql/pg_connection.hpp"
 #include "contract/share_lock_check.hpp"
 #include "contract/dead_ticket_check.hpp"
+#include "contract/handed_ticket_check.hpp"
 #include "contract/upgrade_check.hpp"
 #include "core/validate.hpp"
 #include "sql/dialect.hpp"
@@ -357,6 +358,16 @@ TEST_CASE("postgresql: a dead waiter handed the row holds it no longer than the 
   REQUIRE(l);
   CHECK(took > 2500ms);
   CHECK(took < 8s);  // 3 s, and at most the waiter's 1 s backoff more, on a loaded machine
+}
+
+// A renewal of a ticket the release just handed the row to (handed_ticket_check.hpp).
+TEST_CASE("postgresql: a renewal crossing the hand-over does not write the ticket back", "[postgresql][fair]") {
+  namespace sq = dblock::detail::sqldb;
+  dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::postgresql);
+  auto c = table.ns().open();
+  const auto d = sq::postgresql_dialect().rendered(dblock::detail::parse_table_name(table.name()));
+  sq::PgConnection raw(table.url(), "test", 10s);
+  dblock::test::check_handed_ticket(*c, raw, d, table.name() + "_queue");
 }
 
 // A waiter that gives up with a hand-over received (its acquire ended without a lease, the

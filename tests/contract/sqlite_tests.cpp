@@ -12,6 +12,7 @@
 #include "backends/sqlite/sqlite_connection.hpp"
 #include "backends/sqlite/sqlite_dialect.hpp"
 #include "contract/dead_ticket_check.hpp"
+#include "contract/handed_ticket_check.hpp"
 #include "contract/upgrade_check.hpp"
 #include "core/validate.hpp"
 #include "sql/lease_drivers.hpp"
@@ -202,6 +203,18 @@ TEST_CASE("sqlite: a release hands the row to the head of the line, whose short 
     CHECK(left() <= 0);  // freed: nobody waits
     CHECK(handed() == 0);
   }
+}
+
+// A renewal of a ticket the release just handed the row to (handed_ticket_check.hpp).
+TEST_CASE("sqlite: a renewal crossing the hand-over does not write the ticket back", "[sqlite][fair]") {
+  namespace sq = dblock::detail::sqldb;
+  dblock::test::TempDir dir;
+  const auto path = dir.path() + "/l.db";
+  auto c = dblock::Client::open("sqlite:" + path);
+  const auto d = sq::sqlite_dialect().rendered(dblock::detail::parse_table_name("dblock_locks"));
+  REQUIRE(c->lock("warm-up").try_acquire());  // the schema is in place
+  sq::SqliteConnection raw(path, 10s);
+  dblock::test::check_handed_ticket(*c, raw, d, "dblock_locks_queue");
 }
 
 // A waiter that gives up after a release handed it the row (its read never took it) frees the

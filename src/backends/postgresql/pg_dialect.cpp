@@ -249,11 +249,18 @@ const Dialect& postgresql_dialect() {
         "WHERE valid_until <= ${now_ms} LIMIT $1::bigint FOR UPDATE SKIP LOCKED))";
 
     // Fair waiting (migration V5). A ticket is the server's clock in us when the waiter first
-    // joined; a renewal writes its own ticket back, so even a swept one keeps its place.
+    // joined; a renewal writes its own ticket back, so even a swept one keeps its place. A
+    // renewal after a release handed the row to its owner (and deleted the ticket) is not
+    // written back: the ticket would outlive the acquire it was for, holding up other
+    // owners' grants for its life. It answers no row then, and the waiter keeps its ticket
+    // for the hand-over's message or a grant that takes the row as its own leftover. (A
+    // renewal whose snapshot predates the release's commit still writes it back.)
     d[S::queue_join] =
-        "INSERT INTO ${table}_queue AS q (name, owner, ticket, valid_until) VALUES ($1, $2, "
+        "INSERT INTO ${table}_queue AS q (name, owner, ticket, valid_until) SELECT $1, $2, "
         "CASE WHEN $4::bigint = 0 THEN (extract(epoch from clock_timestamp()) * 1000000)::bigint ELSE $4::bigint END, "
-        "${now_ms} + $3::bigint) ON CONFLICT (name, owner) DO UPDATE SET ticket = EXCLUDED.ticket, "
+        "${now_ms} + $3::bigint WHERE $4::bigint = 0 OR NOT EXISTS (SELECT 1 FROM ${table} AS t WHERE t.name = $1 "
+        "AND t.owner = $2 AND t.holds > 0 AND t.valid_until > ${now_ms}) "
+        "ON CONFLICT (name, owner) DO UPDATE SET ticket = EXCLUDED.ticket, "
         "valid_until = EXCLUDED.valid_until RETURNING ticket";
     // A waiter that gives up wakes the next one, who may be free to go now.
     d[S::queue_leave] =
