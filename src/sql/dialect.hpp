@@ -72,7 +72,7 @@ enum class Statement : std::size_t {
   // with a live ticket of another owner in the name's queue, grants the row to the lowest
   // instead (a hand-over) and tells the head's process through the notifier
   // (LeaseDriver::take_handover), or leaves it to the head's own read. Answers one row
-  // whose last column is -1 when it handed the row over (LeaseDriver::note_line). Apart from
+  // whose last column is -1 when it handed the row over (LeaseDriver::released). Apart from
   // the plain releases because the hand-over's statements cost an uncontended release about
   // 25 us (7 %) even when they find no ticket.
   insert_handover,

@@ -12,11 +12,4 @@ Attempt InsertDriver::try_acquire(AcquireRequest& r) {
   });
 }
 
-bool InsertDriver::release_with(const std::string& name, const std::string& owner, std::uint64_t fence,
-                                Statement statement) {
-  auto released = rows_.free(name, owner, fence, statement);
-  if (released && statement != Statement::insert_release) note_line(name, *released);
-  return released.has_value();
-}
-
 }  // namespace dblock::detail::sqldb

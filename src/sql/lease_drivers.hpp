@@ -119,8 +119,7 @@ class LeaseDriver : public LockDriver {
     return release_with(name, owner, fence, release_);
   }
   // The release with the strategy's `release` or `handover` statement (HandingGrant).
-  virtual bool release_with(const std::string& name, const std::string& owner, std::uint64_t fence,
-                            Statement statement) = 0;
+  bool release_with(const std::string& name, const std::string& owner, std::uint64_t fence, Statement statement);
   bool release_after(const std::string& name, const std::string& owner, std::uint64_t fence, milliseconds keep) {
     return rows_.release_after(name, owner, fence, keep);
   }
@@ -158,13 +157,16 @@ class LeaseDriver : public LockDriver {
     return a;
   }
   // Whether this fair acquire, which will wait, follows a release of this driver's that
-  // handed the name over (note_line): the name is held, and others queue for it, so
+  // handed the name over (released): the name is held, and others queue for it, so
   // the acquire joins the line at once (in_line) instead of asking first. Its attempt could
   // only answer busy, and would land on the server beside the hand-off.
   bool joins_line(const AcquireRequest& r);
-  // Called with a hand-over release's answer: its last column is -1 when it handed the name
-  // over (Statement::insert_handover), and the name then has a line for joins_line.
-  void note_line(const std::string& name, const Result& released);
+  // Every release of ours that freed or handed over our row passes here with its answer, on
+  // a pooled session or a turn key's: a hand-over's last column is -1 when it handed the
+  // name over (Statement::insert_handover), and the name then has a line for joins_line;
+  // then the strategy's `freed`.
+  void released(const std::string& name, Statement statement, const Result& answer);
+  virtual void freed(const std::string&, const Result&) {}
   Attempt in_line(AcquireRequest& r) {
     auto s = pool_.get();
     return busy_behind(*s, r, std::string(), milliseconds{0});
@@ -258,8 +260,6 @@ class InsertDriver final : public LeaseDriver {
       : LeaseDriver(pool, std::move(pin), d, std::move(notifier), Statement::insert_release,
                     Statement::insert_handover, Statement::insert_turn_grant) {}
   Attempt try_acquire(AcquireRequest& r) override;
-  bool release_with(const std::string& name, const std::string& owner, std::uint64_t fence,
-                    Statement statement) override;
 };
 
 class OptimisticDriver final : public LeaseDriver {
@@ -269,10 +269,10 @@ class OptimisticDriver final : public LeaseDriver {
       : LeaseDriver(pool, std::move(pin), d, std::move(notifier), Statement::optimistic_release,
                     Statement::optimistic_handover, Statement::optimistic_turn_grant) {}
   Attempt try_acquire(AcquireRequest& r) override;
-  bool release_with(const std::string& name, const std::string& owner, std::uint64_t fence,
-                    Statement statement) override;
 
  private:
+  // A free row's version, where the release answers it (-1: handed over): the hint below.
+  void freed(const std::string& name, const Result& answer) override;
   Attempt attempt(AcquireRequest& r);  // one try_acquire round, without waiting for a turn
   // The version a release of ours left on a free row (where the dialect's release returns
   // it), per name: this Client's next acquire of the name tries the compare-and-set on it

@@ -93,18 +93,30 @@ bool LeaseDriver::release_waking(Connection& turn, const std::string& name, cons
                                  std::uint64_t fence) {
   const auto release = hands_over() ? handover_ : release_;  // the key's owner waited: others are likely queued
   const std::string text = d_[release] + "; " + d_[Statement::turn_free];  // turn_free's ?1, ?2 are the release's
-  auto released = turn.run(text, {name, owner, static_cast<std::int64_t>(fence)});
-  if (release == handover_) note_line(name, released);
-  return GrantRows::done(released);
+  auto answer = turn.run(text, {name, owner, static_cast<std::int64_t>(fence)});
+  if (!GrantRows::done(answer)) return false;
+  released(name, release, answer);
+  return true;
 }
 
-void LeaseDriver::note_line(const std::string& name, const Result& released) {
-  if (released.rows.empty() || released.rows.front().empty()) return;
-  const auto* answer = std::get_if<std::int64_t>(&released.rows.front().back());
-  if (!answer || *answer != -1) return;
-  std::lock_guard lk(lines_mutex_);
-  if (lines_.size() >= max_lines) lines_.clear();
-  lines_.insert(name);
+bool LeaseDriver::release_with(const std::string& name, const std::string& owner, std::uint64_t fence,
+                               Statement statement) {
+  auto answer = rows_.free(name, owner, fence, statement);
+  if (!answer) return false;
+  released(name, statement, *answer);
+  return true;
+}
+
+void LeaseDriver::released(const std::string& name, Statement statement, const Result& answer) {
+  const auto* last = answer.rows.empty() || answer.rows.front().empty()
+                         ? nullptr
+                         : std::get_if<std::int64_t>(&answer.rows.front().back());
+  if (statement == handover_ && last && *last == -1) {
+    std::lock_guard lk(lines_mutex_);
+    if (lines_.size() >= max_lines) lines_.clear();
+    lines_.insert(name);
+  }
+  freed(name, answer);
 }
 
 bool LeaseDriver::joins_line(const AcquireRequest& r) {

@@ -81,14 +81,9 @@ Attempt OptimisticDriver::attempt(AcquireRequest& r) {
   return busy(*s, r);
 }
 
-bool OptimisticDriver::release_with(const std::string& name, const std::string& owner, std::uint64_t fence,
-                                    Statement statement) {
-  auto released = rows_.free(name, owner, fence, statement);
-  if (released && statement != Statement::optimistic_release) note_line(name, *released);
-  if (released && !released->rows.empty() && !released->rows.front().empty())
-    if (auto version = as_int(released->rows.front().back()); version >= 0)  // -1: handed over, not free
-      leave_hint(name, version);
-  return released.has_value();
+void OptimisticDriver::freed(const std::string& name, const Result& answer) {
+  if (answer.rows.empty() || answer.rows.front().empty()) return;
+  if (auto version = as_int(answer.rows.front().back()); version >= 0) leave_hint(name, version);
 }
 
 }  // namespace dblock::detail::sqldb
