@@ -67,7 +67,11 @@ int peer_worker_main(int argc, char** argv) {
     const std::chrono::milliseconds hold(std::stoll(argv[9]));
     auto client = dblock::Client::open(worker_url(), client_options);
     auto lock = client->lock(name, lock_options);
-    for (long long i = 0; i < warmup; ++i) acquire(lock, "a warm-up acquire").release();
+    for (long long i = 0; i < warmup; ++i)
+      if (mode == "uncontended")
+        acquire(lock, "a warm-up acquire").release();
+      else if (auto lease = lock.try_acquire(std::chrono::milliseconds(0)))  // peer_worker.py: warm_up
+        lease->release();
     worker_ready_then_wait();
 
     json out;
@@ -236,11 +240,12 @@ BackendReport run_peer_scenario(const std::string& backend, const std::string& u
   const std::size_t n = sides.size(), p = n - 1;
   std::string dblock_side;
   for (std::size_t i = 0; i < p; ++i) dblock_side += (i ? " and " : "") + sides[i].label;
-  auto not_run = [&](const std::string& why) {
-    fmt::print(stderr, "dblock-bench: peers on {}: {} not run: {}\n", backend, peer.name, why);
-    rep.notes.push_back(fmt::format("peers on {}: {} not run: {}", backend, peer.name, why));
+  auto left_out = [&](const std::string& why) {  // the peer's rows: none, and why
+    fmt::print(stderr, "dblock-bench: peers on {}: {} {}\n", backend, peer.name, why);
+    rep.notes.push_back(fmt::format("peers on {}: {} {}", backend, peer.name, why));
     return rep;
   };
+  auto not_run = [&](const std::string& why) { return left_out("not run: " + why); };
   if (runtime.empty() || access(runtime.c_str(), X_OK) != 0)
     return not_run(node ? fmt::format("no Node.js at '{}' (DBLOCK_BENCH_NODE; Debian: nodejs)", runtime)
                         : fmt::format("no Python at '{}' (DBLOCK_BENCH_PYTHON)", runtime));
@@ -272,17 +277,25 @@ BackendReport run_peer_scenario(const std::string& backend, const std::string& u
       // never finds a lease the previous one left behind.
       const std::string name =
           fmt::format("bench-peers-{}-{}", sides[i].label, contended ? "contended" : "uncontended");
-      auto lines = contended ? run_side(sides[i], url, kContenders,
-                                        {"contended", name, std::to_string(static_cast<long long>(seconds * 1000)), "1",
-                                         std::to_string(kHoldMs)},
-                                        unavailable)
-                             : run_side(sides[i], url, 1,
-                                        {"uncontended", name, std::to_string(cycles), std::to_string(opt.warmup), "0"},
-                                        unavailable);
+      std::optional<std::vector<json>> lines;
+      try {
+        lines = contended ? run_side(sides[i], url, kContenders,
+                                     {"contended", name, std::to_string(static_cast<long long>(seconds * 1000)), "1",
+                                      std::to_string(kHoldMs)},
+                                     unavailable)
+                          : run_side(sides[i], url, 1,
+                                     {"uncontended", name, std::to_string(cycles), std::to_string(opt.warmup), "0"},
+                                     unavailable);
+        if (lines && contended) merge_holds(sides[i].label, *lines, tally[i]);
+      } catch (const std::exception& e) {
+        // The peer's failure (a worker's error, two holders at once) is a finding about the
+        // peer: reported, and the rest of the run goes on. dblock's own are failures.
+        if (i != p) throw;
+        return left_out(fmt::format("failed in round {} of {} ({}): {}", round + 1, u_rounds + c_rounds,
+                                    contended ? "contended" : "uncontended", e.what()));
+      }
       if (!lines) return not_run(unavailable);
-      if (contended) {
-        merge_holds(sides[i].label, *lines, tally[i]);
-      } else {
+      if (!contended) {
         for (const auto& v : lines->front()["samples_us"]) tally[i].cycles_us.push_back(v.get<double>());
         if (lines->front().contains("version")) tally[i].version = lines->front()["version"].get<std::string>();
       }
@@ -321,7 +334,8 @@ BackendReport run_peer_scenario(const std::string& backend, const std::string& u
       "processes (dblock's: this binary, one Client each, default options), the sides taking turns in rounds, "
       "the first side rotated each round. peers-uncontended: 1 process per round, blocking acquire (wait up to {} s) "
       "+ release of one name, {} rounds of {} timed cycles, each after {} untimed. peers-contended: {} rounds of {} "
-      "processes on one name for {:.1f} s, each: acquire (giving up {} s after the round's end), sleep {} ms, "
+      "processes on one name for {:.1f} s (each process first makes one untimed attempt), each: acquire (giving "
+      "up {} s after the round's end), sleep {} ms, "
       "release, again at once; every grant and "
       "release stamped with CLOCK_MONOTONIC, p50/p99 = hand-off (the next holder's grant - the previous holder's "
       "release, when the lock changed process; a re-grant to the releaser is counted as a grant, not a hand-off), "

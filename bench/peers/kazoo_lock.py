@@ -11,6 +11,7 @@ from peer_worker import run, say
 try:
     import kazoo
     from kazoo.client import KazooClient
+    from kazoo.exceptions import LockTimeout
 except ImportError as e:
     say({"unavailable": f"{e} (Debian: python3-kazoo)"})
     sys.exit(69)
@@ -21,7 +22,14 @@ def open_lock(url, name):
     zk = KazooClient(hosts=u.netloc, timeout=30)
     zk.start(timeout=30)
     lock = zk.Lock(f"{u.path.rstrip('/')}/{name}")
-    return (lambda timeout_s: lock.acquire(timeout=timeout_s)), lock.release
+
+    def acquire(timeout_s):  # Kazoo raises when a waiter's timeout passes; the protocol answers False
+        try:
+            return lock.acquire(timeout=timeout_s)
+        except LockTimeout:
+            return False
+
+    return acquire, lock.release
 
 
 sys.exit(run(open_lock, f"Kazoo {kazoo.__version__}"))
