@@ -164,7 +164,7 @@ TEST_CASE("mysql: check_in refuses a stale fence and holds off a takeover until 
   ScratchTable table(ScratchTable::Server::mysql);
   LockTable locks(table.name());  // check_in needs no client
   auto conn = service_connection(table);
-  const std::string data = table.name() + "_data";
+  const std::string data = table.data_table();
   exec(*conn, "CREATE TABLE " + data + " (id INT PRIMARY KEY, fence BIGINT) ENGINE=InnoDB");
   exec(*conn, "INSERT INTO " + data + " VALUES (1, 0)");
   conn->commit();

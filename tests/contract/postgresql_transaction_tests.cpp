@@ -125,14 +125,15 @@ TEST_CASE("postgresql: check_in refuses a stale fence and holds off a takeover u
   ScratchTable table(ScratchTable::Server::postgresql);
   LockTable locks(table.name(), options);
   pqxx::connection conn(table.url());
+  const std::string data = table.data_table();
   {
     pqxx::work ddl(conn);
-    ddl.exec("CREATE TABLE " + table.name() + "_data (id int PRIMARY KEY, fence bigint)");
-    ddl.exec("INSERT INTO " + table.name() + "_data VALUES (1, 0)");
+    ddl.exec("CREATE TABLE " + data + " (id int PRIMARY KEY, fence bigint)");
+    ddl.exec("INSERT INTO " + data + " VALUES (1, 0)");
     ddl.commit();
   }
   auto write = [&](pqxx::work& tx, std::uint64_t fence) {
-    tx.exec("UPDATE " + table.name() + "_data SET fence = " + std::to_string(fence) + " WHERE id = 1");
+    tx.exec("UPDATE " + data + " SET fence = " + std::to_string(fence) + " WHERE id = 1");
   };
   auto a = table.ns().open(), b = table.ns().open();
   for (auto s : {Strategy::insert, Strategy::optimistic}) {
@@ -155,7 +156,7 @@ TEST_CASE("postgresql: check_in refuses a stale fence and holds off a takeover u
       write(tx, next->fence());
       tx.commit();
     }
-    CHECK(pqxx::nontransaction(conn).exec("SELECT fence FROM " + table.name() + "_data")[0][0].as<std::uint64_t>() ==
+    CHECK(pqxx::nontransaction(conn).exec("SELECT fence FROM " + data)[0][0].as<std::uint64_t>() ==
           next->fence());
     next->release();
 

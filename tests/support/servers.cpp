@@ -102,7 +102,10 @@ ScratchTable::~ScratchTable() {
 #ifdef DBLOCK_TEST_MYSQL
     if (server_ == Server::mysql) d = &detail::sqldb::mysql_dialect();
 #endif
-    if (d) server_connection(url_)->run_script(detail::sqldb::render((*d)[detail::sqldb::Statement::drop_schema], detail::parse_table_name(table_), d->now_ms));
+    if (!d) return;
+    auto conn = server_connection(url_);
+    if (has_data_) conn->run_script("DROP TABLE IF EXISTS " + table_ + "_data");
+    conn->run_script(detail::sqldb::render((*d)[detail::sqldb::Statement::drop_schema], detail::parse_table_name(table_), d->now_ms));
   } catch (...) {  // a leftover table in a throwaway server is harmless
   }
 }

@@ -68,10 +68,17 @@ class ScratchTable {
   Namespace ns() const { return Namespace{url_, options()}; }
   const std::string& url() const { return url_; }
   const std::string& name() const { return table_; }
+  // The name of a table of the test's own beside the lock table ("<name>_data"), for the
+  // rows a test protects; created by the test, dropped with the lock table.
+  std::string data_table() {
+    has_data_ = true;
+    return table_ + "_data";
+  }
 
  private:
   Server server_;
   std::string url_, table_;
+  bool has_data_ = false;
 };
 
 }  // namespace dblock::test
