@@ -20,7 +20,7 @@
 //   dblock_torture worker URL TABLE STRATEGY NAME THREADS TTL_MS RESOURCE STOP_FILE SHAPE OCCUPANCY
 //
 // Exit 0 when the run had grants and no violation (unless allowed), fence regression, lost
-// increment or broken shape rule, 1 otherwise, 64 on bad arguments. Only the public API is
+// increment, broken shape rule or failed restart, 1 otherwise, 64 on bad arguments. Only the public API is
 // used, as a service would.
 #include <signal.h>
 #include <sys/stat.h>
@@ -55,7 +55,9 @@ namespace {
 
 // A restart (--restart-cmd) taking longer is stopped and reported: far above a healthy one
 // (a MariaDB failover with a replica rebuilt from a dump: 5 s), and well below the test's
-// 600 s timeout, so that the run still ends and prints what the command printed.
+// 600 s timeout, so that the run still ends and prints what the command printed. A restart
+// that fails or is stopped fails the run: the fault it was to inject did not happen as meant,
+// and what it left (a replica not following, say) would fail the next test instead.
 constexpr std::chrono::seconds kRestartLimit{180};
 
 // "exclusive" -> 1 with shared false; "shared" -> 1 with shared true; "permits=N" -> N.
@@ -284,7 +286,7 @@ class Run {
         "\"grants\":%lld,\"grants_per_second\":%.1f,\"violations\":%lld,\"fence_regressions\":%lld,"
         "\"lost_increments\":%ld,"
         "\"stale_rejected\":%lld,\"late_loss_reports\":%lld,\"late_loss_max_ms\":%lld,"
-        "\"hung_workers\":%d,\"kills\":%zu,\"stops\":%zu,\"restarts\":%zu,"
+        "\"hung_workers\":%d,\"kills\":%zu,\"stops\":%zu,\"restarts\":%zu,\"failed_restarts\":%zu,"
         "\"recovery_ms\":{\"kill\":%s,\"stop_takeover\":%s,\"restart\":%s},"
         "\"recovery_median_ms\":{\"kill\":%.0f,\"stop_takeover\":%.0f,\"restart\":%.0f},"
         "\"shape\":\"%s\",\"entries\":%lld,\"max_inside\":%lld,\"shape_violations\":%lld}\n",
@@ -292,7 +294,7 @@ class Run {
         static_cast<long long>(s.accepted), s.accepted / elapsed, static_cast<long long>(s.violations),
         static_cast<long long>(s.regressions), lost_increments, static_cast<long long>(s.stale),
         static_cast<long long>(s.late_losses),
-        static_cast<long long>(s.late_loss_max_ms), hung, kill_ms_.size(), stops_, restart_ms_.size(),
+        static_cast<long long>(s.late_loss_max_ms), hung, kill_ms_.size(), stops_, restart_ms_.size(), failed_restarts_,
         json_list(kill_ms_).c_str(), json_list(stop_ms_).c_str(), json_list(restart_ms_).c_str(), median(kill_ms_),
         median(stop_ms_), median(restart_ms_), a_.shape.c_str(), static_cast<long long>(o.entries),
         static_cast<long long>(o.max_inside), static_cast<long long>(o.over));
@@ -300,7 +302,7 @@ class Run {
     const auto shape = parse_shape(a_.shape);
     const bool granted = shape.exclusive() ? s.accepted > 0 : o.entries > 0 && (shape.permits > 1 || s.accepted > 0);
     bool ok = granted && (s.violations == 0 || a_.allow_violations) && s.regressions == 0 && lost_increments == 0 &&
-              o.over == 0 && (hung == 0 || a_.allow_hung);
+              o.over == 0 && (hung == 0 || a_.allow_hung) && failed_restarts_ == 0;
     return ok ? 0 : 1;
   }
 
@@ -371,6 +373,7 @@ class Run {
     const int status = std::system(
         ("timeout -k 5 " + std::to_string(kRestartLimit.count()) + " sh -c \"$DBLOCK_TORTURE_RESTART_CMD\" >\"$DBLOCK_TORTURE_RESTART_LOG\" 2>&1").c_str());
     const double took = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (status != 0) ++failed_restarts_;
     if (status != 0 || took > 30) {
       std::fprintf(stderr, "torture: restart %zu %s after %.1f s; it printed:\n", restart_ms_.size() + 1,
                    status == 0 ? "succeeded" : WEXITSTATUS(status) == 124 ? "was stopped" : "failed", took);
@@ -404,6 +407,7 @@ class Run {
   std::vector<pid_t> workers_;
   std::vector<double> kill_ms_, stop_ms_, restart_ms_;  // stop_ms_: takeovers while paused
   std::size_t stops_ = 0;
+  std::size_t failed_restarts_ = 0;
 };
 
 }  // namespace
