@@ -368,7 +368,12 @@ TEST_CASE("redis sentinel: a grant the replica never got is lost without WAIT, k
 // is the master, and takes writes from the connections it has, until the Sentinels make it a
 // replica seconds later. A holder that kept renewing there would lose its key on the new master
 // at its TTL while it believes it holds the lock. Its connections ask a Sentinel again at most a
-// second apart (Connection::still_connected), so its renewals move to the new master in time.
+// second apart (Connection::still_connected), so its renewals move to the new master in time:
+// the new master's key lives a TTL from the last renewal it got (up to a renewal interval before
+// the promotion), and the holder's first renewal there comes after the Sentinels' switch (their
+// INFO polls are a second apart during a failover) and up to another interval. With a TTL of 3 s
+// (1 s renewals) that is the whole TTL at worst, and a run under ASan lost the lease so; 9 s
+// leaves 2 s (docs/ARCHITECTURE.md, "Redis Sentinel").
 TEST_CASE("redis sentinel: after a forced failover that leaves the old master running, a held lease "
           "outlives its TTL on the new master",
           "[redis][failover]") {
@@ -378,7 +383,7 @@ TEST_CASE("redis sentinel: after a forced failover that leaves the old master ru
   auto a = reconnecting([&] { return dblock::Client::open(url); });
   dblock::LockOptions o;
   o.strategy = dblock::Strategy::redis;
-  o.ttl = 3s;
+  o.ttl = 9s;
   auto held = a->lock("forced", o).acquire();
   const auto old_master = dblock::test::sentinel_master(parsed);
   auto moved = [&] {
