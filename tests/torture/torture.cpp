@@ -20,8 +20,8 @@
 //   dblock_torture worker URL TABLE STRATEGY NAME THREADS TTL_MS RESOURCE STOP_FILE SHAPE OCCUPANCY
 //
 // Exit 0 when the run had grants and no violation (unless allowed), fence regression, lost
-// increment, broken shape rule or failed restart, 1 otherwise, 64 on bad arguments. Only the public API is
-// used, as a service would.
+// increment, broken shape rule or failed restart, 1 otherwise, 64 on bad arguments. Only the
+// public API is used, as a service would.
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
