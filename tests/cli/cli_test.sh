@@ -53,7 +53,7 @@ cleanup() {
   kill $(jobs -p) 2>/dev/null
   [ -n "$FLUSH_BACK" ] && sql "SET GLOBAL innodb_flush_log_at_trx_commit = $FLUSH_BACK" >/dev/null 2>&1
   [ -n "$READ_ONLY_BACK" ] && sql "SET GLOBAL read_only = 0" >/dev/null 2>&1
-  [ -n "$SERVER_URL" ] && drop_tables "$DBLOCK_TABLE" "other_$DBLOCK_TABLE" "doctor_$DBLOCK_TABLE" >/dev/null 2>&1
+  [ -n "$SERVER_URL" ] && drop_tables "$DBLOCK_TABLE" "other_$DBLOCK_TABLE" "doctor_$DBLOCK_TABLE" "paused_$DBLOCK_TABLE" >/dev/null 2>&1
   rm -rf "$WORK"
 }
 trap cleanup EXIT
@@ -730,6 +730,91 @@ case "$BACKEND" in
     expect_exit 0 "doctor: a snapshot restore cannot be seen, which is not a failure" "$DBLOCK" doctor
     grep -q "^unknown  *snapshot-restore (not read)" "$WORK/out" && ok "doctor names snapshot restores" || fail "doctor said: $(cat "$WORK/out")" ;;
 esac
+
+# --- a holder paused past its TTL, and its fenced write (README, "Protecting rows") -------
+# A holder whose whole `dblock run` is stopped (SIGSTOP) past its TTL resumes and writes a
+# row in a transaction guarded by <table>_check: once another holder took the lock, the
+# database refuses the write and the new holder's stands; had it checked in before the
+# pause, the takeover waits for its transaction instead. The script ignores SIGTERM, as a
+# command that does not stop when told: what keeps the row right is the database.
+# (A lock table of its own: the main one's migration history was tampered with above.)
+if [ "$BACKEND" = sqlite ] || [ "$BACKEND" = postgresql ] || [ "$BACKEND" = mysql ]; then
+  main_url=$DBLOCK_URL main_table=$DBLOCK_TABLE data="paused_data_$(date +%s%N | tail -c 8)"
+  if [ "$BACKEND" = sqlite ]; then
+    export DBLOCK_URL="sqlite:$WORK/paused.db"
+    data_sql() { sqlite3 "$WORK/paused.db" "$1"; }
+  else
+    export DBLOCK_TABLE="paused_$DBLOCK_TABLE"
+    "$DBLOCK" migrate >/dev/null 2>"$WORK/err" || fail "cannot migrate $DBLOCK_TABLE: $(cat "$WORK/err")"
+    data_sql() { if [ "$BACKEND" = postgresql ]; then psql -X -q -At "$SERVER_URL" -c "$1"; else sql "$1"; fi; }
+  fi
+  data_sql "CREATE TABLE $data (id INTEGER PRIMARY KEY, fence BIGINT NOT NULL); INSERT INTO $data VALUES (1, 0)"
+  # guarded.sh MODE: writes $DBLOCK_FENCE into the row, checked; MODE before: waits for the
+  # file `go` before its transaction, inside: after the check, now: not at all.
+  case "$BACKEND" in
+    sqlite) client='sqlite3 -bail "${DBLOCK_URL#sqlite:}"' begin='BEGIN IMMEDIATE;' shell=.shell
+            check="INSERT INTO \${DBLOCK_TABLE}_check VALUES ('\$DBLOCK_NAME', \$DBLOCK_FENCE);" ;;
+    postgresql) client='psql -X -q -v ON_ERROR_STOP=1 "$DBLOCK_URL"' begin='BEGIN;' shell='\!'
+                check="SELECT \${DBLOCK_TABLE}_check('\$DBLOCK_NAME', \$DBLOCK_FENCE);" ;;
+    mysql) client="MYSQL_PWD='$MY_PASSWORD' mariadb --no-defaults --protocol=tcp -h $MY_HOST -P $MY_PORT -u $MY_USER -D $MY_DB --batch"
+           begin='START TRANSACTION;' shell='\!' check="CALL \${DBLOCK_TABLE}_check('\$DBLOCK_NAME', \$DBLOCK_FENCE);" ;;
+  esac
+  # (The pause is a script of its own: the mariadb client ends a shell command at a ';'.)
+  echo "touch '$WORK/ready'; while [ ! -e '$WORK/go' ]; do sleep 0.05; done" >"$WORK/pause.sh"
+  cat >"$WORK/guarded.sh" <<EOF
+trap '' TERM
+echo "\$DBLOCK_FENCE" >"$WORK/fence.\$1"
+[ "\$1" = before ] && sh "$WORK/pause.sh"
+inside=true; [ "\$1" = inside ] && inside="sh $WORK/pause.sh"
+$client <<SQL
+$begin
+$check
+$shell \$inside
+UPDATE $data SET fence = \$DBLOCK_FENCE WHERE id = 1;
+COMMIT;
+SQL
+EOF
+  row_fence() { data_sql "SELECT fence FROM $data WHERE id = 1" | tail -n 1 | tr -d ' '; }
+  # paused_run MODE NAME: starts the holder, stops it (dblock and its command) once it is
+  # ready, and sleeps past its 2 s TTL.
+  paused_run() {
+    rm -f "$WORK/ready" "$WORK/go"
+    "$DBLOCK" run --name "$2" --ttl 2s --grace 10s -- sh "$WORK/guarded.sh" "$1" >"$WORK/paused.out" 2>"$WORK/paused.err" &
+    paused_pid=$!
+    wait_for_file "$WORK/ready" || fail "the paused holder never got ready: $(cat "$WORK/paused.err")"
+    paused_child=$(pgrep -P "$paused_pid")
+    kill -STOP "$paused_pid" && kill -STOP -- "-$paused_child"
+    sleep 3
+  }
+  resume() { touch "$WORK/go"; kill -CONT -- "-$paused_child"; kill -CONT "$paused_pid"; wait "$paused_pid"; }
+
+  paused_run before paused
+  expect_exit 0 "a second holder takes the lock of one paused past its TTL, and writes" \
+    "$DBLOCK" run --name paused --wait 5s -- sh "$WORK/guarded.sh" now
+  resume; code=$?
+  [ "$code" != 0 ] && grep -q "not held with" "$WORK/paused.err" &&
+    ok "the paused holder's fenced write is refused by the database when it resumes (exit $code)" ||
+    fail "the paused holder's write: exit $code, stderr: $(head -c 300 "$WORK/paused.err")"
+  [ "$(row_fence)" = "$(cat "$WORK/fence.now")" ] && [ "$(cat "$WORK/fence.now")" -gt "$(cat "$WORK/fence.before")" ] &&
+    ok "the new holder's write stands, with the higher fence" ||
+    fail "the row has fence $(row_fence): paused $(cat "$WORK/fence.before"), new $(cat "$WORK/fence.now")"
+
+  paused_run inside paused-checked
+  # The grant waits on the row the check locked (SQLite: on the write lock) until the server's
+  # lock wait or statement timeout ends it, which `run` reports as an unavailable server
+  # (README, "Protecting rows in the same database": keep such transactions short).
+  expect_exit 69 "the lease expired, but the takeover waits for the transaction that checked it in" \
+    bounded 60 "$DBLOCK" run --name paused-checked --wait 2s --timeout 3s -- touch "$WORK/taken"
+  [ ! -e "$WORK/taken" ] && ok "the takeover's command did not run" || fail "the takeover's command ran"
+  resume; code=$?
+  [ "$(row_fence)" = "$(cat "$WORK/fence.inside")" ] &&
+    ok "the checked-in write commits when the holder resumes (exit $code)" ||
+    fail "the row has fence $(row_fence), the checked-in holder's is $(cat "$WORK/fence.inside"): $(tr '\n' ' ' <"$WORK/paused.err" | head -c 600)"
+  expect_exit 0 "then the lock is free to take" "$DBLOCK" run --name paused-checked --wait 5s -- true
+  data_sql "DROP TABLE $data"
+  [ "$BACKEND" = sqlite ] || drop_tables "$DBLOCK_TABLE" >/dev/null 2>&1
+  export DBLOCK_URL="$main_url" DBLOCK_TABLE="$main_table"
+fi
 [ -n "$SERVER_URL" ] && expect_exit 69 "doctor: an unreachable server" "$DBLOCK" doctor --url "${SERVER_URL%%://*}://${UNREACHABLE_AUTH/Wr0ngSecret/x}127.0.0.1:1$UNREACHABLE_PATH" --timeout 2s
 
 # --- bad input: exit 64, one line, nothing written ------------------------------------------
