@@ -241,36 +241,23 @@ std::vector<Row> run_txn_mysql(const std::string& url, const std::string& table,
   dblock::mysql::LockTable locks(client);
   auto lease = client->lock("bench-txn-check").acquire();
   std::int64_t n = 0;
+  // The service's transaction: `first` in it, then the UPDATE, then COMMIT.
+  auto txn = [&](const std::string& label, std::function<void()> first) {
+    return Series{label, [&, label, first] {
+                    first();
+                    write(++n, label.c_str());
+                    conn->commit();
+                  },
+                  {}};
+  };
   auto rows = timed("mysql",
-                    {{"bare-txn", [&] {
-                        write(++n, "bare");
-                        conn->commit();
-                      }, {}},
-                     {kSelect1, [&] {
-                        select1();
-                        write(++n, "+select1");
-                        conn->commit();
-                      }, {}},
-                     {kLockFloor, [&] {
-                        lock_floor();
-                        write(++n, "+lock-floor");
-                        conn->commit();
-                      }, {}},
-                     {kCheckFloor, [&] {
-                        check_floor();
-                        write(++n, "+check-floor");
-                        conn->commit();
-                      }, {}},
-                     {"lock_in", [&] {
-                        if (locks.lock_in(*conn, "bench-txn") == 0) throw std::runtime_error("txn lock_in: no fence");
-                        write(++n, "lock_in");
-                        conn->commit();
-                      }, {}},
-                     {"check_in", [&] {
-                        locks.check_in(*conn, lease);
-                        write(++n, "check_in");
-                        conn->commit();
-                      }, {}},
+                    {txn("bare-txn", [] {}), txn(kSelect1, select1), txn(kLockFloor, lock_floor),
+                     txn(kCheckFloor, check_floor),
+                     txn("lock_in",
+                         [&] {
+                           if (locks.lock_in(*conn, "bench-txn") == 0) throw std::runtime_error("txn lock_in: no fence");
+                         }),
+                     txn("check_in", [&] { locks.check_in(*conn, lease); }),
                      // The check sent with the write in one round trip, as a script in another
                      // language would: the CALL's status and the UPDATE's count, read to the end.
                      {"check+update", [&] {
