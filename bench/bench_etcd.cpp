@@ -4,7 +4,8 @@
 // with), `bare-put-delete` = a `Put` under a lease granted once + a `DeleteRange` (what an
 // uncontended lock cannot avoid: two writes), `bare-lease-put-delete` = the same with a
 // `LeaseGrant` before and a `LeaseRevoke` after (what a lease per acquire costs: an unrenewed
-// lock's; renewed ones share the Client's lease),
+// lock's; renewed ones share the Client's lease), `bare-recipe` = the lock recipe's own two
+// Txns (put-if-absent with the first key's read, compare-and-delete),
 // and for the hand-off `bare-watch-handoff`: 8 threads, each on a channel and a lease of its
 // own, running etcd's lock recipe by hand (put-if-absent, watch the predecessor's deletion,
 // delete to release).
@@ -113,6 +114,12 @@ struct Bare {
     if (!end.empty()) req.set_range_end(end);
     pb::DeleteRangeResponse resp;
     check(kv->DeleteRange(&ctx, req, &resp), "DeleteRange");
+  }
+  pb::TxnResponse txn(const pb::TxnRequest& req) {
+    grpc::ClientContext ctx;
+    pb::TxnResponse resp;
+    check(kv->Txn(&ctx, req, &resp), "Txn");
+    return resp;
   }
   pb::RangeResponse range(const pb::RangeRequest& req) {
     grpc::ClientContext ctx;
@@ -271,6 +278,41 @@ BackendReport run_etcd(const Options& opt) {
     bare.put(key, run_lease);
     bare.del(key);
   };
+  // The lock recipe's own two writes (etcd's concurrency.Mutex, `etcdctl lock`), which a lock
+  // cannot do without: a plain Put would overwrite a holder's key and a plain DeleteRange a
+  // successor's. Acquire: put the key unless it exists and read the prefix's first key by
+  // creation in the same Txn; release: delete it only if it is the key we created.
+  const std::string recipe_prefix = root + "/bench-bare-recipe/";
+  const std::string recipe_key = recipe_prefix + "k";
+  auto recipe = [&] {
+    pb::TxnRequest acquire;
+    auto* absent = acquire.add_compare();
+    absent->set_key(recipe_key);
+    absent->set_target(pb::Compare::CREATE);
+    absent->set_result(pb::Compare::EQUAL);
+    absent->set_create_revision(0);
+    auto* put = acquire.add_success()->mutable_request_put();
+    put->set_key(recipe_key);
+    put->set_value("x");
+    put->set_lease(run_lease);
+    auto* first = acquire.add_success()->mutable_request_range();
+    first->set_key(recipe_prefix);
+    first->set_range_end(prefix_end(recipe_prefix));
+    first->set_sort_target(pb::RangeRequest::CREATE);
+    first->set_sort_order(pb::RangeRequest::ASCEND);
+    first->set_limit(1);
+    first->set_keys_only(true);
+    auto got = bare.txn(acquire);
+    if (!got.succeeded()) throw std::runtime_error("etcd bare-recipe: the key was there already");
+    pb::TxnRequest release;
+    auto* ours = release.add_compare();
+    ours->set_key(recipe_key);
+    ours->set_target(pb::Compare::CREATE);
+    ours->set_result(pb::Compare::EQUAL);
+    ours->set_create_revision(got.header().revision());
+    release.add_success()->mutable_request_delete_range()->set_key(recipe_key);
+    if (!bare.txn(release).succeeded()) throw std::runtime_error("etcd bare-recipe: our key was gone");
+  };
   auto lease_put_delete = [&] {
     auto id = bare.grant(30);
     bare.put(key, id);
@@ -286,7 +328,10 @@ BackendReport run_etcd(const Options& opt) {
       "under a lease granted once for the run + `DeleteRange` of it (2 round trips, 2 writes), what an uncontended "
       "lock cannot avoid; `bare-lease-put-delete` = `LeaseGrant` + `Put` + `DeleteRange` + `LeaseRevoke` (4 round "
       "trips, 4 writes), what a lease per acquire costs (dblock's unrenewed locks; renewed ones share one lease per "
-      "Client and TTL: acquire = Txn put-if-absent with the first key's read, release = Txn compare-and-delete). "
+      "Client and TTL: acquire = Txn put-if-absent with the first key's read, release = Txn compare-and-delete); "
+      "`bare-recipe` = those two Txns themselves under the run's lease (etcd's lock recipe, `etcdctl lock`'s "
+      "statements: a lock cannot use a plain Put, which overwrites a holder's key, nor a plain DeleteRange, which "
+      "deletes a successor's). "
       "`bare-watch-handoff`: 8 threads, "
       "each with its own channel and one lease for the run, etcd's lock recipe by hand (Txn put-if-absent + read the "
       "first key; Range of the last key created before ours; Watch of its deletion; DeleteRange to release). The "
@@ -300,8 +345,9 @@ BackendReport run_etcd(const Options& opt) {
   run.strategies = {dblock::Strategy::etcd};
   run.baselines = {{"select1", select1, {}},
                    {"bare-put-delete", put_delete, {}},
-                   {"bare-lease-put-delete", lease_put_delete, {}}};
-  run.compared_with = {{"etcd", {"bare-put-delete", "bare-lease-put-delete"}}};
+                   {"bare-lease-put-delete", lease_put_delete, {}},
+                   {"bare-recipe", recipe, {}}};
+  run.compared_with = {{"etcd", {"bare-put-delete", "bare-lease-put-delete", "bare-recipe"}}};
   auto report = run_server(std::move(run), opt);
   bare.revoke(run_lease);
 

@@ -35,6 +35,7 @@
 #include "bench_shapes.hpp"
 #include "bench_pg.hpp"
 #include "bench_plots.hpp"
+#include "backends/sqlite/sqlite_dialect.hpp"
 #include "bench_sqlite_floor.hpp"
 #include "bench_sweep.hpp"
 #include "bench_table_size.hpp"
@@ -42,7 +43,9 @@
 #include "bench_run.hpp"
 #include "bench_txn.hpp"
 #include "bench_util.hpp"
+#include "core/validate.hpp"
 #include "dblock/dblock.hpp"
+#include "sql/dialect.hpp"
 
 namespace fs = std::filesystem;
 using namespace dblock_bench;
@@ -166,6 +169,46 @@ BackendReport run_sqlite(const Options& opt) {
                                              },
                                              {}});
   }
+  // `bare-lease-insert`: the least a correct fenced lease grant sends, on dblock's own lock
+  // table (its fence counter and trigger): an upsert that takes the name if free or expired on
+  // the file's clock and leaves a live row alone, and a release of its own grant only. No
+  // queue, no answer of whose turn is next: what dblock's insert adds beyond it is fairness.
+  std::optional<SQLite::Statement> lease_ins, lease_del;
+  if (uncontended) {
+    const auto& d = dblock::detail::sqldb::sqlite_dialect();
+    const auto table = dblock::detail::parse_table_name(client_options.table);
+    lease_ins.emplace(
+        db, dblock::detail::sqldb::render(
+                "INSERT INTO ${table} AS t (name, owner, fence, holds, acquired_at, valid_until, version) "
+                "VALUES (?1, 'x', (SELECT value + 1 FROM ${table}_fence), 1, ${now_ms}, ${now_ms} + " +
+                    std::to_string(dblock::LockOptions{}.ttl.count()) +
+                    ", 1) ON CONFLICT (name) DO UPDATE SET fence = excluded.fence, holds = 1, "
+                    "acquired_at = excluded.acquired_at, valid_until = excluded.valid_until, owner = excluded.owner, "
+                    "version = t.version + 1 WHERE t.valid_until <= ${now_ms} RETURNING fence",
+                table, d.now_ms));
+    lease_del.emplace(db, dblock::detail::sqldb::render(
+                              "DELETE FROM ${table} WHERE name = ?1 AND owner = 'x' AND fence = ?2", table, d.now_ms));
+    rep.notes.push_back(
+        "sqlite baseline `bare-lease-insert`, the least a correct fenced lease sends, on dblock's lock table: `INSERT "
+        "INTO t ... VALUES (?1, 'x', (SELECT value + 1 FROM t_fence), 1, <now>, <now> + <ttl>, 1) ON CONFLICT (name) "
+        "DO UPDATE SET ... WHERE t.valid_until <= <now> RETURNING fence` (the table's trigger raises the counter; an "
+        "expired row is taken over, a live one not) + `DELETE FROM t WHERE name = ?1 AND owner = 'x' AND fence = "
+        "?2` (only its own grant), prepared, without dblock's queue and its answer of whose turn is next");
+    const std::string lease_name = "bench-uncontended-bare-lease";
+    series.insert(series.begin() + 2, Series{"bare-lease-insert", [&, lease_name] {
+                                               lease_ins->bind(1, lease_name);
+                                               if (!lease_ins->executeStep())
+                                                 throw std::runtime_error("sqlite bare-lease-insert: no fence");
+                                               const auto fence = lease_ins->getColumn(0).getInt64();
+                                               lease_ins->reset();
+                                               lease_del->bind(1, lease_name);
+                                               lease_del->bind(2, fence);
+                                               if (lease_del->exec() != 1)
+                                                 throw std::runtime_error("sqlite bare-lease-insert: no row of ours");
+                                               lease_del->reset();
+                                             },
+                                             {}});
+  }
   run_interleaved("sqlite", series, opt);
 
   if (!clients.empty())
@@ -178,7 +221,8 @@ BackendReport run_sqlite(const Options& opt) {
   for (auto& row : rep.rows) {
     row.vs = {compare(row, bare_row)};
     if (uncontended && &row != &rep.rows.front() && row.strategy != "bare+fence")
-      row.vs.push_back(compare(row, rep.rows[1]));  // the strategies: / bare+fence
+      row.vs.push_back(compare(row, rep.rows[1]));  // the strategies and bare-lease-insert: / bare+fence
+    if (uncontended && row.strategy == "insert") row.vs.push_back(compare(row, rep.rows[2]));  // / bare-lease-insert
     row.shown = row.vs.size();
   }
 
@@ -281,13 +325,18 @@ int run(const Options& opt) {
         opt.handoffs, handoff_warmup(opt)));
   notes.push_back(
       "ratio = p50 / p50 of the `baseline` row (several baselines: one ratio each, in the same order, "
-      "separated by /): uncontended sqlite strategies vs sqlite `bare / bare+fence`, and `bare+fence` vs `bare`; uncontended postgresql strategies vs "
-      "their own bare baseline(s) (insert: `bare-insert`, optimistic: `bare-optimistic`, for-update: "
+      "separated by /): uncontended sqlite strategies vs sqlite `bare / bare+fence` (insert also / "
+      "`bare-lease-insert`), `bare+fence` vs `bare` and `bare-lease-insert` vs `bare / bare+fence`; uncontended "
+      "postgresql strategies vs their own bare baseline(s) (insert: `bare-insert / bare-lease-insert`, optimistic: "
+      "`bare-optimistic / bare-lease-optimistic`, for-update: "
       "`bare-for-update / bare-for-update+fence`, advisory: `advisory-pair / advisory-pair+fence`); uncontended "
-      "mysql strategies vs their own two, without and with the fence draw (insert: `bare-insert / bare-insert+fence`, optimistic: `bare-optimistic / "
-      "bare-optimistic+fence`, for-update: `bare-for-update / bare-for-update+fence`, advisory: `getlock-pair / "
+      "mysql strategies vs their own two, without and with the fence draw, and the lease strategies also vs "
+      "the least correct lease (insert: `bare-insert / bare-insert+fence / bare-lease-insert`, optimistic: "
+      "`bare-optimistic / bare-optimistic+fence / bare-lease-optimistic`, for-update: `bare-for-update / bare-for-update+fence`, advisory: `getlock-pair / "
       "getlock-pair+fence`); a postgresql or mysql `...+fence` baseline vs the same baseline without it (what "
-      "the fence draw costs); the other postgresql and mysql baseline rows vs `select1`; handoff vs sqlite `bare` / "
+      "the fence draw costs); `bare-lease-...` vs the strategy's fenced bare baseline (postgresql `bare-insert`, "
+      "`bare-optimistic`; mysql `...+fence`); etcd `etcd` vs `bare-put-delete / bare-lease-put-delete / "
+      "bare-recipe`; the other postgresql, mysql and etcd baseline rows vs `select1`; handoff vs sqlite `bare` / "
       "the server backends' `select1`, the lease strategies' handoff rows (redis, zookeeper, etcd: the "
       "strategy's) first vs their backend's hand-off floor (`bare-...-handoff`, itself vs `bare` / `select1`); "
       "handoff-polling vs the same strategy's `handoff` row (`<strategy> handoff`: polling p50 / notified p50); "

@@ -139,13 +139,43 @@ BackendReport run_mysql(const Options& opt) {
   const std::string get_lock = fmt::format("SELECT GET_LOCK('{}', 0)", get_lock_key),
                     get_lock_fenced = fmt::format("SET @g = GET_LOCK('{}', 0); {}(@g)", get_lock_key, draw),
                     release_lock = fmt::format("SELECT RELEASE_LOCK('{}')", get_lock_key);
+  // The least a correct fenced lease grant sends (`bare-lease-insert`), in one text as
+  // dblock's grant is one round trip: the fence drawn first (the counter row's lock orders the
+  // draws as the grants), the row inserted, or an expired one taken over and a live one left
+  // as it is, expiry on the server's clock, and the answer (the fence, or 0: busy); the
+  // release deletes only its own grant. No queue, no waiters' mark, no procedure; a busy
+  // attempt bumps the counter too, which dblock's grant avoids (a read of the row first).
+  const std::string now_ms = dblock::detail::sqldb::mysql_dialect().now_ms;
+  auto lease_grant = [&](const std::string& name) {
+    const std::string expired = "valid_until <= " + now_ms;
+    return fmt::format(
+        "START TRANSACTION; {1}; INSERT INTO {0} (name, owner, fence, holds, acquired_at, valid_until, version) "
+        "VALUES ('{2}', 'x', LAST_INSERT_ID(), 1, {3}, {3} + {4}, 1) ON DUPLICATE KEY UPDATE "
+        "owner = IF({5}, VALUES(owner), owner), fence = IF({5}, VALUES(fence), fence), "
+        "holds = IF({5}, 1, holds), acquired_at = IF({5}, VALUES(acquired_at), acquired_at), "
+        "version = IF({5}, version + 1, version), valid_until = IF({5}, VALUES(valid_until), valid_until); "
+        "SELECT IF(ROW_COUNT() > 0, LAST_INSERT_ID(), 0); COMMIT",
+        t, bump, name, now_ms, dblock::LockOptions{}.ttl.count(), expired);
+  };
+  // And the same for optimistic (`bare-lease-optimistic`): in one text the draw and a
+  // compare-and-set that takes only a free or expired row of the version the last release
+  // left (known without a read, as dblock's optimistic knows it); a release of its own grant.
+  auto lease_take = [&](const std::string& name, std::int64_t version) {
+    return fmt::format(
+        "START TRANSACTION; {1}; UPDATE {0} SET owner = 'x', fence = LAST_INSERT_ID(), holds = 1, acquired_at = {3}, "
+        "valid_until = {3} + {4}, version = version + 1 WHERE name = '{2}' AND version = {5} AND valid_until <= {3}; "
+        "SELECT IF(ROW_COUNT() > 0, LAST_INSERT_ID(), 0); COMMIT",
+        t, bump, name, now_ms, dblock::LockOptions{}.ttl.count(), version);
+  };
   const std::string insert_name = "bench-bare-insert", insert_fenced_name = "bench-bare-insert+fence",
+                    lease_insert_name = "bench-bare-lease-insert", lease_optimistic_name = "bench-bare-lease-optimistic",
                     optimistic_name = "bench-bare-optimistic", optimistic_fenced_name = "bench-bare-optimistic+fence",
                     for_update_name = "bench-bare-for-update", for_update_fenced_name = "bench-bare-for-update+fence";
   // The rows the optimistic and for-update baselines work on, and the optimistic ones'
   // versions: this connection alone writes them, so it knows them without reading.
   auto optimistic_version = std::make_shared<std::int64_t>(create_row(optimistic_name));
   auto optimistic_fenced_version = std::make_shared<std::int64_t>(create_row(optimistic_fenced_name));
+  auto lease_optimistic_version = std::make_shared<std::int64_t>(create_row(lease_optimistic_name));
   create_row(for_update_name);
   create_row(for_update_fenced_name);
 
@@ -175,6 +205,24 @@ BackendReport run_mysql(const Options& opt) {
                              del = delete_row(insert_fenced_name)] {
     conn.run(ins);
     check(conn.run(del).affected == 1, "bare-insert+fence: the DELETE found no row (the INSERT inserted none)");
+  };
+  auto bare_lease_insert = [&, grant = lease_grant(lease_insert_name)] {
+    auto fence = conn.run(grant).value.value_or(0);
+    check(fence > 0, "bare-lease-insert: the grant of a free name answered no fence");
+    check(conn.run(fmt::format("DELETE FROM {} WHERE name = '{}' AND owner = 'x' AND fence = {}", t, lease_insert_name,
+                               fence))
+                  .affected == 1,
+          "bare-lease-insert: the release found no row of ours");
+  };
+  auto bare_lease_optimistic = [&, v = lease_optimistic_version] {
+    auto fence = conn.run(lease_take(lease_optimistic_name, *v)).value.value_or(0);
+    check(fence > 0, "bare-lease-optimistic: the take lost on an uncontended row");
+    check(conn.run(fmt::format("UPDATE {} SET owner = '', holds = 0, valid_until = {}, version = version + 1 "
+                               "WHERE name = '{}' AND owner = 'x' AND fence = {}",
+                               t, now_ms, lease_optimistic_name, fence))
+                  .affected == 1,
+          "bare-lease-optimistic: the release found no row of ours");
+    *v += 2;
   };
   auto bare_optimistic = [&, v = optimistic_version, free = free_row(optimistic_name)] {
     check(conn.run(take_row(optimistic_name, *v)).affected == 1,
@@ -216,7 +264,16 @@ BackendReport run_mysql(const Options& opt) {
       "`advisory`; `bare-insert` = `INSERT INTO t (name, owner, fence, holds, "
       "acquired_at, valid_until, version) VALUES (..., 1) ON DUPLICATE KEY UPDATE owner = 'x'` + `DELETE FROM t "
       "WHERE name = ...` (2 round trips, 2 commits) and `bare-insert+fence` = `START TRANSACTION; INSERT ...; bump; "
-      "COMMIT` (one text) + the DELETE (2 round trips, 2 commits) for `insert`; `bare-optimistic` = `UPDATE t SET "
+      "COMMIT` (one text) + the DELETE (2 round trips, 2 commits) and `bare-lease-insert`, the least a correct "
+      "fenced lease sends, for `insert`: `START TRANSACTION; bump; INSERT ... VALUES (..., LAST_INSERT_ID(), ..., "
+      "<now> + <ttl>, 1) ON DUPLICATE KEY UPDATE <each column> = IF(valid_until <= <now>, <new>, <old>); SELECT "
+      "IF(ROW_COUNT() > 0, LAST_INSERT_ID(), 0); COMMIT` (one text: the fence drawn first, an expired row taken "
+      "over and a live one not, the answer) + `DELETE FROM t WHERE name = ... AND owner = 'x' AND fence = N` (only "
+      "its own grant), without dblock's queue, waiters' mark and procedure; `bare-lease-optimistic` the same for "
+      "`optimistic`, N known from the last release (as dblock's optimistic knows it): `START TRANSACTION; bump; UPDATE t SET owner = 'x', fence = LAST_INSERT_ID(), ..., version = version + 1 "
+      "WHERE name = ... AND version = N AND valid_until <= <now>; SELECT IF(ROW_COUNT() > 0, LAST_INSERT_ID(), 0); "
+      "COMMIT` and the release `UPDATE t SET owner = '', ... WHERE name = ... AND owner = 'x' AND fence = N` (2 "
+      "round trips); `bare-optimistic` = `UPDATE t SET "
       "owner = 'x', holds = 1, valid_until = ..., version = version + 1 WHERE name = ... AND version = N` + `UPDATE t "
       "SET owner = '', holds = 0, valid_until = 0, version = version + 1 WHERE name = ... AND owner = 'x'` (2 round "
       "trips, 2 commits; the row inserted before timing, N known to the client, where dblock reads the row first: 1 "
@@ -239,12 +296,16 @@ BackendReport run_mysql(const Options& opt) {
                    {"getlock-pair+fence", getlock_pair_fenced, {}},
                    {"bare-insert", bare_insert, {}},
                    {"bare-insert+fence", bare_insert_fenced, {}},
+                   {"bare-lease-insert", bare_lease_insert, {}},
                    {"bare-optimistic", bare_optimistic, {}},
                    {"bare-optimistic+fence", bare_optimistic_fenced, {}},
+                   {"bare-lease-optimistic", bare_lease_optimistic, {}},
                    {"bare-for-update", bare_for_update, {}},
                    {"bare-for-update+fence", bare_for_update_fenced, {}}};
-  run.compared_with = {{"insert", {"bare-insert", "bare-insert+fence"}},
-                       {"optimistic", {"bare-optimistic", "bare-optimistic+fence"}},
+  run.compared_with = {{"insert", {"bare-insert", "bare-insert+fence", "bare-lease-insert"}},
+                       {"bare-lease-insert", {"bare-insert+fence"}},
+                       {"optimistic", {"bare-optimistic", "bare-optimistic+fence", "bare-lease-optimistic"}},
+                       {"bare-lease-optimistic", {"bare-optimistic+fence"}},
                        {"for-update", {"bare-for-update", "bare-for-update+fence"}},
                        {"advisory", {"getlock-pair", "getlock-pair+fence"}},
                        {"bare-insert+fence", {"bare-insert"}},

@@ -116,6 +116,36 @@ BackendReport run_postgresql(const Options& opt) {
                fmt::format("WITH d AS (DELETE FROM {} WHERE name = $1 RETURNING name) "
                            "SELECT set_config('synchronous_commit', 'off', true) FROM d",
                            t));
+  // The least a correct fenced lease grant sends (`bare-lease-insert`): the row's expiry on the
+  // server's clock, an expired row taken over and a live one left alone, the fence drawn by
+  // dblock's timeline-aware draw (fences must not repeat across a promotion) under the name's
+  // turn lock (nextval runs before the conflict check: two racing grants would answer fences
+  // out of order), and a release that deletes only its own grant. No queue, no busy answer,
+  // no notification: what dblock's insert adds beyond this is fairness and waking waiters.
+  const std::string lease_ttl = std::to_string(dblock::LockOptions{}.ttl.count());  // the default TTL, as the bench locks with
+  conn.prepare("bench_lease_insert",
+               dblock_text("INSERT INTO ${table} AS t (name, owner, fence, holds, acquired_at, valid_until, version) "
+                           "SELECT $1, 'x', ${table}_fence_next(), 1, ${now_ms}, ${now_ms} + " + lease_ttl + ", 1 "
+                           "WHERE pg_try_advisory_xact_lock(hashtextextended('${table}:' || $1, 0)) "
+                           "ON CONFLICT (name) DO UPDATE SET fence = EXCLUDED.fence, owner = EXCLUDED.owner, holds = 1, "
+                           "acquired_at = EXCLUDED.acquired_at, valid_until = EXCLUDED.valid_until, "
+                           "version = t.version + 1 WHERE t.valid_until <= ${now_ms} RETURNING fence"));
+  conn.prepare("bench_lease_delete",
+               dblock_text("WITH d AS (DELETE FROM ${table} WHERE name = $1 AND owner = 'x' AND fence = $2::bigint "
+                           "RETURNING name) SELECT set_config('synchronous_commit', 'off', true) FROM d"));
+  // And the same for optimistic (`bare-lease-optimistic`): a compare-and-set that takes only a
+  // free or expired row of the version the last release left (known without a read, as
+  // dblock's optimistic knows it), under the turn lock, with the draw and the expiry, and a
+  // release of its own grant that leaves the row free and answers its version.
+  conn.prepare("bench_lease_opt_take",
+               dblock_text("UPDATE ${table} SET owner = 'x', fence = ${table}_fence_next(), holds = 1, "
+                           "acquired_at = ${now_ms}, valid_until = ${now_ms} + " + lease_ttl + ", version = version + 1 "
+                           "WHERE name = $1 AND version = $2::bigint AND valid_until <= ${now_ms} "
+                           "AND pg_try_advisory_xact_lock(hashtextextended('${table}:' || $1, 0)) RETURNING fence"));
+  conn.prepare("bench_lease_opt_free",
+               dblock_text("WITH f AS (UPDATE ${table} SET owner = '', holds = 0, valid_until = ${now_ms}, "
+                           "version = version + 1 WHERE name = $1 AND owner = 'x' AND fence = $2::bigint "
+                           "RETURNING version) SELECT version, set_config('synchronous_commit', 'off', true) FROM f"));
   conn.prepare("bench_opt_read", fmt::format("SELECT owner, version, valid_until FROM {} WHERE name = $1", t));
   conn.prepare("bench_opt_take", fmt::format("UPDATE {0} SET owner = 'x', version = version + 1, "
                                              "fence = nextval('{0}_fence') WHERE name = $1 AND version = $2 "
@@ -132,11 +162,13 @@ BackendReport run_postgresql(const Options& opt) {
                            t));
   aux.prepare("bench_fence_next", dblock_text(dialect[Statement::fence_next]));
   const std::int64_t key = 0x6462'6c6f'636b'0000LL + getpid();  // "dblock" + pid: nobody else's
-  const std::string insert_name = "bench-bare-insert", optimistic_name = "bench-bare-optimistic",
+  const std::string insert_name = "bench-bare-insert", lease_insert_name = "bench-bare-lease-insert",
+                    lease_optimistic_name = "bench-bare-lease-optimistic", optimistic_name = "bench-bare-optimistic",
                     for_update_name = "bench-bare-for-update", for_update_fenced_name = "bench-bare-for-update+fence";
   {
     pqxx::nontransaction tx(conn);  // the rows the optimistic and for-update baselines work on
     tx.exec_prepared("bench_create_row", optimistic_name);
+    tx.exec_prepared("bench_create_row", lease_optimistic_name);
     tx.exec_prepared("bench_create_row", for_update_name);
     tx.exec_prepared("bench_create_row", for_update_fenced_name);
   }
@@ -177,6 +209,37 @@ BackendReport run_postgresql(const Options& opt) {
     pqxx::nontransaction tx(conn);
     if (tx.exec_prepared("bench_ins_delete", insert_name).size() != 1)
       throw std::runtime_error("baseline bare-insert: the DELETE found no row");
+  };
+  auto bare_lease_insert = [&conn, lease_insert_name] {
+    std::int64_t fence;
+    {
+      pqxx::nontransaction tx(conn);
+      auto r = tx.exec_prepared("bench_lease_insert", lease_insert_name);
+      if (r.size() != 1) throw std::runtime_error("baseline bare-lease-insert: the grant of a free name returned no fence");
+      fence = r[0][0].as<std::int64_t>();
+    }
+    pqxx::nontransaction tx(conn);
+    if (tx.exec_prepared("bench_lease_delete", lease_insert_name, fence).size() != 1)
+      throw std::runtime_error("baseline bare-lease-insert: the release found no row of ours");
+  };
+  auto lease_optimistic_version = std::make_shared<std::int64_t>(0);
+  {
+    pqxx::nontransaction tx(conn);
+    *lease_optimistic_version =
+        tx.exec_params("SELECT version FROM " + t + " WHERE name = $1", lease_optimistic_name).at(0).at(0).as<std::int64_t>();
+  }
+  auto bare_lease_optimistic = [&conn, lease_optimistic_name, v = lease_optimistic_version] {
+    std::int64_t fence;
+    {
+      pqxx::nontransaction tx(conn);
+      auto r = tx.exec_prepared("bench_lease_opt_take", lease_optimistic_name, *v);
+      if (r.size() != 1) throw std::runtime_error("baseline bare-lease-optimistic: the take lost on an uncontended row");
+      fence = r[0][0].as<std::int64_t>();
+    }
+    pqxx::nontransaction tx(conn);
+    auto r = tx.exec_prepared("bench_lease_opt_free", lease_optimistic_name, fence);
+    if (r.size() != 1) throw std::runtime_error("baseline bare-lease-optimistic: the release found no row of ours");
+    *v = r[0][0].as<std::int64_t>();
   };
   auto bare_optimistic = [&conn, optimistic_name] {
     std::int64_t version;
@@ -231,7 +294,18 @@ BackendReport run_postgresql(const Options& opt) {
       "valid_until, version) VALUES ($1, 'x', nextval('t_fence'), 1, 0, 9e15::bigint, 1) ON CONFLICT (name) DO "
       "UPDATE SET owner = EXCLUDED.owner RETURNING fence` + `DELETE FROM t WHERE name = $1` (2 round trips, 2 "
       "commits) for `insert`, the DELETE committing without waiting for its WAL flush (set_config('synchronous_commit', "
-      "'off', true) in the same statement, as dblock's releases do); `bare-optimistic` = `SELECT owner, version, valid_until FROM t WHERE name = $1` + "
+      "'off', true) in the same statement, as dblock's releases do), and `bare-lease-insert`, the least a correct "
+      "fenced lease sends: `INSERT INTO t ... SELECT $1, 'x', t_fence_next(), 1, <now>, <now> + <ttl>, 1 WHERE "
+      "pg_try_advisory_xact_lock(<name's turn>) ON CONFLICT (name) DO UPDATE SET ... WHERE t.valid_until <= <now> "
+      "RETURNING fence` (the server's clock, an expired row taken over and a live one not, dblock's timeline-aware "
+      "draw under the name's turn lock) + `DELETE FROM t WHERE name = $1 AND owner = .. AND fence = ..` (only its "
+      "own grant; flush not waited for), without dblock's queue, busy answer and notification; `bare-lease-optimistic` "
+      "the same for `optimistic`, the row's version known from the last release (as dblock's optimistic knows "
+      "it; 2 round trips): `UPDATE t SET owner = 'x', fence = t_fence_next(), ..., valid_until = "
+      "<now> + <ttl>, version = version + 1 WHERE name = $1 AND version = $2 AND valid_until <= <now> AND "
+      "pg_try_advisory_xact_lock(<name's turn>) RETURNING fence` and `UPDATE t SET owner = '', holds = 0, "
+      "valid_until = <now>, version = version + 1 WHERE name = $1 AND owner = .. AND fence = .. RETURNING version` "
+      "(flush not waited for); `bare-optimistic` = `SELECT owner, version, valid_until FROM t WHERE name = $1` + "
       "`UPDATE t SET owner = 'x', version = version + 1, fence = nextval('t_fence') WHERE name = $1 AND version = $2 "
       "RETURNING fence` + `UPDATE t SET owner = '', version = version + 1 WHERE name = $1` (3 round trips, 2 "
       "commits, the last one not waiting for its flush as above; the row inserted before timing) for `optimistic`; `bare-for-update` = BEGIN (pqxx::work) + `SELECT "
@@ -250,11 +324,15 @@ BackendReport run_postgresql(const Options& opt) {
                    {"advisory-pair", advisory_pair, {}},
                    {"advisory-pair+fence", advisory_pair_fenced, {}},
                    {"bare-insert", bare_insert, {}},
+                   {"bare-lease-insert", bare_lease_insert, {}},
                    {"bare-optimistic", bare_optimistic, {}},
+                   {"bare-lease-optimistic", bare_lease_optimistic, {}},
                    {"bare-for-update", bare_for_update, {}},
                    {"bare-for-update+fence", bare_for_update_fenced, {}}};
-  run.compared_with = {{"insert", {"bare-insert"}},
-                       {"optimistic", {"bare-optimistic"}},
+  run.compared_with = {{"insert", {"bare-insert", "bare-lease-insert"}},
+                       {"bare-lease-insert", {"bare-insert"}},
+                       {"optimistic", {"bare-optimistic", "bare-lease-optimistic"}},
+                       {"bare-lease-optimistic", {"bare-optimistic"}},
                        {"for-update", {"bare-for-update", "bare-for-update+fence"}},
                        {"bare-for-update+fence", {"bare-for-update"}},
                        {"advisory", {"advisory-pair", "advisory-pair+fence"}},
