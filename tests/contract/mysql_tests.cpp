@@ -718,6 +718,16 @@ TEST_CASE("mysql: a renewal crossing the hand-over does not write the ticket bac
   dblock::test::check_handed_ticket(*c, *raw, d, table.name() + "_queue");
 }
 
+// A renewal that crossed the hand-over all the same (handed_ticket_check.hpp; migration V13).
+TEST_CASE("mysql: a ticket written back across the hand-over goes with the holder's release", "[mysql][fair]") {
+  namespace sq = dblock::detail::sqldb;
+  dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
+  auto c = table.ns().open();
+  auto raw = dblock::test::server_connection(table.url());
+  const auto d = sq::mysql_dialect_of(*raw).rendered(dblock::detail::parse_table_name(table.name()));
+  dblock::test::check_written_back_ticket(*c, *raw, d, table.name());
+}
+
 // A waiter that gives up after the release handed it the row (its grant never took it) frees
 // the row with its ticket, and the next waiter, woken by its turn key, gets it at once; a
 // release of a row that is not ours any more answers so.

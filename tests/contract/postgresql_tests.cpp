@@ -370,6 +370,17 @@ TEST_CASE("postgresql: a renewal crossing the hand-over does not write the ticke
   dblock::test::check_handed_ticket(*c, raw, d, table.name() + "_queue");
 }
 
+// A renewal that crossed the hand-over all the same (handed_ticket_check.hpp).
+TEST_CASE("postgresql: a ticket written back across the hand-over goes with the holder's release",
+          "[postgresql][fair]") {
+  namespace sq = dblock::detail::sqldb;
+  dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::postgresql);
+  auto c = table.ns().open();
+  const auto d = sq::postgresql_dialect().rendered(dblock::detail::parse_table_name(table.name()));
+  sq::PgConnection raw(table.url(), "test", 10s);
+  dblock::test::check_written_back_ticket(*c, raw, d, table.name());
+}
+
 // A waiter that gives up with a hand-over received (its acquire ended without a lease, the
 // grant not taken) passes the row on: the driver's own, with a notifier that says the
 // hand-over came, and the hand-over made by the release statement itself, by hand.

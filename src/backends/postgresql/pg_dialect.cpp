@@ -101,6 +101,11 @@ const Dialect& postgresql_dialect() {
     // meanwhile. A release that finds no live ticket frees the row as before (`free`, the
     // strategy's: nobody queues, so its notification names nobody next), and answers `also`
     // besides; a hand-over answers `handed_also` (-1: the last column says it handed over).
+    // It also deletes any ticket of the releaser's own (`stale`): an owner is one thread of
+    // one Client, so a ticket of ours while we hold the name is a renewal that crossed the
+    // hand-over that granted it to us (its snapshot predated that commit, so queue_join's
+    // guard did not see the row ours). Left, it would put a waiter nobody is in the line
+    // ahead of every later one, and the next hand-over would grant it the row.
     const std::string handover_ms = "3000";
     const auto releasing = [&](const std::string& free, const std::string& also, const std::string& handed_also) {
       return "WITH head AS (SELECT q.owner, q.ticket FROM ${table}_queue AS q WHERE q.name = $1 "
@@ -111,6 +116,7 @@ const Dialect& postgresql_dialect() {
              "WHERE t.name = $1 AND t.owner = $2 AND t.fence = $3::bigint RETURNING t.name, t.owner, t.fence), "
              "served AS (DELETE FROM ${table}_queue AS q USING handed WHERE q.name = handed.name "
              "AND q.owner = handed.owner), "
+             "stale AS (DELETE FROM ${table}_queue AS q WHERE q.name = $1 AND q.owner = $2), "
              "freed AS (" + free + " WHERE name = $1 AND owner = $2 AND fence = $3::bigint "
              "AND NOT EXISTS (SELECT 1 FROM head) RETURNING name, version) "
              "SELECT pg_notify('dblock_${table}', freed.name || E'\\n'), set_config('synchronous_commit', 'off', true)" +
