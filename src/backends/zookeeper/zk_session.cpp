@@ -134,122 +134,163 @@ void Session::check_usable(const std::string& what) const {
   if (dead()) throw_error(ZSESSIONEXPIRED, what);
 }
 
-int Session::create(const std::string& path, const std::string& data, int flags, std::string* created,
-                    Stat* stat) {
-  check_usable("create " + path);
-  std::vector<char> buf(path.size() + 32);  // the server appends at most a 10-digit sequence
-  struct Stat s {};
-  int rc = unknown_outcome(zoo_create2(zh_, path.c_str(), data.data(), static_cast<int>(data.size()),
-                                       &ZOO_OPEN_ACL_UNSAFE, flags, buf.data(), static_cast<int>(buf.size()),
-                                       stat ? stat : &s));
-  if (rc == ZOK && created) *created = buf.data();
-  if (rc == ZOK || rc == ZNONODE || rc == ZNODEEXISTS || rc == ZCONNECTIONLOSS) return rc;
-  throw_error(rc, "create " + path);
-}
-
-namespace {
-
-// What the two completions of create_and_list report, on the C client's completion thread.
-struct Pipelined {
-  std::mutex mutex;
-  std::condition_variable done;
-  int pending = 2;
-  int create_rc = ZSYSTEMERROR, list_rc = ZSYSTEMERROR;
-  std::string created;
+struct Session::Call {
+  Session* session = nullptr;
+  bool done = false;
+  int rc = ZSYSTEMERROR;
+  std::string text;  // the created path, or the node's data
   struct Stat stat {};
   std::vector<std::string> names;
+};
 
-  void finish() {
-    std::lock_guard lk(mutex);
-    if (--pending == 0) done.notify_all();
+// The completions of each kind of call: they record the answer, let the Call go from the
+// session's list and wake the waiters, on the client's completion thread.
+struct Completions {
+  using Call = Session::Call;
+  template <typename Fill>
+  static void complete(const void* data, int rc, Fill fill) {
+    auto* call = static_cast<Call*>(const_cast<void*>(data));
+    Session* s = call->session;
+    std::shared_ptr<Call> keep;  // the waiter may have given up: the last reference may be ours
+    {
+      std::lock_guard lk(s->mutex_);
+      if (auto it = s->calls_.find(call); it != s->calls_.end()) {
+        keep = std::move(it->second);
+        s->calls_.erase(it);
+      }
+      call->rc = rc;
+      if (rc == ZOK) fill(*call);
+      call->done = true;
+    }
+    s->changed_.notify_all();
+  }
+  static void on_void(int rc, const void* data) {
+    complete(data, rc, [](Call&) {});
+  }
+  static void on_stat(int rc, const struct Stat* st, const void* data) {
+    complete(data, rc, [st](Call& c) {
+      if (st) c.stat = *st;
+    });
   }
   static void on_create(int rc, const char* path, const struct Stat* st, const void* data) {
-    auto* p = static_cast<Pipelined*>(const_cast<void*>(data));
-    {
-      std::lock_guard lk(p->mutex);
-      p->create_rc = rc;
-      if (rc == ZOK && path) p->created = path;
-      if (rc == ZOK && st) p->stat = *st;
-    }
-    p->finish();
+    complete(data, rc, [path, st](Call& c) {
+      if (path) c.text = path;
+      if (st) c.stat = *st;
+    });
+  }
+  static void on_data(int rc, const char* value, int len, const struct Stat* st, const void* data) {
+    complete(data, rc, [value, len, st](Call& c) {
+      if (value && len > 0) c.text.assign(value, static_cast<std::size_t>(len));
+      if (st) c.stat = *st;
+    });
   }
   static void on_list(int rc, const struct String_vector* v, const void* data) {
-    auto* p = static_cast<Pipelined*>(const_cast<void*>(data));
-    {
-      std::lock_guard lk(p->mutex);
-      p->list_rc = rc;
-      if (rc == ZOK && v) p->names.assign(v->data, v->data + v->count);
-    }
-    p->finish();
+    complete(data, rc, [v](Call& c) {
+      if (v) c.names.assign(v->data, v->data + v->count);
+    });
   }
 };
 
-}  // namespace
+std::shared_ptr<Session::Call> Session::start() {
+  auto call = std::make_shared<Call>();
+  call->session = this;
+  std::lock_guard lk(mutex_);
+  calls_.emplace(call.get(), call);
+  return call;
+}
+
+int Session::finish(const std::shared_ptr<Call>& call, int sent) {
+  std::unique_lock lk(mutex_);
+  if (sent != ZOK) {  // not sent (closing, a bad state): nothing will complete it
+    calls_.erase(call.get());
+    return sent;
+  }
+  changed_.wait(lk, [&] {
+    return call->done || state_ == ZOO_EXPIRED_SESSION_STATE || state_ == ZOO_AUTH_FAILED_STATE;
+  });
+  if (call->done) return call->rc;
+  // The session ended first: the answer may never come (the class comment). The Call stays
+  // in calls_ for a completion that still comes, and goes with the handle.
+  return state_ == ZOO_AUTH_FAILED_STATE ? ZAUTHFAILED : ZSESSIONEXPIRED;
+}
+
+int Session::create(const std::string& path, const std::string& data, int flags, std::string* created,
+                    Stat* stat) {
+  check_usable("create " + path);
+  auto call = start();
+  int rc = unknown_outcome(finish(call, zoo_acreate2(zh_, path.c_str(), data.data(), static_cast<int>(data.size()),
+                                                     &ZOO_OPEN_ACL_UNSAFE, flags, &Completions::on_create, call.get())));
+  if (rc == ZOK) {
+    if (created) *created = call->text;
+    if (stat) *stat = call->stat;
+  }
+  if (rc == ZOK || rc == ZNONODE || rc == ZNODEEXISTS || rc == ZCONNECTIONLOSS) return rc;
+  throw_error(rc, "create " + path);
+}
 
 int Session::create_and_list(const std::string& path, const std::string& data, int flags, std::string* created,
                              Stat* stat, const std::string& dir, std::vector<std::string>* names, bool* listed) {
   check_usable("create " + path);
   *listed = false;
-  Pipelined p;
-  int rc = zoo_acreate2(zh_, path.c_str(), data.data(), static_cast<int>(data.size()), &ZOO_OPEN_ACL_UNSAFE, flags,
-                        &Pipelined::on_create, &p);
-  if (rc != ZOK) {  // not sent (closing, bad state): nothing will call back
+  auto create = start();
+  int sent = zoo_acreate2(zh_, path.c_str(), data.data(), static_cast<int>(data.size()), &ZOO_OPEN_ACL_UNSAFE, flags,
+                          &Completions::on_create, create.get());
+  if (sent != ZOK) {
+    int rc = finish(create, sent);
     if (rc == ZCONNECTIONLOSS) return rc;
     throw_error(rc, "create " + path);
   }
-  if (zoo_aget_children(zh_, dir.c_str(), 0, &Pipelined::on_list, &p) != ZOK) p.finish();  // only the create then
-  {
-    // Like the C client's own synchronous calls, no time limit: every request sent gets its
-    // completion (ZCONNECTIONLOSS, ZOPERATIONTIMEOUT or ZCLOSING at worst).
-    std::unique_lock lk(p.mutex);
-    p.done.wait(lk, [&] { return p.pending == 0; });
-  }
-  if (p.create_rc == ZOK) {
-    if (created) *created = p.created;
-    if (stat) *stat = p.stat;
-    if (p.list_rc == ZOK) {
-      *names = std::move(p.names);
+  auto list = start();
+  int list_sent = zoo_aget_children(zh_, dir.c_str(), 0, &Completions::on_list, list.get());
+  int rc = unknown_outcome(finish(create, sent));
+  int list_rc = finish(list, list_sent);  // only the create, if the listing was not sent
+  if (rc == ZOK) {
+    if (created) *created = create->text;
+    if (stat) *stat = create->stat;
+    if (list_rc == ZOK) {
+      *names = std::move(list->names);
       *listed = true;
     }
   }
-  rc = unknown_outcome(p.create_rc);
   if (rc == ZOK || rc == ZNONODE || rc == ZNODEEXISTS || rc == ZCONNECTIONLOSS) return rc;
   throw_error(rc, "create " + path);
 }
 
 int Session::remove(const std::string& path) {
   check_usable("delete " + path);
-  int rc = unknown_outcome(zoo_delete(zh_, path.c_str(), -1));
+  auto call = start();
+  int rc = unknown_outcome(finish(call, zoo_adelete(zh_, path.c_str(), -1, &Completions::on_void, call.get())));
   if (rc == ZOK || rc == ZNONODE || rc == ZNOTEMPTY || rc == ZCONNECTIONLOSS) return rc;
   throw_error(rc, "delete " + path);
 }
 
 int Session::exists(const std::string& path, Stat* stat) {
   check_usable("exists " + path);
-  int rc = zoo_exists(zh_, path.c_str(), 0, stat);
+  auto call = start();
+  int rc = finish(call, zoo_aexists(zh_, path.c_str(), 0, &Completions::on_stat, call.get()));
+  if (rc == ZOK && stat) *stat = call->stat;
   if (rc == ZOK || rc == ZNONODE) return rc;
   throw_error(rc, "exists " + path);
 }
 
 int Session::children(const std::string& path, std::vector<std::string>* names) {
   check_usable("list " + path);
-  struct String_vector v {};
-  int rc = zoo_get_children(zh_, path.c_str(), 0, &v);
+  auto call = start();
+  int rc = finish(call, zoo_aget_children(zh_, path.c_str(), 0, &Completions::on_list, call.get()));
   if (rc == ZNONODE) return rc;
   if (rc != ZOK) throw_error(rc, "list " + path);
-  names->assign(v.data, v.data + v.count);
-  deallocate_String_vector(&v);
+  *names = std::move(call->names);
   return rc;
 }
 
 int Session::get(const std::string& path, std::string* data, Stat* stat) {
   check_usable("get " + path);
-  std::vector<char> buf(4096);  // owners are short; longer data (someone else's) is cut
-  int len = static_cast<int>(buf.size());
-  int rc = zoo_get(zh_, path.c_str(), 0, buf.data(), &len, stat);
+  auto call = start();
+  int rc = finish(call, zoo_aget(zh_, path.c_str(), 0, &Completions::on_data, call.get()));
   if (rc == ZNONODE) return rc;
   if (rc != ZOK) throw_error(rc, "get " + path);
-  data->assign(buf.data(), len > 0 ? static_cast<std::size_t>(len) : 0);
+  *data = std::move(call->text);
+  if (stat) *stat = call->stat;
   return rc;
 }
 
@@ -273,11 +314,10 @@ std::optional<std::uint64_t> Session::watch(const std::string& path) {
     ++w.waiters;
     token = w.fired;
   }
-  char byte;
-  int len = 1;
   // A data watch, not an exists watch: on a node that is already gone it sets nothing
   // (an exists watch would stay for a creation that never comes).
-  int rc = zoo_wget(zh_, path.c_str(), &Session::on_event, this, &byte, &len, nullptr);
+  auto call = start();
+  int rc = finish(call, zoo_awget(zh_, path.c_str(), &Session::on_event, this, &Completions::on_data, call.get()));
   if (rc == ZOK) return token;
   {
     std::lock_guard lk(mutex_);
@@ -295,11 +335,11 @@ int Session::watch_children(const std::string& path, std::vector<std::string>* n
     ++w.waiters;
     *token = w.fired;
   }
-  struct String_vector v {};
-  int rc = zoo_wget_children(zh_, path.c_str(), &Session::on_event, this, &v);
+  auto call = start();
+  int rc = finish(call, zoo_awget_children(zh_, path.c_str(), &Session::on_event, this, &Completions::on_list,
+                                           call.get()));
   if (rc == ZOK) {
-    names->assign(v.data, v.data + v.count);
-    deallocate_String_vector(&v);
+    *names = std::move(call->names);
     return rc;
   }
   unwatch(path);

@@ -2,8 +2,14 @@
 // it, and the one place where ZooKeeper's return codes become dblock errors.
 //
 // Thread-safety: the C client (zookeeper_mt) serialises requests itself, so any thread may
-// call the synchronous operations. Watcher callbacks run on the client's event thread; they
-// only record what happened and signal a condition variable.
+// call the operations. Watcher and completion callbacks run on the client's completion
+// thread; they only record what happened and signal a condition variable.
+//
+// Every operation is sent with the client's asynchronous call and waited for here, until its
+// completion or the session's end, whichever comes first. The client's synchronous calls
+// wait for the completion alone, and one sent as the session expires can wait forever: the
+// client's I/O thread ends when the session is unrecoverable, and a request queued after
+// its last pass is never sent nor failed (a torture worker's release hung so in CI).
 #pragma once
 
 #include <chrono>
@@ -82,6 +88,17 @@ class Session {
  private:
   static void on_event(zhandle_t* zh, int type, int state, const char* path, void* context);
   void check_usable(const std::string& what) const;
+
+  // A request in flight and what its completion reported (zk_session.cpp).
+  struct Call;
+  friend struct Completions;
+  // A Call kept alive for its completion until it comes or the handle is closed.
+  std::shared_ptr<Call> start();
+  // `sent`: what the asynchronous call returned. Not ZOK: nothing will complete it, and
+  // that code is the answer. Else waits for the completion, or answers ZSESSIONEXPIRED
+  // (ZAUTHFAILED) once the session is over.
+  int finish(const std::shared_ptr<Call>& call, int sent);
+  std::map<const Call*, std::shared_ptr<Call>> calls_;
 
   zhandle_t* zh_ = nullptr;
   mutable std::mutex mutex_;
