@@ -71,6 +71,29 @@ void check(const grpc::Status& s, const std::string& what) {
   if (!s.ok()) throw std::runtime_error(fmt::format("etcd baseline {}: {}", what, s.error_message()));
 }
 
+// The lock recipe's acquire (etcd's concurrency.Mutex): put `key` under `lease` unless it
+// exists, and read the first key of `prefix` by creation in the same Txn.
+pb::TxnRequest put_if_absent(const std::string& key, const std::string& prefix, std::int64_t lease) {
+  pb::TxnRequest t;
+  auto* absent = t.add_compare();
+  absent->set_key(key);
+  absent->set_target(pb::Compare::CREATE);
+  absent->set_result(pb::Compare::EQUAL);
+  absent->set_create_revision(0);
+  auto* put = t.add_success()->mutable_request_put();
+  put->set_key(key);
+  put->set_value("x");
+  put->set_lease(lease);
+  auto* first = t.add_success()->mutable_request_range();
+  first->set_key(prefix);
+  first->set_range_end(prefix_end(prefix));
+  first->set_sort_target(pb::RangeRequest::CREATE);
+  first->set_sort_order(pb::RangeRequest::ASCEND);
+  first->set_limit(1);
+  first->set_keys_only(true);  // as dblock reads it: only the key and its creation
+  return t;
+}
+
 // A bare connection: a channel of its own and the three stubs.
 struct Bare {
   explicit Bare(const std::string& target)
@@ -153,22 +176,7 @@ void bare_handoff_worker(const std::string& target, const std::string& prefix, H
         sh.cv.wait(lk, [&] { return sh.stop || sh.grants != released_grant; });
         if (sh.stop) break;
       }
-      pb::TxnRequest t;
-      auto* cmp = t.add_compare();
-      cmp->set_key(key);
-      cmp->set_target(pb::Compare::CREATE);
-      cmp->set_result(pb::Compare::EQUAL);
-      cmp->set_create_revision(0);
-      auto* put = t.add_success()->mutable_request_put();
-      put->set_key(key);
-      put->set_lease(lease_id);
-      pb::RangeRequest first;
-      first.set_key(prefix);
-      first.set_range_end(prefix_end(prefix));
-      first.set_sort_target(pb::RangeRequest::CREATE);
-      first.set_sort_order(pb::RangeRequest::ASCEND);
-      first.set_limit(1);
-      *t.add_success()->mutable_request_range() = first;
+      pb::TxnRequest t = put_if_absent(key, prefix, lease_id);
       pb::TxnResponse tr;
       {
         grpc::ClientContext ctx;
@@ -180,7 +188,7 @@ void bare_handoff_worker(const std::string& target, const std::string& prefix, H
                   tr.responses(1).response_range().kvs(0).create_revision() == mine;
       bool quit = false;
       while (!held && !quit) {
-        pb::RangeRequest before = first;
+        pb::RangeRequest before = t.success(1).request_range();
         before.set_sort_order(pb::RangeRequest::DESCEND);
         before.set_max_create_revision(mine - 1);
         auto r = b.range(before);
@@ -285,24 +293,7 @@ BackendReport run_etcd(const Options& opt) {
   const std::string recipe_prefix = root + "/bench-bare-recipe/";
   const std::string recipe_key = recipe_prefix + "k";
   auto recipe = [&] {
-    pb::TxnRequest acquire;
-    auto* absent = acquire.add_compare();
-    absent->set_key(recipe_key);
-    absent->set_target(pb::Compare::CREATE);
-    absent->set_result(pb::Compare::EQUAL);
-    absent->set_create_revision(0);
-    auto* put = acquire.add_success()->mutable_request_put();
-    put->set_key(recipe_key);
-    put->set_value("x");
-    put->set_lease(run_lease);
-    auto* first = acquire.add_success()->mutable_request_range();
-    first->set_key(recipe_prefix);
-    first->set_range_end(prefix_end(recipe_prefix));
-    first->set_sort_target(pb::RangeRequest::CREATE);
-    first->set_sort_order(pb::RangeRequest::ASCEND);
-    first->set_limit(1);
-    first->set_keys_only(true);
-    auto got = bare.txn(acquire);
+    auto got = bare.txn(put_if_absent(recipe_key, recipe_prefix, run_lease));
     if (!got.succeeded()) throw std::runtime_error("etcd bare-recipe: the key was there already");
     pb::TxnRequest release;
     auto* ours = release.add_compare();
