@@ -32,8 +32,14 @@ class DBLOCK_EXPORT Client {
   /// reached, SchemaError when the lock table is missing (run `dblock migrate`).
   static std::shared_ptr<Client> open(std::string_view url, ClientOptions options = {});
 
-  /// A handle on one named lock. Validates the name (1..255 bytes of UTF-8, no NUL) and the
-  /// strategy now, so bad input fails here and nothing is written.
+  /// A handle on one named lock: it does **not** take the lock and holds nothing. The lock
+  /// is held only once the returned Lock's lock(), try_lock(), acquire() or try_acquire()
+  /// (or their timed and shared forms) succeeds; dblock.hpp says which of the two models to
+  /// use. Validates the name (1..255 bytes of UTF-8, no NUL), the strategy and the options
+  /// now, so bad input fails here with a UsageError and nothing is written. Handles on one
+  /// name from one Client are one lock (a thread holding it through one re-enters through
+  /// another), but unlock() must be called on the Lock, or a copy of the Lock, that lock()
+  /// was called on.
   Lock lock(std::string name, LockOptions options = {});
 
   /// Applies missing migrations (idempotent); returns the scripts applied now.

@@ -17,7 +17,12 @@ struct Grant;
 class ClientCore;
 }  // namespace detail
 
-/// One hold of a lock, as a value: released when destroyed (or by release()).
+/// One hold of a lock, as a value (Lock::acquire, Lock::try_acquire): released when
+/// destroyed (or by release()). This is the model that lets the holder ask whether it still
+/// holds: check lost() (or remaining()) before each step that needs the lock, and hand
+/// fence() to the resource so that it can refuse a holder that paused past its lease. A
+/// loss is reported three ways: lost() turns true, LockOptions::on_lost fires once, and
+/// release() throws LockLostError.
 class DBLOCK_EXPORT Lease {
  public:
   /// @name Move-only: the hold moves with the object (an assigned-to Lease releases first).
@@ -39,7 +44,9 @@ class DBLOCK_EXPORT Lease {
   std::uint64_t fence() const;
   /// Exclusive, or shared (a read/write lock's reader).
   Mode mode() const noexcept;
-  /// True once the lease is known lost (it expired before renewal, or another owner holds it).
+  /// True once the lease is known lost (it expired before renewal, or another owner holds
+  /// it). Needs no round trip: it turns true at the latest at the lease's local deadline
+  /// (remaining() reaching zero), which comes before the server frees the lock.
   bool lost() const noexcept;
   /// True until release() (or a move from this object).
   bool held() const noexcept;

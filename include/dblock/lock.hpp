@@ -20,8 +20,20 @@ namespace detail {
 struct LockState;
 }
 
-/// One named lock on one Client (Client::lock): the std-style interface (lock/unlock) and
-/// the lease interface (acquire/try_acquire).
+/// A handle on one named lock of one Client (Client::lock), like a std::mutex object: making
+/// it takes nothing. It offers two ways to hold the lock, which differ in who owns the hold
+/// and in how a lost lock is reported (the table in dblock.hpp):
+///
+/// - **lock() / unlock()**, the std TimedLockable interface: the hold is kept inside the Lock
+///   for the calling thread, which must unlock it itself. unlock() never throws (it runs in
+///   std::lock_guard's destructor), so a lock lost while held is reported **only** through
+///   LockOptions::on_lost: set it when using this model.
+/// - **acquire() / try_acquire()** return a Lease that the caller owns and may move: ask
+///   Lease::lost() or Lease::remaining() whenever it matters, and Lease::release() throws
+///   LockLostError if the lock was lost; on_lost fires too.
+///
+/// Both count re-entry per thread, draw a fence with every new grant and renew in the
+/// background (LockOptions::auto_renew). A hold taken one way is given back the same way.
 class DBLOCK_EXPORT Lock {
  public:
   /// @name Copies share one state
@@ -44,7 +56,7 @@ class DBLOCK_EXPORT Lock {
   /// wait up to the given time. unlock() by a thread that holds nothing throws
   /// NotOwnerError; otherwise it never throws (it runs in destructors): a backend error
   /// leaves the lease to its TTL, and a lease lost earlier was already reported through
-  /// on_lost.
+  /// on_lost, which is this model's only report of a loss (no call here says "lost").
   ///@{
   void lock();      ///< blocks until held; throws on errors
   bool try_lock();  ///< one attempt: true when held
@@ -86,13 +98,18 @@ class DBLOCK_EXPORT Lock {
   }
   ///@}
 
-  /// Lease interface: the caller owns the hold and may move it anywhere. Waits up to `wait`
-  /// (0: one attempt); nullopt when the lock was not had in that time.
+  /// @name Lease interface: the hold as a value
+  /// The caller owns the returned Lease and may move it to another thread or object; the
+  /// hold ends when the Lease is destroyed or released. A loss shows in Lease::lost() and
+  /// makes Lease::release() throw LockLostError, besides LockOptions::on_lost.
+  ///@{
+  /// Waits up to `wait` (0: one attempt); nullopt when the lock was not had in that time.
   std::optional<Lease> try_acquire(std::chrono::milliseconds wait = std::chrono::milliseconds{0});
   Lease acquire();  ///< blocks until held; throws on errors
   /// The same, shared (a reader): see lock_shared().
   std::optional<Lease> try_acquire_shared(std::chrono::milliseconds wait = std::chrono::milliseconds{0});
   Lease acquire_shared();  ///< blocks until held shared; throws on errors
+  ///@}
 
  private:
   friend class Client;

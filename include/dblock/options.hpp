@@ -58,7 +58,9 @@ struct ClientOptions {
 
 /// Called once, from a thread of the Client's, when a lease is lost (expired before it could
 /// be renewed, or taken over): the renewal thread, or for a session lock whose connection the
-/// server closed (PostgreSQL) the thread that watches those connections. Keep it short. It
+/// server closed (PostgreSQL, MySQL over TCP) the thread that watches those connections. It is
+/// the only report of a loss for holds taken with Lock::lock() (whose unlock() never throws);
+/// a Lease also shows it in Lease::lost() and Lease::release(). Keep it short. It
 /// may release the lease (unlock) or list locks; it must not wait for anything the thread
 /// releasing this lease holds while it releases: a release that meets a closed connection
 /// waits for an on_lost already under way, so that it never returns while on_lost runs.
@@ -70,7 +72,9 @@ struct LockOptions {
   std::chrono::milliseconds ttl{30000};  ///< the lease: how long a silent holder keeps the lock
   bool auto_renew = true;                 ///< renew in the background while held
   std::optional<std::chrono::milliseconds> renew_every;  ///< unset: ttl / 3
-  LostCallback on_lost;  ///< told once if the lease is lost while held
+  /// Told once if the lease is lost while held (LostCallback): set it whenever the lock is
+  /// held with lock()/unlock(), which report a loss in no other way.
+  LostCallback on_lost;
   /// Lock at least for this long (ShedLock's lockAtLeastFor): a release sooner than this
   /// after the grant does not free the lock but leaves the lease to expire at that time, on
   /// the server's clock, so that the same job started again a little later (a cron entry on
