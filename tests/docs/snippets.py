@@ -19,25 +19,27 @@ import subprocess
 import sys
 import tempfile
 
-FENCE = re.compile(r"^```\s*([A-Za-z0-9_+-]*)\s*$")
+FENCE = re.compile(r"^(\s*)```\s*([A-Za-z0-9_+-]*)\s*$")
 
 
 def blocks(path, languages):
-    """(first line number, [lines]) of each fenced block whose language is in `languages`."""
-    found, current, start, language = [], None, 0, None
+    """(first line number, [lines]) of each fenced block whose language is in `languages`,
+    also one indented under a list item (its lines unindented by as much as its fence)."""
+    found, current, start, language, indent = [], None, 0, None, ""
     with open(path, encoding="utf-8") as f:
         for number, line in enumerate(f, 1):
             line = line.rstrip("\n")
             match = FENCE.match(line)
             if current is None:
                 if match:
-                    language, current, start = match.group(1).lower(), [], number + 1
-            elif match and not match.group(1):
+                    indent, language = match.group(1), match.group(2).lower()
+                    current, start = [], number + 1
+            elif match and not match.group(2):
                 if language in languages:
                     found.append((start, current))
                 current = None
             else:
-                current.append(line)
+                current.append(line[len(indent):] if line.startswith(indent) else line.lstrip())
     if current is not None:
         sys.exit(f"{path}:{start - 1}: a ``` block is never closed")
     return found
@@ -89,15 +91,17 @@ def extract(out_dir, root, pages):
 
 
 def run(cmake, build_dir, target, listing):
-    with open(listing, encoding="utf-8") as f:
-        snippets = [line.split("\t") for line in f.read().splitlines() if line]
-    if not snippets:
-        sys.exit("docs: no ```cpp block found: the test would check nothing")
+    # The build first: a page edited since CMake last ran makes it configure again, which
+    # extracts the blocks and writes the listing anew.
     build = subprocess.run([cmake, "--build", build_dir, "--target", target, "-j2"],
                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     if build.returncode != 0:
         print(build.stdout)
         sys.exit("docs: a snippet does not compile (the error above names its page and line)")
+    with open(listing, encoding="utf-8") as f:
+        snippets = [line.split("\t") for line in f.read().splitlines() if line]
+    if not snippets:
+        sys.exit("docs: no ```cpp block found: the test would check nothing")
     failed = ran = 0
     for where, kind, program in snippets:
         if kind != "run":
