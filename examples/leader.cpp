@@ -2,8 +2,8 @@
 // campaigns in a thread of its own: on_elected starts the leader's work with this term's
 // fence, on_revoked stops it the moment the lock can no longer be counted on (lost, or this
 // instance resigning), and the campaign goes on. For a whole process, `dblock run --name
-// service-leader -- my-service` under a supervisor that restarts it does the same (README,
-// "Deploying").
+// service-leader -- my-service` under a supervisor that restarts it does the same
+// (docs/OPERATIONS.md, "Deploying").
 //
 //   leader URL SECONDS     runs for SECONDS, leading whenever it holds the lock
 #include <dblock/dblock.hpp>

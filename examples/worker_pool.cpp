@@ -1,7 +1,7 @@
 // A worker pool limited across machines: at most SLOTS tasks run at once however many workers
-// there are, each worker taking one of SLOTS named locks ("pool-slot-1" ...) before it works.
-// Here the workers are threads, each with a Client of its own as a separate machine would have.
-// (A semaphore shape, one name with N permits, is planned; this recipe needs only locks.)
+// there are. The limit is a semaphore, one lock name with SLOTS permits: a worker holds a
+// permit while it works, and waits for one while SLOTS others do. Here the workers are
+// threads, each with a Client of its own as a separate machine would have.
 //
 //   worker_pool URL WORKERS SLOTS TASKS     e.g. worker_pool sqlite:/tmp/pool.db 6 2 12
 #include <dblock/dblock.hpp>
@@ -9,8 +9,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <iostream>
-#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -25,22 +25,20 @@ int main(int argc, char** argv) {
   std::atomic<int> next_task{0}, running{0}, most{0};
   std::vector<std::thread> pool;
   for (int w = 0; w < workers; ++w) {
-    pool.emplace_back([&, w] {
+    pool.emplace_back([&] {
       auto client = dblock::Client::open(url);
-      std::vector<dblock::Lock> slot;
-      for (int s = 1; s <= slots; ++s) slot.push_back(client->lock("pool-slot-" + std::to_string(s)));
-      while (next_task < tasks) {
-        std::optional<dblock::Lease> held;
-        for (auto& s : slot)  // the first free slot; none free: wait a little on "its own" one
-          if ((held = s.try_acquire())) break;
-        if (!held && !(held = slot[w % slots].try_acquire(std::chrono::milliseconds(50)))) continue;
+      dblock::LockOptions options;
+      options.permits = static_cast<std::uint32_t>(slots);  // every holder must give the same number
+      auto slot = client->lock("pool-slots", options);
+      for (;;) {
+        auto permit = slot.acquire();  // waits while SLOTS other workers hold one
         int task = next_task++;
         if (task >= tasks) break;
         int now = ++running;
         most = std::max(most.load(), now);
         std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the task
         --running;
-      }
+      }  // the permit is given back at the end of each turn
     });
   }
   for (auto& t : pool) t.join();
