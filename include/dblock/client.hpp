@@ -40,7 +40,7 @@ class DBLOCK_EXPORT Client {
   /// name from one Client are one lock (a thread holding it through one re-enters through
   /// another), but unlock() must be called on the Lock, or a copy of the Lock, that lock()
   /// was called on.
-  Lock lock(std::string name, LockOptions options = {});
+  [[nodiscard]] Lock lock(std::string name, LockOptions options = {});
 
   /// Applies missing migrations (idempotent); returns the scripts applied now.
   std::vector<std::string> migrate();

@@ -59,16 +59,16 @@ class DBLOCK_EXPORT Lock {
   /// on_lost, which is this model's only report of a loss (no call here says "lost").
   ///@{
   void lock();      ///< blocks until held; throws on errors
-  bool try_lock();  ///< one attempt: true when held
+  [[nodiscard]] bool try_lock();  ///< one attempt: true when held
   void unlock();    ///< gives back the calling thread's newest hold
   /// Waits up to `d`: true when held.
   template <class Rep, class Period>
-  bool try_lock_for(const std::chrono::duration<Rep, Period>& d) {
+  [[nodiscard]] bool try_lock_for(const std::chrono::duration<Rep, Period>& d) {
     return try_lock_wait(std::chrono::ceil<std::chrono::milliseconds>(d));
   }
   /// Waits until `t`: true when held.
   template <class C, class D>
-  bool try_lock_until(const std::chrono::time_point<C, D>& t) {
+  [[nodiscard]] bool try_lock_until(const std::chrono::time_point<C, D>& t) {
     return try_lock_for(t - C::now());
   }
   ///@}
@@ -84,16 +84,16 @@ class DBLOCK_EXPORT Lock {
   /// shared hold (NotOwnerError if it has none); it never throws otherwise.
   ///@{
   void lock_shared();      ///< blocks until held shared; throws on errors
-  bool try_lock_shared();  ///< one attempt: true when held shared
+  [[nodiscard]] bool try_lock_shared();  ///< one attempt: true when held shared
   void unlock_shared();    ///< gives back the calling thread's newest shared hold
   /// Waits up to `d`: true when held shared.
   template <class Rep, class Period>
-  bool try_lock_shared_for(const std::chrono::duration<Rep, Period>& d) {
+  [[nodiscard]] bool try_lock_shared_for(const std::chrono::duration<Rep, Period>& d) {
     return try_lock_wait(std::chrono::ceil<std::chrono::milliseconds>(d), Mode::shared);
   }
   /// Waits until `t`: true when held shared.
   template <class C, class D>
-  bool try_lock_shared_until(const std::chrono::time_point<C, D>& t) {
+  [[nodiscard]] bool try_lock_shared_until(const std::chrono::time_point<C, D>& t) {
     return try_lock_shared_for(t - C::now());
   }
   ///@}
@@ -104,18 +104,18 @@ class DBLOCK_EXPORT Lock {
   /// makes Lease::release() throw LockLostError, besides LockOptions::on_lost.
   ///@{
   /// Waits up to `wait` (0: one attempt); nullopt when the lock was not had in that time.
-  std::optional<Lease> try_acquire(std::chrono::milliseconds wait = std::chrono::milliseconds{0});
-  Lease acquire();  ///< blocks until held; throws on errors
+  [[nodiscard]] std::optional<Lease> try_acquire(std::chrono::milliseconds wait = std::chrono::milliseconds{0});
+  [[nodiscard]] Lease acquire();  ///< blocks until held; throws on errors
   /// The same, shared (a reader): see lock_shared().
-  std::optional<Lease> try_acquire_shared(std::chrono::milliseconds wait = std::chrono::milliseconds{0});
-  Lease acquire_shared();  ///< blocks until held shared; throws on errors
+  [[nodiscard]] std::optional<Lease> try_acquire_shared(std::chrono::milliseconds wait = std::chrono::milliseconds{0});
+  [[nodiscard]] Lease acquire_shared();  ///< blocks until held shared; throws on errors
   ///@}
 
  private:
   friend class Client;
   explicit Lock(std::shared_ptr<detail::LockState> state) noexcept;
-  bool try_lock_wait(std::chrono::milliseconds wait, Mode mode = Mode::exclusive);
-  std::optional<Lease> try_acquire(std::chrono::milliseconds wait, Mode mode);
+  [[nodiscard]] bool try_lock_wait(std::chrono::milliseconds wait, Mode mode = Mode::exclusive);
+  [[nodiscard]] std::optional<Lease> try_acquire(std::chrono::milliseconds wait, Mode mode);
   void unlock(Mode mode);
   std::shared_ptr<detail::LockState> state_;
 };
