@@ -21,7 +21,7 @@ ClientOptions Common::client_options(std::optional<bool> auto_migrate) const {
 namespace {
 
 void add_common(CLI::App* cmd, Common& c) {
-  cmd->add_option("--url", c.url, "Backend URL: sqlite:PATH, postgresql://, mysql://, redis://, redlock://, zookeeper://, etcd://")
+  cmd->add_option("--url", c.url, "Backend URL: sqlite:PATH, postgresql://, mysql://, redis://, redis-sentinel://, redlock://, zookeeper://, etcd://")
       ->envname("DBLOCK_URL")
       ->default_val("sqlite:dblock.db");
   cmd->add_option("--table", c.table, "Lock table: identifier or schema.identifier")
@@ -42,7 +42,7 @@ Invocation parse_command_line(int argc, const char* const* argv, std::ostream& o
       break;
     }
 
-  CLI::App app{"dblock: distributed locks kept in the SQL database you already own"};
+  CLI::App app{"dblock: distributed locks kept in the database your service already owns"};
   app.set_version_flag("--version", std::string("dblock " DBLOCK_VERSION));
   app.require_subcommand(1);
   app.fallthrough(false);
@@ -62,7 +62,8 @@ Invocation parse_command_line(int argc, const char* const* argv, std::ostream& o
                       "(lease strategies; against a job started twice by skewed cron clocks)");
   auto* shared_opt = run_cmd->add_flag("--shared", run.shared,
                                        "Hold the lock shared, as one of many readers; an exclusive holder (a writer) "
-                                       "excludes them all (strategies that offer it: advisory on PostgreSQL)");
+                                       "excludes them all (strategies that offer it: insert and optimistic, "
+                                       "advisory on PostgreSQL, for-update on MySQL, redis, zookeeper, etcd)");
   run_cmd->add_option("--permits", run.permits,
                       "A semaphore: at most N holders at once (1 to 10000; every holder must give the same N)")
       ->default_val(1)
