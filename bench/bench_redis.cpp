@@ -7,8 +7,8 @@
 // the library's. For redlock each baseline goes to every node at once (pipelined on one
 // connection per node, replies read after all were sent, until a majority answered: the
 // protocol needs no more, and the library waits for no more either), as the strategy does; a redlock
-// grant whose nodes' counters are in step needs no fence write-back round (ARCHITECTURE.md,
-// "Fences across majorities"), so its floor is the same two rounds.
+// grant whose nodes' counters are in step needs no fence write-back round (docs/ARCHITECTURE.md,
+// "Redis and Redlock": fences across majorities), so its floor is the same two rounds.
 #include "bench_redis.hpp"
 
 #include <stdexcept>

@@ -173,7 +173,7 @@ std::vector<Row> run_txn_postgresql(const std::string& url, const std::string& t
                      txn("check_in", check_in(locks)), txn("lock_in-prepared", lock_in(prepared)),
                      txn("check_in-prepared", check_in(prepared)),
                      // The check sent with the write in one round trip (a simple query with
-                     // two statements), as the README shows for other languages.
+                     // two statements), as docs/backends/postgresql.md shows for other languages.
                      {"check+update", [&] {
                         pqxx::work tx(conn);
                         tx.exec(fmt::format("SELECT {}_check({}, {}); UPDATE {} SET fence = {} WHERE id = 1", table,

@@ -26,8 +26,9 @@ class LockTable;
 class DBLOCK_EXPORT Client {
  public:
   /// url: sqlite:PATH | sqlite:///abs/path | postgresql://… | mysql://… | redis://… |
-  /// redlock://host:port,… | zookeeper://host:port/root |
-  /// etcd://host:port,…/prefix (README, "The command").
+  /// redis-sentinel://host:port,…/mastername | redlock://host:port,… |
+  /// zookeeper://host:port/root | etcd://host:port,…/prefix (each backend's page under
+  /// docs/backends/, "URL").
   /// Throws UsageError on a bad URL or options, UnavailableError when the backend cannot be
   /// reached, SchemaError when the lock table is missing (run `dblock migrate`).
   static std::shared_ptr<Client> open(std::string_view url, ClientOptions options = {});

@@ -663,8 +663,8 @@ case "$BACKEND" in
     expect_exit 0 "migrate: the same as warnings, exit code unchanged" "$DBLOCK" migrate --url "$off_url" --table "doctor_$DBLOCK_TABLE"
     grep -q "applied V1" "$WORK/out" && grep -q "^dblock: warning: synchronous_commit = off weakens exclusion" "$WORK/err" &&
       ok "migrate warns after its own output" || fail "migrate said: $(cat "$WORK/out" "$WORK/err")"
-    # A script's own writes guarded in its transaction by <table>_check (README, "Protecting
-    # rows in the same database"): accepted while the lock is held, refused once it is not.
+    # A script's own writes guarded in its transaction by <table>_check (docs/backends/
+    # postgresql.md, "In your transaction"): accepted while the lock is held, refused once it is not.
     guarded='psql -X -q -v ON_ERROR_STOP=1 "$DBLOCK_URL" -c "BEGIN; SELECT ${DBLOCK_TABLE}_check('"'"'$DBLOCK_NAME'"'"', $DBLOCK_FENCE); COMMIT"'
     expect_exit 0 "psql: <table>_check accepts the holder's fence" "$DBLOCK" run --name guarded -- sh -c "$guarded"
     expect_code 76 "psql: <table>_check refuses it after a forced release (and run reports the loss)" \
@@ -731,7 +731,7 @@ case "$BACKEND" in
     grep -q "^unknown  *snapshot-restore (not read)" "$WORK/out" && ok "doctor names snapshot restores" || fail "doctor said: $(cat "$WORK/out")" ;;
 esac
 
-# --- a holder paused past its TTL, and its fenced write (README, "Protecting rows") -------
+# --- a holder paused past its TTL, and its fenced write (docs/backends/, "In your transaction")
 # A holder whose whole `dblock run` is stopped (SIGSTOP) past its TTL resumes and writes a
 # row in a transaction guarded by <table>_check: once another holder took the lock, the
 # database refuses the write and the new holder's stands; had it checked in before the
@@ -802,7 +802,7 @@ EOF
   paused_run inside paused-checked
   # The grant waits on the row the check locked (SQLite: on the write lock) until the server's
   # lock wait or statement timeout ends it, which `run` reports as an unavailable server
-  # (README, "Protecting rows in the same database": keep such transactions short).
+  # (docs/backends/postgresql.md, "In your transaction": keep such transactions short).
   expect_exit 69 "the lease expired, but the takeover waits for the transaction that checked it in" \
     bounded 60 "$DBLOCK" run --name paused-checked --wait 2s --timeout 3s -- touch "$WORK/taken"
   [ ! -e "$WORK/taken" ] && ok "the takeover's command did not run" || fail "the takeover's command ran"

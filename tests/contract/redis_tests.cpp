@@ -809,8 +809,8 @@ TEST_CASE("redis: exclusive and shaped locks on one name exclude each other; oth
   raw(server, {"DEL", "name"});
 }
 
-// Fair waiting (LockOptions::fair, the redis strategy's queue: docs/ARCHITECTURE.md, "Fair
-// waiting on Redis"). Bounds are loose: the suite runs under the sanitizers on a loaded
+// Fair waiting (LockOptions::fair, the redis strategy's queue: docs/ARCHITECTURE.md, "Redis
+// and Redlock"). Bounds are loose: the suite runs under the sanitizers on a loaded
 // machine, and what is checked is the order and that nothing is left behind, not speed.
 namespace {
 

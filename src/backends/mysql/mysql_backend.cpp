@@ -1,7 +1,7 @@
-// MySQL and MariaDB through the generic SqlBackend. MySQL has no LISTEN/NOTIFY: lease
-// waiters back off and poll, bounded by the holder's time left (a GET_LOCK "wake lock" was
-// tried and measured slower; docs/ARCHITECTURE.md), and the session strategies wait
-// inside the server.
+// MySQL and MariaDB through the generic SqlBackend. MySQL has no LISTEN/NOTIFY: a fair lease
+// waiter blocks in GET_LOCK on the turn key of the waiter ahead of it, other lease waiters
+// poll, bounded by the holder's time left (docs/ARCHITECTURE.md, "Waiting and wake-ups"),
+// and the session strategies wait inside the server.
 #include "backends/mysql/mysql_backend.hpp"
 
 #include <mutex>

@@ -187,8 +187,8 @@ std::string with_queue(const char* body) { return with_record(queue_helpers + st
 // release publishes nothing. A foreign holder is not flagged: its release does not publish
 // anyway. Redlock tells a split vote from a holder with a majority by the holder named.
 //
-// Fair waiting (redis strategy, LockOptions::fair; docs/ARCHITECTURE.md, "Fair waiting on
-// Redis"): with KEYS[3], KEYS[4] (the name's queue, queue_helpers) the asker may take the
+// Fair waiting (redis strategy, LockOptions::fair; docs/ARCHITECTURE.md, "Redis and
+// Redlock"): with KEYS[3], KEYS[4] (the name's queue, queue_helpers) the asker may take the
 // name only when it has the oldest live ticket or no ticket lives; a grant removes its
 // ticket, and marks the record waiting (3) when others are still queued, so that its release
 // passes the name on. Not its turn: busy, for no longer than the head's ticket may stay (a

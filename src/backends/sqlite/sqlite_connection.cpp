@@ -102,7 +102,7 @@ SqliteConnection::SqliteConnection(SQLite::Database& borrowed)
 // the same timeout. A longer step lets the one waiter whose turn it is (fair waiting) sleep
 // through the gaps between the writes of the others around it (a releaser asking again,
 // tickets written): with 2 ms it missed them often enough to stall hand-offs 7-15 ms
-// (docs/BENCHMARKS.md, "Fair waiting on PostgreSQL, MySQL and SQLite").
+// (docs/ARCHITECTURE.md, "SQLite" and "Measured and rejected").
 std::chrono::microseconds busy_pause(int count) noexcept {
   return std::min(std::chrono::microseconds(100) * (1 << std::min(count, 3)), std::chrono::microseconds(500));
 }
