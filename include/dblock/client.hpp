@@ -25,10 +25,9 @@ class LockTable;
 /// thread-safe. Locks, leases and the renewal threads keep it alive while they need it.
 class DBLOCK_EXPORT Client {
  public:
-  /// url: sqlite:PATH | sqlite:///abs/path | postgresql://… | mysql://… | redis://… |
-  /// redis-sentinel://host:port,…/mastername | redlock://host:port,… |
-  /// zookeeper://host:port/root | etcd://host:port,…/prefix (each backend's page under
-  /// docs/backends/, "URL").
+  /// url: sqlite:PATH, postgresql://…, mysql://…, redis://…, redis-sentinel://…/mastername,
+  /// redlock://host:port,…, zookeeper://host:port/root or etcd://host:port,…/prefix; each
+  /// backend's page under docs/backends/ has its grammar ("URL").
   /// Throws UsageError on a bad URL or options, UnavailableError when the backend cannot be
   /// reached, SchemaError when the lock table is missing (run `dblock migrate`).
   static std::shared_ptr<Client> open(std::string_view url, ClientOptions options = {});
