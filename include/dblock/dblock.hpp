@@ -1,5 +1,5 @@
 /// @file
-/// dblock: distributed locks kept in the SQL database a service already owns.
+/// dblock: distributed locks kept in the database a service already owns (SQL, Redis, ZooKeeper, etcd).
 ///
 /// Three steps, three types:
 ///
