@@ -21,7 +21,9 @@ ClientOptions Common::client_options(std::optional<bool> auto_migrate) const {
 namespace {
 
 void add_common(CLI::App* cmd, Common& c) {
-  cmd->add_option("--url", c.url, "Backend URL: sqlite:PATH, postgresql://, mysql://, redis://, redis-sentinel://, redlock://, zookeeper://, etcd://")
+  cmd->add_option("--url", c.url,
+                  "Backend URL: sqlite:PATH, postgresql://, mysql://, redis://, redis-sentinel://, redlock://, "
+                  "zookeeper://, etcd://")
       ->envname("DBLOCK_URL")
       ->default_val("sqlite:dblock.db");
   cmd->add_option("--table", c.table, "Lock table: identifier or schema.identifier")
@@ -51,7 +53,9 @@ Invocation parse_command_line(int argc, const char* const* argv, std::ostream& o
   auto* run_cmd = app.add_subcommand("run", "Run a command while holding a lock (like flock(1), distributed)");
   add_common(run_cmd, run.common);
   run_cmd->add_option("--name", run.name, "Lock name")->required();
-  run_cmd->add_option("--strategy", run.strategy, "insert, optimistic, for-update, advisory, ...");
+  run_cmd->add_option("--strategy", run.strategy,
+                      "insert, optimistic, for-update, advisory, redis, redlock, zookeeper or etcd (default: the "
+                      "backend's first)");
   run_cmd->add_option("--ttl", run.ttl, "Lease time to live; renewed while the command runs")->default_val("30s");
   auto* wait_opt = run_cmd->add_option("--wait", run.wait, "Give up after this long (default: wait forever)");
   run_cmd->add_flag("--no-wait", run.no_wait, "Give up at once if the lock is busy (--wait 0s)")->excludes(wait_opt);
