@@ -158,8 +158,9 @@ expect_code() {
 }
 now_ms() { date +%s%3N; }
 wait_for_file() { for _ in $(seq 1 200); do [ -e "$1" ] && return 0; sleep 0.05; done; return 1; }
-# A process is alive unless gone or a zombie (PID 1 may not reap orphans in containers).
-alive() { [ -r "/proc/$1/stat" ] && [ "$(awk '{print $3}' "/proc/$1/stat")" != Z ]; }
+# A process is alive unless gone or a zombie (PID 1 may not reap orphans in containers). One
+# that ends between a check and the read is gone, quietly: callers' stderr is checked too.
+alive() { local state; state=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) && [ -n "$state" ] && [ "$state" != Z ]; }
 # bounded SECONDS CMD...: runs CMD; one still running after SECONDS is reported (stacks,
 # server view) and killed, exit 124. Stdin is not passed on (CMD runs in the background).
 bounded() {
