@@ -103,7 +103,7 @@ BackendReport run_mysql(const Options& opt) {
   Conn aux(url, client_options, "baseline (fence connection)");
   const std::string& t = table.name();
   const std::string bump = fmt::format("UPDATE {}_fence SET value = LAST_INSERT_ID(value + 1) WHERE id = 1", t);
-  // The session strategies' draw (migrations/mysql/V3__fence_cache.sql): from a block of
+  // The session strategies' draw (<table>_fence_draw, migrations/mysql): from a block of
   // the counter reserved ahead, one durable reservation per 100 draws.
   const std::string draw = fmt::format("CALL {}_fence_draw", t);
   // The bare statements each strategy cannot avoid, on dblock's own lock table (same

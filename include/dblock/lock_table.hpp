@@ -31,7 +31,7 @@ struct LockTableOptions {
   bool prepared_statements = false;
 };
 
-/// The lock table (as `dblock migrate` made it, migration V2 or later) seen from a transaction
+/// The lock table (as `dblock migrate` made it) seen from a transaction
 /// of the service's own, on its own connection: dblock opens no connection for these calls.
 /// Cheap to copy and thread-safe; each transaction is used by one thread at a time, as its
 /// driver wants.
@@ -51,7 +51,7 @@ class LockTable {
   /// rolls back, or its connection drops. Waits while anyone holds the name: another
   /// transaction, or a Client's lock of any strategy on this table. Returns the fence, drawn
   /// like every grant's on the table. Throws UsageError for a bad name or a transaction that
-  /// is not open or has failed, SchemaError when the table lacks migration V2.
+  /// is not open or has failed, SchemaError when the table is not migrated.
   std::uint64_t lock_in(Transaction& tx, const std::string& name) const;
   /// The same, waiting at most `wait` (0: one attempt); nullopt when busy. A busy attempt
   /// leaves `tx` usable.

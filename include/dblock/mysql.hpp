@@ -16,8 +16,8 @@ namespace mysql {
 /// LockTable on a `sql::Connection` with a transaction open on it: `setAutoCommit(false)`, or
 /// a `START TRANSACTION` (which MariaDB can be asked about; on MySQL 8 turn autocommit off).
 /// Make it from the Client on the same database: `lock_in` locks the name's row (one CALL of
-/// migration V7's procedure), then draws the fence on one of the client's connections, as the
-/// for-update strategy does. Another transaction or a for-update lock is waited for by the
+/// the `<table>_lock_in` procedure), then draws the fence on one of the client's connections,
+/// as the for-update strategy does. Another transaction or a for-update lock is waited for by the
 /// server, in whole seconds. A lease in the way is seen without locking anything and answered
 /// busy at once (under REPEATABLE READ the transaction's snapshot would not see it go):
 /// `try_lock_in` returns nullopt, `lock_in` throws TimeoutError. Should a lease have been

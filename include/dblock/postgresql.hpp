@@ -14,7 +14,7 @@ extern template class DBLOCK_EXPORT LockTable<pqxx::transaction_base>;
 /// PostgreSQL only.
 namespace postgresql {
 /// LockTable on a `pqxx::work` (any transaction but `pqxx::nontransaction`). Each call is
-/// one round trip to a function of migration V2; `lock_in` waits in the server for another
+/// one round trip to the `<table>_lock_in` function; `lock_in` waits in the server for another
 /// transaction or a session lock, and polls a lease's expiry. The same fence check for other
 /// languages: `SELECT <table>_check(name, fence)` (raises SQLSTATE DL001).
 using LockTable = dblock::LockTable<pqxx::transaction_base>;

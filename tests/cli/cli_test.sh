@@ -33,17 +33,14 @@ drop_tables() {
                        DROP FUNCTION IF EXISTS ${t}_lock_in(text, bigint, bigint), ${t}_check(text, bigint),
                          ${t}_acquire_shared(text, text, text, integer, bigint), ${t}_release_shared(text, text, bigint),
                          ${t}_fence_next()" ;;
-      mysql) sql "DROP TABLE IF EXISTS $t, ${t}_schema_history, ${t}_fence, ${t}_fence_cache; DROP PROCEDURE IF EXISTS ${t}_acquire;
-                  DROP PROCEDURE IF EXISTS ${t}_take; DROP PROCEDURE IF EXISTS ${t}_grant; DROP PROCEDURE IF EXISTS ${t}_fence_draw;
-                  DROP PROCEDURE IF EXISTS ${t}_check; DROP TABLE IF EXISTS ${t}_holders;
-                  DROP PROCEDURE IF EXISTS ${t}_acquire_shared; DROP PROCEDURE IF EXISTS ${t}_release_shared;
-                  DROP PROCEDURE IF EXISTS ${t}_extend_shared; DROP PROCEDURE IF EXISTS ${t}_lock_in;
-                  DROP TABLE IF EXISTS ${t}_queue; DROP PROCEDURE IF EXISTS ${t}_grant_queued;
-                  DROP PROCEDURE IF EXISTS ${t}_take_queued; DROP PROCEDURE IF EXISTS ${t}_lease_grant;
+      mysql) sql "DROP TABLE IF EXISTS $t, ${t}_schema_history, ${t}_fence, ${t}_fence_cache, ${t}_holders, ${t}_queue;
+                  DROP PROCEDURE IF EXISTS ${t}_fence_draw; DROP PROCEDURE IF EXISTS ${t}_lease_grant;
                   DROP PROCEDURE IF EXISTS ${t}_lease_take; DROP PROCEDURE IF EXISTS ${t}_lease_release;
                   DROP PROCEDURE IF EXISTS ${t}_handed_grant; DROP PROCEDURE IF EXISTS ${t}_handed_take;
                   DROP PROCEDURE IF EXISTS ${t}_queue_join; DROP PROCEDURE IF EXISTS ${t}_turn_wait;
-                  DROP PROCEDURE IF EXISTS ${t}_turn_take" ;;
+                  DROP PROCEDURE IF EXISTS ${t}_turn_take; DROP PROCEDURE IF EXISTS ${t}_acquire_shared;
+                  DROP PROCEDURE IF EXISTS ${t}_release_shared; DROP PROCEDURE IF EXISTS ${t}_extend_shared;
+                  DROP PROCEDURE IF EXISTS ${t}_lock_in; DROP PROCEDURE IF EXISTS ${t}_check" ;;
       redis|redlock) redis_db flush ;;
     esac
   done
@@ -161,8 +158,9 @@ expect_code() {
 }
 now_ms() { date +%s%3N; }
 wait_for_file() { for _ in $(seq 1 200); do [ -e "$1" ] && return 0; sleep 0.05; done; return 1; }
-# A process is alive unless gone or a zombie (PID 1 may not reap orphans in containers).
-alive() { [ -r "/proc/$1/stat" ] && [ "$(awk '{print $3}' "/proc/$1/stat")" != Z ]; }
+# A process is alive unless gone or a zombie (PID 1 may not reap orphans in containers). One
+# that ends between a check and the read is gone, quietly: callers' stderr is checked too.
+alive() { local state; state=$(awk '{print $3}' "/proc/$1/stat" 2>/dev/null) && [ -n "$state" ] && [ "$state" != Z ]; }
 # bounded SECONDS CMD...: runs CMD; one still running after SECONDS is reported (stacks,
 # server view) and killed, exit 124. Stdin is not passed on (CMD runs in the background).
 bounded() {
@@ -293,7 +291,7 @@ done
 # --- lock shapes: --shared readers together, --permits; refused by name where not offered ---
 for strategy in $STRATEGIES; do
 S="--strategy $strategy" N="shape-$strategy"
-holders=0  # the SQL lease strategies' holders table (migration V3)
+holders=0  # the SQL lease strategies' holders table
 case "$strategy" in insert | optimistic) holders=1 ;; esac
 if [ "$BACKEND:$strategy" = postgresql:advisory ] || [ "$BACKEND:$strategy" = mysql:for-update ] ||
    [ "$strategy" = redis ] || [ "$strategy" = zookeeper ] || [ "$strategy" = etcd ] || [ $holders = 1 ]; then
@@ -413,7 +411,7 @@ esac
 if [ -n "$now" ]; then
   sql "INSERT INTO ${DBLOCK_TABLE}_queue (name, owner, ticket, valid_until) VALUES ('queued', 'gone:1', 1, $now + 60000)" \
     >/dev/null || fail "cannot write a ticket by hand"
-  if [ "$BACKEND" = mysql ]; then  # and the mark a waiter's join writes (migration V9)
+  if [ "$BACKEND" = mysql ]; then  # and the mark a waiter's join writes (waited_until)
     sql "INSERT INTO ${DBLOCK_TABLE} (name, owner, fence, holds, acquired_at, valid_until, version, waited_until)
          VALUES ('queued', '', 0, 0, 0, 0, 0, $now + 60000)" >/dev/null || fail "cannot mark the name's row by hand"
   fi
@@ -424,6 +422,18 @@ fi
 if [ -n "$SQL" ]; then
 expect_exit 0 "migrate a second table" "$DBLOCK" migrate --table "other_$DBLOCK_TABLE"
 grep -q "applied V1__create_dblock_locks.sql" "$WORK/out" && ok "migrate reports the script" || fail "migrate said: $(cat "$WORK/out")"
+expect_exit 0 "migrate a second time is a no-op" "$DBLOCK" migrate --table "other_$DBLOCK_TABLE"
+grep -q "up to date" "$WORK/out" && ok "migrate says up to date" || fail "migrate said: $(cat "$WORK/out")"
+# A table migrated by an older dblock lacks what a later migration adds (here the shared
+# acquire's table, function or procedure stands for it): its use asks for `dblock migrate`.
+case "$BACKEND" in
+  sqlite) sql "DROP TABLE other_${DBLOCK_TABLE}_holders" ;;
+  postgresql) sql "DROP FUNCTION other_${DBLOCK_TABLE}_acquire_shared" ;;
+  mysql) sql "DROP PROCEDURE other_${DBLOCK_TABLE}_acquire_shared" ;;
+esac >/dev/null || fail "cannot take the second table back"
+expect_exit 78 "a table lacking a later migration's object names dblock migrate" \
+  "$DBLOCK" run --table "other_$DBLOCK_TABLE" --shared --no-wait --name old -- true
+grep -q "dblock migrate" "$WORK/err" && ok "the error names dblock migrate" || fail "older-table error: $(cat "$WORK/err")"
 fi
 "$DBLOCK" run --name sweepme --ttl 100ms -- true
 expect_exit 0 "sweep once" "$DBLOCK" sweep --batch 10
@@ -695,8 +705,8 @@ case "$BACKEND" in
     READ_ONLY_BACK=""
     grep -q "no server accepts writes (127.0.0.1:1: .*; $hostport is read-only)" "$WORK/err" &&
       ok "the error names each server and why it was passed over" || fail "doctor said: $(cat "$WORK/err")"
-    # A script's own writes guarded in its transaction by <table>_check (migration V5), on
-    # the table migrated just above.
+    # A script's own writes guarded in its transaction by <table>_check, on the table
+    # migrated just above.
     client="MYSQL_PWD='$MY_PASSWORD' mariadb --no-defaults --protocol=tcp -h $MY_HOST -P $MY_PORT -u $MY_USER -D $MY_DB"
     guarded="$client"' -e "START TRANSACTION; CALL ${DBLOCK_TABLE}_check('"'"'$DBLOCK_NAME'"'"', $DBLOCK_FENCE); COMMIT"'
     export DBLOCK_TABLE="doctor_$DBLOCK_TABLE"

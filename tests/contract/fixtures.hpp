@@ -31,7 +31,7 @@ namespace dblock::test {
 //                   there is nothing for sweep() to do and it returns 0
 struct SqliteFixture {
   static constexpr bool lease_based = true;
-  static constexpr bool offers_shared = true;  // rows of the holders table (migration V3)
+  static constexpr bool offers_shared = true;  // rows of the holders table
   static constexpr bool offers_semaphore = true;
   TempDir dir;
   Namespace make() const { return Namespace{"sqlite:" + dir.path() + "/locks.db", ClientOptions{}}; }

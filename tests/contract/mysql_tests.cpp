@@ -30,10 +30,17 @@ int mysql_migrations() {
   const auto& all = dblock::detail::sqldb::embedded_migrations();
   return static_cast<int>(std::count_if(all.begin(), all.end(), [](const auto& m) { return m.dialect == "mysql"; }));
 }
-// Takes a table back to what a dblock before migration V9 left.
-std::string before_v9(const std::string& t) {
-  return "DROP PROCEDURE " + t + "_lease_grant; DROP PROCEDURE " + t + "_lease_take; ALTER TABLE " + t +
-         " DROP COLUMN waited_until; DELETE FROM " + t + "_schema_history WHERE version = '9'";
+// V1's definition of <table>_<name>, from its CREATE PROCEDURE to its END//, for a test's
+// own later migration to create again.
+std::string v1_procedure(const std::string& name) {
+  const auto& all = dblock::detail::sqldb::embedded_migrations();
+  auto v1 = std::find_if(all.begin(), all.end(), [](const auto& m) { return m.dialect == "mysql"; });
+  REQUIRE(v1 != all.end());
+  auto from = v1->text.find("CREATE PROCEDURE ${table}_" + name + "(");
+  REQUIRE(from != std::string::npos);
+  auto to = v1->text.find("\nEND//\n", from);
+  REQUIRE(to != std::string::npos);
+  return v1->text.substr(from, to + 7 - from) + "\n";
 }
 }  // namespace
 
@@ -190,119 +197,84 @@ TEST_CASE("mysql: concurrent migrations apply the script once", "[mysql]") {
   s->run_script(dblock::detail::sqldb::render(d[Statement::drop_schema], dblock::detail::parse_table_name(o.table), d.now_ms));
 }
 
-TEST_CASE("mysql: a table migrated before V2 asks for `dblock migrate`, which adds the procedures", "[mysql]") {
+// A table migrated by an older dblock lacks what a later migration adds: a procedure
+// (error 1305) or a column (1054). Here V1's lease grants, session fence draw and the
+// waiters' mark stand for them. Every strategy that needs one asks for `dblock migrate`
+// (exit 78 from the command) and writes nothing; the migration that adds them back (a test
+// V2 made of V1's own definitions) then makes them work, keeping held locks held.
+TEST_CASE("mysql: a table lacking a later migration asks for `dblock migrate`, which adds what it lacks", "[mysql]") {
   dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
-  auto raw = dblock::test::server_connection(table.url());  // back to what an older dblock migrated
-  raw->run_script("DROP PROCEDURE " + table.name() + "_acquire; DROP PROCEDURE " + table.name() + "_take; DROP PROCEDURE " +
-                  table.name() + "_fence_draw; DROP TABLE " + table.name() + "_fence_cache; DROP PROCEDURE " +
-                  table.name() + "_grant; DELETE FROM " + table.name() + "_schema_history WHERE version IN ('2', '3', '4')");
-  raw->run_script(before_v9(table.name()));
   auto c = table.ns().open();
-  for (auto strategy : {dblock::Strategy::insert, dblock::Strategy::optimistic}) {
+  dblock::LockOptions session;
+  session.strategy = dblock::Strategy::advisory;
+  auto held = c->lock("held", session).try_acquire();
+  REQUIRE(held);
+  auto raw = dblock::test::server_connection(table.url());
+  const auto t = table.name();
+  raw->run_script("DROP PROCEDURE " + t + "_lease_grant; DROP PROCEDURE " + t + "_lease_take; DROP PROCEDURE " + t +
+                  "_fence_draw; ALTER TABLE " + t + " DROP COLUMN waited_until");
+  for (auto strategy : {dblock::Strategy::insert, dblock::Strategy::optimistic, dblock::Strategy::for_update,
+                        dblock::Strategy::advisory}) {
+    INFO(dblock::to_string(strategy));
     dblock::LockOptions o;
     o.strategy = strategy;
     try {
       c->lock("job", o).try_acquire();
-      FAIL("a lease acquire worked without its procedure");
+      FAIL("an acquire worked without what it needs");
     } catch (const dblock::SchemaError& e) {
       CHECK_THAT(e.what(), Catch::Contains("dblock migrate"));
     }
   }
-  CHECK(c->list().empty());  // nothing was written
-  CHECK(c->migrate() ==
-        std::vector<std::string>{"V2__acquire_procedures.sql", "V3__fence_cache.sql", "V4__grant_procedure.sql",
-                                 "V9__waited_mark.sql"});
-  for (auto strategy : {dblock::Strategy::insert, dblock::Strategy::optimistic}) {
-    dblock::LockOptions o;
-    o.strategy = strategy;
-    auto lease = c->lock("job", o).try_acquire();
-    REQUIRE(lease);
-    CHECK(lease->fence() > 0);
-  }
-}
-
-// Deleting a history row to have a script run again (what the failed-migration message
-// tells an operator to do) leaves a hole in installed_rank: the new row takes MAX + 1.
-TEST_CASE("mysql: a history row deleted by hand is applied again under a free rank", "[mysql]") {
-  dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
-  auto raw = dblock::test::server_connection(table.url());
-  raw->run_script("DROP PROCEDURE " + table.name() + "_acquire; DROP PROCEDURE " + table.name() + "_take; DELETE FROM " +
-                  table.name() + "_schema_history WHERE version = '2'");
-  auto c = table.ns().open();
-  CHECK(c->migrate() == std::vector<std::string>{"V2__acquire_procedures.sql"});
-  auto history = table.name() + "_schema_history";
-  CHECK(raw->run("SELECT installed_rank FROM " + history + " WHERE version = '2'").rows.at(0).at(0) ==
-        raw->run("SELECT COUNT(*) + 1 FROM " + history).rows.at(0).at(0));
-  dblock::LockOptions lease;
-  CHECK(c->lock("job", lease).try_acquire());
-}
-
-TEST_CASE("mysql: V6 (shared holders) upgrades a table in place, keeping held locks", "[mysql]") {
-  dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
-  auto ns = table.ns();
-  dblock::test::check_holders_upgrade(
-      [&] { return ns.open(); },
-      [&] {
-        auto raw = dblock::test::server_connection(table.url());
-        const auto t = table.name();
-        raw->run_script("DROP TABLE " + t + "_holders; DROP PROCEDURE " + t + "_acquire_shared; DROP PROCEDURE " + t +
-                        "_release_shared; DROP PROCEDURE " + t + "_extend_shared; DELETE FROM " + t +
-                        "_schema_history WHERE version = '6'");
-      },
-      "V6__shared_holders.sql");
-}
-
-// V9's grants read the queue only on rows a waiter marked, and a waiter marks the row in
-// its join: neither lease strategy runs, and no waiter joins, on a table before V9. A lease
-// held before the upgrade stays held.
-TEST_CASE("mysql: a table migrated before V9 asks for `dblock migrate`, which adds the marked grants", "[mysql]") {
-  dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
-  auto c = table.ns().open();
-  auto held = c->lock("held").try_acquire();
-  REQUIRE(held);
-  auto raw = dblock::test::server_connection(table.url());
-  raw->run_script(before_v9(table.name()));
-  for (auto strategy : {dblock::Strategy::insert, dblock::Strategy::optimistic}) {
-    dblock::LockOptions o;
-    o.strategy = strategy;
-    CHECK_THROWS_WITH(c->lock("job", o).try_acquire(), Catch::Contains("dblock migrate"));
-  }
-  CHECK(c->list().size() == 1);  // nothing was written
-  CHECK(c->migrate() == std::vector<std::string>{"V9__waited_mark.sql"});
+  CHECK(c->list().empty());  // nothing is held but the advisory lock, which is no row
+  const auto& d = dblock::detail::sqldb::mysql_dialect();
+  const std::string later = "ALTER TABLE ${table} ADD COLUMN waited_until BIGINT NOT NULL DEFAULT 0;\nDELIMITER //\n" +
+                            v1_procedure("lease_grant") + v1_procedure("lease_take") + v1_procedure("fence_draw") +
+                            "DELIMITER ;\n";
+  CHECK(dblock::test::migrate_with(*raw, d, t, later) == std::vector<std::string>{dblock::test::later_script});
   auto other = table.ns().open();
-  CHECK_FALSE(other->lock("held").try_acquire());  // still held
+  CHECK_FALSE(other->lock("held", session).try_acquire());  // still held
   const auto fence = held->fence();
   held->release();
-  for (auto strategy : {dblock::Strategy::insert, dblock::Strategy::optimistic}) {
+  for (auto strategy : {dblock::Strategy::insert, dblock::Strategy::optimistic, dblock::Strategy::for_update,
+                        dblock::Strategy::advisory}) {
+    INFO(dblock::to_string(strategy));
     dblock::LockOptions o;
     o.strategy = strategy;
-    auto lease = other->lock("held", o).try_acquire();
+    auto lease = other->lock("held-" + std::string(dblock::to_string(strategy)), o).try_acquire();
     REQUIRE(lease);
     CHECK(lease->fence() > fence);
   }
 }
 
-TEST_CASE("mysql: a table migrated before V3 asks for `dblock migrate` for session locks only", "[mysql]") {
+TEST_CASE("mysql: a later migration upgrades a V1 table in place, keeping held locks", "[mysql]") {
+  dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
+  auto ns = table.ns();
+  auto raw = dblock::test::server_connection(table.url());
+  // A column added and a procedure the client calls replaced, as a real V2 would.
+  dblock::test::check_later_migration(
+      [&] { return ns.open(); }, *raw, dblock::detail::sqldb::mysql_dialect(), table.name(),
+      "ALTER TABLE ${table} ADD COLUMN note VARBINARY(64) NOT NULL DEFAULT '';\nDELIMITER //\n"
+      "DROP PROCEDURE ${table}_lease_release//\n" + v1_procedure("lease_release") + "DELIMITER ;\n");
+}
+
+// What the migrations make, drop_schema removes (the bench and the tests drop their tables
+// with it; a procedure left behind made the next migration of the same name fail).
+TEST_CASE("mysql: drop_schema removes every object the migrations made", "[mysql]") {
   dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
   auto raw = dblock::test::server_connection(table.url());
-  raw->run_script("DROP PROCEDURE " + table.name() + "_fence_draw; DROP TABLE " + table.name() + "_fence_cache; DELETE FROM " +
-                  table.name() + "_schema_history WHERE version = '3'");
-  auto c = table.ns().open();
-  for (auto strategy : {dblock::Strategy::for_update, dblock::Strategy::advisory}) {
-    dblock::LockOptions o;
-    o.strategy = strategy;
-    CHECK_THROWS_WITH(c->lock("job", o).try_acquire(), Catch::Contains("dblock migrate"));
-  }
-  dblock::LockOptions lease;
-  CHECK(c->lock("job", lease).try_acquire());  // the lease strategies need V2 and V4 only
-  CHECK(c->migrate() == std::vector<std::string>{"V3__fence_cache.sql"});
-  for (auto strategy : {dblock::Strategy::for_update, dblock::Strategy::advisory}) {
-    dblock::LockOptions o;
-    o.strategy = strategy;
-    auto held = c->lock("job-" + std::string(dblock::to_string(strategy)), o).try_acquire();
-    REQUIRE(held);
-    CHECK(held->fence() > 0);
-  }
+  const auto t = table.name();
+  auto objects = [&] {
+    return raw->run("SELECT (SELECT COUNT(*) FROM information_schema.ROUTINES WHERE ROUTINE_SCHEMA = DATABASE() "
+                    "AND ROUTINE_NAME LIKE ?1) + (SELECT COUNT(*) FROM information_schema.TABLES "
+                    "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME LIKE ?1)",
+                    {t + "%"})
+        .rows.at(0)
+        .at(0);
+  };
+  CHECK(std::get<std::int64_t>(objects()) > 0);
+  const auto& d = dblock::detail::sqldb::mysql_dialect();
+  raw->run_script(dblock::detail::sqldb::render(d[Statement::drop_schema], dblock::detail::parse_table_name(t), d.now_ms));
+  CHECK(std::get<std::int64_t>(objects()) == 0);
 }
 
 namespace {
@@ -311,7 +283,7 @@ std::int64_t fence_counter(dblock::detail::sqldb::Connection& raw, const std::st
 }
 }  // namespace
 
-// Session locks draw fences from blocks of the counter reserved ahead (V3): one durable
+// Session locks draw fences from blocks of the counter reserved ahead (<table>_fence_cache): one durable
 // write per 100 grants instead of one per grant. A lease grant bumps the counter itself,
 // and the next session draw must then come from above it: fences grow per table, across
 // strategies, so moving a name from one strategy to another never goes back.
@@ -393,7 +365,7 @@ TEST_CASE("mysql: a reader beside live readers takes the name's row shared and i
 
 // Where the MEMORY table cannot be written (MySQL Group Replication refuses non-InnoDB
 // writes; here it is simply gone), every draw bumps the counter in a committed transaction
-// of its own, as before V3: slower, still correct.
+// of its own: slower, still correct.
 TEST_CASE("mysql: without a usable fence cache, session fences still grow one by one", "[mysql]") {
   dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
   auto raw = dblock::test::server_connection(table.url());
@@ -412,9 +384,9 @@ TEST_CASE("mysql: without a usable fence cache, session fences still grow one by
 }
 
 // A server that refuses MEMORY tables (InnoDB Cluster's disabled_storage_engines) must
-// still migrate: V3 creates the cache table through a handler. Here the name is taken by a
+// still migrate: V1 creates the cache table through a handler. Here the name is taken by a
 // view, so the CREATE fails and the draws cannot write it either.
-TEST_CASE("mysql: where the fence cache cannot be created, V3 still applies", "[mysql]") {
+TEST_CASE("mysql: where the fence cache cannot be created, V1 still applies", "[mysql]") {
   auto url = dblock::test::server_url("DBLOCK_TEST_MYSQL_URL");
   dblock::ClientOptions o;
   o.table = "dblock_nocache_" + std::to_string(std::random_device{}());
@@ -545,7 +517,7 @@ TEST_CASE("mysql: a dead waiter's ticket holds the queue up only until it expire
         "TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000 + " + std::to_string(ms);
     raw->run_script("INSERT INTO " + table.name() + "_queue (name, owner, ticket, valid_until) VALUES ('job', '" +
                     owner + "', 1, " + until + ")");
-    // and the name's row marked, as every waiter's join does (migration V9)
+    // and the name's row marked, as every waiter's join does (waited_until)
     raw->run_script("INSERT INTO " + table.name() +
                     " (name, owner, fence, holds, acquired_at, valid_until, version, waited_until) VALUES ('job', '', "
                     "0, 0, 0, 0, 0, " + until + ") ON DUPLICATE KEY UPDATE waited_until = " + until);
@@ -621,7 +593,7 @@ TEST_CASE("mysql: a queued waiter holds its turn key until it gives up or releas
   CHECK_FALSE(key_held(owner_c));
 }
 
-// The hand-over (migration V10): the release of a grant made after waiting grants the row to
+// The hand-over (<table>_lease_release): the release of a grant made after waiting grants the row to
 // the head of the line, whose turn key the same text lets go; the head's turn grant answers
 // the row handed to its ticket without writing it. Its lease is the ticket's life (3 s),
 // renewed by the head's watchdog to its TTL at half of that. Both lease strategies.
@@ -718,7 +690,7 @@ TEST_CASE("mysql: a renewal crossing the hand-over does not write the ticket bac
   dblock::test::check_handed_ticket(*c, *raw, d, table.name() + "_queue");
 }
 
-// A renewal that crossed the hand-over all the same (handed_ticket_check.hpp; migration V13).
+// A renewal that crossed the hand-over all the same (handed_ticket_check.hpp; <table>_lease_release).
 TEST_CASE("mysql: a ticket written back across the hand-over goes with the holder's release", "[mysql][fair]") {
   namespace sq = dblock::detail::sqldb;
   dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);

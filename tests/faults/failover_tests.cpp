@@ -233,7 +233,7 @@ TEST_CASE("mysql primary and semi-synchronous replica: a held lease outlives fai
 // the lock at once while the first still runs under its lease (what asynchronous replication
 // costs, and what dblock doctor warns of), and the holder learns it at its next renewal. The
 // new grant's fence is still above the lost one: the fence carries the timeline, which the
-// promotion raised (migration V4), while its sequence part went back.
+// promotion raised (<table>_fence_next), while its sequence part went back.
 TEST_CASE("postgresql primary and asynchronous standby: a failover loses the grants it did not stream, and "
           "fences keep increasing",
           "[postgresql-async][failover]") {

@@ -78,8 +78,10 @@ TEST_CASE("flyway_checksum: a lone CR ends a line, as in Flyway", "[migrations][
   CHECK(flyway_checksum("a\rb\r") == zlib_crc("ab"));
 }
 
-TEST_CASE("migrations_for: the embedded SQLite migrations start with V1 create dblock locks", "[migrations]") {
-  auto ms = migrations_for("sqlite", embedded_migrations());
+TEST_CASE("migrations_for: every dialect's embedded migrations start with V1 create dblock locks", "[migrations]") {
+  auto dialect = GENERATE(as<std::string>{}, "sqlite", "postgresql", "mysql");
+  INFO(dialect);
+  auto ms = migrations_for(dialect, embedded_migrations());
   REQUIRE_FALSE(ms.empty());
   CHECK(ms[0].version == "1");
   CHECK(ms[0].description == "create dblock locks");
@@ -220,6 +222,80 @@ TEST_CASE("migrate: applies V1 to a fresh SQLite file, then is idempotent", "[mi
   CHECK(migrate(again, rendered, d, t, migrations, "test").empty());
   CHECK(again.run("SELECT COUNT(*) FROM locks_schema_history", {}).rows.at(0).at(0) ==
         Value{std::int64_t(migrations.size())});
+}
+
+namespace {
+
+// A test's own later migrations, as a real V2 would change a V1 table: a column added, a
+// trigger every grant fires replaced, a table of its own.
+const std::vector<MigrationFile> later_files{
+    {"sqlite", "V2__test_note.sql",
+     "ALTER TABLE ${table} ADD COLUMN note TEXT NOT NULL DEFAULT '';\n"
+     "DROP TRIGGER ${table}_queue_served_on_insert;\n"
+     "CREATE TRIGGER ${table}_queue_served_on_insert AFTER INSERT ON ${table_name}\n"
+     "BEGIN\n"
+     "    DELETE FROM ${table_name}_queue WHERE name = NEW.name AND owner = NEW.owner;\n"
+     "END;\n"},
+    {"sqlite", "V3__test_extra.sql", "CREATE TABLE IF NOT EXISTS ${table}_extra (x INTEGER);\n"}};
+
+std::vector<Migration> with_later(std::size_t how_many) {
+  auto files = embedded_migrations();
+  files.insert(files.end(), later_files.begin(), later_files.begin() + static_cast<long>(how_many));
+  return migrations_for("sqlite", files);
+}
+
+}  // namespace
+
+// migrations/ holds V1 alone: what a V2 will do to a table that V1 made and that holds locks
+// is checked here, with the test's own scripts (and in the contract suites on every server).
+TEST_CASE("migrate: a later migration upgrades a V1 table, once, keeping its rows", "[migrations][sqlite]") {
+  TempDir dir;
+  auto path = dir.path() + "/locks.db";
+  const auto& d = sqlite_dialect();
+  auto t = parse_table_name("locks");
+  auto rendered = d.rendered(t);
+  SqliteConnection session(path, std::chrono::milliseconds(5000));
+  REQUIRE(migrate(session, rendered, d, t, migrations_for("sqlite", embedded_migrations()), "test") ==
+          std::vector<std::string>{v1_script});
+  session.run("INSERT INTO locks (name, owner, fence, holds, acquired_at, valid_until, version) "
+              "VALUES ('held', 'me', 7, 1, 0, 9000000000000, 1)",
+              {});
+  CHECK(migrate(session, rendered, d, t, with_later(1), "test") == std::vector<std::string>{"V2__test_note.sql"});
+  CHECK(migrate(session, rendered, d, t, with_later(1), "test").empty());
+  // A dblock that knows V1 alone finds nothing to do on the upgraded table.
+  CHECK(migrate(session, rendered, d, t, migrations_for("sqlite", embedded_migrations()), "test").empty());
+  auto row = session.run("SELECT owner, fence, note FROM locks WHERE name = 'held'", {}).rows.at(0);
+  CHECK(as_text(row[0]) == "me");
+  CHECK(as_int(row[1]) == 7);
+  CHECK(as_text(row[2]).empty());
+  // A table without the column (one that V1 alone made) answers a statement that reads it
+  // with "run `dblock migrate`" (exit 78), as a missing table does.
+  migrate(session, d.rendered(parse_table_name("old")), d, parse_table_name("old"),
+          migrations_for("sqlite", embedded_migrations()), "test");
+  CHECK_THROWS_WITH(session.run("SELECT note FROM old", {}), Catch::Contains("dblock migrate"));
+  CHECK_THROWS_AS(session.run("SELECT note FROM old", {}), SchemaError);
+  auto history = session.run("SELECT installed_rank, version, script FROM locks_schema_history ORDER BY 1", {});
+  REQUIRE(history.rows.size() == 2);
+  CHECK(as_int(history.rows[1][0]) == 2);
+  CHECK(as_text(history.rows[1][1]) == "2");
+  CHECK(as_text(history.rows[1][2]) == "V2__test_note.sql");
+}
+
+// Deleting a history row to have a script run again (what the failed-migration message tells
+// an operator to do) leaves a hole in installed_rank: the new row takes MAX + 1, not COUNT + 1.
+TEST_CASE("migrate: a history row deleted by hand is applied again under a free rank", "[migrations][sqlite]") {
+  TempDir dir;
+  auto path = dir.path() + "/locks.db";
+  const auto& d = sqlite_dialect();
+  auto t = parse_table_name("locks");
+  auto rendered = d.rendered(t);
+  SqliteConnection session(path, std::chrono::milliseconds(5000));
+  REQUIRE(migrate(session, rendered, d, t, with_later(2), "test").size() == 3);
+  session.run("DELETE FROM locks_schema_history WHERE version = '2'", {});  // ranks 1 and 3 left
+  session.run("ALTER TABLE locks DROP COLUMN note", {});  // undone by hand, to run it again
+  CHECK(migrate(session, rendered, d, t, with_later(2), "test") == std::vector<std::string>{"V2__test_note.sql"});
+  auto rank = session.run("SELECT installed_rank FROM locks_schema_history WHERE version = '2'", {});
+  CHECK(as_int(rank.rows.at(0).at(0)) == 4);
 }
 
 TEST_CASE("migrate: two tables in one file are migrated independently", "[migrations][sqlite]") {

@@ -37,18 +37,18 @@ int whole_seconds(std::chrono::milliseconds ms) {  // rounded up, at least 1
   for (auto& c : msg)
     if (c == '\n') c = ' ';
   const std::string what = "mysql at " + where + ": " + msg;
-  if (state == "DL001") throw LockLostError(what);  // <table>_check (migration V5): a stale fence
-  if (state == "DL003") throw TimeoutError(what);   // <table>_lock_in (V7): roll back and try again
-  if (state == "DL004") throw UsageError(what);     // <table>_lock_in (V7): a server setting in the way
+  if (state == "DL001") throw LockLostError(what);  // <table>_check: a stale fence
+  if (state == "DL003") throw TimeoutError(what);   // <table>_lock_in: roll back and try again
+  if (state == "DL004") throw UsageError(what);     // <table>_lock_in: a server setting in the way
   switch (code) {
     case 1049:  // unknown database
       throw SchemaError(what + " (create the database, or fix the URL's path)");
     case 1146:  // no such table
-    case 1305:  // no such procedure: a table migrated by an older dblock (before V2, V3, V9 or V10)
-    case 1054:  // no such column: the same (before V9 or V10)
+    case 1305:  // no such procedure: a table whose history lacks a migration this dblock needs
+    case 1054:  // no such column: the same
       throw SchemaError(what + " (run `dblock migrate` with the same --table)");
     case 1370:  // EXECUTE denied on a procedure
-      throw UnavailableError(what + " (dblock CALLs the <table>_* procedures of its migrations: GRANT EXECUTE on them)");
+      throw UnavailableError(what + " (dblock CALLs the <table>_* procedures of migrations/mysql: GRANT EXECUTE on them)");
     case 1205:  // lock wait timeout (and MariaDB's NOWAIT)
     case 3572:  // MySQL 8's NOWAIT
     case 1213:  // deadlock: InnoDB rolled the transaction back
@@ -172,7 +172,7 @@ std::size_t results_of(const std::string& sql) {
   std::size_t n = 0;
   for (const auto& statement : split_statements(sql)) {
     // A CALL answers its procedure's SELECT and then its own status (our procedures run
-    // exactly one SELECT on every path: migrations/mysql/V2__..., V3__...).
+    // exactly one SELECT on every path: migrations/mysql/).
     n += keyword_at(statement, 0, "CALL") ? 2 : 1;
   }
   return n;

@@ -3,12 +3,12 @@
 //
 // MySQL has no RETURNING and no sequences, so an operation that must write and report is
 // several statements in one text, sent in one round trip (see MySqlConnection), or, for the
-// two acquires sent most, a stored procedure (migrations/mysql/V2__...). Parameters
-// are ?1, ?2, ... spliced in as literals. Fences come from the one-row ${table}_fence
+// operations sent most, a stored procedure (migrations/mysql/V1__create_dblock_locks.sql
+// says what each does and why). Parameters are ?1, ?2, ... spliced in as literals. Fences come from the one-row ${table}_fence
 // counter, bumped with LAST_INSERT_ID(expr), which hands the new value to this connection
 // alone. A lease grant and its fence commit together, so fences follow grant order; a
 // session lock draws its fence once it holds the lock, from blocks of that counter
-// reserved ahead (migrations/mysql/V3__fence_cache.sql).
+// reserved ahead (${table}_fence_cache).
 // ${now_ms} is the server's clock (UTC_TIMESTAMP: no time zone or DST in play), constant
 // within one statement.
 #include "backends/mysql/mysql_dialect.hpp"
@@ -35,10 +35,10 @@ Dialect make(bool mariadb) {
         "SET @dblock_won = ROW_COUNT(); "
         "SELECT valid_until - ${now_ms} FROM ${table} WHERE name = ?1 AND @dblock_won = 1";
 
-    // The two lease acquires are stored procedures (migrations/mysql/V2__acquire_procedures.sql,
-    // where their logic is explained, and V4__grant_procedure.sql): as texts of six statements
-    // each, parsing alone cost about 300 us per acquire. Each answers one result set.
-    // Fair waiting (migrations V8 and V9): the grants take the asker's ticket (see
+    // The two lease acquires are stored procedures (${table}_lease_grant and _lease_take,
+    // where their logic is explained): as texts of six statements each, parsing alone cost
+    // about 300 us per acquire. Each answers one result set.
+    // Fair waiting: the grants take the asker's ticket (see
     // Statement::queue_join) and delete it when they win; they read the queue only on a row
     // that a waiter marked (waited_until). A release frees the row rather than deleting it,
     // so that the mark outlives it while someone waits; the sweeper removes free rows. A
@@ -63,7 +63,7 @@ Dialect make(bool mariadb) {
         "UPDATE ${table} SET owner = '', holds = 0, valid_until = ${now_ms}, version = LAST_INSERT_ID(version + 1) "
         "WHERE name = ?1 AND owner = ?2 AND fence = ?3; "
         "SELECT LAST_INSERT_ID() FROM DUAL WHERE ROW_COUNT() >= 1";
-    // The hand-over (migration V10): the release of a grant made after waiting grants a marked
+    // The hand-over (${table}_lease_release): the release of a grant made after waiting grants a marked
     // row to the lowest live ticket's owner (a new fence, 3 s, the ticket deleted, its number
     // in handed_to), whose turn key the same text lets go; that waiter's turn grant answers
     // the row handed to its ticket without writing. Answers the freed row's version, or -1.
@@ -71,7 +71,7 @@ Dialect make(bool mariadb) {
     d[S::optimistic_handover] = d[S::insert_handover];
     d.waiters_read_handed = true;
 
-    // Read/write locks and semaphores (migration V6): the grant, release, renewal and keep
+    // Read/write locks and semaphores (${table}_holders): the grant, release, renewal and keep
     // are procedures that lock the name's row first (the last two one procedure); the mark
     // and the sweep single statements.
     d[S::shared_acquire] = "CALL ${table}_acquire_shared(?1, ?2, ?3, ?4, ?5)";
@@ -86,18 +86,18 @@ Dialect make(bool mariadb) {
     d[S::writer_unmark] = "DELETE FROM ${table}_holders WHERE name = ?1 AND owner = ?2 AND mode = 'w'";
     d[S::sweep_holders] = "DELETE FROM ${table}_holders WHERE valid_until <= ${now_ms} LIMIT ?1";
 
-    // Fair waiting (migration V8): a ticket is the server's clock in us when the waiter first
+    // Fair waiting (${table}_queue): a ticket is the server's clock in us when the waiter first
     // joined; a renewal writes its own ticket back, so even a swept one keeps its place.
-    // Migration V9: the name's row is marked in the same transaction, first, so that a grant
+    // The name's row is marked (waited_until) in the same transaction, first, so that a grant
     // which finds it unmarked finds no ticket either. The mark covers twice a ticket's life
     // and is written only when less than one is left (or, creating a free row, when there
     // is no row): a write would hold the row locked through the join's commit, and the
     // grant of the waiter a release just woke would wait for that flush. Under READ
     // COMMITTED the UPDATE reads a row it does not change without locking it, and the
     // INSERT's NOT EXISTS is a read without locks too. A ticket a release has just handed the
-    // row to (migration V10: the release deleted it) is not written back, and the answer is
-    // then no row: the waiter's next grant takes the row. A procedure since V11, which the
-    // server parses once a session instead of once a join.
+    // row to (the release deleted it) is not written back, and the answer is then no row:
+    // the waiter's next grant takes the row. A procedure, which the server parses once a
+    // session instead of once a join.
     d[S::queue_join] = "CALL ${table}_queue_join(?1, ?2, ?3, ?4)";
     d[S::queue_leave] = "DELETE FROM ${table}_queue WHERE name = ?1 AND owner = ?2";
     // A row handed to the ticket after its waiter gave up is freed after the ticket goes: a
@@ -119,12 +119,12 @@ Dialect make(bool mariadb) {
     // polled (10-20 ms a turn): so the join waits up to 20 ms for its own key.
     d[S::turn_join] = "SELECT GET_LOCK(" + turn_key("?2") + ", 0.02); " + d[S::queue_join];
     // The key of the one ahead is worked out once, so that the check and the wait are on
-    // one key (migration V11's ${table}_turn_wait).
+    // one key (${table}_turn_wait).
     d[S::turn_wait] = "CALL ${table}_turn_wait(?1, ?2, ?3)";
     // The grant runs whatever the wait answered: after a wait that ran out (the holder's
     // lease ending) it is the attempt the waiter makes next anyway. The optimistic take
     // compares on the version read just before it (a missing row: -1, which nothing has).
-    // Both answer a row handed to the waiter's ticket first (migration V10).
+    // Both answer a row handed to the waiter's ticket first (${table}_lease_release).
     d[S::insert_turn_grant] = d[S::turn_wait] + "; CALL ${table}_handed_grant(?1, ?2, ?4, ?5)";
     d[S::optimistic_turn_grant] = d[S::turn_wait] + "; CALL ${table}_turn_take(?1, ?2, ?4, ?5)";
     d[S::turn_free] = "DO RELEASE_LOCK(" + turn_key("?2") + ")";
@@ -139,7 +139,7 @@ Dialect make(bool mariadb) {
     // The row lock is the open transaction, so its fence cannot come from the counter in
     // that transaction (the counter row would stay locked for the whole hold): it is drawn
     // on another connection once the row is locked. Session locks draw with
-    // ${table}_fence_draw (V3): from a block of the counter reserved ahead, so that a grant
+    // ${table}_fence_draw: from a block of the counter reserved ahead, so that a grant
     // does not wait for a redo log flush (the fence was a session lock's only write).
     d[S::for_update_try] = "SELECT 1 FROM ${table} WHERE name = ?1 FOR UPDATE NOWAIT";
     d[S::for_update_wait] = "SELECT 1 FROM ${table} WHERE name = ?1 FOR UPDATE";
@@ -151,9 +151,9 @@ Dialect make(bool mariadb) {
                                           : "SELECT 1 FROM ${table} WHERE name = ?1 FOR SHARE NOWAIT";
     d[S::for_update_wait_shared] = "SELECT 1 FROM ${table} WHERE name = ?1 LOCK IN SHARE MODE";
     d[S::fence_next] = "CALL ${table}_fence_draw(1)";
-    // In the caller's transaction (dblock/mysql.hpp): migration V7 locks the row, and the
+    // In the caller's transaction (dblock/mysql.hpp): ${table}_lock_in locks the row, and the
     // fence is drawn apart with fence_next, as for the for-update strategy. The check is
-    // V5's ${table}_check without the CALL: a share lock on the row, kept until the end.
+    // ${table}_check without the CALL: a share lock on the row, kept until the end.
     d.in_transaction_fence_apart = true;
     d.in_transaction_waits_for_leases = false;
     d[S::lock_in] = "CALL ${table}_lock_in(?1, ?2, ?3)";
@@ -188,7 +188,7 @@ Dialect make(bool mariadb) {
     // can have taken them over): a live lease is never swept. At most 1000 names per
     // DELETE: each is spliced in as a hex literal (up to 512 bytes), which must stay well
     // under max_allowed_packet.
-    // A free row marked by a waiter stays (migration V9): it says the name has a queue.
+    // A free row marked by a waiter stays (waited_until): it says the name has a queue.
     d[S::sweep_pick] =
         "SELECT name FROM ${table} WHERE valid_until <= ${now_ms} AND waited_until <= ${now_ms} LIMIT ?1 "
         "FOR UPDATE SKIP LOCKED";
@@ -204,17 +204,15 @@ Dialect make(bool mariadb) {
     d[S::migration_lock] = "SELECT GET_LOCK(CONCAT('dblock:migrate:', LEFT(SHA1('${table}'), 24)), 60)";
     d[S::migration_unlock] = "DO RELEASE_LOCK(CONCAT('dblock:migrate:', LEFT(SHA1('${table}'), 24)))";
     d[S::drop_schema] =
-        "DROP TABLE IF EXISTS ${table}, ${table}_schema_history, ${table}_fence, ${table}_fence_cache; "
-        "DROP PROCEDURE IF EXISTS ${table}_acquire; DROP PROCEDURE IF EXISTS ${table}_grant; DROP PROCEDURE IF EXISTS ${table}_take; "
-        "DROP PROCEDURE IF EXISTS ${table}_fence_draw; DROP PROCEDURE IF EXISTS ${table}_check; "
-        "DROP TABLE IF EXISTS ${table}_holders; DROP PROCEDURE IF EXISTS ${table}_acquire_shared; "
+        "DROP TABLE IF EXISTS ${table}, ${table}_schema_history, ${table}_fence, ${table}_fence_cache, "
+        "${table}_holders, ${table}_queue; "
+        "DROP PROCEDURE IF EXISTS ${table}_fence_draw; DROP PROCEDURE IF EXISTS ${table}_lease_grant; "
+        "DROP PROCEDURE IF EXISTS ${table}_lease_take; DROP PROCEDURE IF EXISTS ${table}_lease_release; "
+        "DROP PROCEDURE IF EXISTS ${table}_handed_grant; DROP PROCEDURE IF EXISTS ${table}_handed_take; "
+        "DROP PROCEDURE IF EXISTS ${table}_queue_join; DROP PROCEDURE IF EXISTS ${table}_turn_wait; "
+        "DROP PROCEDURE IF EXISTS ${table}_turn_take; DROP PROCEDURE IF EXISTS ${table}_acquire_shared; "
         "DROP PROCEDURE IF EXISTS ${table}_release_shared; DROP PROCEDURE IF EXISTS ${table}_extend_shared; "
-        "DROP PROCEDURE IF EXISTS ${table}_lock_in; DROP TABLE IF EXISTS ${table}_queue; "
-        "DROP PROCEDURE IF EXISTS ${table}_grant_queued; DROP PROCEDURE IF EXISTS ${table}_take_queued; "
-        "DROP PROCEDURE IF EXISTS ${table}_lease_grant; DROP PROCEDURE IF EXISTS ${table}_lease_take; "
-        "DROP PROCEDURE IF EXISTS ${table}_lease_release; DROP PROCEDURE IF EXISTS ${table}_handed_grant; "
-        "DROP PROCEDURE IF EXISTS ${table}_handed_take; DROP PROCEDURE IF EXISTS ${table}_queue_join; "
-        "DROP PROCEDURE IF EXISTS ${table}_turn_wait; DROP PROCEDURE IF EXISTS ${table}_turn_take";
+        "DROP PROCEDURE IF EXISTS ${table}_lock_in; DROP PROCEDURE IF EXISTS ${table}_check";
     d[S::history_create] =
         "CREATE TABLE IF NOT EXISTS ${table}_schema_history ("
         "installed_rank INT NOT NULL PRIMARY KEY, version VARCHAR(50), description VARCHAR(200) NOT NULL, "

@@ -123,11 +123,12 @@ void throw_pg_error(const std::exception& e, const std::string& where, bool* usa
     if (state == "3F000")
       throw SchemaError("postgresql at " + where + ": " + msg +
                         " (`dblock migrate` creates the table, not its schema: CREATE SCHEMA first, or fix --table)");
-    // Raised by the functions of migration V2 (the caller's transaction, a stale fence).
+    // Raised by ${table}_lock_in and ${table}_check (the caller's transaction, a stale fence).
     if (state == "DL001") throw LockLostError("postgresql at " + where + ": " + msg);
     if (state == "25P02")
       throw UsageError("postgresql at " + where + ": " + msg + " (roll the transaction back first)");
-    if (state == "42883")
+    // No such function or column: a table whose history lacks a migration this dblock needs.
+    if (state == "42883" || state == "42703")
       throw SchemaError("postgresql at " + where + ": " + msg + ": run `dblock migrate` with the same --table");
     if (state == "57014" || state == "55P03" || cls == "40")
       throw TimeoutError("postgresql at " + where + ": " + msg);

@@ -1,7 +1,8 @@
-// PostgreSQL's statement texts. Each operation is one statement (one round trip): fences
-// come from ${table}_fence_next (migration V4: a sequence, whose nextval is not rolled back,
-// so fences never repeat, even across a crash, with the server's timeline in its high bits,
-// so they do not repeat across a promotion either) drawn while the name is held (see
+// PostgreSQL's statement texts (the schema they work on, and why it is so:
+// migrations/postgresql/V1__create_dblock_locks.sql). Each operation is one statement (one
+// round trip): fences come from ${table}_fence_next (a sequence, whose nextval is not rolled
+// back, so fences never repeat, even across a crash, with the server's timeline in its high
+// bits, so they do not repeat across a promotion either) drawn while the name is held (see
 // insert_acquire), and releases notify waiters in the same statement with pg_notify.
 // ${now_ms} is the server's clock at the start of the statement.
 #include "backends/postgresql/pg_dialect.hpp"
@@ -33,7 +34,7 @@ const Dialect& postgresql_dialect() {
              "ORDER BY q.ticket LIMIT 1), '')), set_config('synchronous_commit', 'off', true)" + also + " FROM " + freed;
     };
 
-    // Fair waiting (migration V5): is a live ticket of another owner ahead of the asker's
+    // Fair waiting (${table}_queue): is a live ticket of another owner ahead of the asker's
     // (`ticket`: 0 unfair, so never; no_ticket, any)? And the winner's ticket goes with the
     // grant (a CTE; `won` is the grant's).
     const auto queued_ahead = [](const std::string& ticket) {
@@ -220,7 +221,7 @@ const Dialect& postgresql_dialect() {
         "SELECT ${table}_fence_next() FROM (SELECT pg_advisory_lock_shared($1::bigint) FROM "
         "(SELECT set_config('lock_timeout', $2::bigint || 'ms', true)) AS bounded) AS locked";
 
-    // Read/write locks and semaphores (migration V3): the grant and the release lock the
+    // Read/write locks and semaphores (${table}_holders): the grant and the release lock the
     // name's row first and then read in fresh snapshots, which takes a function; renewals
     // and the rest are single statements that touch the name's row first, so they queue
     // behind a grant or release under way instead of reading around it.
@@ -254,7 +255,7 @@ const Dialect& postgresql_dialect() {
         "DELETE FROM ${table}_holders WHERE (name, owner) = ANY(ARRAY(SELECT (name, owner) FROM ${table}_holders "
         "WHERE valid_until <= ${now_ms} LIMIT $1::bigint FOR UPDATE SKIP LOCKED))";
 
-    // Fair waiting (migration V5). A ticket is the server's clock in us when the waiter first
+    // Fair waiting. A ticket is the server's clock in us when the waiter first
     // joined; a renewal writes its own ticket back, so even a swept one keeps its place. A
     // renewal after a release handed the row to its owner (and deleted the ticket) is not
     // written back: the ticket would outlive the acquire it was for, holding up other
@@ -275,7 +276,7 @@ const Dialect& postgresql_dialect() {
         "DELETE FROM ${table}_queue WHERE (name, owner) = ANY(ARRAY(SELECT (name, owner) FROM ${table}_queue "
         "WHERE valid_until <= ${now_ms} LIMIT $1::bigint FOR UPDATE SKIP LOCKED))";
 
-    // A function of migration V2: each attempt is one round trip, and a busy one leaves the
+    // A function (${table}_lock_in): each attempt is one round trip, and a busy one leaves the
     // caller's transaction usable (the function's exception block is a subtransaction).
     d[S::lock_in] = "SELECT ${table}_lock_in($1, $2::bigint, $3::bigint)";
     // ${table}_check's own statement, without the PL/pgSQL call (about half the check's cost):

@@ -55,10 +55,12 @@ void SqliteConnection::fail(const std::exception& e) {
     default:
       break;
   }
-  // Raised by migration V2's ${table}_check trigger: a stale fence.
+  // Raised by the ${table}_check trigger: a stale fence.
   if (msg.rfind("dblock: ", 0) == 0) throw LockLostError("sqlite: " + msg.substr(8));
   if (msg.find("no such table") != std::string::npos)
     throw SchemaError("sqlite: the lock table is missing in '" + path_ + "' (" + msg + "): run `dblock migrate`");
+  if (msg.find("no such column") != std::string::npos)  // a table whose history lacks a later migration
+    throw SchemaError("sqlite: the lock table in '" + path_ + "' is not up to date (" + msg + "): run `dblock migrate`");
   throw InternalError("sqlite: " + msg);
 }
 

@@ -27,7 +27,7 @@ const Dialect& sqlite_dialect() {
 
     // Free, expired, or a leftover of our own: a new grant with the next fence. Anyone
     // else's, or ours kept after its release (holds 0): no row.
-    // Fair waiting (migration V4): no grant while a live ticket of another owner is lower than
+    // Fair waiting (${table}_queue): no grant while a live ticket of another owner is lower than
     // the asker's (?4; 0 asks unfairly), except of a leftover of the asker's own; the grant's
     // triggers delete the winner's ticket.
     // The condition makes the fence NULL, which fails its NOT NULL: OR IGNORE then drops the
@@ -67,11 +67,11 @@ const Dialect& sqlite_dialect() {
     d[S::optimistic_release] =
         "UPDATE ${table} SET owner = '', holds = 0, valid_until = 0, version = version + 1 "
         "WHERE name = ?1 AND owner = ?2 AND fence = ?3 RETURNING " + next_owner + ", version";
-    // The hand-over (migration V5): the release of a grant made after waiting names the
-    // lowest live ticket of another owner (`head`, one row, NULLs when there is none) as the
-    // row's owner, with the next fence, 3 s (a ticket's life) and the ticket in handed_to;
-    // V4's trigger deletes that ticket. Answers the owner to wake (the head; NULL when the row
-    // was freed) and the freed row's version, or -1 when handed over. Both strategies keep
+    // The hand-over: the release of a grant made after waiting names the lowest live ticket
+    // of another owner (`head`, one row, NULLs when there is none) as the row's owner, with
+    // the next fence, 3 s (a ticket's life) and the ticket in handed_to; the queue's trigger
+    // deletes that ticket. Answers the owner to wake (the head; NULL when the row was freed)
+    // and the freed row's version, or -1 when handed over. Both strategies keep
     // the freed row (the sweeper deletes it; insert's grant takes over an expired row).
     const std::string head =
         "(SELECT q.owner AS next_owner, min(q.ticket) AS next_ticket FROM ${table}_queue AS q WHERE q.name = ?1 "
@@ -109,7 +109,7 @@ const Dialect& sqlite_dialect() {
     d.sweep_batch_max = 500;
     d.sweep_pause = std::chrono::milliseconds(10);
 
-    // Read/write locks and semaphores (migration V3): one statement each, whose triggers
+    // Read/write locks and semaphores (${table}_holders): one statement each, whose triggers
     // keep the name's row in step (one writer at a time: nothing can come between them).
     // A grant: no live exclusive holder, no live holder that disagrees about the name's
     // shape, for a reader no writer's mark, for a semaphore fewer than N others; the owner's
@@ -155,11 +155,10 @@ const Dialect& sqlite_dialect() {
         "DELETE FROM ${table}_holders WHERE rowid IN "
         "(SELECT rowid FROM ${table}_holders WHERE valid_until <= ${now_ms} LIMIT ?1)";
 
-    // Fair waiting (migration V4). One writer at a time, so a new ticket is simply above the
-    // name's highest (and above the clock, so that a queue swept empty does not start again
-    // below a ticket still held by a waiter); a renewal writes its own ticket back, unless a
-    // release has just handed the row to it (V5: no row then, and the waiter's next read
-    // takes the row). A waiter reads first (queue_ahead): the row handed to its ticket, or
+    // Fair waiting. One writer at a time, so a new ticket is simply above the name's highest
+    // (and above the clock, so that a queue swept empty does not start again below a ticket
+    // still held by a waiter); a renewal writes its own ticket back, unless a release has
+    // just handed the row to it (no row then, and the waiter's next read takes the row). A waiter reads first (queue_ahead): the row handed to its ticket, or
     // whether a ticket is ahead.
     d[S::queue_join] =
         "INSERT INTO ${table}_queue (name, owner, ticket, valid_until) SELECT ?1, ?2, CASE WHEN ?4 = 0 THEN "
@@ -183,7 +182,7 @@ const Dialect& sqlite_dialect() {
     d[S::lock_in] =
         "UPDATE ${table}_fence SET value = value + 1 WHERE id = 1 AND coalesce(?2, ?3) IS NOT NULL "
         "AND NOT EXISTS (SELECT 1 FROM ${table} WHERE name = ?1 AND valid_until > ${now_ms}) RETURNING value";
-    // The rule of migration V2's ${table}_check trigger, as an UPDATE that changes nothing:
+    // The rule of the ${table}_check trigger, as an UPDATE that changes nothing:
     // it makes the transaction the writer first, so no takeover commits before it ends.
     d[S::check_in] =
         "UPDATE ${table} SET fence = fence WHERE name = ?1 AND fence = ?2 AND holds > 0 AND valid_until > ${now_ms} "
