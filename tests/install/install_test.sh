@@ -45,7 +45,7 @@ test "$code" = 75  # the second run within hold_at_least skips the job
 "$prefix/examples/worker_pool" "$db" 6 2 12 | grep "12 tasks, at most [12] at once" >/dev/null
 "$prefix/examples/same_database" "$prefix/same.db" | grep "refused a stale write" >/dev/null
 
-# A shared build, as a distribution packages it: its own tree (unoptimised, library and
+# A shared build, as a distribution packages it: its own tree (RelWithDebInfo, library and
 # command only), with the static library made from the same objects, installed to /usr as
 # the three Debian packages (cmake/Packaging.cmake), each unpacked into a scratch root. The
 # tree is kept in the tested build's directory, so that a second run rebuilds only what changed.
