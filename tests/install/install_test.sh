@@ -22,10 +22,14 @@ cmake -S "$consumer" -B "$prefix/consumer-cmake" -DCMAKE_PREFIX_PATH="$prefix" >
 cmake --build "$prefix/consumer-cmake" >/dev/null
 "$prefix/consumer-cmake/consumer" "sqlite:$prefix/cmake.db"
 
+# dblock.pc names the configured prefix; --define-variable moves it to where this tree went.
 pc=$(dirname "$(find "$prefix" -name dblock.pc | head -n 1)")
-PKG_CONFIG_PATH="$pc" c++ -std=c++17 "$consumer/main.cpp" -o "$prefix/consumer-pc" \
-  $(PKG_CONFIG_PATH="$pc" pkg-config --cflags --libs dblock)
+pkgconf() { PKG_CONFIG_PATH="$pc" pkg-config --define-variable=prefix="$prefix" "$@" dblock; }
+test "$(pkgconf --variable=includedir)" = "$prefix/include"
+c++ -std=c++17 "$consumer/main.cpp" -o "$prefix/consumer-pc" $(pkgconf --cflags --libs) \
+  -Wl,-rpath,"$(pkgconf --variable=libdir)"  # a shared build's library is found there
 "$prefix/consumer-pc" "sqlite:$prefix/pc.db"
+test -f "$prefix/share/doc/dblock/LICENSE"
 test ! -e "$prefix/bin/dblock-bench"  # a development tool, installed only when asked
 
 # The examples, built against the install as a user's project would be, each run on SQLite.
@@ -41,32 +45,46 @@ test "$code" = 75  # the second run within hold_at_least skips the job
 "$prefix/examples/worker_pool" "$db" 6 2 12 | grep "12 tasks, at most [12] at once" >/dev/null
 "$prefix/examples/same_database" "$prefix/same.db" | grep "refused a stale write" >/dev/null
 
-# A shared build, as a distribution packages it: its own tree (unoptimised, library and
+# A shared build, as a distribution packages it: its own tree (RelWithDebInfo, library and
 # command only), with the static library made from the same objects, installed to /usr as
-# the three Debian packages (cmake/Packaging.cmake), each unpacked into a scratch root.
-cmake -S "$src" -B "$prefix/shared-build" -DBUILD_SHARED_LIBS=ON -DDBLOCK_STATIC_TOO=ON -DBUILD_TESTING=OFF \
+# the three Debian packages (cmake/Packaging.cmake), each unpacked into a scratch root. The
+# tree is kept in the tested build's directory, so that a second run rebuilds only what changed.
+shared="$build/shared-build"
+cmake -S "$src" -B "$shared" -DBUILD_SHARED_LIBS=ON -DDBLOCK_STATIC_TOO=ON -DBUILD_TESTING=OFF \
   -DDBLOCK_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE= -DCMAKE_INSTALL_PREFIX=/usr >/dev/null
-cmake --build "$prefix/shared-build" -j "$(nproc)" >/dev/null
-(cd "$prefix/shared-build" && cpack -G DEB >cpack.log 2>&1) || { tail -n 30 "$prefix/shared-build/cpack.log"; exit 1; }
+cmake --build "$shared" -j "$(nproc)" >/dev/null
+rm -f "$shared"/*.deb "$shared"/*.ddeb
+(cd "$shared" && cpack -G DEB >cpack.log 2>&1) || { tail -n 30 "$shared/cpack.log"; exit 1; }
 major=${version%%.*}
 root="$prefix/root"
 for package in "libdblock$major" libdblock-dev dblock; do
-  deb=$(find "$prefix/shared-build" -maxdepth 1 -name "${package}_${version}_*.deb")
+  deb=$(find "$shared" -maxdepth 1 -name "${package}_${version}-*_*.deb")
   test -n "$deb" || { echo "install: no package $package was built"; exit 1; }
   dpkg-deb -x "$deb" "$root"
+  debian_version=$(dpkg-deb -f "$deb" Version)
   depends=$(dpkg-deb -f "$deb" Depends)
   case $package in
     libdblock$major) [[ $depends == *libstdc++6* ]] ;;  # from dpkg-shlibdeps
-    libdblock-dev) [[ $depends == *"libdblock$major (= $version)"* && $depends == *libfmt-dev* ]] ;;
-    dblock) [[ $depends == *"libdblock$major (= $version)"* ]] ;;
+    libdblock-dev) [[ $depends == *"libdblock$major (= $debian_version)"* && $depends == *libfmt-dev* ]] ;;
+    dblock) [[ $depends == *"libdblock$major (= $debian_version)"* ]] ;;
   esac || { echo "install: $package has Depends: $depends"; exit 1; }
+  grep -q "^License: Apache-2.0$" "$root/usr/share/doc/$package/copyright"
+  test -f "$root/usr/share/doc/$package/changelog.Debian.gz"
 done
+# What Debian's checker says of them: any error fails (warnings and notes are printed).
+command -v lintian >/dev/null || { echo "install: lintian not found: scripts/deps test installs it"; exit 1; }
+lintian_out=$(lintian --fail-on error "$shared"/*.deb 2>&1) || {
+  echo "install: lintian reports errors:"; echo "$lintian_out"; exit 1; }
+[ -z "$lintian_out" ] || { echo "install: lintian (no errors):"; echo "$lintian_out"; }
 libdir=$(dirname "$(find "$root/usr" -name "libdblock.so.*.*.*" | head -n 1)")
 lib=$(find "$libdir" -name "libdblock.so.*.*.*")
 readelf -d "$lib" | grep -q "SONAME.*libdblock.so.$major\]"
 test -f "$libdir/libdblock.a" -a -L "$libdir/libdblock.so"
-test -f "$root/usr/share/man/man1/dblock.1" -a -f "$root/usr/share/man/man1/dblock-run.1"
-man -l "$root/usr/share/man/man1/dblock-run.1" 2>/dev/null | grep -q -- "--hold-at-least"
+# The packaged dblock.pc gives plain paths under /usr.
+grep -qx "prefix=/usr" "$libdir/pkgconfig/dblock.pc"
+test "$(PKG_CONFIG_PATH="$libdir/pkgconfig" pkg-config --variable=includedir dblock)" = /usr/include
+test -f "$root/usr/share/man/man1/dblock.1.gz" -a -f "$root/usr/share/man/man1/dblock-run.1.gz"
+man -l "$root/usr/share/man/man1/dblock-run.1.gz" 2>/dev/null | grep -q -- "--hold-at-least"
 test -f "$root/usr/share/dblock/systemd/dblock-sweep.service"
 grep -q "^ExecStart=/usr/bin/dblock sweep$" "$root/usr/share/dblock/systemd/dblock-sweep.service"
 # Exported: dblock:: names only, none of dblock::detail (the backends, the core).
