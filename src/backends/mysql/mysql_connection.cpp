@@ -38,7 +38,7 @@ int whole_seconds(std::chrono::milliseconds ms) {  // rounded up, at least 1
     if (c == '\n') c = ' ';
   const std::string what = "mysql at " + where + ": " + msg;
   if (state == "DL001") throw LockLostError(what);  // <table>_check (migration V5): a stale fence
-  if (state == "DL003") throw TimeoutError(what);   // <table>_lock_in (V7): roll back and try again
+  if (state == "DL003") throw BusyError(what);      // <table>_lock_in (V7): a lease holds it; roll back
   if (state == "DL004") throw UsageError(what);     // <table>_lock_in (V7): a server setting in the way
   switch (code) {
     case 1049:  // unknown database
