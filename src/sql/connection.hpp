@@ -16,6 +16,13 @@ namespace dblock::detail::sqldb {
 using Value = std::variant<std::nullptr_t, std::int64_t, std::string>;
 using Row = std::vector<Value>;
 
+// A statement waited for a lock past the bound it was given: PostgreSQL's lock_timeout or
+// NOWAIT (SQLSTATE 55P03), InnoDB's innodb_lock_wait_timeout (1205) or NOWAIT (3572). A
+// TimeoutError to every caller but the lease grants, which answer busy (lease_drivers.hpp).
+struct LockWaitTimeout : TimeoutError {
+  using TimeoutError::TimeoutError;
+};
+
 struct Result {
   std::vector<Row> rows;      // the last result set's
   std::int64_t affected = 0;  // rows changed by an INSERT/UPDATE/DELETE

@@ -49,13 +49,16 @@ WaitingPlace& LeaseDriver::waiting(AcquireRequest& r) {
 }
 
 std::vector<Value> LeaseDriver::grant_params(const AcquireRequest& r, std::vector<Value> first) const {
-  if (!d_.offers(Statement::queue_join)) return first;
-  std::int64_t ticket = 0;  // unfair: the queue is not looked at
-  if (r.fair) {
-    const auto* w = static_cast<const WaitingPlace*>(r.place.get());
-    ticket = w && w->ticket != 0 ? w->ticket : no_ticket;
+  if (d_.offers(Statement::queue_join)) {
+    std::int64_t ticket = 0;  // unfair: the queue is not looked at
+    if (r.fair) {
+      const auto* w = static_cast<const WaitingPlace*>(r.place.get());
+      ticket = w && w->ticket != 0 ? w->ticket : no_ticket;
+    }
+    first.emplace_back(ticket);
   }
-  first.emplace_back(ticket);
+  if (d_.grant_waits_bounded)
+    first.emplace_back(std::int64_t{std::clamp(r.wait, milliseconds{1}, longest_row_wait_).count()});
   return first;
 }
 
