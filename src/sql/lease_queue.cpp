@@ -34,6 +34,7 @@ WaitingPlace::~WaitingPlace() {
       UnflushedCommits unflushed(*s);
       s->run(d_[Statement::queue_leave], {name_, owner_});  // wakes the next waiter where it can
       if (d_.offers(Statement::handed_free)) s->run(d_[Statement::handed_free], {name_, owner_, ticket});
+      unflushed.end();
       if (notifier_) notifier_->released(name_);              // (elsewhere the wake-up is ours)
     }
     if (marked) s->run(d_[Statement::writer_unmark], {name_, owner_});
@@ -126,6 +127,7 @@ milliseconds LeaseDriver::queue(Connection& s, AcquireRequest& r, milliseconds r
       // A ticket is worth nothing after a crash (its waiter is gone): no flush for it.
       UnflushedCommits unflushed(s);
       joined = s.run(d_[Statement::queue_join], params);
+      unflushed.end();
     }
     // No ticket answered: the renewed one was handed the row just now (queue_join).
     if (!joined->rows.empty()) w.ticket = as_int(joined->rows.front()[0]);
