@@ -256,7 +256,8 @@ struct Dialect {
   // no message, only a wake-up.
   bool waiters_read_handed = false;
   // Whether the exclusive lease grants (insert_acquire, optimistic_take and the turn grants)
-  // take one parameter more, last: how long in ms they may wait for a lock on the name's row
+  // and the queue's joins (queue_join, turn_join: MySQL's mark the name's row) take one
+  // parameter more, last: how long in ms they may wait for a lock on the name's row
   // (another transaction's: a caller's check_in or lock_in holds it to its commit). Past it
   // the server ends the statement (LockWaitTimeout) and the attempt answers busy, so that an
   // acquire waits no longer than its own deadline. Where not (SQLite), a grant waits for the

@@ -191,6 +191,7 @@ class LeaseDriver : public LockDriver {
   // grant's wait for a row lock: the request's wait, at least 1 ms (0 would be no bound), at
   // most half the statement timeout (which would end the statement as a server fault).
   std::vector<Value> grant_params(const AcquireRequest& r, std::vector<Value> first) const;
+  std::int64_t row_wait(const AcquireRequest& r) const;  // that wait, in ms
   // A grant statement's answer, or nothing when it waited for the name's row past its bound
   // (Dialect::grant_waits_bounded): another transaction holds the row, and the attempt is
   // busy; the core tries again until the acquire's deadline.
@@ -207,11 +208,20 @@ class LeaseDriver : public LockDriver {
   Attempt upsert(Connection& s, AcquireRequest& r) {
     if (auto first = read_first(s, r)) return std::move(*first);
     auto won = grant(s, Statement::insert_acquire, grant_params(r, {r.name, r.owner, std::int64_t{r.ttl.count()}}));
-    if (!won || won->rows.empty()) return busy(s, r);
+    if (!won) return row_locked(r);
+    if (won->rows.empty()) return busy(s, r);
     const auto& row = won->rows.front();
     if (as_int(row[0]) == 0)  // the holder's time, and where the dialect says so, its name
       return busy_behind(s, r, row.size() > 2 ? as_text(row[2]) : std::string(), milliseconds{as_int(row[1])});
     return granted(r, row);
+  }
+  // Busy behind another transaction's lock on the name's row (grant() answered nothing): no
+  // holder to ask about, and no ticket to take now, as joining the queue would wait for the
+  // same row (MySQL's mark). The waiter keeps the place it has, and polls.
+  Attempt row_locked(AcquireRequest& r) {
+    Attempt a = Attempt::busy(milliseconds{0});
+    a.place = std::move(r.place);
+    return a;
   }
   // Not won: how long the current holder has left, so the waiter sleeps no longer.
   Attempt busy(Connection& s, AcquireRequest& r) {

@@ -58,9 +58,12 @@ std::vector<Value> LeaseDriver::grant_params(const AcquireRequest& r, std::vecto
     }
     first.emplace_back(ticket);
   }
-  if (d_.grant_waits_bounded)
-    first.emplace_back(std::int64_t{std::clamp(r.wait, milliseconds{1}, longest_row_wait_).count()});
+  if (d_.grant_waits_bounded) first.emplace_back(row_wait(r));
   return first;
+}
+
+std::int64_t LeaseDriver::row_wait(const AcquireRequest& r) const {
+  return std::clamp(r.wait, milliseconds{1}, longest_row_wait_).count();
 }
 
 namespace {
@@ -121,17 +124,23 @@ milliseconds LeaseDriver::queue(Connection& s, AcquireRequest& r, milliseconds r
   w.holder_left = remaining;
   const auto now = Clock::now();
   if (w.ticket == 0 || now >= w.renew_at) {
-    const std::vector<Value> params{r.name, r.owner, std::int64_t{ticket_for.count()}, w.ticket};
-    auto joined = join_taking_turn(w, params);  // the turn key and the ticket, where the dialect has keys
-    if (!joined) {
-      // A ticket is worth nothing after a crash (its waiter is gone): no flush for it.
-      UnflushedCommits unflushed(s);
-      joined = s.run(d_[Statement::queue_join], params);
-      unflushed.end();
+    std::vector<Value> params{r.name, r.owner, std::int64_t{ticket_for.count()}, w.ticket};
+    if (d_.grant_waits_bounded) params.emplace_back(row_wait(r));  // a join may mark the name's row
+    try {
+      auto joined = join_taking_turn(w, params);  // the turn key and the ticket, where the dialect has keys
+      if (!joined) {
+        // A ticket is worth nothing after a crash (its waiter is gone): no flush for it.
+        UnflushedCommits unflushed(s);
+        joined = s.run(d_[Statement::queue_join], params);
+        unflushed.end();
+      }
+      // No ticket answered: the renewed one was handed the row just now (queue_join).
+      if (!joined->rows.empty()) w.ticket = as_int(joined->rows.front()[0]);
+      w.renew_at = now + renew_ticket_every;
+    } catch (const LockWaitTimeout&) {
+      // The name's row stayed locked by another transaction past the wait (as the grant
+      // found it): no ticket this time, and the waiter polls.
     }
-    // No ticket answered: the renewed one was handed the row just now (queue_join).
-    if (!joined->rows.empty()) w.ticket = as_int(joined->rows.front()[0]);
-    w.renew_at = now + renew_ticket_every;
   }
   // Without release notifications (MySQL) the next waiter finds the release by polling, and
   // only its poll can succeed: a busy answer naming the holder's time left comes to it alone

@@ -42,7 +42,7 @@ Attempt OptimisticDriver::attempt(AcquireRequest& r) {
   if (version) {
     auto won = grant(*s, Statement::optimistic_take,
                      grant_params(r, {r.name, r.owner, std::int64_t{r.ttl.count()}, *version}));
-    if (!won) return busy(*s, r);  // another transaction holds the row past the wait
+    if (!won) return row_locked(r);
     if (!won->rows.empty() && as_int(won->rows.front()[0]) != 0) return granted(r, won->rows.front());
   }
   // A lost compare-and-set means the row changed under us: read again. Each round either
@@ -68,7 +68,7 @@ Attempt OptimisticDriver::attempt(AcquireRequest& r) {
     if (lost_on == version) return busy_behind(*s, r, std::string(), milliseconds{0});
     auto won = grant(*s, Statement::optimistic_take,
                      grant_params(r, {r.name, r.owner, std::int64_t{r.ttl.count()}, version}));
-    if (!won) return busy(*s, r);  // another transaction holds the row past the wait
+    if (!won) return row_locked(r);
     if (won->rows.empty()) {  // lost the compare-and-set: read again
       lost_on = version;
       continue;

@@ -109,7 +109,7 @@ Dialect make(bool mariadb) {
     // row to (migration V10: the release deleted it) is not written back, and the answer is
     // then no row: the waiter's next grant takes the row. A procedure since V11, which the
     // server parses once a session instead of once a join.
-    d[S::queue_join] = "CALL ${table}_queue_join(?1, ?2, ?3, ?4)";
+    d[S::queue_join] = row_wait("CALL ${table}_queue_join(?1, ?2, ?3, ?4)", "?5");  // its mark waits as a grant
     d[S::queue_leave] = "DELETE FROM ${table}_queue WHERE name = ?1 AND owner = ?2";
     // A row handed to the ticket after its waiter gave up is freed after the ticket goes: a
     // release handing it over deletes the ticket first, so queue_leave's DELETE waits for that

@@ -272,7 +272,8 @@ const Dialect& postgresql_dialect() {
     d[S::queue_join] =
         "INSERT INTO ${table}_queue AS q (name, owner, ticket, valid_until) SELECT $1, $2, "
         "CASE WHEN $4::bigint = 0 THEN (extract(epoch from clock_timestamp()) * 1000000)::bigint ELSE $4::bigint END, "
-        "${now_ms} + $3::bigint WHERE $4::bigint = 0 OR NOT EXISTS (SELECT 1 FROM ${table} AS t WHERE t.name = $1 "
+        "${now_ms} + $3::bigint FROM (SELECT set_config('lock_timeout', $5::bigint || 'ms', true)) AS bounded "
+        "WHERE $4::bigint = 0 OR NOT EXISTS (SELECT 1 FROM ${table} AS t WHERE t.name = $1 "
         "AND t.owner = $2 AND t.holds > 0 AND t.valid_until > ${now_ms}) "
         "ON CONFLICT (name, owner) DO UPDATE SET ticket = EXCLUDED.ticket, "
         "valid_until = EXCLUDED.valid_until RETURNING ticket";
