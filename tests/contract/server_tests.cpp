@@ -125,7 +125,8 @@ namespace {
 TEST_CASE("postgresql: the optimistic release hint never hides a leftover", "[postgresql]") {
   optimistic_hint_never_hides_a_leftover(Server::postgresql);
 }
-TEST_CASE("postgresql: an acquire behind a row lock is busy by its deadline and leaves no half-acquired row", "[postgresql]") {
+TEST_CASE("postgresql: an acquire behind a row lock is busy by its deadline and leaves no half-acquired row",
+          "[postgresql]") {
   busy_behind_row_lock_changes_nothing(Server::postgresql);
 }
 TEST_CASE("postgresql: a session lock whose connection the server closes is lost at once", "[postgresql]") {
