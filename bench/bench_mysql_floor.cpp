@@ -27,8 +27,8 @@ class MySqlFloorSession final : public FloorSession {
     const auto& d = sqldb::mysql_dialect();
     const auto table = dblock::detail::parse_table_name(options.table);
     grant_ = sqldb::splice_params(sqldb::render(d[sqldb::Statement::insert_acquire], table, d.now_ms),
-                                  {std::string(kName), owner_, std::int64_t{30'000},
-                                   std::int64_t{0}});  // ticket 0: the floor keeps its own order
+                                  {std::string(kName), owner_, std::int64_t{30'000}, std::int64_t{0},
+                                   std::int64_t{10'000}});  // ticket 0: the floor keeps its own order; row wait 10 s
     release_ = sqldb::render(d[sqldb::Statement::insert_release], table, d.now_ms);
   }
   std::uint64_t grant() override {

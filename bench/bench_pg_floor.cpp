@@ -24,8 +24,8 @@ class PgFloorSession final : public FloorSession {
   std::uint64_t grant() override {
     pqxx::nontransaction tx(c_);
     auto fence =
-        tx.exec_prepared("floor_grant", kName, owner_, std::int64_t{30'000}, std::int64_t{0})
-            .at(0).at(0).as<std::int64_t>();  // ticket 0: the floor keeps its own arrival order
+        tx.exec_prepared("floor_grant", kName, owner_, std::int64_t{30'000}, std::int64_t{0}, std::int64_t{10'000})
+            .at(0).at(0).as<std::int64_t>();  // ticket 0: the floor keeps its own arrival order; row wait 10 s
     return static_cast<std::uint64_t>(fence);
   }
   void release(std::uint64_t fence) override {

@@ -14,7 +14,7 @@ namespace dblock_bench {
 
 // dblock's own statements, rendered for the run's table, and the channel its releases notify.
 struct FloorStatements {
-  std::string grant;    // insert_acquire: ($1 name, $2 owner, $3 ttl ms) -> fence (0: busy), ...
+  std::string grant;    // insert_acquire: ($1 name, $2 owner, $3 ttl ms, $4 ticket, $5 row wait) -> fence, ...
   std::string release;  // insert_release: ($1 name, $2 owner, $3 fence), notifies `channel`
   std::string channel;
 };

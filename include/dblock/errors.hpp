@@ -15,6 +15,7 @@ enum class ErrorKind {
   unavailable,  ///< backend unreachable, credentials refused, connection broken (69)
   schema,       ///< lock table missing or migrations changed after they ran (78)
   timeout,      ///< a statement or connection attempt ran past its timeout (69)
+  busy,         ///< the lock is held by someone else and the call cannot wait for it (75)
   not_owner,    ///< release or renew by someone who does not hold the lock (70)
   lost,         ///< the lease was lost before it was released (76)
   internal,     ///< a bug or an unexpected backend answer (70)
@@ -50,6 +51,12 @@ struct DBLOCK_EXPORT SchemaError : Error {
 struct DBLOCK_EXPORT TimeoutError : Error {
   /// With a one-line message.
   explicit TimeoutError(const std::string& m) : Error(ErrorKind::timeout, m) {}
+};
+/// The lock is held by someone else, and the call could not wait for it (LockTable::lock_in
+/// behind a lease it cannot wait out): not a timeout, and nothing is wrong with the server.
+struct DBLOCK_EXPORT BusyError : Error {
+  /// With a one-line message.
+  explicit BusyError(const std::string& m) : Error(ErrorKind::busy, m) {}
 };
 /// An unlock by a thread that holds nothing.
 struct DBLOCK_EXPORT NotOwnerError : Error {

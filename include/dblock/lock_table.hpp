@@ -50,8 +50,10 @@ class LockTable {
   /// Takes the lock `name` for the rest of `tx`: the database frees it when `tx` commits or
   /// rolls back, or its connection drops. Waits while anyone holds the name: another
   /// transaction, or a Client's lock of any strategy on this table. Returns the fence, drawn
-  /// like every grant's on the table. Throws UsageError for a bad name or a transaction that
-  /// is not open or has failed, SchemaError when the table is not migrated.
+  /// like every grant's on the table. Throws BusyError where a lease holds the name and the
+  /// database cannot wait for it inside `tx` (SQLite, MySQL: see their headers), UsageError
+  /// for a bad name or a transaction that is not open or has failed, SchemaError when the
+  /// table is not migrated.
   std::uint64_t lock_in(Transaction& tx, const std::string& name) const;
   /// The same, waiting at most `wait` (0: one attempt); nullopt when busy. A busy attempt
   /// leaves `tx` usable.

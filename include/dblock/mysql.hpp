@@ -20,9 +20,9 @@ namespace mysql {
 /// as the for-update strategy does. Another transaction or a for-update lock is waited for by the
 /// server, in whole seconds. A lease in the way is seen without locking anything and answered
 /// busy at once (under REPEATABLE READ the transaction's snapshot would not see it go):
-/// `try_lock_in` returns nullopt, `lock_in` throws TimeoutError. Should a lease have been
+/// `try_lock_in` returns nullopt, `lock_in` throws BusyError. Should a lease have been
 /// granted since the transaction's snapshot (it read before `lock_in`), both throw
-/// TimeoutError, as the row is locked by then: roll back and try again. An advisory
+/// BusyError, as the row is locked by then: roll back and try again. An advisory
 /// (GET_LOCK) holder is waited out, but does not see this lock. The same fence check for
 /// other languages: `CALL <table>_check(name, fence)` (SQLSTATE DL001).
 using LockTable = dblock::LockTable<::sql::Connection>;

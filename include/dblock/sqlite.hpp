@@ -17,7 +17,7 @@ namespace sqlite {
 /// `BEGIN IMMEDIATE`. SQLite has one writer at a time, so the lock is that write transaction
 /// itself: `lock_in` only draws the fence, once no lease holds the name (a lease in the way
 /// cannot be waited for: the holder could not release, so `try_lock_in` answers busy at once
-/// and `lock_in` throws TimeoutError). The same fence check for other languages, in a write
+/// and `lock_in` throws BusyError). The same fence check for other languages, in a write
 /// transaction: `INSERT INTO <table>_check (name, fence) VALUES (...)`, which aborts with
 /// "dblock: ..." when the fence is stale.
 using LockTable = dblock::LockTable<SQLite::Database>;

@@ -11,6 +11,7 @@ int exit_code(ErrorKind kind) noexcept {
     case ErrorKind::usage: return usage;
     case ErrorKind::unavailable:
     case ErrorKind::timeout: return unavailable;
+    case ErrorKind::busy: return busy;
     case ErrorKind::schema: return config;
     case ErrorKind::lost: return lost;
     case ErrorKind::not_owner:

@@ -49,16 +49,16 @@ class GrantHandle {
   // Frees the lock (the last hold went) and wakes waiters. False: it was not ours any more.
   // Safe to repeat after an error: a grant already freed answers false.
   virtual bool release() = 0;
+  // A socket whose closing by the server means the grant is gone (a session lock's
+  // connection), watched while the grant is held; -1: none (leases, or a driver that does
+  // not tell), and the next renewal finds out.
+  virtual int socket() noexcept { return -1; }
   // The last hold went, but the lock stays taken for `keep` more, judged by the server's
   // clock (LockOptions::hold_at_least): the lease is set to expire then, with holds 0, which
   // marks a lease kept after its release (no acquire takes it over before it expires, not
   // even its owner's). False: not ours any more. Lease strategies only: Client::lock refuses
   // hold_at_least for the others, whose locks go with their connection, so their handles
   // keep this default.
-  // A socket whose closing by the server means the grant is gone (a session lock's
-  // connection), watched while the grant is held; -1: none (leases, or a driver that does
-  // not tell), and the next renewal finds out.
-  virtual int socket() noexcept { return -1; }
   virtual bool release_after(milliseconds keep) {
     (void)keep;
     throw InternalError("a session lock cannot be kept after its release");

@@ -16,6 +16,13 @@ namespace dblock::detail::sqldb {
 using Value = std::variant<std::nullptr_t, std::int64_t, std::string>;
 using Row = std::vector<Value>;
 
+// A statement waited for a lock past the bound it was given: PostgreSQL's lock_timeout or
+// NOWAIT (SQLSTATE 55P03), InnoDB's innodb_lock_wait_timeout (1205) or NOWAIT (3572). A
+// TimeoutError to every caller but the lease grants, which answer busy (lease_drivers.hpp).
+struct LockWaitTimeout : TimeoutError {
+  using TimeoutError::TimeoutError;
+};
+
 struct Result {
   std::vector<Row> rows;      // the last result set's
   std::int64_t affected = 0;  // rows changed by an INSERT/UPDATE/DELETE
@@ -59,20 +66,36 @@ class Connection {
   // Whether the commits that follow wait for the disk. Off only around writes whose loss in
   // a power cut costs nothing (the fair queue's tickets: PostgreSQL keeps them in an
   // UNLOGGED table), where the database can say so per connection without risking its
-  // integrity (SQLite in WAL mode: synchronous NORMAL); elsewhere a no-op.
+  // integrity (SQLite in WAL mode: synchronous NORMAL); elsewhere a no-op. A connection
+  // that fails to turn flushing back on is left unusable (the pool closes it): no later
+  // commit on it, a grant's, may go unflushed.
   virtual void flush_commits(bool /*on*/) {}
 };
 
-// Commits wait for no flush while it lives (Connection::flush_commits).
+// Commits wait for no flush from its construction until end(), which turns flushing back on
+// and throws when it cannot (Connection::flush_commits). Unended (a statement under it
+// threw), the destructor does it and swallows a failure, which left the connection unusable:
+// a destructor must not throw, least of all while another exception unwinds the stack.
 class UnflushedCommits {
  public:
   explicit UnflushedCommits(Connection& s) : s_(s) { s_.flush_commits(false); }
-  ~UnflushedCommits() { s_.flush_commits(true); }
+  void end() {
+    ended_ = true;
+    s_.flush_commits(true);
+  }
+  ~UnflushedCommits() {
+    if (ended_) return;
+    try {
+      s_.flush_commits(true);
+    } catch (...) {
+    }
+  }
   UnflushedCommits(const UnflushedCommits&) = delete;
   UnflushedCommits& operator=(const UnflushedCommits&) = delete;
 
  private:
   Connection& s_;
+  bool ended_ = false;
 };
 
 inline std::int64_t as_int(const Value& v) {

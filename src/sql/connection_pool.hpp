@@ -2,11 +2,11 @@
 // and the session strategies' own, whose connections stay pinned while a lock is held.
 #pragma once
 
-#include "core/pool.hpp"
+#include "core/connection_pool.hpp"
 #include "sql/connection.hpp"
 
 namespace dblock::detail::sqldb {
 
-using ConnectionPool = Pool<Connection>;
+using ConnectionPool = detail::ConnectionPool<Connection>;
 
 }  // namespace dblock::detail::sqldb

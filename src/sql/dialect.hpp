@@ -148,7 +148,8 @@ enum class Statement : std::size_t {
   writer_unmark,  // (name, owner): the mark goes (the writer got in, or gave up)
   sweep_holders,  // (batch): delete up to batch expired holders and marks; affected = deleted
   // Optional: fair waiting on the lease strategies (docs/ARCHITECTURE.md, "Fair waiting").
-  // Given, insert_acquire and optimistic_take take one parameter more, the asker's ticket:
+  // Given, insert_acquire and optimistic_take take one parameter more (before the row wait
+  // of Dialect::grant_waits_bounded), the asker's ticket:
   // 0 asks unfairly (the queue is not looked at), no_ticket asks fairly without a ticket
   // (any live ticket of another owner goes first), else the asker's own. A grant is made
   // only when no live ticket of another owner is lower, and deletes the winner's ticket.
@@ -180,7 +181,7 @@ enum class Statement : std::size_t {
   // owner, else the holder) let its key go within wait_ms; 0 when it did not; -1 when that
   // one holds no key (a holder that never waited), so there is nothing to block on.
   turn_wait,
-  // Optional, per lease strategy: (name, owner, wait_ms, ttl, ticket) -> turn_wait's answer,
+  // Optional, per lease strategy: (name, owner, wait_ms, ttl, ticket[, row wait]) -> turn_wait's answer,
   // then, in the same round trip, a grant attempt's: insert_acquire's, or optimistic_take's
   // on the version it reads. A woken waiter is granted without a round trip in between.
   insert_turn_grant,
@@ -254,6 +255,14 @@ struct Dialect {
   // own, without writing (MySQL's turn grants, SQLite's queue_ahead): a hand-over then needs
   // no message, only a wake-up.
   bool waiters_read_handed = false;
+  // Whether the exclusive lease grants (insert_acquire, optimistic_take and the turn grants)
+  // and the queue's joins (queue_join, turn_join: MySQL's mark the name's row) take one
+  // parameter more, last: how long in ms they may wait for a lock on the name's row
+  // (another transaction's: a caller's check_in or lock_in holds it to its commit). Past it
+  // the server ends the statement (LockWaitTimeout) and the attempt answers busy, so that an
+  // acquire waits no longer than its own deadline. Where not (SQLite), a grant waits for the
+  // database's write lock up to the statement timeout.
+  bool grant_waits_bounded = false;
   // At most this many rows per sweep batch, whatever the caller asks (0: no cap).
   std::size_t sweep_batch_max = 0;
   // A pause after each full sweep batch, for databases with one writer at a time (SQLite),

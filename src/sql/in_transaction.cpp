@@ -53,7 +53,7 @@ std::optional<std::uint64_t> InTransaction::lock(Connection& tx, const std::stri
     if (answer > 0) return static_cast<std::uint64_t>(answer);
     if (answer < 0 && !d_.in_transaction_waits_for_leases) {
       if (deadline) return std::nullopt;
-      throw TimeoutError(d_.name + ": lock '" + name + "' is held by a lease for " + std::to_string(-answer) +
+      throw BusyError(d_.name + ": lock '" + name + "' is held by a lease for " + std::to_string(-answer) +
                          " ms more, which cannot be waited for inside the transaction: roll back and try again, "
                          "or use try_lock_in");
     }

@@ -3,6 +3,7 @@
 // fence): its handle is a KeyedGrant, its statements a GrantRows.
 #pragma once
 
+#include <algorithm>
 #include <mutex>
 #include <optional>
 #include <unordered_map>
@@ -92,11 +93,13 @@ class LeaseDriver : public LockDriver {
   // made after waiting, which hands the row over (where the dialect has it); `turn_grant`: its
   // grant after a turn key's wait (where the dialect has one). `pin` opens the sessions that
   // hold turn keys (where the dialect has them), apart from `pool`, which they would drain.
+  // `statement_timeout`: the connections', which a grant's wait for a row lock stays under.
   LeaseDriver(ConnectionPool& pool, ConnectionPool::Open pin, const Dialect& d, std::shared_ptr<Notifier> notifier,
-              Statement release, Statement handover, Statement turn_grant)
+              Statement release, Statement handover, Statement turn_grant, milliseconds statement_timeout)
       : pool_(pool), d_(d), notifier_(std::move(notifier)),
         rows_(pool_, d_, notifier_, Statement::renew, release, Statement::release_after), release_(release),
         handover_(handover), turn_grant_(turn_grant),
+        longest_row_wait_(std::max(milliseconds{1}, statement_timeout / 2)),
         turns_(std::move(pin), {SIZE_MAX, turns_kept_idle, milliseconds{0}, d.name + " turn keys"}) {}
 
   std::unique_ptr<ReleaseWatch> watch(const std::string& name, const std::string& owner) override {
@@ -184,19 +187,41 @@ class LeaseDriver : public LockDriver {
   // next attempt asks the server, which takes the row over as a leftover of ours.
   std::optional<Attempt> take_handover(AcquireRequest& r);
   // The parameters of an exclusive grant statement: `first` and, where the dialect queues
-  // waiters, the asker's ticket (lease_queue.cpp).
+  // waiters, the asker's ticket (lease_queue.cpp), then, where the dialect bounds it, the
+  // grant's wait for a row lock: the request's wait, at least 1 ms (0 would be no bound), at
+  // most half the statement timeout (which would end the statement as a server fault).
   std::vector<Value> grant_params(const AcquireRequest& r, std::vector<Value> first) const;
+  std::int64_t row_wait(const AcquireRequest& r) const;  // that wait, in ms
+  // A grant statement's answer, or nothing when it waited for the name's row past its bound
+  // (Dialect::grant_waits_bounded): another transaction holds the row, and the attempt is
+  // busy; the core tries again until the acquire's deadline.
+  std::optional<Result> grant(Connection& s, Statement statement, const std::vector<Value>& params) {
+    try {
+      return s.run(d_[statement], params);
+    } catch (const LockWaitTimeout&) {
+      return std::nullopt;
+    }
+  }
   // The insert strategy's upsert (the dialect's insert_acquire): creates the row granted to
   // us, takes over an expired row or a leftover of ours, or answers busy, in one atomic
   // statement.
   Attempt upsert(Connection& s, AcquireRequest& r) {
     if (auto first = read_first(s, r)) return std::move(*first);
-    auto won = s.run(d_[Statement::insert_acquire], grant_params(r, {r.name, r.owner, std::int64_t{r.ttl.count()}}));
-    if (won.rows.empty()) return busy(s, r);
-    const auto& row = won.rows.front();
+    auto won = grant(s, Statement::insert_acquire, grant_params(r, {r.name, r.owner, std::int64_t{r.ttl.count()}}));
+    if (!won) return row_locked(r);
+    if (won->rows.empty()) return busy(s, r);
+    const auto& row = won->rows.front();
     if (as_int(row[0]) == 0)  // the holder's time, and where the dialect says so, its name
       return busy_behind(s, r, row.size() > 2 ? as_text(row[2]) : std::string(), milliseconds{as_int(row[1])});
     return granted(r, row);
+  }
+  // Busy behind another transaction's lock on the name's row (grant() answered nothing): no
+  // holder to ask about, and no ticket to take now, as joining the queue would wait for the
+  // same row (MySQL's mark). The waiter keeps the place it has, and polls.
+  Attempt row_locked(AcquireRequest& r) {
+    Attempt a = Attempt::busy(milliseconds{0});
+    a.place = std::move(r.place);
+    return a;
   }
   // Not won: how long the current holder has left, so the waiter sleeps no longer.
   Attempt busy(Connection& s, AcquireRequest& r) {
@@ -245,6 +270,7 @@ class LeaseDriver : public LockDriver {
 
  private:
   const Statement release_, handover_, turn_grant_;
+  const milliseconds longest_row_wait_;  // a grant's (grant_params)
   // Names whose last release by this driver handed them over (joins_line). Bounded: cleared
   // when full.
   static constexpr std::size_t max_lines = 4096;
@@ -256,18 +282,19 @@ class LeaseDriver : public LockDriver {
 
 class InsertDriver final : public LeaseDriver {
  public:
-  InsertDriver(ConnectionPool& pool, ConnectionPool::Open pin, const Dialect& d, std::shared_ptr<Notifier> notifier)
+  InsertDriver(ConnectionPool& pool, ConnectionPool::Open pin, const Dialect& d, std::shared_ptr<Notifier> notifier,
+               milliseconds statement_timeout)
       : LeaseDriver(pool, std::move(pin), d, std::move(notifier), Statement::insert_release,
-                    Statement::insert_handover, Statement::insert_turn_grant) {}
+                    Statement::insert_handover, Statement::insert_turn_grant, statement_timeout) {}
   Attempt try_acquire(AcquireRequest& r) override;
 };
 
 class OptimisticDriver final : public LeaseDriver {
  public:
   OptimisticDriver(ConnectionPool& pool, ConnectionPool::Open pin, const Dialect& d,
-                   std::shared_ptr<Notifier> notifier)
+                   std::shared_ptr<Notifier> notifier, milliseconds statement_timeout)
       : LeaseDriver(pool, std::move(pin), d, std::move(notifier), Statement::optimistic_release,
-                    Statement::optimistic_handover, Statement::optimistic_turn_grant) {}
+                    Statement::optimistic_handover, Statement::optimistic_turn_grant, statement_timeout) {}
   Attempt try_acquire(AcquireRequest& r) override;
 
  private:

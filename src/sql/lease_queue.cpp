@@ -34,6 +34,7 @@ WaitingPlace::~WaitingPlace() {
       UnflushedCommits unflushed(*s);
       s->run(d_[Statement::queue_leave], {name_, owner_});  // wakes the next waiter where it can
       if (d_.offers(Statement::handed_free)) s->run(d_[Statement::handed_free], {name_, owner_, ticket});
+      unflushed.end();
       if (notifier_) notifier_->released(name_);              // (elsewhere the wake-up is ours)
     }
     if (marked) s->run(d_[Statement::writer_unmark], {name_, owner_});
@@ -49,14 +50,20 @@ WaitingPlace& LeaseDriver::waiting(AcquireRequest& r) {
 }
 
 std::vector<Value> LeaseDriver::grant_params(const AcquireRequest& r, std::vector<Value> first) const {
-  if (!d_.offers(Statement::queue_join)) return first;
-  std::int64_t ticket = 0;  // unfair: the queue is not looked at
-  if (r.fair) {
-    const auto* w = static_cast<const WaitingPlace*>(r.place.get());
-    ticket = w && w->ticket != 0 ? w->ticket : no_ticket;
+  if (d_.offers(Statement::queue_join)) {
+    std::int64_t ticket = 0;  // unfair: the queue is not looked at
+    if (r.fair) {
+      const auto* w = static_cast<const WaitingPlace*>(r.place.get());
+      ticket = w && w->ticket != 0 ? w->ticket : no_ticket;
+    }
+    first.emplace_back(ticket);
   }
-  first.emplace_back(ticket);
+  if (d_.grant_waits_bounded) first.emplace_back(row_wait(r));
   return first;
+}
+
+std::int64_t LeaseDriver::row_wait(const AcquireRequest& r) const {
+  return std::clamp(r.wait, milliseconds{1}, longest_row_wait_).count();
 }
 
 namespace {
@@ -117,16 +124,23 @@ milliseconds LeaseDriver::queue(Connection& s, AcquireRequest& r, milliseconds r
   w.holder_left = remaining;
   const auto now = Clock::now();
   if (w.ticket == 0 || now >= w.renew_at) {
-    const std::vector<Value> params{r.name, r.owner, std::int64_t{ticket_for.count()}, w.ticket};
-    auto joined = join_taking_turn(w, params);  // the turn key and the ticket, where the dialect has keys
-    if (!joined) {
-      // A ticket is worth nothing after a crash (its waiter is gone): no flush for it.
-      UnflushedCommits unflushed(s);
-      joined = s.run(d_[Statement::queue_join], params);
+    std::vector<Value> params{r.name, r.owner, std::int64_t{ticket_for.count()}, w.ticket};
+    if (d_.grant_waits_bounded) params.emplace_back(row_wait(r));  // a join may mark the name's row
+    try {
+      auto joined = join_taking_turn(w, params);  // the turn key and the ticket, where the dialect has keys
+      if (!joined) {
+        // A ticket is worth nothing after a crash (its waiter is gone): no flush for it.
+        UnflushedCommits unflushed(s);
+        joined = s.run(d_[Statement::queue_join], params);
+        unflushed.end();
+      }
+      // No ticket answered: the renewed one was handed the row just now (queue_join).
+      if (!joined->rows.empty()) w.ticket = as_int(joined->rows.front()[0]);
+      w.renew_at = now + renew_ticket_every;
+    } catch (const LockWaitTimeout&) {
+      // The name's row stayed locked by another transaction past the wait (as the grant
+      // found it): no ticket this time, and the waiter polls.
     }
-    // No ticket answered: the renewed one was handed the row just now (queue_join).
-    if (!joined->rows.empty()) w.ticket = as_int(joined->rows.front()[0]);
-    w.renew_at = now + renew_ticket_every;
   }
   // Without release notifications (MySQL) the next waiter finds the release by polling, and
   // only its poll can succeed: a busy answer naming the holder's time left comes to it alone

@@ -26,7 +26,7 @@ class Notifier {
     (void)owner;
     return nullptr;
   }
-  // A grant a release handed to `owner`'s watch of `name` (Dialect::release_hands_over), once.
+  // A grant a release handed to `owner`'s watch of `name` (Statement::insert_handover), once.
   virtual std::optional<Handover> take_handover(const std::string& name, const std::string& owner) {
     (void)name;
     (void)owner;

@@ -40,9 +40,10 @@ Attempt OptimisticDriver::attempt(AcquireRequest& r) {
   auto version = take_hint(r.name);
   if (const auto* w = static_cast<const WaitingPlace*>(r.place.get()); w && w->ticket != 0) version.reset();
   if (version) {
-    auto won = s->run(d_[Statement::optimistic_take],
-                      grant_params(r, {r.name, r.owner, std::int64_t{r.ttl.count()}, *version}));
-    if (!won.rows.empty() && as_int(won.rows.front()[0]) != 0) return granted(r, won.rows.front());
+    auto won = grant(*s, Statement::optimistic_take,
+                     grant_params(r, {r.name, r.owner, std::int64_t{r.ttl.count()}, *version}));
+    if (!won) return row_locked(r);
+    if (!won->rows.empty() && as_int(won->rows.front()[0]) != 0) return granted(r, won->rows.front());
   }
   // A lost compare-and-set means the row changed under us: read again. Each round either
   // finds a live holder (busy) or races a writer that just changed the row; a few rounds
@@ -65,15 +66,16 @@ Attempt OptimisticDriver::attempt(AcquireRequest& r) {
     // Still free at the version the last take lost on: nobody changed it, so the take was
     // refused for a waiter ahead in the queue (a dialect that cannot say so in its answer).
     if (lost_on == version) return busy_behind(*s, r, std::string(), milliseconds{0});
-    auto won = s->run(d_[Statement::optimistic_take],
-                      grant_params(r, {r.name, r.owner, std::int64_t{r.ttl.count()}, version}));
-    if (won.rows.empty()) {  // lost the compare-and-set: read again
+    auto won = grant(*s, Statement::optimistic_take,
+                     grant_params(r, {r.name, r.owner, std::int64_t{r.ttl.count()}, version}));
+    if (!won) return row_locked(r);
+    if (won->rows.empty()) {  // lost the compare-and-set: read again
       lost_on = version;
       continue;
     }
-    const auto& answer = won.rows.front();
+    const auto& answer = won->rows.front();
     if (as_int(answer[0]) != 0) return granted(r, answer);
-    // The dialect said why it lost (see Dialect::optimistic_take): a holder, or a rival
+    // The dialect said why it lost (see Statement::optimistic_take): a holder, or a rival
     // taking it now, is busy; only a row that is free for nobody is worth reading again.
     if (auto left = as_int(answer[1]); left >= 0)
       return busy_behind(*s, r, answer.size() > 2 ? as_text(answer[2]) : std::string(), milliseconds{left});

@@ -28,9 +28,10 @@ SqlBackend::SqlBackend(const Dialect& dialect, TableName table, ConnectionPool::
 
 std::unique_ptr<LockDriver> SqlBackend::make_driver(Strategy strategy) {
   bool offered = std::find(raw_.strategies.begin(), raw_.strategies.end(), strategy) != raw_.strategies.end();
-  if (offered && strategy == Strategy::insert) return std::make_unique<InsertDriver>(pool_, factory_, d_, notifier_);
+  if (offered && strategy == Strategy::insert)
+    return std::make_unique<InsertDriver>(pool_, factory_, d_, notifier_, statement_timeout_);
   if (offered && strategy == Strategy::optimistic)
-    return std::make_unique<OptimisticDriver>(pool_, factory_, d_, notifier_);
+    return std::make_unique<OptimisticDriver>(pool_, factory_, d_, notifier_, statement_timeout_);
   if (offered && strategy == Strategy::for_update) return std::make_unique<ForUpdateDriver>(factory_, d_, max_idle_);
   if (offered && strategy == Strategy::advisory)
     return std::make_unique<AdvisoryDriver>(factory_, d_, max_idle_, table_.qualified(), statement_timeout_);

@@ -810,16 +810,46 @@ EOF
     fail "the row has fence $(row_fence): paused $(cat "$WORK/fence.before"), new $(cat "$WORK/fence.now")"
 
   paused_run inside paused-checked
-  # The grant waits on the row the check locked (SQLite: on the write lock) until the server's
-  # lock wait or statement timeout ends it, which `run` reports as an unavailable server
-  # (docs/backends/postgresql.md, "In your transaction": keep such transactions short).
-  expect_exit 69 "the lease expired, but the takeover waits for the transaction that checked it in" \
-    bounded 60 "$DBLOCK" run --name paused-checked --wait 2s --timeout 3s -- touch "$WORK/taken"
+  # The grant waits on the row the check locked, up to the acquire's own deadline, and then
+  # answers busy (exit 75), as for any holder. SQLite's waits on the database's write lock
+  # until the statement timeout ends it, which `run` reports as an unavailable server (69).
+  # (docs/backends/postgresql.md, "In your transaction": keep such transactions short.)
+  if [ "$BACKEND" = sqlite ]; then
+    expect_exit 69 "the lease expired, but the takeover waits for the transaction that checked it in" \
+      bounded 60 "$DBLOCK" run --name paused-checked --wait 2s --timeout 3s -- touch "$WORK/taken"
+  else
+    t0=$(now_ms)
+    expect_exit 75 "the lease expired, but the takeover waits for the transaction that checked it in: busy" \
+      bounded 60 "$DBLOCK" run --name paused-checked --wait 1s -- touch "$WORK/taken"
+    t1=$(now_ms)
+    [ $((t1 - t0)) -ge 900 ] && [ $((t1 - t0)) -lt 2000 ] && ok "busy after its own --wait 1s ($((t1 - t0)) ms)" ||
+      fail "--wait 1s behind a checked-in row took $((t1 - t0)) ms"
+    # MySQL counts row waits in whole seconds: a try waits one (and the command starts up).
+    t0=$(now_ms)
+    expect_exit 75 "the same with --no-wait" bounded 60 "$DBLOCK" run --name paused-checked --no-wait -- touch "$WORK/taken"
+    t1=$(now_ms)
+    [ $((t1 - t0)) -lt 2500 ] && ok "--no-wait behind a checked-in row: busy after $((t1 - t0)) ms" ||
+      fail "--no-wait behind a checked-in row took $((t1 - t0)) ms"
+    # Without --wait, past the statement timeout (2 s) it still waits, and takes the lock
+    # once the transaction commits.
+    "$DBLOCK" run --name paused-checked --timeout 2s -- touch "$WORK/taken.later" 2>"$WORK/later.err" &
+    later=$!
+    sleep 3
+    alive "$later" && ok "a run without --wait waits on past the statement timeout" ||
+      fail "a run without --wait ended behind a checked-in row: $(cat "$WORK/later.err")"
+  fi
   [ ! -e "$WORK/taken" ] && ok "the takeover's command did not run" || fail "the takeover's command ran"
   resume; code=$?
   [ "$(row_fence)" = "$(cat "$WORK/fence.inside")" ] &&
     ok "the checked-in write commits when the holder resumes (exit $code)" ||
     fail "the row has fence $(row_fence), the checked-in holder's is $(cat "$WORK/fence.inside"): $(tr '\n' ' ' <"$WORK/paused.err" | head -c 600)"
+  if [ "$BACKEND" != sqlite ]; then
+    for _ in $(seq 1 600); do alive "$later" || break; sleep 0.05; done
+    alive "$later" && { stuck_report "$later"; kill -KILL "$later"; }
+    wait "$later"; code=$?
+    [ "$code" = 0 ] && [ -e "$WORK/taken.later" ] && ok "and it takes the lock once the transaction committed" ||
+      fail "the waiting run exited $code: $(cat "$WORK/later.err")"
+  fi
   expect_exit 0 "then the lock is free to take" "$DBLOCK" run --name paused-checked --wait 5s -- true
   data_sql "DROP TABLE $data"
   [ "$BACKEND" = sqlite ] || drop_tables "$DBLOCK_TABLE" >/dev/null 2>&1

@@ -8,6 +8,7 @@
 #include <catch2/catch.hpp>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "dblock/dblock.hpp"
 #include "sql/connection.hpp"
@@ -25,7 +26,9 @@ inline void check_handed_ticket(Client& c, detail::sqldb::Connection& raw, const
   auto held = c.lock("job", o).acquire();
   const auto life = std::int64_t{3000};
   auto join = [&](const std::string& owner, std::int64_t ticket) {
-    return raw.run(d[Statement::queue_join], {std::string("job"), owner, life, ticket});
+    std::vector<sq::Value> params{std::string("job"), owner, life, ticket};
+    if (d.grant_waits_bounded) params.emplace_back(std::int64_t{1000});  // the row wait
+    return raw.run(d[Statement::queue_join], params);
   };
   auto queued = [&](const std::string& owner) {
     return sq::as_int(raw.run("SELECT count(*) FROM " + queue_table + " WHERE owner = '" + owner + "'").rows.at(0).at(0));
@@ -60,7 +63,9 @@ inline void check_written_back_ticket(Client& c, detail::sqldb::Connection& raw,
   o.auto_renew = false;  // released below by hand, and the lease then is not ours
   auto held = c.lock("job", o).acquire();
   auto join = [&](const std::string& owner) {
-    auto r = raw.run(d[Statement::queue_join], {std::string("job"), owner, std::int64_t{3000}, std::int64_t{0}});
+    std::vector<sq::Value> params{std::string("job"), owner, std::int64_t{3000}, std::int64_t{0}};
+    if (d.grant_waits_bounded) params.emplace_back(std::int64_t{1000});  // the row wait
+    auto r = raw.run(d[Statement::queue_join], params);
     REQUIRE(r.rows.size() == 1);
     return sq::as_int(r.rows.front().at(0));
   };

@@ -180,6 +180,36 @@ TEST_CASE("postgresql: check_in refuses a stale fence and holds off a takeover u
   }
 }
 
+// A takeover that meets the row of a lease checked in by an open transaction waits for it
+// no longer than its own deadline, and is then busy, as behind any holder: not a timeout
+// (the server's lock_timeout, set by the grant statement from the acquire's wait).
+TEST_CASE("postgresql: a takeover behind a checked-in row is busy by its own deadline", "[postgresql]") {
+  using Clock = std::chrono::steady_clock;
+  ScratchTable table(ScratchTable::Server::postgresql);
+  LockTable locks(table.name());
+  pqxx::connection conn(table.url());
+  auto a = table.ns().open(), b = table.ns().open();
+  for (auto s : {Strategy::insert, Strategy::optimistic}) {
+    INFO(dblock::to_string(s));
+    auto o = with(s, 300ms);
+    o.auto_renew = false;
+    auto lease = a->lock("job", o).acquire();
+    pqxx::work tx(conn);
+    locks.check_in(tx, lease);
+    std::this_thread::sleep_for(400ms);  // expired now, its row share-locked by tx
+    auto t0 = Clock::now();
+    CHECK_FALSE(b->lock("job", with(s)).try_acquire(1s));
+    const auto waited = Clock::now() - t0;
+    CHECK(waited >= 900ms);
+    CHECK(waited < 2s);
+    t0 = Clock::now();
+    CHECK_FALSE(b->lock("job", with(s)).try_acquire());
+    CHECK(Clock::now() - t0 < 500ms);
+    tx.commit();
+    CHECK(b->lock("job", with(s)).try_acquire(2s));
+  }
+}
+
 TEST_CASE("postgresql: a shared holder's fence is not a grant for check_in, and lock_in waits for readers",
           "[postgresql]") {
   ScratchTable table(ScratchTable::Server::postgresql);

@@ -945,7 +945,7 @@ struct BareDriver {
     t.where = "test server";
     return t;
   }
-  r::Pool pool;
+  r::ConnectionPool pool;
   r::RedisDriver driver{pool, nullptr};
 };
 

@@ -45,7 +45,7 @@ TEST_CASE("sqlite: lock_in is the write transaction itself, with a fence, unless
   auto t0 = std::chrono::steady_clock::now();
   CHECK_FALSE(locks.try_lock_in(conn, "job", 2s));  // busy at once: waiting would keep the holder out
   CHECK(std::chrono::steady_clock::now() - t0 < 1s);
-  CHECK_THROWS_AS(locks.lock_in(conn, "job"), dblock::TimeoutError);
+  CHECK_THROWS_AS(locks.lock_in(conn, "job"), dblock::BusyError);  // busy, not a timeout
   CHECK(locks.try_lock_in(conn, "another"));  // the transaction is still usable
   conn.exec("ROLLBACK");
   lease.release();

@@ -38,7 +38,7 @@ int whole_seconds(std::chrono::milliseconds ms) {  // rounded up, at least 1
     if (c == '\n') c = ' ';
   const std::string what = "mysql at " + where + ": " + msg;
   if (state == "DL001") throw LockLostError(what);  // <table>_check: a stale fence
-  if (state == "DL003") throw TimeoutError(what);   // <table>_lock_in: roll back and try again
+  if (state == "DL003") throw BusyError(what);      // <table>_lock_in: a lease holds it; roll back
   if (state == "DL004") throw UsageError(what);     // <table>_lock_in: a server setting in the way
   switch (code) {
     case 1049:  // unknown database
@@ -51,6 +51,7 @@ int whole_seconds(std::chrono::milliseconds ms) {  // rounded up, at least 1
       throw UnavailableError(what + " (dblock CALLs the <table>_* procedures of migrations/mysql: GRANT EXECUTE on them)");
     case 1205:  // lock wait timeout (and MariaDB's NOWAIT)
     case 3572:  // MySQL 8's NOWAIT
+      throw LockWaitTimeout(what);
     case 1213:  // deadlock: InnoDB rolled the transaction back
     case 3058:  // a GET_LOCK deadlock
     case 1969:  // MariaDB max_statement_time
@@ -255,11 +256,12 @@ bool MySqlConnection::open(const MySqlTarget& t, const std::string& host, int po
   // Times are taken with UTC_TIMESTAMP, so the session time zone does not matter.
   // A row lock wait is bounded like any statement (the session strategies set their own).
   // Among several servers, whether this one takes writes, in the same round trip.
+  lock_wait_s_ = whole_seconds(t.statement_timeout);
   std::string setup =
       "SET SESSION TRANSACTION ISOLATION LEVEL READ COMMITTED; "
       "SET SESSION sql_mode = 'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION', "
       "SESSION innodb_lock_wait_timeout = " +
-      std::to_string(whole_seconds(t.statement_timeout));
+      std::to_string(lock_wait_s_);
   if (!writable_only) {
     send(setup, 2);
     return true;
@@ -376,8 +378,11 @@ Result MySqlConnection::run(const std::string& sql, const std::vector<Value>& pa
       return send(text, statements);
     } catch (const ::sql::SQLException& e) {
       if (!in_transaction_ && usable_ && e.getErrorCode() != 0) {
-        try {  // a text that failed half-way may have left its transaction open
-          send("ROLLBACK", 1);
+        // A text that failed half-way may have left its transaction open, and the row wait
+        // it set for its grant (the dialect's grant texts put the session's back at their
+        // end, which a failed text does not reach).
+        try {
+          send("ROLLBACK; SET SESSION innodb_lock_wait_timeout = " + std::to_string(lock_wait_s_), 2);
         } catch (...) {
         }
         if (e.getErrorCode() == 1213 && attempt < 3) continue;

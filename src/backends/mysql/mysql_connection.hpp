@@ -83,6 +83,7 @@ class MySqlConnection final : public Connection {
   bool usable_ = true;
   std::chrono::steady_clock::time_point last_used_;
   int server_port_ = -1;  // TCP only: what socket() looks for
+  int lock_wait_s_ = 1;   // the session's innodb_lock_wait_timeout, as open() set it
   std::optional<int> socket_;  // socket()'s answer, once asked
   std::unordered_map<std::string, std::size_t> statement_counts_;  // sql text -> results it answers
 };

@@ -45,7 +45,18 @@ Dialect make(bool mariadb) {
     // freed row expires now, not at 0: the sweeper picks rows in valid_until order, and rows
     // at 0 came first in every batch, whose locks then held up the next grants of names in
     // use (acquirers 8-9x slower during a sweep of 200k rows, BENCHMARKS).
-    d[S::insert_acquire] = "CALL ${table}_lease_grant(?1, ?2, ?3, ?4)";
+    // A grant waits for a lock on the name's row (another transaction's: a caller's check_in
+    // or lock_in, to its commit) up to its last parameter, in ms (Dialect::grant_waits_bounded),
+    // counted in InnoDB's whole seconds, at least one: the text sets the session's
+    // innodb_lock_wait_timeout around the CALL and puts it back after (MySqlConnection::run
+    // does so when the CALL fails). Past it the CALL fails with 1205 and the attempt is busy.
+    const auto row_wait = [](const std::string& call, const std::string& wait) {
+      return "SET @dblock_row_wait = @@SESSION.innodb_lock_wait_timeout, SESSION innodb_lock_wait_timeout = "
+             "GREATEST(1, CEIL(" + wait + " / 1000)); " + call +
+             "; SET SESSION innodb_lock_wait_timeout = @dblock_row_wait";
+    };
+    d.grant_waits_bounded = true;
+    d[S::insert_acquire] = row_wait("CALL ${table}_lease_grant(?1, ?2, ?3, ?4)", "?5");
     d[S::insert_release] =
         "UPDATE ${table} SET owner = '', holds = 0, valid_until = ${now_ms}, version = version + 1 "
         "WHERE name = ?1 AND owner = ?2 AND fence = ?3";
@@ -55,7 +66,7 @@ Dialect make(bool mariadb) {
         "WHERE name = ?1 AND owner = ?2 AND fence = ?3 AND valid_until > ${now_ms}";
 
     d[S::optimistic_read] = "SELECT owner, version, valid_until - ${now_ms} FROM ${table} WHERE name = ?1";
-    d[S::optimistic_take] = "CALL ${table}_lease_take(?1, ?2, ?3, ?4, ?5)";
+    d[S::optimistic_take] = row_wait("CALL ${table}_lease_take(?1, ?2, ?3, ?4, ?5)", "?6");
     // Answers the version it left (LAST_INSERT_ID(expr) remembers expr for this session, as
     // the fence draws do), so that this Client's next acquire of the name can try the
     // compare-and-set at once instead of reading first (OptimisticDriver's hint).
@@ -98,7 +109,7 @@ Dialect make(bool mariadb) {
     // row to (the release deleted it) is not written back, and the answer is then no row:
     // the waiter's next grant takes the row. A procedure, which the server parses once a
     // session instead of once a join.
-    d[S::queue_join] = "CALL ${table}_queue_join(?1, ?2, ?3, ?4)";
+    d[S::queue_join] = row_wait("CALL ${table}_queue_join(?1, ?2, ?3, ?4)", "?5");  // its mark waits as a grant
     d[S::queue_leave] = "DELETE FROM ${table}_queue WHERE name = ?1 AND owner = ?2";
     // A row handed to the ticket after its waiter gave up is freed after the ticket goes: a
     // release handing it over deletes the ticket first, so queue_leave's DELETE waits for that
@@ -125,8 +136,8 @@ Dialect make(bool mariadb) {
     // lease ending) it is the attempt the waiter makes next anyway. The optimistic take
     // compares on the version read just before it (a missing row: -1, which nothing has).
     // Both answer a row handed to the waiter's ticket first (${table}_lease_release).
-    d[S::insert_turn_grant] = d[S::turn_wait] + "; CALL ${table}_handed_grant(?1, ?2, ?4, ?5)";
-    d[S::optimistic_turn_grant] = d[S::turn_wait] + "; CALL ${table}_turn_take(?1, ?2, ?4, ?5)";
+    d[S::insert_turn_grant] = d[S::turn_wait] + "; " + row_wait("CALL ${table}_handed_grant(?1, ?2, ?4, ?5)", "?6");
+    d[S::optimistic_turn_grant] = d[S::turn_wait] + "; " + row_wait("CALL ${table}_turn_take(?1, ?2, ?4, ?5)", "?6");
     d[S::turn_free] = "DO RELEASE_LOCK(" + turn_key("?2") + ")";
 
     // Session strategies. The wait bound goes to both mechanisms (a user variable for

@@ -130,7 +130,8 @@ void throw_pg_error(const std::exception& e, const std::string& where, bool* usa
     // No such function or column: a table whose history lacks a migration this dblock needs.
     if (state == "42883" || state == "42703")
       throw SchemaError("postgresql at " + where + ": " + msg + ": run `dblock migrate` with the same --table");
-    if (state == "57014" || state == "55P03" || cls == "40")
+    if (state == "55P03") throw LockWaitTimeout("postgresql at " + where + ": " + msg);
+    if (state == "57014" || cls == "40")
       throw TimeoutError("postgresql at " + where + ": " + msg);
     if (cls == "08" || cls == "28" || cls == "53" || cls == "57") {
       gone();

@@ -15,6 +15,7 @@ const Dialect& postgresql_dialect() {
     Dialect d;
     d.name = "postgresql";
     d.marker = '$';
+    d.grant_waits_bounded = true;
     d.strategies = {Strategy::insert, Strategy::optimistic, Strategy::for_update, Strategy::advisory};
     d.now_ms = "(extract(epoch from now()) * 1000)::bigint";
     const std::string notify = "SELECT pg_notify('dblock_${table}', name || E'\\n') FROM ";
@@ -67,6 +68,10 @@ const Dialect& postgresql_dialect() {
     //   try-lock and write nothing (a failed ON CONFLICT DO UPDATE would lock the row, which
     //   costs a transaction id and a WAL flush per loser), and go back to waiting for the
     //   next release.
+    // - The row lock is waited for up to $5 ms (lock_timeout, set in the innermost subquery,
+    //   SET LOCAL: it ends with this statement's transaction): another transaction holding
+    //   the row (a caller's check_in or lock_in, to its commit) makes the attempt busy by the
+    //   acquire's deadline instead of at the statement timeout (Dialect::grant_waits_bounded).
     // - An owner taking over its own leftover waits for that lock instead (an attempt holds
     //   it for one statement), so that it never fails because someone else just tried.
     // - A busy answer carries the holder's time left and name, from the same snapshot, so a
@@ -75,6 +80,7 @@ const Dialect& postgresql_dialect() {
     d[S::insert_acquire] =
         "WITH won AS (INSERT INTO ${table} AS t (name, owner, fence, holds, acquired_at, valid_until, version) "
         "SELECT $1, $2, ${table}_fence_next(), 1, ${now_ms}, ${now_ms} + $3::bigint, 1 "
+        "FROM (SELECT set_config('lock_timeout', $5::bigint || 'ms', true)) AS bounded "
         "WHERE NOT EXISTS (SELECT 1 FROM ${table} AS live WHERE live.name = $1 AND live.valid_until > ${now_ms} "
         "AND live.owner <> $2) AND CASE WHEN EXISTS (SELECT 1 FROM ${table} AS mine WHERE mine.name = $1 "
         "AND mine.owner = $2 AND mine.valid_until > ${now_ms}) "
@@ -144,9 +150,11 @@ const Dialect& postgresql_dialect() {
     // instead of making the driver read again: fence 0 and the holder's time left (busy), 0
     // when someone else is taking the row right now (busy: their release will notify), or
     // -1 when the row is free and nobody holds the turn (the version moved: read again).
+    // The row lock is waited for up to $6 ms, as in insert_acquire.
     d[S::optimistic_take] =
         "WITH won AS (UPDATE ${table} SET owner = $2, fence = ${table}_fence_next(), holds = 1, "
         "acquired_at = ${now_ms}, valid_until = ${now_ms} + $3::bigint, version = version + 1 "
+        "FROM (SELECT set_config('lock_timeout', $6::bigint || 'ms', true)) AS bounded "
         "WHERE name = $1 AND CASE WHEN version <> $4::bigint OR valid_until > ${now_ms} THEN false "
         "WHEN " + queued_ahead("$5") + " THEN false "
         "ELSE pg_try_advisory_xact_lock(hashtextextended('${table}:' || $1, 0)) END "
@@ -265,7 +273,8 @@ const Dialect& postgresql_dialect() {
     d[S::queue_join] =
         "INSERT INTO ${table}_queue AS q (name, owner, ticket, valid_until) SELECT $1, $2, "
         "CASE WHEN $4::bigint = 0 THEN (extract(epoch from clock_timestamp()) * 1000000)::bigint ELSE $4::bigint END, "
-        "${now_ms} + $3::bigint WHERE $4::bigint = 0 OR NOT EXISTS (SELECT 1 FROM ${table} AS t WHERE t.name = $1 "
+        "${now_ms} + $3::bigint FROM (SELECT set_config('lock_timeout', $5::bigint || 'ms', true)) AS bounded "
+        "WHERE $4::bigint = 0 OR NOT EXISTS (SELECT 1 FROM ${table} AS t WHERE t.name = $1 "
         "AND t.owner = $2 AND t.holds > 0 AND t.valid_until > ${now_ms}) "
         "ON CONFLICT (name, owner) DO UPDATE SET ticket = EXCLUDED.ticket, "
         "valid_until = EXCLUDED.valid_until RETURNING ticket";

@@ -129,7 +129,7 @@ class RedisBackend final : public Backend {
   }
 
  private:
-  Pool pool_;
+  ConnectionPool pool_;
   std::shared_ptr<Subscriber> sub_;  // shared with the process's other Clients on this server
   const Failover failover_;
   const std::string name_;

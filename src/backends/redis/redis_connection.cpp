@@ -287,11 +287,11 @@ Reply Connection::read() {
   return Reply(static_cast<redisReply*>(out));
 }
 
-Pool::Limits pool_limits(const Target& t, std::size_t size) {
-  return Pool::Limits{size, size, t.command_timeout + t.connect_timeout, "redis at " + t.where};
+ConnectionPool::Limits pool_limits(const Target& t, std::size_t size) {
+  return ConnectionPool::Limits{size, size, t.command_timeout + t.connect_timeout, "redis at " + t.where};
 }
 
-Pool::Open opener(Target t) {
+ConnectionPool::Open opener(Target t) {
   return [t = std::move(t)] { return std::make_unique<Connection>(t); };
 }
 

@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "core/pool.hpp"
+#include "core/connection_pool.hpp"
 
 namespace dblock::detail::redis {
 
@@ -140,9 +140,9 @@ std::int64_t as_int(const redisReply& r);  // an integer reply (or a numeric str
 
 // A small pool of connections to one server (ClientOptions::pool_size): commands of
 // concurrent threads (waiters, the renewal thread, releases) do not queue behind each other.
-using Pool = detail::Pool<Connection>;
+using ConnectionPool = detail::ConnectionPool<Connection>;
 // Its limits for `size` connections to t: a get() waits at most one command and one connect.
-Pool::Limits pool_limits(const Target& t, std::size_t size);
-Pool::Open opener(Target t);
+ConnectionPool::Limits pool_limits(const Target& t, std::size_t size);
+ConnectionPool::Open opener(Target t);
 
 }  // namespace dblock::detail::redis

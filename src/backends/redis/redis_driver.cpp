@@ -97,7 +97,7 @@ void refuse_mismatch(const redisReply& r, const AcquireRequest& req) {
 // found again by owner and fence.
 class ShapedGrant final : public GrantHandle {
  public:
-  ShapedGrant(Pool& pool, const Failover& failover, std::string name, std::string owner, std::uint64_t fence)
+  ShapedGrant(ConnectionPool& pool, const Failover& failover, std::string name, std::string owner, std::uint64_t fence)
       : pool_(pool), failover_(failover), name_(std::move(name)), owner_(std::move(owner)),
         fence_(std::to_string(fence)) {}
   Renewal renew(milliseconds ttl, int holds) override {
@@ -118,7 +118,7 @@ class ShapedGrant final : public GrantHandle {
   }
 
  private:
-  Pool& pool_;                // the backend's, which outlives every grant (as the driver does)
+  ConnectionPool& pool_;                // the backend's, which outlives every grant (as the driver does)
   const Failover& failover_;  // the driver's, likewise
   const std::string name_, owner_, fence_;
 };
@@ -129,7 +129,7 @@ class ShapedGrant final : public GrantHandle {
 // fails, the ticket lapses within ticket_life.
 class Ticket final : public QueuePlace {
  public:
-  Ticket(Pool& pool, const std::string& name, const std::string& owner, std::string token)
+  Ticket(ConnectionPool& pool, const std::string& name, const std::string& owner, std::string token)
       : token(std::move(token)), pool_(pool), name_(name), owner_(owner) {}
   ~Ticket() override {
     if (!held) return;
@@ -148,7 +148,7 @@ class Ticket final : public QueuePlace {
   const std::string token;
 
  private:
-  Pool& pool_;  // the backend's, which outlives every acquire
+  ConnectionPool& pool_;  // the backend's, which outlives every acquire
   const std::string name_, owner_;
 };
 

@@ -29,7 +29,7 @@ struct Failover {
 class RedisDriver final : public LockDriver {
  public:
   // subscriber: null when notifications are off (waiters poll).
-  RedisDriver(Pool& pool, Subscriber* subscriber, Failover failover = {})
+  RedisDriver(ConnectionPool& pool, Subscriber* subscriber, Failover failover = {})
       : pool_(pool), sub_(subscriber), failover_(failover) {}
   Attempt try_acquire(AcquireRequest& r) override;
   // A grant's renewal and release (its handle is a KeyedGrant).
@@ -49,7 +49,7 @@ class RedisDriver final : public LockDriver {
   Attempt attempt(AcquireRequest& r);
   milliseconds handover_lease(const AcquireRequest& r) const;
   std::optional<Attempt> take_handover(AcquireRequest& r);
-  Pool& pool_;
+  ConnectionPool& pool_;
   Subscriber* sub_;
   const Failover failover_;
 };

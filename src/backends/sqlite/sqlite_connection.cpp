@@ -84,12 +84,14 @@ SqliteConnection::SqliteConnection(const std::string& path, std::chrono::millise
 // NORMAL in WAL mode: a commit is not flushed, the checkpoints still are, so a power cut
 // loses the last such commits and never the database; in a rollback journal it could do
 // worse, so there nothing changes. A caller's own connection is left as the caller set it.
+// A connection that cannot flush again is closed rather than lent on (Connection::flush_commits).
 void SqliteConnection::flush_commits(bool on) {
   if (!owned_ || !wal_ || on == flushing_) return;
   try {
     db_->exec(on ? "PRAGMA synchronous=FULL" : "PRAGMA synchronous=NORMAL");
     flushing_ = on;
   } catch (const std::exception& e) {
+    if (on) usable_ = false;
     fail(e);
   }
 }

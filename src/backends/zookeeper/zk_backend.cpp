@@ -13,14 +13,14 @@ namespace dblock::detail {
 
 namespace {
 
-using zk::Pool;
+using zk::Sessions;
 
 // The session for list, force_release and migrate: the one locks with the default TTL use.
 const milliseconds default_ttl = LockOptions{}.ttl;
 
 class ZkBackend : public Backend {
  public:
-  explicit ZkBackend(std::shared_ptr<Pool> pool) : pool_(std::move(pool)) {}
+  explicit ZkBackend(std::shared_ptr<Sessions> sessions) : sessions_(std::move(sessions)) {}
 
   std::string_view name() const noexcept override { return "zookeeper"; }
   std::vector<Strategy> strategies() const override { return {Strategy::zookeeper}; }
@@ -32,12 +32,12 @@ class ZkBackend : public Backend {
     if (strategy != Strategy::zookeeper)
       throw UsageError("the zookeeper backend offers the zookeeper strategy only, not " +
                        std::string(to_string(strategy)));
-    return std::make_unique<zk::Driver>(pool_);
+    return std::make_unique<zk::Driver>(sessions_);
   }
 
   // Nothing to apply: the tree needs only its root, created here (and on first use anyway).
   std::vector<std::string> migrate() override {
-    pool_->session(default_ttl)->ensure_path(pool_->root);
+    sessions_->session(default_ttl)->ensure_path(sessions_->root);
     return {};
   }
 
@@ -45,24 +45,24 @@ class ZkBackend : public Backend {
   std::size_t sweep(std::size_t) override { return 0; }
 
   std::vector<LeaseInfo> list() override {
-    auto s = pool_->session(default_ttl);
+    auto s = sessions_->session(default_ttl);
     std::vector<LeaseInfo> out;
     std::vector<std::string> names;
-    if (s->children(pool_->root, &names) == ZNONODE) return out;
+    if (s->children(sessions_->root, &names) == ZNONODE) return out;
     for (const auto& name : names) {
       std::vector<std::string> children;
-      if (s->children(pool_->root + "/" + name, &children) == ZNONODE) continue;
+      if (s->children(sessions_->root + "/" + name, &children) == ZNONODE) continue;
       // The holders: the first writer, or the readers before the first writer. A node gone
       // between the listing and its read is left out (its successor may hold by now, and the
       // next list shows it). A semaphore's node (max_leases as its data) has leases instead:
       // every child holds one.
       auto held = zk::holders(zk::contenders(children));
-      if (held.empty() && !children.empty() && is_semaphore(*s, pool_->root + "/" + name))
+      if (held.empty() && !children.empty() && is_semaphore(*s, sessions_->root + "/" + name))
         for (const auto& c : children) held.push_back(zk::Contender{c, 0, false});
       for (const auto& c : held) {
         LeaseInfo info;
         struct Stat st {};
-        if (s->get(pool_->root + "/" + name + "/" + c.node, &info.owner, &st) == ZNONODE) continue;
+        if (s->get(sessions_->root + "/" + name + "/" + c.node, &info.owner, &st) == ZNONODE) continue;
         info.name = zk::lock_name(name);
         info.fence = static_cast<std::uint64_t>(st.czxid);
         info.holds = 1;  // held in the holder's process: a Client lists its own grants' counts
@@ -80,8 +80,8 @@ class ZkBackend : public Backend {
   // learn at their next renewal that they lost the lock. When the holders all went by
   // themselves meanwhile, looks again: the next ones hold by now.
   bool force_release(const std::string& name) override {
-    auto dir = pool_->root + "/" + zk::node_name(name);
-    auto s = pool_->session(default_ttl);
+    auto dir = sessions_->root + "/" + zk::node_name(name);
+    auto s = sessions_->session(default_ttl);
     for (int round = 0; round < 3; ++round) {
       std::vector<std::string> children;
       if (s->children(dir, &children) == ZNONODE) return false;
@@ -119,7 +119,7 @@ class ZkBackend : public Backend {
            std::all_of(data.begin() + first, data.begin() + last + 1, [](char c) { return c >= '0' && c <= '9'; });
   }
 
-  std::shared_ptr<Pool> pool_;
+  std::shared_ptr<Sessions> sessions_;
 };
 
 }  // namespace
@@ -132,9 +132,9 @@ std::unique_ptr<Backend> open_zookeeper(const Url& url, const ClientOptions& opt
     if (!hosts.empty()) hosts += ',';
     hosts += h.host + ":" + std::to_string(h.port ? h.port : 2181);
   }
-  auto pool = std::make_shared<Pool>(hosts, root, options.connect_timeout);
-  pool->session(default_ttl);  // an unreachable server fails here, within connect_timeout
-  return std::make_unique<ZkBackend>(std::move(pool));
+  auto sessions = std::make_shared<Sessions>(hosts, root, options.connect_timeout);
+  sessions->session(default_ttl);  // an unreachable server fails here, within connect_timeout
+  return std::make_unique<ZkBackend>(std::move(sessions));
 }
 
 }  // namespace dblock::detail

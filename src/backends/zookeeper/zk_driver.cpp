@@ -47,7 +47,8 @@ class Driver::Held final : public GrantHandle {
     // Disconnected: not known yet. The session may come back (with the node) within its
     // timeout; the watchdog keeps the local deadline and declares the loss if it passes.
     if (!s.connected())
-      throw UnavailableError("zookeeper: " + node_->driver.pool_->hosts + ": disconnected; the session may still recover");
+      throw UnavailableError("zookeeper: " + node_->driver.sessions_->hosts +
+                             ": disconnected; the session may still recover");
     if (s.exists(node_->path, nullptr) == ZNONODE) return Renewal{};
     return Renewal{true, s.timeout()};
   }
@@ -86,7 +87,7 @@ int Driver::remove(const Node& node) noexcept {
     }
   } catch (...) {
   }
-  pool_->retire(node.session);
+  sessions_->retire(node.session);
   return ZCONNECTIONLOSS;
 }
 
@@ -113,9 +114,9 @@ std::unique_ptr<Driver::Node> Driver::create(const std::shared_ptr<Session>& s, 
     if (rc != ZCONNECTIONLOSS) throw_error(rc, "create " + dir + "/" + prefix);
     // The create may have happened without its answer reaching us: look for our prefix, as
     // Kazoo (and Curator) do, before creating again.
-    if (!s->wait_connected(pool_->connect_timeout)) {
-      pool_->retire(s);  // a node of ours may exist in it: let it go with the session
-      throw UnavailableError("zookeeper: " + pool_->hosts + ": connection lost while creating a lock node");
+    if (!s->wait_connected(sessions_->connect_timeout)) {
+      sessions_->retire(s);  // a node of ours may exist in it: let it go with the session
+      throw UnavailableError("zookeeper: " + sessions_->hosts + ": connection lost while creating a lock node");
     }
     std::vector<std::string> found;
     s->children(dir, &found);
@@ -126,7 +127,7 @@ std::unique_ptr<Driver::Node> Driver::create(const std::shared_ptr<Session>& s, 
         return node;
       }
   }
-  throw UnavailableError("zookeeper: " + pool_->hosts + ": cannot create a lock node under " + dir);
+  throw UnavailableError("zookeeper: " + sessions_->hosts + ": cannot create a lock node under " + dir);
 }
 
 bool Driver::wait_turn(std::unique_ptr<Node>& node, const std::string& dir, const AcquireRequest& r, bool shared,
@@ -139,11 +140,12 @@ bool Driver::wait_turn(std::unique_ptr<Node>& node, const std::string& dir, cons
     std::vector<std::string> children;
     bool listed = false;  // children already read with the create
     *sent = Clock::now();
-    if (!node) node = create(pool_->session(r.ttl), dir, r.owner, shared, &children, &listed);
+    if (!node) node = create(sessions_->session(r.ttl), dir, r.owner, shared, &children, &listed);
     const auto s = node->session;
     if (!listed) {
-      if (!s->connected() && !s->wait_connected(pool_->connect_timeout) && !s->dead())
-        throw UnavailableError("zookeeper: " + pool_->hosts + ": disconnected, and not back within the connect timeout");
+      if (!s->connected() && !s->wait_connected(sessions_->connect_timeout) && !s->dead())
+        throw UnavailableError("zookeeper: " + sessions_->hosts +
+                               ": disconnected, and not back within the connect timeout");
       *sent = Clock::now();
       if (!s->dead()) s->children(dir, &children);
     }
@@ -178,7 +180,7 @@ bool Driver::wait_turn(std::unique_ptr<Node>& node, const std::string& dir, cons
 
 Attempt Driver::try_acquire(AcquireRequest& r) {
   if (r.permits > 1) return try_acquire_permit(r);
-  const std::string dir = pool_->root + "/" + node_name(r.name);
+  const std::string dir = sessions_->root + "/" + node_name(r.name);
   const auto entered = Clock::now();
   const auto until = entered + std::max(r.wait, milliseconds{0});
   // Our node from the previous attempt of this acquire (this driver's own QueuePlace; the
@@ -205,11 +207,11 @@ void Driver::ensure_semaphore(Session& s, const std::string& dir, std::uint32_t 
     int rc = s.create(dir, data, 0, nullptr, nullptr);
     if (rc == ZOK) return;
     if (rc == ZNONODE) {  // the root is missing
-      s.ensure_path(pool_->root);
+      s.ensure_path(sessions_->root);
       continue;
     }
     if (rc == ZCONNECTIONLOSS) {
-      if (!s.wait_connected(pool_->connect_timeout)) break;
+      if (!s.wait_connected(sessions_->connect_timeout)) break;
       continue;  // created or not: the next create says (ZNODEEXISTS then reads our data)
     }
     // ZNODEEXISTS: the max_leases stored there must be ours. Data that is not a number is
@@ -227,7 +229,7 @@ void Driver::ensure_semaphore(Session& s, const std::string& dir, std::uint32_t 
                        " (Kazoo's Semaphore max_leases is stored there; delete the node to change it)");
     return;
   }
-  throw UnavailableError("zookeeper: " + pool_->hosts + ": cannot create the semaphore node " + dir);
+  throw UnavailableError("zookeeper: " + sessions_->hosts + ": cannot create the semaphore node " + dir);
 }
 
 std::unique_ptr<Driver::Node> Driver::create_lease(const std::shared_ptr<Session>& s, const std::string& dir,
@@ -248,9 +250,9 @@ std::unique_ptr<Driver::Node> Driver::create_lease(const std::shared_ptr<Session
     if (rc != ZCONNECTIONLOSS && rc != ZNODEEXISTS) throw_error(rc, "create " + path);
     // The create may have happened without its answer reaching us (ZNODEEXISTS: a repeated
     // create found it): the path is ours alone, so it is ours if it exists.
-    if (!s->wait_connected(pool_->connect_timeout)) {
-      pool_->retire(s);
-      throw UnavailableError("zookeeper: " + pool_->hosts + ": connection lost while creating a lease node");
+    if (!s->wait_connected(sessions_->connect_timeout)) {
+      sessions_->retire(s);
+      throw UnavailableError("zookeeper: " + sessions_->hosts + ": connection lost while creating a lease node");
     }
     if (s->exists(path, &st) == ZOK) {
       node->path = path;
@@ -258,17 +260,17 @@ std::unique_ptr<Driver::Node> Driver::create_lease(const std::shared_ptr<Session
       return node;
     }
   }
-  throw UnavailableError("zookeeper: " + pool_->hosts + ": cannot create a lease node under " + dir);
+  throw UnavailableError("zookeeper: " + sessions_->hosts + ": cannot create a lease node under " + dir);
 }
 
 Attempt Driver::try_acquire_permit(AcquireRequest& r) {
-  const std::string dir = pool_->root + "/" + node_name(r.name);
+  const std::string dir = sessions_->root + "/" + node_name(r.name);
   const std::string gate_dir = dir + "-" + std::string(lock_marker);  // Kazoo's: path + "-__lock__"
   const auto entered = Clock::now();
   const auto until = entered + std::max(r.wait, milliseconds{0});
   // Our node in the gate's queue from the previous attempt of this acquire.
   std::unique_ptr<Node> gate(static_cast<Node*>(r.place.release()));
-  if (!gate) ensure_semaphore(*pool_->session(r.ttl), dir, r.permits);
+  if (!gate) ensure_semaphore(*sessions_->session(r.ttl), dir, r.permits);
   Clock::time_point sent;
   if (!wait_turn(gate, gate_dir, r, false, until, &sent)) {
     if (r.wait.count() <= 0) return busy(milliseconds{0});

@@ -16,14 +16,14 @@
 #include <string>
 #include <vector>
 
-#include "backends/zookeeper/zk_pool.hpp"
+#include "backends/zookeeper/zk_sessions.hpp"
 #include "core/driver.hpp"
 
 namespace dblock::detail::zk {
 
 class Driver : public LockDriver {
  public:
-  explicit Driver(std::shared_ptr<Pool> pool) : pool_(std::move(pool)) {}
+  explicit Driver(std::shared_ptr<Sessions> sessions) : sessions_(std::move(sessions)) {}
 
   Attempt try_acquire(AcquireRequest& request) override;
 
@@ -54,7 +54,7 @@ class Driver : public LockDriver {
   // the node goes with it (ZCONNECTIONLOSS: the node lingers until the server expires it).
   int remove(const Node& node) noexcept;
 
-  std::shared_ptr<Pool> pool_;
+  std::shared_ptr<Sessions> sessions_;
 };
 
 }  // namespace dblock::detail::zk

@@ -1,4 +1,4 @@
-// Pool<Conn>: the one list of idle connections, used for SQL sessions (a Client's shared
+// ConnectionPool<Conn>: the one list of idle connections, used for SQL sessions (a Client's shared
 // pool, and the session strategies' connections pinned while a lock is held) and for Redis
 // connections. Conn needs `bool usable()` (no error left it in an unknown state) and
 // `bool still_connected()` (an idle connection the server has not closed meanwhile).
@@ -17,7 +17,7 @@
 namespace dblock::detail {
 
 template <class Conn>
-class Pool {
+class ConnectionPool {
  public:
   using Open = std::function<std::unique_ptr<Conn>()>;
   struct Limits {
@@ -27,15 +27,15 @@ class Pool {
     std::string what;                // names the pool in the timeout error
   };
 
-  Pool(Open open, Limits limits) : open_(std::move(open)), limits_(std::move(limits)) {}
-  Pool(const Pool&) = delete;
-  Pool& operator=(const Pool&) = delete;
+  ConnectionPool(Open open, Limits limits) : open_(std::move(open)), limits_(std::move(limits)) {}
+  ConnectionPool(const ConnectionPool&) = delete;
+  ConnectionPool& operator=(const ConnectionPool&) = delete;
 
   // A borrowed connection, given back when destroyed (dropped if an error left it unusable).
   class Handle {
    public:
     Handle() = default;  // empty
-    Handle(Pool& pool, std::unique_ptr<Conn> c) : pool_(&pool), c_(std::move(c)) {}
+    Handle(ConnectionPool& pool, std::unique_ptr<Conn> c) : pool_(&pool), c_(std::move(c)) {}
     Handle(Handle&& o) noexcept = default;
     Handle& operator=(Handle&& o) noexcept {
       if (this != &o) {
@@ -61,7 +61,7 @@ class Pool {
     void give_back() noexcept {
       if (c_) pool_->give_back(std::move(c_));
     }
-    Pool* pool_ = nullptr;
+    ConnectionPool* pool_ = nullptr;
     std::unique_ptr<Conn> c_;
   };
 

@@ -12,9 +12,9 @@
 
 namespace dblock::detail::zk {
 
-class Pool {
+class Sessions {
  public:
-  Pool(std::string hosts, std::string root, milliseconds connect_timeout)
+  Sessions(std::string hosts, std::string root, milliseconds connect_timeout)
       : hosts(std::move(hosts)), root(std::move(root)), connect_timeout(connect_timeout) {}
 
   // A connected session for `ttl`: the one already open, or a new one when there is none or

@@ -1,13 +1,13 @@
-// Pool<Conn> (src/core/pool.hpp) with a stand-in connection: the bookkeeping alone (what is
+// ConnectionPool<Conn> (src/core/connection_pool.hpp) with a stand-in connection: the bookkeeping alone (what is
 // reused, dropped, closed and waited for). The pools over real servers run in every suite.
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <thread>
 
-#include "core/pool.hpp"
+#include "core/connection_pool.hpp"
 
 using namespace std::chrono_literals;
-using dblock::detail::Pool;
+using dblock::detail::ConnectionPool;
 
 namespace {
 
@@ -23,7 +23,7 @@ struct FakeConn {
 
 struct Fixture {
   int opened = 0, closed = 0;
-  Pool<FakeConn> pool;
+  ConnectionPool<FakeConn> pool;
   explicit Fixture(std::size_t max_open, std::size_t max_idle)
       : pool([this] { return std::make_unique<FakeConn>(++opened, &closed); },
              {max_open, max_idle, 50ms, "test pool"}) {}
@@ -31,7 +31,7 @@ struct Fixture {
 
 }  // namespace
 
-TEST_CASE("Pool: a connection given back is reused; an unusable one is dropped", "[pool]") {
+TEST_CASE("ConnectionPool: a connection given back is reused; an unusable one is dropped", "[pool]") {
   Fixture f(2, 2);
   { auto h = f.pool.get(); CHECK(h->id == 1); }
   { auto h = f.pool.get(); CHECK(h->id == 1); h->usable_ = false; }  // an error left it unknown
@@ -40,7 +40,7 @@ TEST_CASE("Pool: a connection given back is reused; an unusable one is dropped",
   CHECK(h->id == 2);
 }
 
-TEST_CASE("Pool: an idle connection the server closed is replaced", "[pool]") {
+TEST_CASE("ConnectionPool: an idle connection the server closed is replaced", "[pool]") {
   Fixture f(2, 2);
   { auto h = f.pool.get(); h->connected_ = false; }  // given back, then closed under us
   auto h = f.pool.get();
@@ -48,7 +48,7 @@ TEST_CASE("Pool: an idle connection the server closed is replaced", "[pool]") {
   CHECK(f.closed == 1);
 }
 
-TEST_CASE("Pool: past max_open a get() waits, then times out naming the pool", "[pool]") {
+TEST_CASE("ConnectionPool: past max_open a get() waits, then times out naming the pool", "[pool]") {
   Fixture f(1, 1);
   auto held = f.pool.get();
   auto t0 = std::chrono::steady_clock::now();
@@ -64,7 +64,7 @@ TEST_CASE("Pool: past max_open a get() waits, then times out naming the pool", "
   CHECK(next->id == 1);
 }
 
-TEST_CASE("Pool: discard closes the connection and frees its slot; max_idle caps what is kept", "[pool]") {
+TEST_CASE("ConnectionPool: discard closes the connection and frees its slot; max_idle caps what is kept", "[pool]") {
   Fixture f(3, 1);
   auto a = f.pool.get(), b = f.pool.get(), c = f.pool.get();
   a.discard();  // it may still hold a lock on the server: closed, never reused

@@ -1,8 +1,8 @@
-#include "backends/zookeeper/zk_pool.hpp"
+#include "backends/zookeeper/zk_sessions.hpp"
 
 namespace dblock::detail::zk {
 
-std::shared_ptr<Session> Pool::session(milliseconds ttl) {
+std::shared_ptr<Session> Sessions::session(milliseconds ttl) {
   std::lock_guard lk(mutex_);
   auto& slot = sessions_[ttl.count()];
   if (slot && slot->dead()) slot.reset();
@@ -12,7 +12,7 @@ std::shared_ptr<Session> Pool::session(milliseconds ttl) {
   return slot;
 }
 
-void Pool::retire(const std::shared_ptr<Session>& s) {
+void Sessions::retire(const std::shared_ptr<Session>& s) {
   std::lock_guard lk(mutex_);
   for (auto it = sessions_.begin(); it != sessions_.end(); ++it)
     if (it->second == s) {
