@@ -355,7 +355,9 @@ int run(const Options& opt, const RunFacts& facts) {
   };
   auto checkpoint = [&](const std::string& part) {
     done.push_back(part);
-    if (done.size() == parts.size() || opt.markdown.empty()) return;  // the last is written at the end
+    // The last is written at the end; a --quick run (CI's smoke, a minute) has nothing worth
+    // saving part-way, and the plots take seconds of gnuplot each time.
+    if (done.size() == parts.size() || opt.markdown.empty() || opt.quick) return;
     auto all_notes = notes;
     all_notes.insert(all_notes.end(), general.begin(), general.end());
     write_files(all_notes);

@@ -182,7 +182,8 @@ void header(Page& p, const RunReport& run, const Options& opt, std::chrono::syst
   p.text("```");
   p.text("");
   p.line("- **Command**: `{}`", f.command);
-  p.line("- **Date**: {} to {} UTC ({} min)", utc(f.started, "%Y-%m-%d %H:%M"), utc(ended, "%H:%M"), minutes);
+  p.line("- **Date**: {} to {} UTC ({} min; the end is when this page was written)", utc(f.started, "%Y-%m-%d %H:%M"),
+         utc(ended, "%H:%M"), minutes);
   if (run.done.size() == run.parts.size()) {
     p.text("- **Coverage**: the whole run, every part of it done");
   } else {
@@ -195,7 +196,8 @@ void header(Page& p, const RunReport& run, const Options& opt, std::chrono::syst
   }
   p.line("- **Commit**: {}", f.commit);
   p.line("- **Machine**: {}", f.machine);
-  p.line("- **Load average** (1, 5, 15 min): {} at the start, {} at the end", f.load, load_average());
+  p.line("- **Load average** (1, 5, 15 min): {} at the start, {} when this page was written", f.load,
+         load_average());
   for (const auto& n : run.notes)
     if (n.rfind("vCPUs: ", 0) == 0) p.line("- **vCPUs**: {}", n.substr(7));
   p.line("- **Waiters**: {}", opt.unfair ? "unfair (--unfair: no queue, whoever asks first wins)"
