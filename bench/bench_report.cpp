@@ -17,6 +17,8 @@
 #include <fmt/format.h>
 
 #include "bench_fill.hpp"    // short_count
+#include "bench_peers.hpp"   // kContenders, kHoldMs
+#include "bench_run.hpp"     // kHandoffWorkers
 #include "bench_shapes.hpp"  // kShapeHolders
 #include "dblock/dblock.hpp"
 
@@ -227,6 +229,7 @@ struct Advice {
 };
 
 std::string figures_of(const std::vector<Row>& rows, const Key& k) {
+  const std::string who = k.backend == k.strategy ? k.backend : k.backend + " " + k.strategy;
   std::vector<std::string> parts;
   if (const Row* u = find(rows, k.backend, k.strategy, "uncontended")) parts.push_back(ms(u->s.p50_us) + " ms alone");
   if (const Row* h = find(rows, k.backend, k.strategy, "handoff")) parts.push_back("hand-off " + ms(h->s.p50_us) + " ms");
@@ -241,8 +244,8 @@ std::string figures_of(const std::vector<Row>& rows, const Key& k) {
     parts.push_back(lo == hi ? fmt::format("{:.0f} grants/s with 4 workers", hi)
                              : fmt::format("{:.0f}-{:.0f} grants/s with 4 or more workers", lo, hi));
   if (jain <= 1) parts.push_back(fmt::format("Jain {:.2f} or more", jain));
-  if (parts.empty()) return fmt::format("{} {}: not measured in this run", k.backend, k.strategy);
-  std::string out = fmt::format("{} {}: ", k.backend, k.strategy);
+  if (parts.empty()) return who + ": not measured in this run";
+  std::string out = who + ": ";
   for (std::size_t i = 0; i < parts.size(); ++i) out += (i ? ", " : "") + parts[i];
   return out;
 }
@@ -280,7 +283,8 @@ void advice(Page& p, const std::vector<Row>& rows) {
   };
   p.heading("Which strategy for what");
   p.text("The reasons in the third column are what each strategy is, whatever the figures; the last column is what");
-  p.text("this run measured (uncontended p50, hand-off p50 with 8 waiters, and the `contended` scenario's range).");
+  p.line("this run measured (uncontended p50, hand-off p50 with {} waiters, and the `contended` scenario's range).",
+         kHandoffWorkers);
   p.text("");
   std::vector<std::vector<std::string>> body;
   for (const auto& a : kAdvice) {
@@ -297,14 +301,15 @@ void advice(Page& p, const std::vector<Row>& rows) {
   std::string best;
   for (std::size_t i = 0; i < readers.size() && i < 4; ++i) best += (i ? ", " : "") + readers[i].second;
   body.push_back({"many readers of one name", "a strategy with read/write locks (section \"Read/write locks\")",
-                  "readers share one grant; a writer waits for the readers before it and readers wait for it",
+                  "readers hold at once; the section's table shows what a writer beside them gets",
                   best.empty() ? std::string("not measured in this run")
                                : "8 readers' grants/s over 8 exclusive lockers': " + best});
   p.table({"job", "choose", "why", "this run"}, "llll", body);
   p.text("");
   p.text("Session strategies (`for-update`, `advisory`) end with their connection and cost one server connection per");
-  p.text("held lock; leases (`insert`, `optimistic`, `redis`, `redlock`, `zookeeper`, `etcd`) cost none and expire");
-  p.text("at their TTL when the holder dies. Every strategy hands out fences that increase with each grant.");
+  p.text("held lock; leases (`insert`, `optimistic`, `redis`, `redlock`, `zookeeper`, `etcd`) cost none and are freed");
+  p.text("when their holder dies (at their TTL; ZooKeeper's at the session's timeout). Every strategy's fences increase");
+  p.text("with each grant.");
 }
 
 void uncontended(Page& p, const std::vector<Row>& rows, const Options& opt) {
@@ -314,7 +319,8 @@ void uncontended(Page& p, const std::vector<Row>& rows, const Options& opt) {
   p.text("same run with bare baselines written on the driver directly: the statements each strategy cannot avoid");
   p.text("(`bare-...`, redis `set-nx-px+del`, zookeeper `bare-create-delete`) and the least a correct fenced lease");
   p.text("sends (`bare-lease-...`, redis `fenced-floor`, etcd `bare-recipe`); the notes at the end say what each sends.");
-  p.text("Ratio = dblock's p50 / the baseline's p50: 1.00 adds nothing, below 1 sends less than the bare statements.");
+  p.text("Ratio = dblock's p50 / the baseline's p50: 1.00 adds nothing; below 1, dblock needs fewer round trips than");
+  p.text("the bare statements (the fence drawn in the lock's own statement, a read it can skip).");
   p.text("`x round trip` = p50 / one round trip to the same server (`SELECT 1`, PING, a ZooKeeper exists, an etcd");
   p.text("Range). `re-entry` = acquiring again a lock the thread already holds.");
   p.text("");
@@ -350,8 +356,9 @@ void uncontended(Page& p, const std::vector<Row>& rows, const Options& opt) {
 
 void handoff(Page& p, const std::vector<Row>& rows, const Options& opt) {
   if (!any_of_scenario(rows, "handoff") && !any_of_scenario(rows, "handoff-polling")) return;
-  p.heading("Hand-off: 8 waiters on one name");
-  p.line("8 threads, each with its own Client, contend for one name; {} timed hand-offs per series, latency from", opt.handoffs);
+  p.heading(fmt::format("Hand-off: {} waiters on one name", kHandoffWorkers));
+  p.line("{} threads, each with its own Client, contend for one name; {} timed hand-offs per series, latency from",
+         kHandoffWorkers, opt.handoffs);
   p.text("the holder's `release()` call to the next holder's grant (no barging). The floor is dblock's own grant and");
   p.text("release written directly on the driver with the backend's fastest wake-up and nothing else of dblock's");
   p.text("(`bare-...-handoff`, defined in the notes): ratio 1.00 = dblock adds nothing to a hand-off. `x round trip`");
@@ -532,8 +539,8 @@ void sweep(Page& p, const std::vector<Row>& rows) {
   p.heading("Sweeping expired rows");
   p.text("Expired rows put in a table of its own, then one `Client::sweep()` (batches of 1000); meanwhile 4 threads");
   p.text("acquire and release names of their own, compared with the same threads without a sweep (ratio on p99).");
-  p.text("Only the SQL lease strategies leave rows to sweep: Redis keys expire, ZooKeeper nodes and etcd leases go");
-  p.text("with their session.");
+  p.text("Only the SQL lease strategies leave rows to sweep: Redis keys expire, ZooKeeper's ephemeral nodes go with");
+  p.text("their session and etcd's keys with their lease.");
   p.text("");
   std::vector<std::vector<std::string>> body;
   for (const auto& r : rows) {
@@ -552,7 +559,8 @@ void peers(Page& p, const std::vector<Row>& rows) {
   if (!any_of_scenario(rows, "peers-uncontended") && !any_of_scenario(rows, "peers-contended")) return;
   p.heading("Peers: dblock beside the library a user would pick instead");
   p.text("The same server, the same run, each side as worker processes taking turns. Uncontended: one process");
-  p.text("acquires and releases one name. Contended: 6 processes on one name, each holding 1 ms: the hand-off from");
+  p.line("acquires and releases one name. Contended: {} processes on one name, each holding {} ms: the hand-off from",
+         kContenders, kHoldMs);
   p.text("one process's release to the next process's grant, grants/s and Jain's index. Cells: dblock / peer (the");
   p.text("ratio): below 1 is better for dblock on latencies, above 1 on grants/s and Jain.");
   p.text("");
