@@ -135,6 +135,9 @@ std::string ms(double v_us) {
 std::string times(double r) {
   return r <= 0 ? "-" : r < 10 ? fmt::format("{:.2f}", r) : r < 100 ? fmt::format("{:.1f}", r) : fmt::format("{:.0f}", r);
 }
+std::string two_digits(double r) {  // two significant digits: 0.0063, 0.63, 6.3, 63
+  return r >= 10 ? fmt::format("{:.0f}", r) : r >= 1 ? fmt::format("{:.1f}", r) : fmt::format("{:.2g}", r);
+}
 std::string per_s(double v) { return v <= 0 ? "-" : fmt::format("{:.0f}", v); }
 
 // ---- the page -------------------------------------------------------------------------
@@ -573,7 +576,7 @@ void peers(Page& p, const std::vector<Row>& rows) {
     const Row* pc = find(rows, r.backend, peer, "peers-contended");
     auto pair = [](double d, double q, bool time) {
       auto f = [&](double v) { return time ? us(v) : v < 2 ? fmt::format("{:.2f}", v) : per_s(v); };
-      return fmt::format("{} / {} ({})", f(d), f(q), q > 0 ? fmt::format("{:.2g}", d / q) : "-");
+      return fmt::format("{} / {} ({})", f(d), f(q), q > 0 ? two_digits(d / q) : "-");
     };
     body.push_back({r.backend, r.strategy, peer, pu ? pair(r.s.p50_us, pu->s.p50_us, true) : "",
                     dc && pc ? pair(dc->s.p50_us, pc->s.p50_us, true) : "",
