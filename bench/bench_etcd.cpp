@@ -312,6 +312,16 @@ BackendReport run_etcd(const Options& opt) {
   };
 
   BackendReport rep;
+  {
+    // etcd answers HTTP/1 on its client port too: {"etcdserver":"3.4.23","etcdcluster":"3.4.0"}.
+    std::string version = "?";
+    const std::string answer = tcp_ask(u.hosts[0].host, u.hosts[0].port ? u.hosts[0].port : 2379,
+                                       "GET /version HTTP/1.0\r\nHost: etcd\r\n\r\n");
+    if (auto at = answer.find("\"etcdserver\":\""); at != std::string::npos)
+      version = answer.substr(at + 14, answer.find('"', at + 14) - at - 14);
+    rep.server = fmt::format("etcd {} (a single member), gRPC {}; a write waits for the WAL's fsync", version,
+                             grpc::Version());
+  }
   rep.notes.push_back(fmt::format(
       "etcd: server at {} (a single member; etcd fsyncs its WAL before it answers a write), gRPC {}; prefix {} "
       "(made for the run, deleted at the end). Baselines (the bare generated stubs on one channel): `select1` = one "

@@ -35,6 +35,7 @@
 #include "bench_shapes.hpp"
 #include "bench_pg.hpp"
 #include "bench_plots.hpp"
+#include "bench_report.hpp"
 #include "backends/sqlite/sqlite_dialect.hpp"
 #include "bench_sqlite_floor.hpp"
 #include "bench_sweep.hpp"
@@ -121,6 +122,9 @@ BackendReport run_sqlite(const Options& opt) {
   db.exec("CREATE TABLE IF NOT EXISTS bare (name TEXT NOT NULL PRIMARY KEY, v INTEGER NOT NULL)");
   db.exec("DELETE FROM bare");
   BackendReport rep;
+  rep.server = fmt::format("SQLite {}; journal_mode={}, synchronous={} (2 = FULL: a commit waits for its fsync)",
+                           sqlite3_libversion(), db.execAndGet("PRAGMA journal_mode").getString(),
+                           db.execAndGet("PRAGMA synchronous").getInt());
   rep.notes.push_back(fmt::format(
       "sqlite: SQLite {} (sqlite3_libversion), file {}; pragmas journal_mode={}, synchronous={} (2 = FULL), "
       "busy_timeout={} ms (as read back from the baseline connection)",
@@ -253,64 +257,38 @@ BackendReport run_sqlite(const Options& opt) {
   return rep;
 }
 
-int run(const Options& opt) {
+int run(const Options& opt, const RunFacts& facts) {
   if (!opt.csv.empty()) {  // fail before minutes of work, not after
     std::ofstream probe(opt.csv, std::ios::app);
     if (!probe) throw CantCreate(fmt::format("cannot write CSV file '{}'", opt.csv));
   }
+  if (!opt.markdown.empty()) try {
+      probe_markdown_path(opt.markdown);
+    } catch (const std::runtime_error& e) {
+      throw CantCreate(e.what());
+    }
   KeepAwake awake(opt.keep_awake);
   std::vector<std::string> notes{awake.note()};
   if (opt.unfair)
     notes.push_back("--unfair: the uncontended, handoff, contended and peers locks with LockOptions::fair = "
                     "false (waiters keep no place in a queue; the default is fair)");
-  std::vector<Row> rows;
-  auto add = [&](BackendReport rep) {
-    notes.insert(notes.end(), rep.notes.begin(), rep.notes.end());
-    rows.insert(rows.end(), rep.rows.begin(), rep.rows.end());
-  };
-  if (opt.wants_backend("sqlite")) add(run_sqlite(opt));
-  if (opt.wants_backend("postgresql")) {
-    if (auto why = postgresql_skip_reason()) fmt::print(stderr, "skipped postgresql: {}\n", *why);
-    else add(run_postgresql(opt));
-  }
-  if (opt.wants_backend("mysql")) {
-    if (auto why = mysql_skip_reason()) fmt::print(stderr, "skipped mysql: {}\n", *why);
-    else add(run_mysql(opt));
-  }
-  if (opt.wants_backend("redis")) {
-    if (auto why = redis_skip_reason()) fmt::print(stderr, "skipped redis: {}\n", *why);
-    else add(run_redis(opt));
-  }
-  if (opt.wants_backend("redlock")) {
-    if (auto why = redlock_skip_reason()) fmt::print(stderr, "skipped redlock: {}\n", *why);
-    else add(run_redlock(opt));
-  }
-  if (opt.wants_backend("zookeeper")) {
-    if (auto why = zookeeper_skip_reason()) fmt::print(stderr, "skipped zookeeper: {}\n", *why);
-    else add(run_zookeeper(opt));
-  }
-  if (opt.wants_backend("etcd")) {
-    if (auto why = etcd_skip_reason()) fmt::print(stderr, "skipped etcd: {}\n", *why);
-    else add(run_etcd(opt));
-  }
-  // Across the backends, each on a table of its own (bench_table_size.cpp, bench_sweep.cpp).
-  if (opt.wants_scenario("table-size")) add(run_table_size(opt));
-  if (opt.wants_scenario("sweep")) add(run_sweep(opt));
-
-  notes.push_back(fmt::format(
+  // Notes on the scenarios, after the backends' (known before the run: a page written
+  // part-way holds them too).
+  std::vector<std::string> general;
+  general.push_back(fmt::format(
       "uncontended: one thread, try_acquire() then release() of one name per strategy; {} timed cycles per "
       "series, a backend's series (baselines included) interleaved in {} rotating rounds; {} warm-up cycles "
       "first and {} untimed cycles each time a series resumes; ops/s = 1e6 / mean cycle time",
       opt.iterations, interleaved_rounds(opt), opt.warmup, kRewarm));
   if (opt.wants_scenario("reentrant"))
-    notes.push_back(fmt::format(
+    general.push_back(fmt::format(
         "reentrant: one thread holds a lease per strategy (its own Client) and times try_acquire() then release() "
         "of the same name again: a re-entrant hold under the outer one, which the Client counts and writes to the "
         "server's hold count (lease strategies); {} timed cycles, one strategy after the other, each with only its "
         "own outer hold",
         opt.iterations));
   if (opt.wants_scenario("handoff") || opt.wants_scenario("handoff-polling"))
-    notes.push_back(fmt::format(
+    general.push_back(fmt::format(
         "handoff: {} threads, each with its own Client, contend for one name; latency = when the next holder "
         "has the lease - when the previous holder called release() (steady_clock); a thread contends again "
         "only once another one got the lease (no barging); a holder keeps the lease {} before it releases; "
@@ -323,7 +301,7 @@ int run(const Options& opt) {
         "inside the server in both",
         kHandoffWorkers, opt.hold_ms ? fmt::format("{} ms (--hold-ms)", opt.hold_ms) : std::string("0 ms"),
         opt.handoffs, handoff_warmup(opt)));
-  notes.push_back(
+  general.push_back(
       "ratio = p50 / p50 of the `baseline` row (several baselines: one ratio each, in the same order, "
       "separated by /): uncontended sqlite strategies vs sqlite `bare / bare+fence` (insert also / "
       "`bare-lease-insert`), `bare+fence` vs `bare` and `bare-lease-insert` vs `bare / bare+fence`; uncontended "
@@ -342,6 +320,71 @@ int run(const Options& opt) {
       "handoff-polling vs the same strategy's `handoff` row (`<strategy> handoff`: polling p50 / notified p50); "
       "peers-uncontended and peers-contended (hand-off p50) vs the peer library's row of the same workload. "
       "x select1 = p50 / p50 of the same backend's `select1`");
+  std::vector<Row> rows;
+  std::vector<std::string> servers, skipped;  // for the Markdown page's header
+  auto add = [&](BackendReport rep) {
+    notes.insert(notes.end(), rep.notes.begin(), rep.notes.end());
+    rows.insert(rows.end(), rep.rows.begin(), rep.rows.end());
+    if (!rep.server.empty() && !rep.rows.empty()) servers.push_back(rep.rows.front().backend + ": " + rep.server);
+  };
+  // The parts of the run, and those done: the CSV, the plots and the page are written again as
+  // each part ends, so that a run stopped part-way leaves a page of what it finished, which
+  // says so in its header.
+  std::vector<std::string> parts, done;
+  for (const auto& b : kBackends)
+    if (opt.wants_backend(b)) parts.push_back(b);
+  for (const char* s : {"table-size", "sweep"})
+    if (opt.wants_scenario(s)) parts.push_back(s);
+  auto write_files = [&](const std::vector<std::string>& all_notes) {
+    if (!opt.csv.empty()) {
+      try {
+        write_csv(opt.csv, rows);
+      } catch (const std::runtime_error& e) {
+        throw CantCreate(e.what());
+      }
+      write_plots(opt.csv, rows);
+    }
+    if (!opt.markdown.empty()) {
+      try {
+        write_markdown(RunReport{facts, servers, skipped, all_notes, rows, parts, done}, opt);
+      } catch (const std::runtime_error& e) {
+        throw CantCreate(e.what());
+      }
+      fmt::print(stderr, "dblock-bench: wrote {} ({} of {} parts)\n", opt.markdown, done.size(), parts.size());
+    }
+  };
+  auto checkpoint = [&](const std::string& part) {
+    done.push_back(part);
+    // The last is written at the end; a --quick run (CI's smoke, a minute) has nothing worth
+    // saving part-way, and the plots take seconds of gnuplot each time.
+    if (done.size() == parts.size() || opt.markdown.empty() || opt.quick) return;
+    auto all_notes = notes;
+    all_notes.insert(all_notes.end(), general.begin(), general.end());
+    write_files(all_notes);
+  };
+  // Each backend when selected, unless it cannot run here (then one line says why).
+  auto backend = [&](const char* name, std::optional<std::string> why_not, BackendReport (*run_it)(const Options&)) {
+    if (!opt.wants_backend(name)) return;
+    if (why_not) {
+      fmt::print(stderr, "skipped {}: {}\n", name, *why_not);
+      skipped.push_back(fmt::format("{}: {}", name, *why_not));
+      parts.erase(std::find(parts.begin(), parts.end(), name));
+    } else {
+      add(run_it(opt));
+      checkpoint(name);
+    }
+  };
+  backend("sqlite", std::nullopt, run_sqlite);
+  backend("postgresql", postgresql_skip_reason(), run_postgresql);
+  backend("mysql", mysql_skip_reason(), run_mysql);
+  backend("redis", redis_skip_reason(), run_redis);
+  backend("redlock", redlock_skip_reason(), run_redlock);
+  backend("zookeeper", zookeeper_skip_reason(), run_zookeeper);
+  backend("etcd", etcd_skip_reason(), run_etcd);
+  // Across the backends, each on a table of its own (bench_table_size.cpp, bench_sweep.cpp).
+  if (opt.wants_scenario("table-size")) add(run_table_size(opt)), checkpoint("table-size");
+  if (opt.wants_scenario("sweep")) add(run_sweep(opt)), checkpoint("sweep");
+  notes.insert(notes.end(), general.begin(), general.end());
   std::vector<Row> main_rows;  // table-size and sweep get tables of their own below it
   std::copy_if(rows.begin(), rows.end(), std::back_inserter(main_rows),
                [](const Row& r) { return r.scenario != "table-size" && r.scenario != "sweep"; });
@@ -352,14 +395,7 @@ int run(const Options& opt) {
   print_shapes_table(rows, opt);
   print_resources_table(rows);
   print_peers_table(rows);
-  if (!opt.csv.empty()) {
-    try {
-      write_csv(opt.csv, rows);
-    } catch (const std::runtime_error& e) {
-      throw CantCreate(e.what());
-    }
-    write_plots(opt.csv, rows);
-  }
+  write_files(notes);
   return 0;
 }
 
@@ -372,6 +408,7 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == kShapeWorkerFlag) return shape_worker_main(argc, argv);
   // A peers scenario worker on dblock's side: started again by run_peer_scenario.
   if (argc > 1 && std::string(argv[1]) == kPeerWorkerFlag) return peer_worker_main(argc, argv);
+  const RunFacts facts = run_facts(argc, argv);  // the load average before the run adds to it
   Options opt;
   try {
     opt = parse_options(argc, argv);
@@ -384,7 +421,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   try {
-    return run(opt);
+    return run(opt, facts);
   } catch (const dblock::Error& e) {
     fmt::print(stderr, "dblock-bench: dblock error: {}\n", e.what());
   } catch (const CorrectnessViolation& e) {

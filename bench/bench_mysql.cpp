@@ -248,6 +248,9 @@ BackendReport run_mysql(const Options& opt) {
 
   BackendReport rep;
   auto server = conn.query("SELECT VERSION(), @@innodb_flush_log_at_trx_commit, @@log_bin, @@sync_binlog").at(0);
+  rep.server = fmt::format("{}, Connector/C++ {}.{}.{}; innodb_flush_log_at_trx_commit={}, log_bin={}, sync_binlog={}",
+                           server.at(0), MYCPPCONN_DM_MAJOR_VERSION, MYCPPCONN_DM_MINOR_VERSION,
+                           MYCPPCONN_DM_PATCH_VERSION, server.at(1), server.at(2), server.at(3));
   rep.notes.push_back(fmt::format(
       "mysql: server {} at {}, Connector/C++ {}.{}.{}; server innodb_flush_log_at_trx_commit={}, log_bin={}, "
       "sync_binlog={}; lock table {} (created for the run, dropped at the end)",

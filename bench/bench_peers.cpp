@@ -35,8 +35,6 @@ using json = nlohmann::json;
 // the run up for minutes (its gave-ups are reported as timeouts).
 constexpr std::chrono::milliseconds kWait{60'000};
 constexpr std::chrono::milliseconds kGrace{3'000};
-constexpr int kContenders = 6;  // processes, one client each
-constexpr int kHoldMs = 1;      // a contended holder sleeps this long before it releases
 
 std::int64_t stamp_ns(Clock::time_point t) {
   return std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count();

@@ -27,6 +27,8 @@ namespace dblock_bench {
 
 // argv[1] of a dblock peers worker process; main() hands such a command line to peer_worker_main.
 inline constexpr const char* kPeerWorkerFlag = "--peer-worker";
+inline constexpr int kContenders = 6;  // processes, one client each
+inline constexpr int kHoldMs = 1;      // a contended holder sleeps this long before it releases
 
 // The dblock side's worker process: the arguments of peer_worker.py after a TABLE (the
 // ClientOptions::table, empty for the default), and its JSON line.

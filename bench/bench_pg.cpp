@@ -280,6 +280,8 @@ BackendReport run_postgresql(const Options& opt) {
   };
 
   BackendReport rep;
+  rep.server = fmt::format("PostgreSQL {}, libpqxx {}; fsync={}, synchronous_commit={}", show(conn, "server_version"),
+                           PQXX_VERSION, show(conn, "fsync"), show(conn, "synchronous_commit"));
   rep.notes.push_back(fmt::format(
       "postgresql: PostgreSQL {} at {}, libpqxx {}; server fsync={}, synchronous_commit={}; lock table {} "
       "(created for the run, dropped at the end)",

@@ -132,6 +132,25 @@ class Nodes {
     }
     return sha;
   }
+  // The first node's answer to a command whose reply is a string or an array of strings,
+  // joined with newlines (INFO, CONFIG GET).
+  std::string text(const std::vector<std::string>& cmd) {
+    drain();
+    std::vector<const char*> argv;
+    std::vector<std::size_t> lens;
+    for (const auto& a : cmd) argv.push_back(a.c_str()), lens.push_back(a.size());
+    std::unique_ptr<redisReply, Free> r(static_cast<redisReply*>(
+        redisCommandArgv(nodes_.front().get(), static_cast<int>(argv.size()), argv.data(), lens.data())));
+    if (!r) return {};
+    if (r->type == REDIS_REPLY_STRING || r->type == REDIS_REPLY_STATUS) return std::string(r->str, r->len);
+    std::string out;
+    if (r->type == REDIS_REPLY_ARRAY)
+      for (std::size_t i = 0; i < r->elements; ++i)
+        if (r->element[i]->type == REDIS_REPLY_STRING)
+          out += (i ? "\n" : "") + std::string(r->element[i]->str, r->element[i]->len);
+    return out;
+  }
+  std::size_t size() const { return nodes_.size(); }
   std::vector<std::string> keys(const std::string& pattern) {  // every node's keys matching
     drain();
     std::vector<std::string> out;
@@ -216,6 +235,22 @@ BackendReport run_keyed(const std::string& backend, const char* var, dblock::Str
   };
 
   BackendReport rep;
+  {
+    // "redis_version:7.0.15" in INFO's text; CONFIG GET answers its name, then its value.
+    const std::string info = nodes.text({"INFO", "server"});
+    std::string version = "?";
+    if (auto at = info.find("redis_version:"); at != std::string::npos)
+      version = info.substr(at + 14, info.find_first_of("\r\n", at) - at - 14);
+    auto setting = [&](const std::string& name) {
+      auto t = nodes.text({"CONFIG", "GET", name});
+      auto nl = t.find('\n');
+      return nl == std::string::npos ? std::string("?") : t.substr(nl + 1);
+    };
+    rep.server = fmt::format("{}Redis {}, hiredis {}.{}.{}; appendonly={}, appendfsync={}{}",
+                             redlock ? fmt::format("{} nodes, ", nodes.size()) : "", version, HIREDIS_MAJOR,
+                             HIREDIS_MINOR, HIREDIS_PATCH, setting("appendonly"), setting("appendfsync"),
+                             redlock ? " (the first node's)" : "");
+  }
   rep.notes.push_back(fmt::format(
       "{0}: {1} at {2}, hiredis {3}.{4}.{5}; the run's keys ({6}:* and the counters of its locks) deleted at the end. "
       "Baselines (bare hiredis{7}): "

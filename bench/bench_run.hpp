@@ -30,6 +30,9 @@ struct Series {
 struct BackendReport {
   std::vector<std::string> notes;  // Markdown bullet lines (versions, settings, baselines)
   std::vector<Row> rows;
+  // One line for the generated page's header: the server's (or library's) version and the
+  // settings that decide what a grant waits for (flushes). Empty for cross-backend scenarios.
+  std::string server;
 };
 
 // The interleaved rounds run_interleaved makes of opt.iterations.

@@ -1,5 +1,8 @@
 #include "bench_util.hpp"
 
+#include <netdb.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -21,7 +24,8 @@ const char* usage_text() {
   return "usage: dblock-bench [--quick] [--iterations N] [--handoffs N] [--hold-ms N]\n"
          "                    [--shape-hold-ms N] [--shape-polling] [--backend NAME]...\n"
          "                    [--scenario NAME]...\n"
-         "                    [--dir DIR] [--csv FILE] [--keep-awake] [--unfair]\n"
+         "                    [--dir DIR] [--csv FILE] [--markdown FILE] [--keep-awake]\n"
+         "                    [--unfair]\n"
          "                    [--workers N,...]\n"
          "\n"
          "Backends: sqlite (always), postgresql (when built with libpqxx and DBLOCK_TEST_PG_URL\n"
@@ -216,6 +220,10 @@ const char* usage_text() {
          "                    Jain), drawn by gnuplot\n"
          "                    (Debian: gnuplot-nox);\n"
          "                    without gnuplot a line on stderr says they were skipped\n"
+         "  --markdown FILE   also write the run as a Markdown page (docs/BENCHMARKS.md is one):\n"
+         "                    the date, commit, machine, load, server versions and settings and\n"
+         "                    this command at its top, then a compact table per scenario with\n"
+         "                    how to read it, and the plots of --csv; written when the run ends\n"
          "  --help            this text\n"
          "\n"
          "Prints a Markdown table on stdout (contended, shared + semaphore, resources and peers: a\n"
@@ -310,6 +318,9 @@ Options parse_options(int argc, char** argv) {
     } else if (arg == "--csv") {
       o.csv = value();
       if (o.csv.empty()) throw UsageProblem("--csv needs a non-empty path");
+    } else if (arg == "--markdown") {
+      o.markdown = value();
+      if (o.markdown.empty()) throw UsageProblem("--markdown needs a non-empty path");
     } else throw UsageProblem(fmt::format("unknown option '{}'", argv[i]));
   }
   o.iterations = iterations.value_or(o.quick ? 300 : 5000);
@@ -348,6 +359,31 @@ std::string machine_description() {
       break;
     }
   return fmt::format("{}, nproc {}, {}, {}", host, nproc, cpu, kernel);
+}
+
+std::string tcp_ask(const std::string& host, int port, const std::string& request) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0) return {};
+  std::string answer;
+  for (addrinfo* a = found; a && answer.empty(); a = a->ai_next) {
+    int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    if (connect(fd, a->ai_addr, a->ai_addrlen) == 0 &&
+        send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size())) {
+      char buf[4096];
+      pollfd p{fd, POLLIN, 0};
+      while (answer.size() < 65536 && poll(&p, 1, 3000) > 0) {
+        ssize_t n = recv(fd, buf, sizeof buf, 0);
+        if (n <= 0) break;
+        answer.append(buf, static_cast<std::size_t>(n));
+      }
+    }
+    close(fd);
+  }
+  freeaddrinfo(found);
+  return answer;
 }
 
 Compared compare(const Row& row, const Row& baseline) {

@@ -32,6 +32,7 @@ struct Options {
   std::vector<int> workers;       // contended: the worker counts (empty: the defaults)
   std::string dir;                // empty: a fresh mkdtemp dir under /tmp, removed at the end
   std::string csv;                // empty: no CSV
+  std::string markdown;           // empty: no generated page (bench_report.hpp)
   std::vector<std::string> backends;   // empty: all (kBackends)
   std::vector<std::string> scenarios;  // empty: all (kScenarios)
   bool wants_backend(const std::string& name) const;
@@ -89,6 +90,10 @@ struct Row {
 Compared compare(const Row& row, const Row& baseline);
 
 std::string machine_description();  // host, nproc, CPU model, kernel
+// One request on a fresh TCP connection to host:port, and everything the server sends back
+// until it closes (at most 64 KiB, 3 s): ZooKeeper's `srvr`, etcd's `GET /version`. Empty
+// when it cannot connect or nothing comes.
+std::string tcp_ask(const std::string& host, int port, const std::string& request);
 // A server URL from the environment variable `var`; null when unset or empty.
 const char* env_url(const char* var);
 // One line per strategy that ran both `handoff` and `handoff-polling`: the polling p50 over

@@ -110,6 +110,16 @@ BackendReport run_zookeeper(const Options& opt) {
   };
 
   BackendReport rep;
+  {
+    // `srvr` (a four-letter word scripts/services allows) opens "Zookeeper version: 3.8.0-..., built on ...".
+    std::string version = "?";
+    const std::string srvr = tcp_ask(u.hosts[0].host, u.hosts[0].port ? u.hosts[0].port : 2181, "srvr");
+    if (auto at = srvr.find("version: "); at != std::string::npos)
+      version = srvr.substr(at + 9, srvr.find_first_of("-,\n", at + 9) - at - 9);  // Debian's: "3.8.0-${mvngit...}"
+    rep.server = fmt::format("ZooKeeper {} ({} server{}), C client {}; writes wait for the transaction log's fsync "
+                             "unless forceSync=no",
+                             version, u.hosts.size(), u.hosts.size() > 1 ? "s" : "", ZOO_VERSION);
+  }
   rep.notes.push_back(fmt::format(
       "zookeeper: server at {}, C client {}; root {} (created for the run, deleted at the end). Baselines "
       "(the bare C client on one session): `select1` = one `zoo_exists` of the root (1 round trip); "
