@@ -58,7 +58,7 @@ struct Tally {
 // `failover`: the next holder's fence is above every earlier fence, and (must_hold) the lock
 // stays held by its holder and another client is kept out; otherwise those are counted.
 Tally hold_across_failovers(const std::string& url, const char* failover, dblock::LockOptions o, int rounds = 5,
-                            bool must_hold = true) {
+                            bool must_hold = true, bool outage_is_command = false) {
   // A server that just failed over may still refuse a connection now and then.
   auto open = [&url] { return reconnecting([&url] { return dblock::Client::open(url); }); };
   auto a = open(), b = open();
@@ -106,6 +106,7 @@ Tally hold_across_failovers(const std::string& url, const char* failover, dblock
   } join{done, probe};
   if (const char* env = std::getenv("DBLOCK_FAILOVER_ROUNDS"); env && *env) rounds = std::atoi(env);
   Tally tally;
+  int excused_lost = 0;    // on_lost calls in rounds whose failover outlasted the TTL
   std::uint64_t last = 0;  // the greatest fence granted so far
   for (int round = 0; round < rounds; ++round) {
     INFO("round " << round + 1);
@@ -114,7 +115,19 @@ Tally hold_across_failovers(const std::string& url, const char* failover, dblock
     last = std::max(last, held.fence());
     gap_ms = 0;
     const int lost_before = lost;
+    const auto started = std::chrono::steady_clock::now();
     REQUIRE(std::system(failover) == 0);
+    // The promise covers an outage that fits in the TTL, with a renewal's period to spare.
+    // Where the outage lasts until the topology is whole again (outage_is_command: Redis with
+    // replicas=N, whose renewals wait for the restarted replica's resync), the command, which
+    // returns only then, bounds it from above: a failover slower than that (a loaded machine:
+    // up to 30 s seen) excuses a loss in its round, said here; fences are checked all the same.
+    const auto took = std::chrono::steady_clock::now() - started;
+    const bool must = must_hold && (!outage_is_command || took < o.ttl * 2 / 3);
+    if (must_hold && !must)
+      std::printf("failover %d took %lld ms, past what a %lld ms TTL covers: a loss is not failed\n", round + 1,
+                  static_cast<long long>(std::chrono::duration_cast<std::chrono::milliseconds>(took).count()),
+                  static_cast<long long>(o.ttl.count()));
     // The pause ends with the probe's first grant after it, which may come after the command
     // returned: waited for, so that the pause is counted in its own round.
     const auto after = probe_grants.load();
@@ -123,9 +136,9 @@ Tally hold_across_failovers(const std::string& url, const char* failover, dblock
     std::printf("failover %d: the probe's longest wait between grants: %lld ms\n", round + 1, gap_ms.load());
     ++tally.rounds;
     bool was_lost = held.lost();
-    if (must_hold) CHECK_FALSE(was_lost);
+    if (must) CHECK_FALSE(was_lost);
     if (auto thief = reconnecting([&] { return b->lock("job", o).try_acquire(); })) {  // else still held
-      if (must_hold) FAIL_CHECK("another client got the lock its holder still held");
+      if (must) FAIL_CHECK("another client got the lock its holder still held");
       ++tally.taken;
       CHECK(thief->fence() > last);
       last = std::max(last, thief->fence());
@@ -137,10 +150,11 @@ Tally hold_across_failovers(const std::string& url, const char* failover, dblock
         return 0;
       });
     } catch (const dblock::LockLostError&) {
-      if (must_hold) FAIL_CHECK("the holder's release found the lock lost");
+      if (must) FAIL_CHECK("the holder's release found the lock lost");
       was_lost = true;
     }
     if (was_lost || lost != lost_before) ++tally.lost;
+    if (!must) excused_lost += lost - lost_before;
     auto next = reconnecting([&] { return b->lock("job", o).try_acquire(10s); });
     REQUIRE(next);
     CHECK(next->fence() > last);
@@ -149,7 +163,7 @@ Tally hold_across_failovers(const std::string& url, const char* failover, dblock
   }
   join.stop();
   CHECK(probe_error == "");
-  if (must_hold) CHECK(lost == 0);
+  if (must_hold) CHECK(lost == excused_lost);
   return tally;
 }
 
@@ -299,10 +313,11 @@ TEST_CASE("redis primary, replica and three sentinels: fences keep increasing ac
     dblock::LockOptions o;
     o.strategy = dblock::Strategy::redis;
     // Renewals fail from the kill until a master answers (and, with replicas=1, until the
-    // restarted node replicates it): 3-5 s here.
-    o.ttl = 10s;
+    // restarted node has resynced and acknowledges): 3-5 s on a quiet machine, 10-30 s while
+    // the rest of the suite runs beside it. The lease that must outlive it gets 30 s.
     const bool waits = query.find("replicas=") != std::string::npos;
-    auto t = hold_across_failovers(url + query, failover, o, 3, waits);
+    o.ttl = waits ? 30s : 10s;
+    auto t = hold_across_failovers(url + query, failover, o, 3, waits, true);
     std::printf("redis-sentinel %s: %d failovers, held lock lost in %d, taken by another while held in %d\n",
                 waits ? "replicas=1" : "without WAIT", t.rounds, t.lost, t.taken);
   }
