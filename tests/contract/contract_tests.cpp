@@ -368,7 +368,9 @@ CONTRACT_TEST("every acquire, release, renewal, loss and sweep is reported and c
   auto other = ns.open();
   using K = dblock::EventKind;
 
-  auto lock = c->lock("job", opts(f, 300ms));
+  // A 1 s TTL: a 300 ms one could run out on a loaded machine before the re-entry below, which
+  // then asks the server again and finds its own session lock busy.
+  auto lock = c->lock("job", opts(f, 1s));
   auto first = lock.acquire();
   const auto got = std::chrono::steady_clock::now();
   auto again = lock.try_acquire();  // a re-entry
