@@ -225,7 +225,7 @@ expect_exit 127 "a command that does not exist exits 127" "$DBLOCK" run --name c
 for strategy in $STRATEGIES; do
 S="--strategy $strategy"
 rm -f held
-"$DBLOCK" run --name busy $S -- sh -c 'touch held; sleep 30' &
+"$DBLOCK" run --name busy $S -- sh -c 'touch held; sleep 300' &  # ended by the SIGTERM below
 holder=$!
 wait_for_file held || fail "$strategy: holder did not start"
 t0=$(now_ms); expect_exit 75 "$strategy: --no-wait on a held lock" "$DBLOCK" run --name busy $S --no-wait -- true; t1=$(now_ms)
