@@ -100,7 +100,8 @@ double redis_clients(const std::string& url) {
 }
 #endif
 
-ConnectionCounter connection_counter(const std::string& backend, const std::string& url) {
+// url: unused in a build without PostgreSQL, MySQL and Redis.
+ConnectionCounter connection_counter(const std::string& backend, [[maybe_unused]] const std::string& url) {
   if (backend == "sqlite")
     return {"open file descriptors of the process (/proc/self/fd): SQLite has no server", [] { return count_fds(false); }};
   if (backend == "zookeeper")
