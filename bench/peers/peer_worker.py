@@ -1,6 +1,6 @@
-"""The worker side of dblock-bench's `peers` scenario for a peer lock library (bench_peers.cpp).
+"""The worker side of dblock-bench's `peers` scenario for a peer lock library (scenarios/peers.cpp).
 
-The protocol is the one of the bench's own worker processes (bench_proc.hpp): the server URL
+The protocol is the one of the bench's own worker processes (support/proc.hpp): the server URL
 in $DBLOCK_BENCH_WORKER_URL; the worker connects and warms up, prints "ready", waits for EOF
 on stdin (the start signal, given once every worker is ready), runs, and prints one JSON line.
 
