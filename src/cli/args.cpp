@@ -21,11 +21,16 @@ ClientOptions Common::client_options(std::optional<bool> auto_migrate) const {
 namespace {
 
 void add_common(CLI::App* cmd, Common& c) {
-  cmd->add_option("--url", c.url,
-                  "Backend URL: sqlite:PATH, postgresql://, mysql://, redis://, redis-sentinel://, redlock://, "
-                  "zookeeper://, etcd://")
-      ->envname("DBLOCK_URL")
-      ->default_val("sqlite:dblock.db");
+  auto* url = cmd->add_option("--url", c.url,
+                              "Backend URL: sqlite:PATH, postgresql://, mysql://, redis://, redis-sentinel://, "
+                              "redlock://, zookeeper://, etcd://")
+                   ->envname("DBLOCK_URL")
+                   ->default_val("sqlite:dblock.db");
+  cmd->add_option("--url-file", c.url_file,
+                  "Read the URL from the first line of this file, which only its owner may read (keeps a "
+                  "password out of the command line and the environment)")
+      ->envname("DBLOCK_URL_FILE")
+      ->excludes(url);
   cmd->add_option("--table", c.table, "Lock table: identifier or schema.identifier")
       ->envname("DBLOCK_TABLE")
       ->default_val("dblock_locks");
@@ -116,7 +121,8 @@ Invocation parse_command_line(int argc, const char* const* argv, std::ostream& o
       inv.exit_now = app.exit(e, out, err);
       return inv;
     }
-    err << "dblock: " << e.what() << " (see dblock --help)\n";
+    // CLI11 echoes what it did not expect (`dblock list postgresql://u:pw@h/db`, --url forgotten).
+    err << "dblock: " << redact_secrets(e.what()) << " (see dblock --help)\n";
     inv.exit_now = usage;
     return inv;
   }

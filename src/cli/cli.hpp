@@ -27,10 +27,19 @@ int exit_code(ErrorKind kind) noexcept;
 
 struct Common {
   std::string url;
+  std::string url_file;  // --url-file / DBLOCK_URL_FILE: the URL read from a private file
   std::string table = "dblock_locks";
   std::string timeout = "5s";  // connect and statement timeout
   ClientOptions client_options(std::optional<bool> auto_migrate = std::nullopt) const;
+  // The URL to open: --url, or the first line of --url-file, which must be a regular file
+  // that only its owner can read or write (as ssh wants of a key and libpq of .pgpass).
+  std::string server_url() const;
 };
+
+// `text` with whatever looks like a secret replaced by ****: the password of every
+// scheme://user:password@ and the value of every parameter whose name holds "password". For
+// messages that may echo what the user typed (CLI11's usage errors).
+std::string redact_secrets(const std::string& text);
 
 struct RunArgs {
   Common common;

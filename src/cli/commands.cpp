@@ -26,7 +26,7 @@ std::string iso8601(std::chrono::system_clock::time_point t) {
 }  // namespace
 
 int migrate_command(const Common& c) {
-  auto client = Client::open(c.url, c.client_options(false));
+  auto client = Client::open(c.server_url(), c.client_options(false));
   auto applied = client->migrate();
   if (applied.empty()) std::cout << "dblock: table " << c.table << " is up to date\n";
   for (const auto& script : applied) std::cout << "dblock: applied " << script << " to table " << c.table << "\n";
@@ -42,7 +42,7 @@ int sweep_command(const Common& c, const std::string& every, std::size_t batch) 
     if (period->count() == 0) throw UsageError("bad --every: must be positive");
   }
   if (!period) {
-    auto client = Client::open(c.url, c.client_options());
+    auto client = Client::open(c.server_url(), c.client_options());
     auto n = client->sweep(batch);  // before any output: a failure prints only its error
     std::cout << "dblock: swept " << n << " expired leases\n";
     return ok;
@@ -53,7 +53,7 @@ int sweep_command(const Common& c, const std::string& every, std::size_t batch) 
   sigemptyset(&stop);
   for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&stop, s);
   pthread_sigmask(SIG_BLOCK, &stop, nullptr);
-  auto client = Client::open(c.url, c.client_options());
+  auto client = Client::open(c.server_url(), c.client_options());
   std::cout << "dblock: sweeping table " << c.table << " every " << every << std::endl;
   for (;;) {
     try {
@@ -114,7 +114,7 @@ void print_prometheus(const std::vector<LeaseInfo>& leases) {
 }  // namespace
 
 int list_command(const Common& c, const std::string& format) {
-  auto client = Client::open(c.url, c.client_options());
+  auto client = Client::open(c.server_url(), c.client_options());
   auto leases = client->list();
   if (format == "prometheus") {
     print_prometheus(leases);
@@ -150,7 +150,7 @@ int list_command(const Common& c, const std::string& format) {
 int release_command(const Common& c, const std::string& name, bool force) {
   if (!force)
     throw UsageError("release: refusing without --force (it frees the lock under a holder that may still run)");
-  auto client = Client::open(c.url, c.client_options());
+  auto client = Client::open(c.server_url(), c.client_options());
   if (client->force_release(name)) std::cout << "dblock: released lock '" << name << "'\n";
   else std::cout << "dblock: lock '" << name << "' was not held\n";
   return ok;

@@ -17,7 +17,7 @@ std::string shown(const SettingCheck& c) { return c.value.empty() ? c.setting + 
 
 int doctor_command(const Common& c, bool json) {
   // Nothing is created: a doctor run must not be what makes the lock table.
-  auto client = Client::open(c.url, c.client_options(false));
+  auto client = Client::open(c.server_url(), c.client_options(false));
   auto checks = client->check_settings();
   std::size_t problems = 0;
   for (const auto& check : checks) problems += is_problem(check.verdict);

@@ -3,22 +3,35 @@
 // Signals: INT, TERM, HUP, QUIT, CHLD and USR1 are blocked in every thread (the renewal
 // thread inherits the mask) and taken synchronously with sigtimedwait in the main thread.
 // A lost lease makes the renewal thread raise USR1; the main thread then stops the command
-// with SIGTERM, and SIGKILL after the grace period. The command dies with us even on
-// SIGKILL (PR_SET_PDEATHSIG).
+// with SIGTERM, and SIGKILL after the grace period.
 //
 // The command runs in its own process group, so that stopping it stops what it started
 // too (`sh -c 'a; b'` leaves b running if only sh is signalled): the protected work must
-// end when the lease is lost. Stop signals dblock receives go to that group. When run from
+// end when the lease is lost. Stop signals dblock receives go to that group. The group's
+// leader is a small process of dblock's own, the command's parent: it passes the command's
+// exit status on, and when dblock dies, even by SIGKILL (PR_SET_PDEATHSIG), it kills the whole
+// group, so nothing the command started runs on unprotected. When run from
 // an interactive terminal, the group is given the terminal (as a shell does for a job) so
 // Ctrl-C and reads from the terminal reach the command; dblock takes it back afterwards.
+//
+// What the command gets of dblock's: its lock's name, fence and owner in the environment, and
+// nothing else. DBLOCK_URL (which may hold the password) is left out of its environment, and
+// every descriptor dblock opened (the server connections, SQLite's files, the client
+// libraries' own: libmariadb, hiredis and zookeeper_mt do not set close-on-exec) is closed at
+// the exec; those dblock was started with are passed on, as a shell passes them.
+#include <dirent.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
+#include <string_view>
 
 #include "cli/cli.hpp"
 #include "dblock/duration.hpp"
@@ -46,21 +59,82 @@ int pending_stop_signal(const sigset_t& set) {
   }
 }
 
-// Runs in the forked child of a multithreaded process: only async-signal-safe calls from
-// here to exec (another thread may have held the allocator's lock at the fork, so even a
-// malloc can hang forever), hence argv is built before the fork.
-[[noreturn]] void exec_child(char* const* argv, pid_t parent, const sigset_t& old_mask, bool foreground) {
-  prctl(PR_SET_PDEATHSIG, SIGKILL);
-  if (getppid() != parent) _exit(software);  // the parent died before prctl took effect
-  setpgid(0, 0);
-  if (foreground) tcsetpgrp(STDIN_FILENO, getpid());  // SIGTTOU is blocked here, so this works
+// The descriptors above stderr open now: at the start of `run`, before dblock opened any,
+// these are the ones it was started with.
+std::vector<int> open_descriptors() {
+  std::vector<int> fds;
+  DIR* dir = opendir("/proc/self/fd");
+  if (!dir) return fds;
+  for (dirent* e; (e = readdir(dir)) != nullptr;) {
+    int fd = std::atoi(e->d_name);
+    if (fd > STDERR_FILENO && fd != dirfd(dir)) fds.push_back(fd);
+  }
+  closedir(dir);
+  return fds;
+}
+
+// What the command's exec keeps: built before the fork (the child may not allocate).
+struct ChildSetup {
+  std::vector<std::string> env_text;
+  std::vector<char*> argv, envp;
+  std::vector<int> passed;  // descriptors dblock was started with
+  int fd_limit = 0;         // the descriptor table's size, for a kernel without close_range
+};
+
+// Runs in the forked children of a multithreaded process: only async-signal-safe calls from
+// the fork to the exec (another thread may have held the allocator's lock at the fork, so
+// even a malloc can hang forever), hence argv and the environment are built before it.
+[[noreturn]] void exec_command(const ChildSetup& c, const sigset_t& old_mask) {
   pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
-  execvp(argv[0], argv);
+  if (close_range(STDERR_FILENO + 1, ~0U, CLOSE_RANGE_CLOEXEC) != 0)  // Linux before 5.11
+    for (int fd = STDERR_FILENO + 1; fd < c.fd_limit; ++fd) fcntl(fd, F_SETFD, FD_CLOEXEC);
+  for (int fd : c.passed) fcntl(fd, F_SETFD, 0);
+  char* const* argv = c.argv.data();
+  execvpe(argv[0], argv, c.envp.data());
   int err = errno;
   const char* parts[] = {"dblock: cannot run '", argv[0], "': ", strerrordesc_np(err), "\n"};
   for (const char* p : parts)
     if (p) (void)!write(STDERR_FILENO, p, std::strlen(p));
   _exit(err == ENOENT ? 127 : 126);  // as shells do
+}
+
+// The group leader (see the top of this file): starts the command and waits for it, its
+// signal mask dblock's (stop signals blocked: they are meant for the command, and this
+// process must outlive it to pass its status on).
+[[noreturn]] void lead_group(const ChildSetup& c, pid_t parent, const sigset_t& old_mask, bool foreground) {
+  struct sigaction orphaned {};
+  orphaned.sa_handler = [](int) { kill(0, SIGKILL); };  // dblock died: the whole group goes
+  sigaction(SIGUSR2, &orphaned, nullptr);
+  sigset_t usr2;
+  sigemptyset(&usr2);
+  sigaddset(&usr2, SIGUSR2);
+  pthread_sigmask(SIG_UNBLOCK, &usr2, nullptr);
+  prctl(PR_SET_PDEATHSIG, SIGUSR2);
+  if (getppid() != parent) _exit(software);  // dblock died before prctl took effect
+  setpgid(0, 0);
+  if (foreground) tcsetpgrp(STDIN_FILENO, getpid());  // SIGTTOU is blocked here, so this works
+  const pid_t leader = getpid();
+  pid_t command = _Fork();  // fork without the atfork handlers: the libraries' are not for this copy
+  if (command < 0) _exit(software);
+  if (command == 0) {
+    signal(SIGUSR2, SIG_DFL);
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != leader) _exit(software);
+    exec_command(c, old_mask);
+  }
+  int status = 0;
+  while (waitpid(command, &status, 0) < 0)
+    if (errno != EINTR) _exit(software);
+  if (WIFEXITED(status)) _exit(WEXITSTATUS(status));
+  // Killed by a signal: die of the same one, so that dblock reports it as the command's.
+  const int sig = WTERMSIG(status);
+  signal(sig, SIG_DFL);
+  sigset_t one;
+  sigemptyset(&one);
+  sigaddset(&one, sig);
+  pthread_sigmask(SIG_UNBLOCK, &one, nullptr);
+  kill(leader, sig);
+  _exit(128 + sig);
 }
 
 }  // namespace
@@ -79,6 +153,12 @@ int run_command(const RunArgs& a) {
   else if (!a.wait.empty()) wait = parse_duration(a.wait);
   lo.on_lost = [](const std::string&, std::uint64_t) { kill(getpid(), SIGUSR1); };
 
+  ChildSetup child_setup;
+  child_setup.passed = open_descriptors();
+  rlimit files{};
+  getrlimit(RLIMIT_NOFILE, &files);
+  child_setup.fd_limit = static_cast<int>(std::min<rlim_t>(files.rlim_cur, 1 << 20));
+
   sigset_t set, old_mask;
   sigemptyset(&set);
   for (int s : {SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGCHLD, SIGUSR1}) sigaddset(&set, s);
@@ -86,7 +166,7 @@ int run_command(const RunArgs& a) {
   sigaddset(&blocked, SIGTTOU);  // so that handing the terminal back and forth cannot stop us
   pthread_sigmask(SIG_BLOCK, &blocked, &old_mask);
 
-  auto client = Client::open(a.common.url, a.common.client_options());
+  auto client = Client::open(a.common.server_url(), a.common.client_options());
   auto lock = client->lock(a.name, lo);
 
   // Wait in slices, so a stop signal ends the wait within a quarter second.
@@ -106,17 +186,27 @@ int run_command(const RunArgs& a) {
     }
   }
 
-  setenv("DBLOCK_NAME", a.name.c_str(), 1);
-  setenv("DBLOCK_FENCE", std::to_string(lease->fence()).c_str(), 1);
-  setenv("DBLOCK_OWNER", lease->owner().c_str(), 1);
+  // The command's environment: ours without DBLOCK_URL (nor the variables set below, which
+  // a dblock run inside another's command would find set to its parent's lock).
+  auto& env = child_setup.env_text;
+  for (char** e = environ; *e; ++e) {
+    std::string_view var(*e);
+    auto name = var.substr(0, var.find('='));
+    if (name != "DBLOCK_URL" && name != "DBLOCK_NAME" && name != "DBLOCK_FENCE" && name != "DBLOCK_OWNER")
+      env.emplace_back(var);
+  }
+  env.push_back("DBLOCK_NAME=" + a.name);
+  env.push_back("DBLOCK_FENCE=" + std::to_string(lease->fence()));
+  env.push_back("DBLOCK_OWNER=" + lease->owner());
+  for (auto& var : env) child_setup.envp.push_back(var.data());
+  child_setup.envp.push_back(nullptr);
+  for (const auto& arg : a.command) child_setup.argv.push_back(const_cast<char*>(arg.c_str()));
+  child_setup.argv.push_back(nullptr);
   bool foreground = isatty(STDIN_FILENO) && tcgetpgrp(STDIN_FILENO) == getpgrp();
-  std::vector<char*> argv;
-  for (const auto& arg : a.command) argv.push_back(const_cast<char*>(arg.c_str()));
-  argv.push_back(nullptr);
   pid_t parent = getpid();
   pid_t child = fork();
   if (child < 0) throw InternalError(std::string("fork failed: ") + std::strerror(errno));
-  if (child == 0) exec_child(argv.data(), parent, old_mask, foreground);
+  if (child == 0) lead_group(child_setup, parent, old_mask, foreground);
   setpgid(child, child);  // also here, so the group exists whichever process runs first
   if (foreground) tcsetpgrp(STDIN_FILENO, child);
 

@@ -74,16 +74,46 @@ HostPort parse_host_port(std::string_view s) {
 
 }  // namespace
 
+namespace {
+
+// `text` with the value of every query parameter whose name holds "password" (password,
+// sslpassword, ...; any case, percent-encoded or not) replaced by ****.
+std::string redact_query(const std::string& text) {
+  auto q = text.find('?');
+  if (q == std::string::npos) return text;
+  std::string out = text.substr(0, q + 1);
+  for (auto pos = q + 1;;) {
+    auto amp = text.find('&', pos);
+    std::string_view pair = std::string_view(text).substr(pos, amp == std::string::npos ? amp : amp - pos);
+    auto eq = pair.find('=');
+    std::string name;
+    try {
+      name = lower(percent_decode(pair.substr(0, eq), "parameter"));
+    } catch (const UsageError&) {  // a malformed escape: judged as written
+      name = lower(pair.substr(0, eq));
+    }
+    if (eq != std::string_view::npos && name.find("password") != std::string::npos)
+      out.append(pair.substr(0, eq + 1)).append("****");
+    else
+      out.append(pair);
+    if (amp == std::string::npos) return out;
+    out += '&';
+    pos = amp + 1;
+  }
+}
+
+}  // namespace
+
 std::string Url::redacted() const {
-  if (password.empty()) return original;
+  if (password.empty()) return redact_query(original);
   // Replace whatever stands between the first ':' after "//" and the last '@' of the authority.
   auto start = original.find("//");
-  if (start == std::string::npos) return original;
+  if (start == std::string::npos) return redact_query(original);
   auto auth_end = original.find_first_of("/?", start + 2);
   auto at = original.rfind('@', auth_end == std::string::npos ? std::string::npos : auth_end);
   auto colon = original.find(':', start + 2);
   if (at == std::string::npos || colon == std::string::npos || colon > at) return scheme + "://****";
-  return original.substr(0, colon + 1) + "****" + original.substr(at);
+  return redact_query(original.substr(0, colon + 1) + "****" + original.substr(at));
 }
 
 Url parse_url(std::string_view text) {
@@ -92,7 +122,7 @@ Url parse_url(std::string_view text) {
   if (text.empty()) throw UsageError("malformed URL: empty");
   auto colon = text.find(':');
   if (colon == std::string_view::npos)  // no ':', so no password to hide
-    throw UsageError("malformed URL '" + std::string(text) + "': expected scheme:..., e.g. sqlite:dblock.db");
+    throw UsageError("malformed URL '" + redact_query(std::string(text)) + "': expected scheme:..., e.g. sqlite:dblock.db");
   // Not echoed: "://user:password@host" (the scheme left out) would show the password.
   if (colon == 0) throw UsageError("malformed URL: no scheme before ':', expected scheme:..., e.g. sqlite:dblock.db");
   url.scheme = lower(text.substr(0, colon));

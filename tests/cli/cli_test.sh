@@ -222,6 +222,29 @@ done
 IFS='|' read -r n f o <env.out
 [ "$n" = envcheck ] && [ "$f" -gt 0 ] 2>/dev/null && [ -n "$o" ] && ok "CMD sees DBLOCK_NAME, DBLOCK_FENCE, DBLOCK_OWNER" || fail "environment: $(cat env.out)"
 expect_code 3 "CMD's own exit code is dblock's" "$DBLOCK" run --name code -- sh -c 'exit 3'
+
+# --- what CMD gets of dblock's: its lock, and descriptors dblock was started with -----------
+# Not DBLOCK_URL (it may hold the password), nor any descriptor dblock opened: the server
+# connections (client libraries that do not set close-on-exec), SQLite's database and wake
+# files. Descriptor 9, given to dblock by this script, is passed on.
+echo passed-on >"$WORK/fd9"
+"$DBLOCK" run --name inherit -- sh -c 'ls -l /proc/self/fd; echo ENV; env' >"$WORK/inherit.out" 2>&1 9<"$WORK/fd9"
+dblock_fds=$(sed -n '/^ENV$/q;p' "$WORK/inherit.out" | grep -E "socket:|$WORK/" | grep -v "$WORK/fd9\|$WORK/inherit.out")
+[ -z "$dblock_fds" ] && grep -q " 9 -> $WORK/fd9" "$WORK/inherit.out" &&
+  ok "CMD inherits no descriptor of dblock's, and the ones dblock was given" ||
+  fail "CMD's descriptors: $(sed -n '/^ENV$/q;p' "$WORK/inherit.out" | tr '\n' ' ' | head -c 600)"
+! grep -q '^DBLOCK_URL=' "$WORK/inherit.out" && grep -q '^DBLOCK_NAME=inherit$' "$WORK/inherit.out" &&
+  ok "CMD's environment has DBLOCK_NAME but not DBLOCK_URL" || fail "CMD's environment: $(grep '^DBLOCK' "$WORK/inherit.out")"
+
+# --- --url-file: the URL from a file only its owner can read -------------------------------
+printf '%s\n' "$DBLOCK_URL" >"$WORK/url"
+chmod 644 "$WORK/url"
+expect_exit 64 "--url-file readable by others is refused" env -u DBLOCK_URL "$DBLOCK" list --url-file "$WORK/url"
+grep -q "chmod 600" "$WORK/err" && ok "the refusal says how to fix it" || fail "the refusal: $(cat "$WORK/err")"
+chmod 600 "$WORK/url"
+expect_exit 0 "--url-file mode 600 is read" env -u DBLOCK_URL "$DBLOCK" list --url-file "$WORK/url"
+expect_exit 0 "DBLOCK_URL_FILE is read" env -u DBLOCK_URL DBLOCK_URL_FILE="$WORK/url" "$DBLOCK" list
+expect_exit 64 "--url and --url-file together are refused" "$DBLOCK" list --url "$DBLOCK_URL" --url-file "$WORK/url"
 expect_exit 127 "a command that does not exist exits 127" "$DBLOCK" run --name code -- /nonexistent/cmd
 
 # --- busy, SIGTERM and SIGKILL, for every strategy -----------------------------------------
@@ -262,14 +285,17 @@ expect_exit 0 "$strategy: the lock is free once the command ended" "$DBLOCK" run
 
 # SIGKILL of dblock takes the command with it; the lock comes back (after the TTL for leases)
 rm -f held
-"$DBLOCK" run --name killed $S --ttl 2s -- sh -c 'echo $$ >held.tmp; mv held.tmp held; exec sleep 60' &
+# The command starts a process of its own (in its group): both die with dblock.
+"$DBLOCK" run --name killed $S --ttl 2s -- sh -c 'sleep 60 & echo "$$ $!" >held.tmp; mv held.tmp held; wait' &
 holder=$!
 wait_for_file held || fail "$strategy: holder did not start"
-child=$(cat held)
-alive "$child" && ok "$strategy: the command runs under dblock" || fail "$strategy: the command is not running"
+read -r child grandchild <held
+alive "$child" && alive "$grandchild" && ok "$strategy: the command runs under dblock" || fail "$strategy: the command is not running"
 kill -KILL "$holder"; wait "$holder" 2>/dev/null
-sleep 0.3
+for _ in $(seq 1 40); do alive "$child" || alive "$grandchild" || break; sleep 0.05; done
 alive "$child" && fail "$strategy: the command outlived a SIGKILLed dblock" || ok "$strategy: the command died with dblock (SIGKILL)"
+alive "$grandchild" && fail "$strategy: what the command started outlived a SIGKILLed dblock" ||
+  ok "$strategy: what the command started died with dblock too"
 t0=$(now_ms); expect_exit 0 "$strategy: the lock comes back" "$DBLOCK" run --name killed $S --wait 10s -- true; t1=$(now_ms)
 [ $((t1 - t0)) -lt 4000 ] && ok "$strategy: available again after $((t1 - t0)) ms (TTL 2s)" || fail "$strategy: took $((t1 - t0)) ms to come back"
 # etcd deletes the dead holder's key when its lease (the TTL in whole seconds) expires, and
@@ -664,10 +690,10 @@ case "$BACKEND" in
     # A script's own writes guarded in its write transaction by the <table>_check trigger.
     # (A database of its own: an earlier check left this one with a tampered migration.)
     export DBLOCK_URL="sqlite:$WORK/guarded.db"
-    guarded='sqlite3 -bail "${DBLOCK_URL#sqlite:}" "BEGIN IMMEDIATE; INSERT INTO ${DBLOCK_TABLE}_check VALUES ('"'"'$DBLOCK_NAME'"'"', $DBLOCK_FENCE); COMMIT;"'
+    guarded="db='${DBLOCK_URL#sqlite:}'; "'sqlite3 -bail "$db" "BEGIN IMMEDIATE; INSERT INTO ${DBLOCK_TABLE}_check VALUES ('"'"'$DBLOCK_NAME'"'"', $DBLOCK_FENCE); COMMIT;"'
     expect_exit 0 "sqlite3: <table>_check accepts the holder's fence" "$DBLOCK" run --name guarded -- sh -c "$guarded"
     expect_code 76 "sqlite3: <table>_check refuses it after a forced release (and run reports the loss)" \
-      "$DBLOCK" run --name guarded -- sh -c "\"$DBLOCK\" release --force --name guarded >/dev/null && $guarded"
+      "$DBLOCK" run --name guarded -- sh -c "\"$DBLOCK\" release --force --url '$DBLOCK_URL' --name guarded >/dev/null && $guarded"
     export DBLOCK_URL="sqlite:$WORK/locks.db"
     grep -q "not held with this fence" "$WORK/err" && ok "the refusal says the fence is stale" ||
       fail "sqlite3 said: $(cat "$WORK/err")" ;;
@@ -681,10 +707,10 @@ case "$BACKEND" in
       ok "migrate warns after its own output" || fail "migrate said: $(cat "$WORK/out" "$WORK/err")"
     # A script's own writes guarded in its transaction by <table>_check (docs/backends/
     # postgresql.md, "In your transaction"): accepted while the lock is held, refused once it is not.
-    guarded='psql -X -q -v ON_ERROR_STOP=1 "$DBLOCK_URL" -c "BEGIN; SELECT ${DBLOCK_TABLE}_check('"'"'$DBLOCK_NAME'"'"', $DBLOCK_FENCE); COMMIT"'
+    guarded="db='$DBLOCK_URL'; "'psql -X -q -v ON_ERROR_STOP=1 "$db" -c "BEGIN; SELECT ${DBLOCK_TABLE}_check('"'"'$DBLOCK_NAME'"'"', $DBLOCK_FENCE); COMMIT"'
     expect_exit 0 "psql: <table>_check accepts the holder's fence" "$DBLOCK" run --name guarded -- sh -c "$guarded"
     expect_code 76 "psql: <table>_check refuses it after a forced release (and run reports the loss)" \
-      "$DBLOCK" run --name guarded -- sh -c "\"$DBLOCK\" release --force --name guarded >/dev/null && $guarded"
+      "$DBLOCK" run --name guarded -- sh -c "\"$DBLOCK\" release --force --url '$DBLOCK_URL' --name guarded >/dev/null && $guarded"
     grep -q "is not held with fence" "$WORK/err" && ok "the refusal names the lock and the fence" ||
       fail "psql said: $(cat "$WORK/err")" ;;
   mysql)
@@ -718,7 +744,7 @@ case "$BACKEND" in
     export DBLOCK_TABLE="doctor_$DBLOCK_TABLE"
     expect_exit 0 "mariadb: <table>_check accepts the holder's fence" "$DBLOCK" run --name guarded -- sh -c "$guarded"
     expect_code 76 "mariadb: <table>_check refuses it after a forced release (and run reports the loss)" \
-      "$DBLOCK" run --name guarded -- sh -c "\"$DBLOCK\" release --force --name guarded >/dev/null && $guarded"
+      "$DBLOCK" run --name guarded -- sh -c "\"$DBLOCK\" release --force --url '$DBLOCK_URL' --name guarded >/dev/null && $guarded"
     grep -q "is not held with fence" "$WORK/err" && ok "the refusal names the lock and the fence" ||
       fail "mariadb said: $(cat "$WORK/err")"
     export DBLOCK_TABLE="${DBLOCK_TABLE#doctor_}" ;;
@@ -765,12 +791,14 @@ if [ "$BACKEND" = sqlite ] || [ "$BACKEND" = postgresql ] || [ "$BACKEND" = mysq
     data_sql() { if [ "$BACKEND" = postgresql ]; then psql -X -q -At "$SERVER_URL" -c "$1"; else sql "$1"; fi; }
   fi
   data_sql "CREATE TABLE $data (id INTEGER PRIMARY KEY, fence BIGINT NOT NULL); INSERT INTO $data VALUES (1, 0)"
+  # The database clients of the commands below get the URL expanded here: `dblock run` keeps
+  # DBLOCK_URL, which may hold a password, out of its command's environment.
   # guarded.sh MODE: writes $DBLOCK_FENCE into the row, checked; MODE before: waits for the
   # file `go` before its transaction, inside: after the check, now: not at all.
   case "$BACKEND" in
-    sqlite) client='sqlite3 -bail "${DBLOCK_URL#sqlite:}"' begin='BEGIN IMMEDIATE;' shell=.shell
+    sqlite) client="sqlite3 -bail '${DBLOCK_URL#sqlite:}'" begin='BEGIN IMMEDIATE;' shell=.shell
             check="INSERT INTO \${DBLOCK_TABLE}_check VALUES ('\$DBLOCK_NAME', \$DBLOCK_FENCE);" ;;
-    postgresql) client='psql -X -q -v ON_ERROR_STOP=1 "$DBLOCK_URL"' begin='BEGIN;' shell='\!'
+    postgresql) client="psql -X -q -v ON_ERROR_STOP=1 '$DBLOCK_URL'" begin='BEGIN;' shell='\!'
                 check="SELECT \${DBLOCK_TABLE}_check('\$DBLOCK_NAME', \$DBLOCK_FENCE);" ;;
     mysql) client="MYSQL_PWD='$MY_PASSWORD' mariadb --no-defaults --protocol=tcp -h $MY_HOST -P $MY_PORT -u $MY_USER -D $MY_DB --batch"
            begin='START TRANSACTION;' shell='\!' check="CALL \${DBLOCK_TABLE}_check('\$DBLOCK_NAME', \$DBLOCK_FENCE);" ;;
@@ -883,6 +911,9 @@ expect_exit 64 "missing -- command" "$DBLOCK" run --name n
 expect_exit 64 "-- with nothing after it" "$DBLOCK" run --name n --
 expect_exit 64 "--wait with --no-wait" "$DBLOCK" run --name n --wait 1s --no-wait -- true
 expect_exit 64 "unknown command" "$DBLOCK" frobnicate
+# A URL given without --url is echoed by the argument parser as unexpected: never its password.
+expect_exit 64 "a URL without --url" "$DBLOCK" list 'postgresql://u:Pw5ecret@h/db?sslpassword=K3ysecret'
+! grep -q "Pw5ecret\|K3ysecret" "$WORK/err" && ok "the usage error shows no password" || fail "the usage error: $(cat "$WORK/err")"
 expect_exit 64 "no command" "$DBLOCK"
 expect_exit 64 "SQLite path in a missing directory" "$DBLOCK" run --url "sqlite:$WORK/no/such/dir/x.db" --name n -- true
 [ ! -e "$WORK/no" ] && ok "nothing created for the missing directory" || fail "the missing directory was created"

@@ -210,6 +210,16 @@ TEST_CASE("Url::redacted removes the password even when the same text appears el
   CHECK_FALSE(contains(v.redacted(), ":secret@"));
 }
 
+TEST_CASE("Url::redacted hides every query parameter whose name holds password", "[url]") {
+  CHECK(parse_url("postgresql://u@h/db?sslmode=require&password=s3cr3t&application_name=x").redacted() ==
+        "postgresql://u@h/db?sslmode=require&password=****&application_name=x");
+  CHECK(parse_url("postgresql://u:pw@h/db?sslpassword=k3y&sslmode=verify-full").redacted() ==
+        "postgresql://u:****@h/db?sslpassword=****&sslmode=verify-full");
+  // Any case, and percent-encoded names too.
+  CHECK(parse_url("postgresql://h/db?PassWord=a&pass%77ord=b&passwd=c").redacted() ==
+        "postgresql://h/db?PassWord=****&pass%77ord=****&passwd=c");
+}
+
 TEST_CASE("Url::redacted is the URL unchanged when there is no password", "[url]") {
   CHECK(parse_url("redis://user@cache:6379").redacted() == "redis://user@cache:6379");
   CHECK(parse_url("sqlite:x.db").redacted() == "sqlite:x.db");
