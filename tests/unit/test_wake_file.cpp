@@ -5,11 +5,13 @@
 
 #include <chrono>
 #include <filesystem>
+#include <fstream>
 #include <future>
 #include <memory>
 #include <string>
 #include <thread>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "backends/sqlite/wake_file.hpp"
@@ -47,7 +49,8 @@ std::size_t files_in(const fs::path& dir) {
 TEST_CASE("a SQLite release that names the next owner wakes that owner's watch only", "[wake]") {
   Dir dir;
   const auto path = (dir.path / "db-dblock_locks.wake").string();
-  auto releaser = WakeFile::open(path), waiters = WakeFile::open(path);  // as two processes would
+  const auto db = (dir.path / "db").string();
+  auto releaser = WakeFile::open(path, db), waiters = WakeFile::open(path, db);  // as two processes would
   REQUIRE(releaser);
   REQUIRE(waiters);
   auto a = waiters->watch("job", "host:1:a:t1"), b = waiters->watch("job", "host:1:b:t2");
@@ -67,7 +70,7 @@ TEST_CASE("a SQLite release that names the next owner wakes that owner's watch o
 TEST_CASE("a SQLite release that names nobody, or an owner without a watch, wakes every watch", "[wake]") {
   Dir dir;
   const auto path = (dir.path / "db-dblock_locks.wake").string();
-  auto file = WakeFile::open(path);
+  auto file = WakeFile::open(path, (dir.path / "db").string());
   REQUIRE(file);
   auto a = file->watch("job", "host:1:a:t1"), b = file->watch("job", "host:1:b:t2");
   for (const std::string next : {"", "host:1:gone:t9"}) {
@@ -79,4 +82,48 @@ TEST_CASE("a SQLite release that names nobody, or an owner without a watch, wake
     CHECK(b_waits.get() < 5s);
   }
   CHECK(files_in(path + ".d") == 2);  // the release made no file for the owner it named
+}
+
+TEST_CASE("SQLite wake files take the database file's permissions", "[wake]") {
+  Dir dir;
+  const auto db = dir.path / "db";
+  { std::ofstream create(db); }
+  fs::permissions(db, fs::perms::owner_read | fs::perms::owner_write | fs::perms::group_read);  // 0640
+  const auto path = (dir.path / "db-dblock_locks.wake").string();
+  auto file = WakeFile::open(path, db.string());
+  REQUIRE(file);
+  auto w = file->watch("job", "host:1:a:t1");
+  REQUIRE(w);
+  const auto mode = [](const fs::path& p) { return fs::status(p).permissions() & fs::perms::all; };
+  const auto umask_bits = [] {
+    auto m = ::umask(0);
+    ::umask(m);
+    return static_cast<fs::perms>(m);
+  }();
+  CHECK(mode(path) == (fs::perms(0640) & ~umask_bits));
+  CHECK(mode(path + ".d") == (fs::perms(0750) & ~umask_bits));  // x where r
+  CHECK(mode(fs::directory_iterator(path + ".d")->path()) == (fs::perms(0640) & ~umask_bits));
+}
+
+TEST_CASE("a SQLite wake file is not opened through a symbolic link", "[wake]") {
+  Dir dir;
+  const auto target = dir.path / "elsewhere";
+  const auto path = (dir.path / "db-dblock_locks.wake").string();
+  fs::create_symlink(target, path);
+  CHECK_FALSE(WakeFile::open(path, (dir.path / "db").string()));  // waiters poll instead
+  CHECK_FALSE(fs::exists(target));  // and nothing was created where the link points
+
+  // Nor the waiters' directory: a watch still works, on the table's file alone.
+  const auto other = (dir.path / "db-other.wake").string();
+  fs::create_directories(dir.path / "planted");
+  fs::create_directory_symlink(dir.path / "planted", other + ".d");
+  auto file = WakeFile::open(other, (dir.path / "db").string());
+  REQUIRE(file);
+  auto w = file->watch("job", "host:1:a:t1");
+  REQUIRE(w);
+  CHECK(files_in(dir.path / "planted") == 0);
+  auto waits = wait_on(*w, 10s);
+  std::this_thread::sleep_for(50ms);
+  file->released("job", "host:1:a:t1");  // no file of its own: the table's wakes it
+  CHECK(waits.get() < 5s);
 }

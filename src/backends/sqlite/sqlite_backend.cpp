@@ -35,7 +35,7 @@ std::unique_ptr<Backend> open_sqlite(const Url& url, const ClientOptions& option
   auto table = parse_table_name(options.table);
   auto backend = std::make_unique<sqldb::SqlBackend>(
       sqldb::sqlite_dialect(), table, [path, timeout] { return std::make_unique<sqldb::SqliteConnection>(path, timeout); },
-      options, sqldb::WakeFile::open(path + "-" + table.qualified() + ".wake"));
+      options, sqldb::WakeFile::open(path + "-" + table.qualified() + ".wake", path));
   backend->start(auto_migrate);
   return backend;
 }

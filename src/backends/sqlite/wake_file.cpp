@@ -48,10 +48,13 @@ class InotifyWatch final : public ReleaseWatch {
 
 }  // namespace
 
-std::shared_ptr<WakeFile> WakeFile::open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0666);
+std::shared_ptr<WakeFile> WakeFile::open(const std::string& path, const std::string& database) {
+  // Before the database exists, SQLite's default for it (the umask applies to both alike).
+  struct stat st {};
+  const unsigned mode = ::stat(database.c_str(), &st) == 0 ? st.st_mode & 0666 : 0644;
+  int fd = ::open(path.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, mode);
   if (fd < 0) return nullptr;
-  return std::shared_ptr<WakeFile>(new WakeFile(path, fd));
+  return std::shared_ptr<WakeFile>(new WakeFile(path, fd, mode));
 }
 
 WakeFile::~WakeFile() {
@@ -65,7 +68,7 @@ std::string WakeFile::owner_path(const std::string& owner) const { return path_ 
 void WakeFile::released(const std::string&, const std::string& next) noexcept {
   timespec now[2] = {{0, UTIME_NOW}, {0, UTIME_NOW}};
   // An IN_ATTRIB event for the next owner's watch alone, else for every watcher; best effort.
-  if (!next.empty() && utimensat(AT_FDCWD, owner_path(next).c_str(), now, 0) == 0) return;
+  if (!next.empty() && utimensat(AT_FDCWD, owner_path(next).c_str(), now, AT_SYMLINK_NOFOLLOW) == 0) return;
   futimens(fd_, now);
 }
 
@@ -97,7 +100,7 @@ void WakeFile::give_back(int fd) noexcept {
 std::unique_ptr<ReleaseWatch> WakeFile::watch(const std::string&, const std::string& owner) {
   int fd = take();
   if (fd < 0) return nullptr;
-  int table = inotify_add_watch(fd, path_.c_str(), IN_ATTRIB | IN_MODIFY);
+  int table = inotify_add_watch(fd, path_.c_str(), IN_ATTRIB | IN_MODIFY | IN_DONT_FOLLOW);
   if (table < 0) {
     give_back(fd);
     return nullptr;
@@ -106,12 +109,17 @@ std::unique_ptr<ReleaseWatch> WakeFile::watch(const std::string&, const std::str
   // Our own file, where a release that names us next wakes us alone; without it we wake with
   // the table's herd only. The first waiter makes the directory: a database nobody waits on
   // has none.
+  // The directory gets x where the database has r; one that is not a directory of its own
+  // (a symbolic link) is not used.
   std::string own = owner_path(owner);
-  int f = mkdir((path_ + ".d").c_str(), 0777) == 0 || errno == EEXIST
-              ? ::open(own.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC, 0666)
+  const std::string dir = path_ + ".d";
+  struct stat st {};
+  int f = (mkdir(dir.c_str(), mode_ | ((mode_ & 0444) >> 2)) == 0 || errno == EEXIST) &&
+                  lstat(dir.c_str(), &st) == 0 && S_ISDIR(st.st_mode)
+              ? ::open(own.c_str(), O_RDONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, mode_)
               : -1;
   if (f >= 0) close(f);
-  int mine = f >= 0 ? inotify_add_watch(fd, own.c_str(), IN_ATTRIB) : -1;
+  int mine = f >= 0 ? inotify_add_watch(fd, own.c_str(), IN_ATTRIB | IN_DONT_FOLLOW) : -1;
   if (mine >= 0) {
     wds.push_back(mine);
   } else {
