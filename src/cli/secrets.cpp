@@ -8,7 +8,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <regex>
 
 #include "cli/cli.hpp"
 
@@ -48,12 +47,49 @@ std::string Common::server_url() const {
   return text;
 }
 
+namespace {
+
+bool ends_value(char c) { return std::isspace(static_cast<unsigned char>(c)) || c == '&' || c == '/'; }
+
+}  // namespace
+
+// One pass each, no regular expression: the text is whatever the user typed, of any length.
 std::string redact_secrets(const std::string& text) {
-  // user:password@ after "://" (the password runs to the last '@' before a space or '/'),
-  // then name=value pairs whose name holds "password" (password, sslpassword, ...).
-  static const std::regex userinfo(R"((://[^\s/:@]*:)[^\s/]*@)");
-  static const std::regex param(R"(([?&][^\s=&]*password[^\s=&]*=)[^\s&]*)", std::regex::icase);
-  return std::regex_replace(std::regex_replace(text, userinfo, "$1****@"), param, "$1****");
+  // user:password@ after "://": the password runs from the first ':' to the last '@' of the
+  // authority (which ends at a space or '/').
+  std::string out;
+  std::size_t from = 0;
+  for (auto scheme = text.find("://"); scheme != std::string::npos; scheme = text.find("://", from)) {
+    const auto start = scheme + 3;
+    auto end = start;
+    while (end < text.size() && !std::isspace(static_cast<unsigned char>(text[end])) && text[end] != '/') ++end;
+    const auto at = end > start ? text.rfind('@', end - 1) : std::string::npos;
+    const auto colon = text.find(':', start);
+    if (at != std::string::npos && at >= start && colon < at) {
+      out.append(text, from, colon + 1 - from).append("****");
+      from = at;
+    } else {
+      out.append(text, from, end - from);
+      from = end;
+    }
+  }
+  out.append(text, from, std::string::npos);
+  // name=value after '?' or '&' whose name holds "password" (password, sslpassword, ...).
+  std::string masked;
+  for (std::size_t i = 0; i < out.size();) {
+    masked += out[i];
+    if (out[i++] != '?' && out[i - 1] != '&') continue;
+    auto eq = i;
+    while (eq < out.size() && out[eq] != '=' && !ends_value(out[eq]) && out[eq] != '?') ++eq;
+    if (eq >= out.size() || out[eq] != '=') continue;
+    std::string name = out.substr(i, eq - i);
+    for (auto& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (name.find("password") == std::string::npos) continue;
+    masked.append(out, i, eq + 1 - i).append("****");
+    i = eq + 1;
+    while (i < out.size() && !std::isspace(static_cast<unsigned char>(out[i])) && out[i] != '&') ++i;
+  }
+  return masked;
 }
 
 }  // namespace dblock::cli
