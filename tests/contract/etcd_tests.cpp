@@ -386,13 +386,16 @@ TEST_CASE("an unreachable etcd is UnavailableError within the connect timeout", 
 
 // A restart keeps keys and leases (etcd persists them and gives each lease its whole TTL
 // again): a holder with a TTL longer than the outage keeps its lock, and a waiter rides the
-// outage out instead of failing its acquire.
+// outage out instead of failing its acquire, even one whose calls time out before the server
+// is back (a 1 s statement timeout; the outage is a second's pause and the restart).
 TEST_CASE("a holder and a waiter ride out a server restart", "[etcd]") {
   const char* restart = std::getenv("DBLOCK_TEST_ETCD_RESTART");
   if (!restart || !*restart) FAIL("DBLOCK_TEST_ETCD_RESTART is not set (scripts/services env sets it)");
   Keys k;
   auto ns = k.f.make();
-  auto holder = ns.open(), other = ns.open();
+  auto impatient = ns;
+  impatient.options.statement_timeout = 1s;
+  auto holder = ns.open(), other = impatient.open();
   std::atomic<int> lost{0};
   auto o = etcd_opts(10s);
   o.on_lost = [&](const std::string&, std::uint64_t) { lost++; };

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <functional>
+#include <thread>
 #include <vector>
 
 #include "backends/etcd/etcd_keys.hpp"
@@ -48,6 +49,18 @@ pb::RangeRequest all_before(const std::string& prefix, std::int64_t before) {
   r.set_keys_only(true);
   if (before > 0) r.set_max_create_revision(before - 1);
   return r;
+}
+
+// A waiter's keep-alive or look that failed on a transient error (the server restarting, the
+// connection being made again) is tried again while the wait lasts and the waiter's lease may
+// still be alive (`end`): its key keeps its place in the queue through an outage shorter than
+// the lease's TTL, as a holder keeps its lock. Each try waits for the reconnection itself.
+bool wait_through(const Error& e, Clock::time_point end) {
+  constexpr milliseconds pause{200};
+  if (e.kind() != ErrorKind::unavailable && e.kind() != ErrorKind::timeout) return false;
+  if (Clock::now() + pause >= end) return false;
+  std::this_thread::sleep_for(pause);
+  return true;
 }
 
 std::string describe(KeyShape s) {
@@ -209,18 +222,24 @@ Attempt Driver::try_acquire(AcquireRequest& r) {
       check(head.kvs(0));
       if (r.wait.count() <= 0) return Attempt::busy(milliseconds{0});  // a try-lock: our key goes at once
     }
-    // A waiter keeps its lease alive (a shared one, for the Client's other locks too).
-    if (c->session->refresh_due() && !c->session->refresh()) {  // it expired while we waited: queue again
-      c.reset();
-      if (++reentered > 3)
-        throw UnavailableError("etcd: " + cluster_->endpoints() + ": our lease under " + prefix + " keeps expiring");
+    pb::TxnResponse seen;
+    try {
+      // A waiter keeps its lease alive (a shared one, for the Client's other locks too).
+      if (c->session->refresh_due() && !c->session->refresh()) {  // it expired while we waited: queue again
+        c.reset();
+        if (++reentered > 3)
+          throw UnavailableError("etcd: " + cluster_->endpoints() + ": our lease under " + prefix + " keeps expiring");
+        continue;
+      }
+      // Is our key still there, and which key was created just before it? Both at one revision.
+      pb::TxnRequest look;
+      *look.add_success() = range_op(key_range(c->key));
+      *look.add_success() = range_op(by_creation(prefix, pb::RangeRequest::DESCEND, c->revision));
+      seen = cluster_->txn(look);
+    } catch (const Error& e) {
+      if (!c || !wait_through(e, std::min(until, c->session->expiry()))) throw;
       continue;
     }
-    // Is our key still there, and which key was created just before it? Both at one revision.
-    pb::TxnRequest look;
-    *look.add_success() = range_op(key_range(c->key));
-    *look.add_success() = range_op(by_creation(prefix, pb::RangeRequest::DESCEND, c->revision));
-    auto seen = cluster_->txn(look);
     const auto& mine = seen.responses(0).response_range();
     if (mine.kvs_size() == 0 || mine.kvs(0).create_revision() != c->revision) {
       // Deleted by an operator: queue again (a few times; something that keeps deleting it is
@@ -299,16 +318,21 @@ Attempt Driver::try_acquire_shaped(AcquireRequest& r) {
       for (const auto& kv : seen.responses(1).response_range().kvs())
         if (kv.create_revision() < c->revision) below.push_back(&kv);
     } else {
-      if (c->session->refresh_due() && !c->session->refresh()) {
-        c.reset();
-        if (++reentered > 3)
-          throw UnavailableError("etcd: " + cluster_->endpoints() + ": our lease under " + prefix + " keeps expiring");
+      try {
+        if (c->session->refresh_due() && !c->session->refresh()) {
+          c.reset();
+          if (++reentered > 3)
+            throw UnavailableError("etcd: " + cluster_->endpoints() + ": our lease under " + prefix + " keeps expiring");
+          continue;
+        }
+        pb::TxnRequest look;
+        *look.add_success() = range_op(key_range(c->key));
+        *look.add_success() = range_op(all_before(prefix, c->revision));
+        seen = cluster_->txn(look);
+      } catch (const Error& e) {
+        if (!c || !wait_through(e, std::min(until, c->session->expiry()))) throw;
         continue;
       }
-      pb::TxnRequest look;
-      *look.add_success() = range_op(key_range(c->key));
-      *look.add_success() = range_op(all_before(prefix, c->revision));
-      seen = cluster_->txn(look);
       const auto& mine = seen.responses(0).response_range();
       if (mine.kvs_size() == 0 || mine.kvs(0).create_revision() != c->revision) {
         c.reset();  // deleted by an operator: queue again, a few times
