@@ -60,7 +60,13 @@ const char* kazoo_script = R"(
 import os, sys, time
 from kazoo.client import KazooClient
 hosts, path, mode, out, kind = sys.argv[1:6]
-zk = KazooClient(hosts=hosts)
+digest = sys.argv[6] if len(sys.argv) > 6 else ""
+if digest:  # dblock's identity, and its nodes' ACL: the identity's alone
+    from kazoo.security import make_digest_acl
+    user, password = digest.split(":", 1)
+    zk = KazooClient(hosts=hosts, auth_data=[("digest", digest)], default_acl=[make_digest_acl(user, password, all=True)])
+else:
+    zk = KazooClient(hosts=hosts)
 zk.start(timeout=10)
 if kind.startswith("Semaphore:"):
     lock = zk.Semaphore(path, "kazoo-" + mode, max_leases=int(kind.split(":")[1]))
@@ -87,8 +93,9 @@ zk.stop()
 )";
 
 pid_t kazoo(const Tree& t, const std::string& name, const std::string& mode, const std::string& out,
-            const std::string& kind = "Lock") {
-  return dblock::test::spawn({"/usr/bin/python3", "-c", kazoo_script, t.hosts, t.root + "/" + name, mode, out, kind});
+            const std::string& kind = "Lock", const std::string& digest = "") {
+  return dblock::test::spawn(
+      {"/usr/bin/python3", "-c", kazoo_script, t.hosts, t.root + "/" + name, mode, out, kind, digest});
 }
 
 std::string slurp(const std::string& path) {
@@ -533,4 +540,63 @@ TEST_CASE("an unreachable ZooKeeper is UnavailableError within the connect timeo
   auto t0 = Clock::now();
   CHECK_THROWS_AS(dblock::Client::open("zookeeper://127.0.0.1:1/dblock", o), dblock::UnavailableError);
   CHECK(Clock::now() - t0 < 700ms + 1s);
+}
+
+// zookeeper://user:password@...: digest authentication, and every node dblock creates (the root,
+// a name's node, a contender's) is that identity's alone (docs/backends/zookeeper.md). A
+// holder's node cannot be deleted, nor a contender added, by a client without the identity:
+// deleting a child takes DELETE on its parent, and the parent is ours too.
+TEST_CASE("with a user and password dblock's nodes are that identity's alone", "[zookeeper][auth]") {
+  Tree t;
+  const std::string scheme = "zookeeper://", digest = "locker:s3cret-canary";
+  auto authed = [&](const std::string& credentials) {
+    return scheme + credentials + "@" + t.f.url.substr(scheme.size());
+  };
+  auto c = dblock::Client::open(authed(digest));
+  auto lease = c->lock("job", zk_opts()).acquire();
+  const auto dir = t.root + "/job";
+
+  // Anonymous, and the same user with another password: neither reads, adds or deletes.
+  zk::Session wrong(t.hosts, 10s, 5s, "locker:guess");
+  for (zk::Session* s : {t.raw.get(), &wrong}) {
+    std::vector<std::string> names;
+    CHECK_THROWS_WITH(s->children(dir, &names), Catch::Contains("another identity"));
+    CHECK_THROWS_AS(s->create(dir + "/__lock__x", "", 0, nullptr, nullptr), dblock::UnavailableError);
+  }
+  zk::Session same(t.hosts, 10s, 5s, digest);
+  std::vector<std::string> held;
+  REQUIRE(same.children(dir, &held) == ZOK);
+  REQUIRE(held.size() == 1);
+  CHECK_THROWS_AS(t.raw->remove(dir + "/" + held[0]), dblock::UnavailableError);
+  CHECK_THROWS_AS(wrong.remove(dir + "/" + held[0]), dblock::UnavailableError);
+  CHECK_FALSE(lease.lost());
+
+  // A Client with the wrong password is refused in one line that holds no password.
+  try {
+    auto l = dblock::Client::open(authed("locker:guess"))->lock("job", zk_opts()).try_acquire();
+    (void)l;
+    FAIL("a client with the wrong password was let in");
+  } catch (const dblock::UnavailableError& e) {
+    CHECK_THAT(e.what(), Catch::Contains("another identity") && !Catch::Contains("guess"));
+  }
+
+  // Kazoo with the same credentials is the same identity: excluded while dblock holds, then in.
+  auto out = t.f.dir.path() + "/try";
+  CHECK(dblock::test::wait_exit(kazoo(t, "job", "try", out + "1", "Lock", digest)) == 0);
+  CHECK(slurp(out + "1") == "0");
+  lease.release();
+  CHECK(dblock::test::wait_exit(kazoo(t, "job", "try", out + "2", "Lock", digest)) == 0);
+  CHECK(slurp(out + "2") == "1");
+  CHECK(dblock::test::wait_exit(kazoo(t, "job", "try", out + "3")) != 0);  // anonymous: NoAuthError
+  CHECK(c->lock("job", zk_opts()).try_acquire());
+}
+
+TEST_CASE("zookeeper URLs: parameters and half credentials are refused, TLS with its reason", "[zookeeper][auth]") {
+  const std::string server = "zookeeper://127.0.0.1:1/dblock";  // refused before any connection
+  CHECK_THROWS_WITH(dblock::Client::open(server + "?ssl-ca=/ca.pem"),
+                    Catch::Contains("no TLS") && Catch::Contains("built without it"));
+  CHECK_THROWS_WITH(dblock::Client::open(server + "?secure=true"), Catch::Contains("no TLS"));
+  CHECK_THROWS_WITH(dblock::Client::open(server + "?timeout=5"), Catch::Contains("unknown zookeeper URL parameter"));
+  for (const char* half : {"zookeeper://alice@127.0.0.1:1/dblock", "zookeeper://:pw@127.0.0.1:1/dblock"})
+    CHECK_THROWS_AS(dblock::Client::open(half), dblock::UsageError);
 }

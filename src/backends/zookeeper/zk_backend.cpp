@@ -1,4 +1,4 @@
-// zookeeper://host:port[,host:port...]/root: the Backend around the zookeeper strategy.
+// zookeeper://[user:password@]host:port[,host:port...]/root: the Backend around the zookeeper strategy.
 #include "backends/zookeeper/zk_backend.hpp"
 
 #include <zookeeper/zookeeper.h>
@@ -122,17 +122,33 @@ class ZkBackend : public Backend {
   std::shared_ptr<Sessions> sessions_;
 };
 
+// zookeeper://[user:password@]host:port[,...]/root. No parameter is known: one is refused, never
+// ignored, and TLS cannot be offered at all.
+std::string digest_of(const Url& url) {
+  for (const auto& [key, value] : url.query) {
+    if (key.rfind("ssl", 0) == 0 || key.rfind("tls", 0) == 0 || key == "secure")
+      throw UsageError("zookeeper: no TLS: Debian's ZooKeeper C client is built without it (parameter '" + key +
+                       "'); use digest authentication on a trusted network, or a TLS tunnel");
+    throw UsageError("unknown zookeeper URL parameter '" + key + "' (none are known)");
+  }
+  if (url.user.empty() && url.password.empty()) return {};
+  if (url.user.empty() || url.password.empty() || url.user.find(':') != std::string::npos)
+    throw UsageError("bad zookeeper URL: digest authentication needs a user (without ':') and a password");
+  return url.user + ":" + url.password;
+}
+
 }  // namespace
 
 std::unique_ptr<Backend> open_zookeeper(const Url& url, const ClientOptions& options) {
   auto root = zk::root_path(url.path);
   if (url.hosts.empty()) throw UsageError("bad zookeeper URL: no host (zookeeper://host:port/root)");
+  auto digest = digest_of(url);
   std::string hosts;
   for (const auto& h : url.hosts) {
     if (!hosts.empty()) hosts += ',';
     hosts += h.host + ":" + std::to_string(h.port ? h.port : 2181);
   }
-  auto sessions = std::make_shared<Sessions>(hosts, root, options.connect_timeout);
+  auto sessions = std::make_shared<Sessions>(hosts, root, options.connect_timeout, std::move(digest));
   sessions->session(default_ttl);  // an unreachable server fails here, within connect_timeout
   return std::make_unique<ZkBackend>(std::move(sessions));
 }

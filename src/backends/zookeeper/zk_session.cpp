@@ -53,8 +53,9 @@ void throw_error(int rc, const std::string& what) {
     case ZSESSIONMOVED:
     case ZINVALIDSTATE:
     case ZCLOSING:
+    case ZNOAUTH:  // the node's ACL lets another identity in
+      throw UnavailableError(m + " (the node belongs to another identity: check the URL's user and password)");
     case ZAUTHFAILED:
-    case ZNOAUTH:
     case ZSESSIONCLOSEDREQUIRESASLAUTH:
     case ZSSLCONNECTIONERROR:
     case ZNOTREADONLY:
@@ -66,7 +67,9 @@ void throw_error(int rc, const std::string& what) {
   }
 }
 
-Session::Session(const std::string& hosts, milliseconds session_timeout, milliseconds connect_timeout) {
+Session::Session(const std::string& hosts, milliseconds session_timeout, milliseconds connect_timeout,
+                 const std::string& digest)
+    : acl_(digest.empty() ? &ZOO_OPEN_ACL_UNSAFE : &ZOO_CREATOR_ALL_ACL) {
   quiet_client_log();
   // A session timeout beyond int range cannot be asked for; the server clamps anyway.
   auto asked = static_cast<int>(std::min<milliseconds::rep>(session_timeout.count(), 1 << 30));
@@ -80,6 +83,15 @@ Session::Session(const std::string& hosts, milliseconds session_timeout, millise
                            (refused ? ": the server refused the session"
                                     : ": no session within the connect timeout (" +
                                           std::to_string(connect_timeout.count()) + " ms)"));
+  }
+  // Digest authentication fails only on a malformed identity (the server accepts any user and
+  // password, and a wrong one is another identity, refused by the nodes' ACLs instead).
+  if (!digest.empty()) {
+    if (int rc = authenticate(digest); rc != ZOK) {
+      zookeeper_close(zh_);
+      zh_ = nullptr;
+      throw UnavailableError("zookeeper: " + hosts + ": digest authentication refused: " + zerror(rc));
+    }
   }
   std::lock_guard lk(registry_mutex);
   registry.insert(this);
@@ -214,12 +226,18 @@ int Session::finish(const std::shared_ptr<Call>& call, int sent) {
   return state_ == ZOO_AUTH_FAILED_STATE ? ZAUTHFAILED : ZSESSIONEXPIRED;
 }
 
+int Session::authenticate(const std::string& digest) {
+  auto call = start();
+  return finish(call, zoo_add_auth(zh_, "digest", digest.data(), static_cast<int>(digest.size()),
+                                   &Completions::on_void, call.get()));
+}
+
 int Session::create(const std::string& path, const std::string& data, int flags, std::string* created,
                     Stat* stat) {
   check_usable("create " + path);
   auto call = start();
   int rc = unknown_outcome(finish(call, zoo_acreate2(zh_, path.c_str(), data.data(), static_cast<int>(data.size()),
-                                                     &ZOO_OPEN_ACL_UNSAFE, flags, &Completions::on_create, call.get())));
+                                                     acl_, flags, &Completions::on_create, call.get())));
   if (rc == ZOK) {
     if (created) *created = call->text;
     if (stat) *stat = call->stat;
@@ -233,7 +251,7 @@ int Session::create_and_list(const std::string& path, const std::string& data, i
   check_usable("create " + path);
   *listed = false;
   auto create = start();
-  int sent = zoo_acreate2(zh_, path.c_str(), data.data(), static_cast<int>(data.size()), &ZOO_OPEN_ACL_UNSAFE, flags,
+  int sent = zoo_acreate2(zh_, path.c_str(), data.data(), static_cast<int>(data.size()), acl_, flags,
                           &Completions::on_create, create.get());
   if (sent != ZOK) {
     int rc = finish(create, sent);

@@ -26,6 +26,7 @@
 
 typedef struct _zhandle zhandle_t;  // NOLINT: the C client's own spelling
 struct Stat;
+struct ACL_vector;
 
 namespace dblock::detail::zk {
 
@@ -37,7 +38,10 @@ class Session {
  public:
   // Connects to `hosts` ("h:p,h:p") asking for `session_timeout` (the server clamps it to its
   // bounds); throws UnavailableError unless the session is established within `connect_timeout`.
-  Session(const std::string& hosts, milliseconds session_timeout, milliseconds connect_timeout);
+  // With a `digest` ("user:password") the session authenticates as that identity, and every
+  // node it creates belongs to it alone (ZOO_CREATOR_ALL_ACL); without, nodes are open to all.
+  Session(const std::string& hosts, milliseconds session_timeout, milliseconds connect_timeout,
+          const std::string& digest = {});
   ~Session();
   Session(const Session&) = delete;
   Session& operator=(const Session&) = delete;
@@ -88,6 +92,8 @@ class Session {
  private:
   static void on_event(zhandle_t* zh, int type, int state, const char* path, void* context);
   void check_usable(const std::string& what) const;
+  // Adds the digest identity to the session (the client sends it again on every reconnection).
+  int authenticate(const std::string& digest);
 
   // A request in flight and what its completion reported (zk_session.cpp).
   struct Call;
@@ -101,6 +107,7 @@ class Session {
   std::map<const Call*, std::shared_ptr<Call>> calls_;
 
   zhandle_t* zh_ = nullptr;
+  const ACL_vector* acl_;  // what the nodes we create get
   mutable std::mutex mutex_;
   std::condition_variable changed_;
   int state_ = 0;

@@ -8,7 +8,7 @@ std::shared_ptr<Session> Sessions::session(milliseconds ttl) {
   if (slot && slot->dead()) slot.reset();
   // Connecting under the mutex keeps it to one session per TTL; other TTLs wait at most the
   // connect timeout, which is what they would wait for a connection of their own.
-  if (!slot) slot = std::make_shared<Session>(hosts, ttl, connect_timeout);
+  if (!slot) slot = std::make_shared<Session>(hosts, ttl, connect_timeout, digest_);
   return slot;
 }
 

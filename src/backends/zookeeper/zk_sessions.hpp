@@ -14,8 +14,8 @@ namespace dblock::detail::zk {
 
 class Sessions {
  public:
-  Sessions(std::string hosts, std::string root, milliseconds connect_timeout)
-      : hosts(std::move(hosts)), root(std::move(root)), connect_timeout(connect_timeout) {}
+  Sessions(std::string hosts, std::string root, milliseconds connect_timeout, std::string digest = {})
+      : hosts(std::move(hosts)), root(std::move(root)), connect_timeout(connect_timeout), digest_(std::move(digest)) {}
 
   // A connected session for `ttl`: the one already open, or a new one when there is none or
   // it expired (an expired handle can never be used again).
@@ -30,6 +30,7 @@ class Sessions {
   const milliseconds connect_timeout;
 
  private:
+  const std::string digest_;  // "user:password", or empty: Session
   std::mutex mutex_;
   std::map<milliseconds::rep, std::shared_ptr<Session>> sessions_;
 };
