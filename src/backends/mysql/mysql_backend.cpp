@@ -31,6 +31,16 @@ std::unique_ptr<Backend> open_mysql(const Url& url, const ClientOptions& options
   t.user = url.user;
   t.password = url.password;
   t.database = url.path;
+  // The database is written into SQL text as the lock table's schema: it follows the rule of
+  // a table name's parts, so nothing in it needs quoting (nor could break out of it).
+  bool plain_database = true;
+  try {
+    plain_database = t.database.empty() || parse_table_name(t.database).schema.empty();
+  } catch (const UsageError&) {
+    plain_database = false;
+  }
+  if (!plain_database)
+    throw UsageError("bad mysql URL: the database must be letters, digits and _ (it is the lock table's schema)");
   t.connect_timeout = options.connect_timeout;
   t.statement_timeout = options.statement_timeout;
   t.where = url.redacted();
