@@ -24,22 +24,14 @@ namespace dblock::detail {
 
 class WakeWatch;
 
-// A release that granted the name to the next owner in its queue itself (a hand-over): the
-// grant's fence, the lease it was given on the server, and which of the owner's acquires it
-// was for (the ticket's token: a hand-over to an acquire that gave up, whose message came
-// late, must not be taken by the owner's next acquire of the name).
+// What a message says a release did: it granted the name to the next owner in its queue (a
+// hand-over), with this fence, for one of the owner's acquires (the ticket's token: a
+// hand-over to an acquire that gave up, whose message came late, must not be taken by the
+// owner's next acquire of the name). A claim anyone who may send on the channel can make:
+// the waiter grants itself only what the server confirms.
 struct Handover {
   std::uint64_t fence = 0;
-  milliseconds lease{0};
   std::string token;
-  // The lease left, counted from `sent`, a request of the waiter's sent before the release
-  // ran (as the core counts every lease from its request's sending); nothing when less than
-  // half is left (a late message: the waiter asks the server instead).
-  std::optional<milliseconds> left_since(Clock::time_point sent) const {
-    const auto left = lease - std::chrono::duration_cast<milliseconds>(Clock::now() - sent);
-    if (left < lease / 2) return std::nullopt;
-    return left;
-  }
 };
 
 struct WakeTable {

@@ -50,7 +50,7 @@ constexpr std::array<std::string_view, static_cast<std::size_t>(Statement::count
     "advisory_try_shared", "advisory_wait_shared", "advisory_unlock_shared", "advisory_wait_bounded_shared",
     "shared_acquire",   "shared_busy",     "shared_renew",     "shared_release",        "shared_release_after",
     "writer_mark",      "writer_unmark",   "sweep_holders",
-    "queue_join",       "queue_leave",     "handed_free",     "queue_ahead",      "sweep_queue",
+    "queue_join",       "queue_leave",     "handed_free",     "queue_ahead",      "handed_check",     "sweep_queue",
     "turn_join",        "turn_wait",       "insert_turn_grant", "optimistic_turn_grant", "turn_free",
     "lock_in",
     "check_in",         "list",
@@ -74,6 +74,7 @@ bool required(const Dialect& d, Statement s) {
     case Statement::optimistic_handover:
     case Statement::queue_join:
     case Statement::queue_ahead:
+    case Statement::handed_check:
     case Statement::handed_free:
     case Statement::turn_join:
     case Statement::insert_turn_grant:

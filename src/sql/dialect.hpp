@@ -71,7 +71,8 @@ enum class Statement : std::size_t {
   // above as the release of a grant made after waiting (others are likely queued), which,
   // with a live ticket of another owner in the name's queue, grants the row to the lowest
   // instead (a hand-over) and tells the head's process through the notifier
-  // (LeaseDriver::take_handover), or leaves it to the head's own read. Answers one row
+  // (LeaseDriver::take_handover, which confirms it with handed_check), or leaves it to the
+  // head's own read. Answers one row
   // whose last column is -1 when it handed the row over (LeaseDriver::released). Apart from
   // the plain releases because the hand-over's statements cost an uncontended release about
   // 25 us (7 %) even when they find no ticket.
@@ -169,6 +170,11 @@ enum class Statement : std::size_t {
   // it first where a grant attempt costs more than a read (SQLite: every attempt takes the
   // database's one write lock).
   queue_ahead,
+  // Optional, where a waiter learns of a hand-over from a message (PostgreSQL's NOTIFY):
+  // (name, owner, fence) -> remaining_ms of the name's row when it is owner's at that fence
+  // and live, else no row. The message is only a claim anyone who may NOTIFY can make; this
+  // read is the database's word for it (LeaseDriver::take_handover).
+  handed_check,
   sweep_queue,  // (batch): delete up to batch expired tickets; affected = deleted
   // Optional, with queue_join, where releases notify nobody (MySQL): turn keys, a named
   // server lock per queued waiter, held on a session pinned for it from before its ticket

@@ -67,7 +67,6 @@ class WaitingPlace final : public QueuePlace {
 
   std::int64_t ticket = 0;          // 0: none; else the ticket the server gave
   Clock::time_point renew_at{};     // when the ticket is next written again (this host's clock)
-  Clock::time_point busy_sent{};    // when the last attempt answered busy was sent
   bool marked = false;              // a writer's mark is up
   ConnectionPool::Handle turn;      // the session holding this waiter's turn key, if it has one
   bool turn_tried = false;          // turn_join was asked once (a refusal is not asked again)
@@ -141,10 +140,8 @@ class LeaseDriver : public LockDriver {
   template <class Once>
   Attempt taking_turns(AcquireRequest& r, Once once) {
     if (auto handed = take_handover(r)) return std::move(*handed);
-    const auto sent = Clock::now();
-    const auto until = sent + r.wait;
+    const auto until = Clock::now() + r.wait;
     Attempt a = joins_line(r) ? in_line(r) : once();
-    if (!a.acquired() && a.place) static_cast<WaitingPlace&>(*a.place).busy_sent = sent;
     while (!a.acquired()) {
       switch (wait_turn(r, a, until)) {
         case Turn::none:
@@ -180,11 +177,10 @@ class LeaseDriver : public LockDriver {
   // A grant's answer as handed to the core: one made after waiting (others are likely
   // queued) releases with the hand-over statement, where the dialect has one.
   Attempt handing(Attempt a, const AcquireRequest& r, bool waited);
-  // The grant a release handed to this queued waiter (Statement::insert_handover), if one
-  // came: no statement. Its lease counts from the last busy attempt's sending (the release ran
-  // after that attempt did). Not taken by an acquire the core will not renew (its lease would
-  // be the hand-over's, not its TTL), nor with less than half of it left (a late message): the
-  // next attempt asks the server, which takes the row over as a leftover of ours.
+  // The grant a release handed to this queued waiter (Statement::insert_handover), if its
+  // message came and the row confirms it (Statement::handed_check: one read, no commit). Not
+  // taken by an acquire the core will not renew (its lease would be the hand-over's, not its
+  // TTL): the next attempt asks the server, which takes the row over as a leftover of ours.
   std::optional<Attempt> take_handover(AcquireRequest& r);
   // The parameters of an exclusive grant statement: `first` and, where the dialect queues
   // waiters, the asker's ticket (lease_queue.cpp), then, where the dialect bounds it, the

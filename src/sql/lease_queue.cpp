@@ -24,12 +24,12 @@ WaitingPlace::~WaitingPlace() {
     // Handed the name as it gave up: the acquire returns no lease, so the row goes on to the
     // next in line (the release statement hands over again, or frees it). A hand-over whose
     // message has not come yet is left to its short lease.
+    // A forged message's fence releases nothing, and the ticket then leaves as below.
     if (ticket != 0 && notifier_ && d_.offers(release_))
       if (auto handed = notifier_->take_handover(name_, owner_);
-          handed && handed->token == std::to_string(ticket)) {
-        s->run(d_[release_], {name_, owner_, static_cast<std::int64_t>(handed->fence)});
+          handed && handed->token == std::to_string(ticket) &&
+          !s->run(d_[release_], {name_, owner_, static_cast<std::int64_t>(handed->fence)}).rows.empty())
         ticket = 0;  // the release took it
-      }
     if (ticket != 0) {
       UnflushedCommits unflushed(*s);
       s->run(d_[Statement::queue_leave], {name_, owner_});  // wakes the next waiter where it can
@@ -101,11 +101,21 @@ std::optional<Attempt> LeaseDriver::take_handover(AcquireRequest& r) {
   if (!hands_over() || !notifier_ || !w || w->ticket == 0) return std::nullopt;
   auto handed = notifier_->take_handover(r.name, r.owner);
   // Another acquire's (one that gave up): not ours, and left to its short lease.
-  if (!handed || handed->token != std::to_string(w->ticket)) return std::nullopt;
-  const auto left = handed->left_since(w->busy_sent);
-  if (!r.renewed || !left) return std::nullopt;
+  if (!handed || handed->token != std::to_string(w->ticket) || !r.renewed) return std::nullopt;
+  // A message is a claim, not a grant: any role that may connect can NOTIFY, naming a queued
+  // waiter's owner and ticket (both readable in the queue table). Granted only when the row
+  // says so, read without a write; the lease left counts from the read's sending. Otherwise
+  // the next attempt asks the server as usual.
+  if (!d_.offers(Statement::handed_check)) return std::nullopt;
+  const auto sent = Clock::now();
+  auto s = pool_.get();
+  auto seen = s->run(d_[Statement::handed_check], {r.name, r.owner, static_cast<std::int64_t>(handed->fence)});
+  if (seen.rows.empty()) return std::nullopt;
+  const auto left = milliseconds{as_int(seen.rows.front()[0])} -
+                    std::chrono::duration_cast<milliseconds>(Clock::now() - sent);
+  if (left <= milliseconds{0}) return std::nullopt;
   w->ticket = 0;  // the release took it
-  return handing(keyed_grant(*this, r, handed->fence, *left), r, true);
+  return handing(keyed_grant(*this, r, handed->fence, left), r, true);
 }
 
 std::optional<Attempt> LeaseDriver::read_first(Connection& s, AcquireRequest& r) {

@@ -432,7 +432,7 @@ TEST_CASE("postgresql: a waiter that gives up after the row was handed to it pas
   };
   auto [to, fence] = owner_fence();
   REQUIRE(to == me);
-  notifier->grant = dblock::detail::Handover{static_cast<std::uint64_t>(fence), 3000ms, std::to_string(ticket)};
+  notifier->grant = dblock::detail::Handover{static_cast<std::uint64_t>(fence), std::to_string(ticket)};
   a.place.reset();  // the acquire gives up
   auto [next, next_fence] = owner_fence();
   CHECK(next == "next");
@@ -459,4 +459,45 @@ TEST_CASE("postgresql: a table name too long for its release channel is refused,
             raw.run("SELECT count(*) FROM pg_namespace WHERE nspname = 's234567890123456789012345678901234567890'", {})
                 .rows.front()[0]) == 0);
   CHECK_NOTHROW(dblock::Client::open(table.url(), longer));
+}
+
+// Any role that may connect can NOTIFY: a hand-over message naming a queued waiter's owner and
+// ticket (read from the queue table), as a release would send it, must not start the waiter
+// while the holder holds. The waiter is woken, reads the row (handed_check), and waits on.
+TEST_CASE("postgresql: a forged hand-over message starts nobody", "[postgresql][fair]") {
+  namespace sq = dblock::detail::sqldb;
+  dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::postgresql);
+  auto holder = table.ns().open(), waiter = table.ns().open();
+  auto lease = holder->lock("job").acquire();
+  std::atomic<bool> got{false};
+  std::uint64_t waiter_fence = 0;
+  auto waited = std::async(std::launch::async, [&] {
+    auto l = waiter->lock("job").try_acquire(30s);
+    if (l) waiter_fence = l->fence();
+    got = l.has_value();
+  });
+  sq::PgConnection raw(table.url(), "test", 10s);
+  std::string owner;
+  std::int64_t ticket = 0;
+  REQUIRE(dblock::test::eventually([&] {
+    auto r = raw.run("SELECT owner, ticket FROM " + table.name() + "_queue WHERE name = 'job'", {});
+    if (r.rows.empty()) return false;
+    owner = sq::as_text(r.rows.front()[0]);
+    ticket = sq::as_int(r.rows.front()[1]);
+    return true;
+  }, 10s));
+  // "FENCE LEASE_MS TICKET OWNER_BYTES OWNER NAME", with the holder's fence and a later one.
+  for (auto fence : {lease.fence(), lease.fence() + 1}) {
+    auto payload = std::to_string(fence) + " 3000 " + std::to_string(ticket) + " " + std::to_string(owner.size()) +
+                   " " + owner + "job";
+    raw.run("SELECT pg_notify('dblock handed', $1)", {payload});
+  }
+  std::this_thread::sleep_for(1s);
+  CHECK_FALSE(got);
+  CHECK_FALSE(lease.lost());
+  auto fence = lease.fence();
+  lease.release();
+  waited.get();
+  CHECK(got);
+  CHECK(waiter_fence > fence);
 }

@@ -97,7 +97,7 @@ const Dialect& postgresql_dialect() {
         "WHERE NOT EXISTS (SELECT 1 FROM won)";
     // The release of a grant made after waiting: with a live ticket of another owner in the
     // name's queue, it grants the row to the lowest instead (a hand-over:
-    // LeaseDriver::take_handover): new fence, the ticket's life as its lease (handover_ms,
+    // LeaseDriver::take_handover, confirmed by handed_check): new fence, the ticket's life as its lease (handover_ms,
     // the waiter's watchdog renews it to its TTL), the ticket deleted, and the grant announced
     // on the channel of hand-overs as "FENCE LEASE_MS TICKET OWNER_BYTES OWNER NAME"
     // (PgListener: one channel for every table, as an owner names one Client of one table;
@@ -135,6 +135,9 @@ const Dialect& postgresql_dialect() {
         "WITH gone AS (DELETE FROM ${table} WHERE name = $1 AND owner = $2 AND fence = $3::bigint "
         "RETURNING name) " + notify_async("gone");
     d[S::insert_handover] = releasing("DELETE FROM ${table}", ", 0::bigint", ", -1::bigint");
+    d[S::handed_check] =
+        "SELECT valid_until - ${now_ms} FROM ${table} WHERE name = $1 AND owner = $2 AND fence = $3::bigint "
+        "AND valid_until > ${now_ms}";
 
     d[S::release_after] =
         "UPDATE ${table} SET valid_until = ${now_ms} + $4::bigint, holds = 0, version = version + 1 "

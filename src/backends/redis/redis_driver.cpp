@@ -141,9 +141,6 @@ class Ticket final : public QueuePlace {
     }
   }
   bool held = true;  // false once a grant or a last attempt took the ticket away on the server
-  // When the last attempt that found the name busy was sent: a release that hands the name
-  // over to this ticket does so after that attempt ran.
-  Clock::time_point sent{};
   // Which of its owner's acquires of the name this ticket is, as a hand-over names it.
   const std::string token;
 
@@ -177,18 +174,27 @@ milliseconds RedisDriver::handover_lease(const AcquireRequest& r) const {
   return std::min(r.ttl, ticket_life);
 }
 
-std::optional<Attempt> RedisDriver::take_handover(AcquireRequest& r) {
+std::optional<Attempt> RedisDriver::take_handover(AcquireRequest& r, Connection& c) {
   if (!r.fair || !r.place || !sub_) return std::nullopt;
   auto handed = sub_->take_handover(r.name, r.owner);
   auto& ticket = static_cast<Ticket&>(*r.place);
   // Another acquire's (one that gave up, its ticket's leave passed the name on): not ours.
   if (!handed || handed->token != ticket.token) return std::nullopt;
-  // From our last busy attempt (the release ran after it); a late one: the server takes our
-  // record over as a leftover if it still is.
-  const auto left = handed->left_since(ticket.sent);
-  if (!left) return std::nullopt;
+  // A message is a claim, not a grant: anyone who may PUBLISH can send one naming a queued
+  // waiter's owner and token (both in the queue's keys). Granted only when the record says
+  // so, read with one script (describe); the lease left counts from its sending. Otherwise
+  // the next attempt asks the server, which takes our record over as a leftover if it is one.
+  const auto sent = Clock::now();
+  auto record = c.eval(describe_script(), {r.name}, {});
+  if (record->type != REDIS_REPLY_ARRAY || record->elements != 2) return std::nullopt;
+  const auto& h = *record->element[1];
+  if (h.type != REDIS_REPLY_ARRAY || h.elements != 6 || std::string(h.element[0]->str, h.element[0]->len) != r.owner ||
+      static_cast<std::uint64_t>(as_int(*h.element[1])) != handed->fence)
+    return std::nullopt;
+  const auto left = milliseconds{as_int(*h.element[4])} - std::chrono::duration_cast<milliseconds>(Clock::now() - sent);
+  if (left <= milliseconds{0}) return std::nullopt;
   ticket.held = false;  // the release took it off the queue
-  return keyed_grant(*this, r, handed->fence, *left);
+  return keyed_grant(*this, r, handed->fence, left);
 }
 
 Attempt RedisDriver::attempt(AcquireRequest& r) {
@@ -198,7 +204,7 @@ Attempt RedisDriver::attempt(AcquireRequest& r) {
     confirm_replicated(*c, failover_, r.ttl, [&](Connection& on) { on.eval(undo, {r.name}, args); });
   };
   if (r.mode == Mode::exclusive && r.permits == 1) {
-    if (auto handed = take_handover(r)) return std::move(*handed);
+    if (auto handed = take_handover(r, *c)) return std::move(*handed);
     // The plain record (redis-py's key). Attempt "-": nothing undoes a single server's grant.
     // Fence floor "": the server's clock. Fair: the name's queue too, how long a busy answer
     // keeps our ticket (0 when this attempt is a try or the acquire's last: the wait ends
@@ -215,16 +221,14 @@ Attempt RedisDriver::attempt(AcquireRequest& r) {
       const auto lease = handover_lease(r);
       args.push_back(lease.count() > 0 ? std::to_string(lease.count()) + " " + token : "0");
     }
-    const auto sent = Clock::now();
     auto reply = c->eval(acquire_script(), on, args);
     refuse_mismatch(*reply, r);
     auto a = parse_answer(*reply, r.ttl);
     if (!a.granted) {
       auto busy = Attempt::busy(a.remaining);
-      if (r.fair && r.wait.count() > 0) {
+      if (r.fair && r.wait.count() > 0)
         busy.place = r.place ? std::move(r.place) : std::make_unique<Ticket>(pool_, r.name, r.owner, token);
-        static_cast<Ticket&>(*busy.place).sent = sent;
-      } else if (r.place)
+      else if (r.place)
         static_cast<Ticket&>(*r.place).held = false;
       return busy;
     }

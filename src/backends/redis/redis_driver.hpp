@@ -48,7 +48,9 @@ class RedisDriver final : public LockDriver {
  private:
   Attempt attempt(AcquireRequest& r);
   milliseconds handover_lease(const AcquireRequest& r) const;
-  std::optional<Attempt> take_handover(AcquireRequest& r);
+  // The grant a release handed this waiter, if its message came and the record, read on `c`
+  // (the attempt's connection), confirms it.
+  std::optional<Attempt> take_handover(AcquireRequest& r, Connection& c);
   ConnectionPool& pool_;
   Subscriber* sub_;
   const Failover failover_;

@@ -53,8 +53,7 @@ void deliver(WakeTable& table, const std::string& message) {
   }
   Handover grant;
   try {
-    grant.fence = std::stoull(field[0]);
-    grant.lease = milliseconds{std::stoll(field[1])};
+    grant.fence = std::stoull(field[0]);  // field[1], the lease, is read from the record
   } catch (const std::exception&) {
     return;
   }
