@@ -290,7 +290,9 @@ CONTRACT_TEST("a successor is granted only once the holder reads its lease lost"
   auto a = ns.open(), b = ns.open();
   int early = 0;
   for (int round = 0; round < 20; ++round) {
-    auto held = a->lock("job", opts(f, 100ms, false)).try_acquire();
+    // Waited for: a Redlock grant on a loaded machine can take longer than its 100 ms TTL
+    // (too little validity left), and another try then makes it.
+    auto held = a->lock("job", opts(f, 100ms, false)).try_acquire(5s);
     REQUIRE(held);
     auto lock = b->lock("job", opts(f, 100ms, false));
     std::optional<Lease> next;
