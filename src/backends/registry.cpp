@@ -60,14 +60,11 @@ std::unique_ptr<Backend> open_backend(const Url& url, const ClientOptions& optio
 #ifdef DBLOCK_WITH_ZOOKEEPER
   if (url.scheme == "zookeeper") return open_zookeeper(url, options);
 #endif
-  // Refused whether or not the bridge is built: what is missing is TLS, not the backend.
-  if (url.scheme == "etcd+https" || url.scheme == "etcds")
-    throw UsageError("etcd over TLS (" + url.scheme + "://) is not supported yet: use etcd:// (plain gRPC)");
 #ifdef DBLOCK_WITH_ETCD
-  if (url.scheme == "etcd") return open_etcd(url, options);
+  if (url.scheme == "etcd" || url.scheme == "etcds" || url.scheme == "etcd+https") return open_etcd(url, options);
 #endif
-  for (const char* known :
-       {"postgresql", "postgres", "mysql", "mariadb", "redis", "redis-sentinel", "redlock", "zookeeper", "etcd"})
+  for (const char* known : {"postgresql", "postgres", "mysql", "mariadb", "redis", "redis-sentinel", "redlock",
+                            "zookeeper", "etcd", "etcds", "etcd+https"})
     if (url.scheme == known)
       throw UsageError("this dblock was built without the " + url.scheme + " backend (built: " + built_backends() +
                        ")");

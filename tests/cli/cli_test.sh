@@ -919,14 +919,20 @@ expect_exit 64 "SQLite path in a missing directory" "$DBLOCK" run --url "sqlite:
 [ ! -e "$WORK/no" ] && ok "nothing created for the missing directory" || fail "the missing directory was created"
 expect_exit 64 "zero batch" "$DBLOCK" sweep --batch 0
 [ "$BACKEND" = zookeeper ] && expect_exit 64 "a name with '/' (one node per name)" "$DBLOCK" run --name 'a/b' -- true
+if [ "$BACKEND" = mysql ]; then  # the database is the table's schema in SQL text
+  expect_exit 64 "a mysql database with a backtick" "$DBLOCK" run --url "${DBLOCK_URL%/*}/db%60x" --name n -- true
+  expect_exit 64 "a mysql database with a dot" "$DBLOCK" run --url "${DBLOCK_URL%/*}/db.x" --name n -- true
+fi
 if [ "$BACKEND" = etcd ]; then
   hostport=$ETCD_HOSTPORT
   expect_exit 64 "a name with '/' (it would fall under another name's keys)" "$DBLOCK" run --name 'a/b' -- true
   expect_exit 64 "an etcd prefix with '//'" "$DBLOCK" run --url "etcd://$hostport/a//b" --name n -- true
   expect_exit 64 "an etcd URL without a prefix" "$DBLOCK" run --url "etcd://$hostport" --name n -- true
   expect_exit 64 "an etcd endpoint without a port" "$DBLOCK" run --url "etcd://${hostport%%:*}/dblock" --name n -- true
-  expect_exit 64 "etcd+https (TLS not supported yet)" "$DBLOCK" run --url "etcd+https://$hostport/dblock" --name n -- true
-  grep -q "TLS.*not supported yet" "$WORK/err" && ok "the error says TLS is not supported yet" || fail "etcd+https error: $(cat "$WORK/err")"
+  expect_exit 69 "etcds:// against a server without TLS" "$DBLOCK" run --url "etcds://$hostport/dblock" --timeout 2s --name n -- true
+  grep -q "TLS handshake" "$WORK/err" && ok "the error names the TLS handshake" || fail "etcds error: $(cat "$WORK/err")"
+  expect_exit 64 "an unknown etcd URL parameter" "$DBLOCK" run --url "etcd://$hostport/dblock?sslmode=on" --name n -- true
+  expect_exit 64 "an unreadable ssl-ca" "$DBLOCK" run --url "etcd://$hostport/dblock?ssl-ca=$WORK/none.pem" --name n -- true
   expect_exit 69 "an unreachable etcd endpoint" "$DBLOCK" run --url "etcd://127.0.0.1:1/dblock" --timeout 2s --name n -- true
 fi
 left=$("$DBLOCK" list --json)

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <random>
 #include <thread>
 #include <vector>
 
@@ -365,9 +366,15 @@ TEST_CASE("etcd URLs and names are checked before anything is written", "[etcd]"
   CHECK_THROWS_AS(dblock::Client::open("etcd://" + hostport + "/a//b"), dblock::UsageError);
   CHECK_THROWS_AS(dblock::Client::open("etcd://" + hostport + "/a/"), dblock::UsageError);
   CHECK_THROWS_AS(dblock::Client::open("etcd://" + url.hosts[0].host + "/dblock"), dblock::UsageError);  // no port
-  CHECK_THROWS_AS(dblock::Client::open("etcd+https://" + hostport + "/dblock"), dblock::UsageError);
-  CHECK_THROWS_WITH(dblock::Client::open("etcd+https://" + hostport + "/dblock"),
-                    Catch::Contains("TLS") && Catch::Contains("not supported yet"));
+  CHECK_THROWS_WITH(dblock::Client::open("etcd://" + hostport + "/dblock?timeout=1"),
+                    Catch::Contains("unknown etcd URL parameter 'timeout'"));
+  CHECK_THROWS_WITH(dblock::Client::open("etcd://" + hostport + "/dblock?ssl-ca=/nonexistent.pem"),
+                    Catch::Contains("cannot read ssl-ca file"));
+  CHECK_THROWS_AS(dblock::Client::open("etcd://alice@" + hostport + "/dblock"), dblock::UsageError);  // no password
+  dblock::ClientOptions quick;
+  quick.connect_timeout = 1s;
+  CHECK_THROWS_WITH(dblock::Client::open("etcds://" + hostport + "/dblock", quick),
+                    Catch::Contains("TLS handshake"));  // a plaintext server: no handshake
   auto c = k.f.make().open();
   CHECK_THROWS_AS(c->lock("a/b", etcd_opts()), dblock::UsageError);
   CHECK_THROWS_AS(c->force_release("a/b"), dblock::UsageError);
@@ -591,4 +598,58 @@ TEST_CASE("etcdctl lock excludes dblock readers, and dblock readers exclude it",
   auto after = b->lock("doc", etcd_opts()).try_acquire_shared(10s);
   REQUIRE(after);
   CHECK(after->fence() > static_cast<std::uint64_t>(holder_fence));
+}
+
+// The TLS-only server (scripts/services start etcd-tls): what each wrong setup answers, a
+// certificate alone as etcd's user, and etcdctl over TLS. The contract suite itself runs there
+// too (EtcdTlsLock, with a user and password).
+TEST_CASE("over TLS: a certificate alone logs in, and each wrong setup fails in one line", "[etcd-tls]") {
+  const auto base = dblock::test::server_url("DBLOCK_TEST_ETCD_TLS_URL");
+  const char* certs_env = std::getenv("DBLOCK_TEST_CERTS");
+  if (!certs_env || !*certs_env) FAIL("DBLOCK_TEST_CERTS is not set (scripts/services env etcd-tls sets it)");
+  const std::string certs = certs_env;
+  auto url = dblock::detail::parse_url(base);
+  const auto hostport = url.hosts[0].host + ":" + std::to_string(url.hosts[0].port);
+  const auto root = "/dblock/t" + std::to_string(std::random_device{}());
+  auto tls = [&](const std::string& credentials, const std::string& ca, bool cert) {
+    return "etcds://" + credentials + hostport + root + "?ssl-ca=" + certs + "/" + ca +
+           (cert ? "&ssl-cert=" + certs + "/client.pem&ssl-key=" + certs + "/client.key" : "");
+  };
+  dblock::ClientOptions quick;
+  quick.connect_timeout = 2s;
+  auto refused = [&](const std::string& u, const char* says) {
+    try {
+      auto l = dblock::Client::open(u, quick)->lock("job", etcd_opts()).try_acquire();
+      (void)l;
+      FAIL("let in: " << dblock::detail::parse_url(u).redacted());
+    } catch (const dblock::UnavailableError& e) {
+      CHECK_THAT(e.what(), Catch::Contains(says) && !Catch::Contains("pw"));
+      CHECK(std::string(e.what()).find('\n') == std::string::npos);
+    }
+  };
+  refused(tls("locker:locker-pw@", "other-ca.pem", true), "TLS handshake");  // a CA that signed nothing of ours
+  refused(tls("locker:locker-pw@", "ca.pem", false), "TLS handshake");       // no client certificate
+  refused("etcd://locker:locker-pw@" + hostport + root, "no connection");    // plaintext to a TLS-only server
+  refused(tls("locker:wrong-pw@", "ca.pem", true), "authenticate as 'locker'");
+
+  // The client certificate alone: etcd takes its common name (dblock) as the user.
+  auto c = dblock::Client::open(tls("", "ca.pem", true));
+  auto lease = c->lock("job", etcd_opts()).acquire();
+  // etcdctl over TLS, as the same user: it waits for our key, then holds.
+  auto out = std::filesystem::temp_directory_path() / ("dblock-etcdctl-" + std::to_string(std::random_device{}()));
+  auto pid = dblock::test::spawn(
+      {"/usr/bin/env", "ETCDCTL_API=3", "/usr/bin/etcdctl", "--endpoints=https://" + hostport,
+       "--cacert=" + certs + "/ca.pem", "--cert=" + certs + "/client.pem", "--key=" + certs + "/client.key", "lock",
+       root + "/job", "--", "/bin/sh", "-c", "echo held > \"$0\"; while [ ! -e \"$0.stop\" ]; do sleep 0.02; done",
+       out.string()});
+  std::this_thread::sleep_for(1s);
+  CHECK_FALSE(std::filesystem::exists(out));
+  lease.release();
+  CHECK(eventually([&] { return std::filesystem::exists(out); }, 20s));
+  CHECK_FALSE(c->lock("job", etcd_opts()).try_acquire());
+  std::ofstream(out.string() + ".stop").put('x');
+  CHECK(dblock::test::wait_exit(pid) == 0);
+  CHECK(c->lock("job", etcd_opts()).try_acquire(10s));
+  std::filesystem::remove(out);
+  std::filesystem::remove(out.string() + ".stop");
 }

@@ -5,6 +5,7 @@
 // table) and tells what the strategy promises where strategies differ.
 #pragma once
 
+#include <algorithm>
 #include <functional>
 #include <memory>
 #include <random>
@@ -203,11 +204,23 @@ struct EtcdLock {
   static constexpr bool offers_shared = true;     // readers' keys beside the writers' under the prefix
   static constexpr bool offers_semaphore = true;  // the first N keys hold
   TempDir dir;
-  std::string url = server_url("DBLOCK_TEST_ETCD_URL") + "/t" + std::to_string(std::random_device{}());
+  std::string url;
+  EtcdLock() : EtcdLock(server_url("DBLOCK_TEST_ETCD_URL")) {}
   Namespace make() const { return Namespace{url, ClientOptions{}}; }
   void steal(Client& c, const std::string& name) const { REQUIRE(c.force_release(name)); }
+
+ protected:
+  // The server's URL with "/t<random>" added to its path (before any query).
+  explicit EtcdLock(const std::string& server) : url(server) {
+    url.insert(std::min(url.find('?'), url.size()), "/t" + std::to_string(std::random_device{}()));
+  }
 };
-#define DBLOCK_ETCD_FIXTURES , dblock::test::EtcdLock
+// The same on the TLS-only server (DBLOCK_TEST_ETCD_TLS_URL: etcds://, the test CA, a client
+// certificate, and a user and password for etcd's auth, as scripts/services env prints it).
+struct EtcdTlsLock : EtcdLock {
+  EtcdTlsLock() : EtcdLock(server_url("DBLOCK_TEST_ETCD_TLS_URL")) {}
+};
+#define DBLOCK_ETCD_FIXTURES , dblock::test::EtcdLock, dblock::test::EtcdTlsLock
 #else
 #define DBLOCK_ETCD_FIXTURES
 #endif

@@ -1,6 +1,11 @@
-// etcd://host:port[,host:port...]/prefix: the Backend around the etcd strategy.
+// etcd[s]://[user:password@]host:port[,host:port...]/prefix[?ssl-ca=&ssl-cert=&ssl-key=]: the
+// Backend around the etcd strategy.
 #include "backends/etcd/etcd_backend.hpp"
 
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <iterator>
 #include <map>
 
 #include "backends/etcd/etcd_driver.hpp"
@@ -119,20 +124,50 @@ class EtcdBackend : public Backend {
   const std::string root_;
 };
 
+// A PEM file named by a URL parameter, read whole.
+std::string read_pem(const std::string& path, const std::string& parameter) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw UsageError("etcd: cannot read " + parameter + " file '" + path + "': " + std::strerror(errno));
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  if (text.find("-----BEGIN ") == std::string::npos)
+    throw UsageError("etcd: " + parameter + " file '" + path + "' holds no PEM block");
+  return text;
+}
+
+// etcds://... (or etcd+https://) is TLS, and so is etcd://... with any ssl-* parameter; a user
+// needs a password. Nothing else is known, and nothing is ignored.
+etcd::Security security_of(const Url& url) {
+  etcd::Security s;
+  s.tls = url.scheme != "etcd";
+  for (const auto& [key, value] : url.query) {
+    if (key == "ssl-ca") s.ca = read_pem(value, key);
+    else if (key == "ssl-cert") s.cert = read_pem(value, key);
+    else if (key == "ssl-key") s.key = read_pem(value, key);
+    else throw UsageError("unknown etcd URL parameter '" + key + "' (known: ssl-ca, ssl-cert, ssl-key)");
+    s.tls = true;
+  }
+  if (s.cert.empty() != s.key.empty()) throw UsageError("bad etcd URL: ssl-cert and ssl-key go together");
+  if (url.user.empty() != url.password.empty())
+    throw UsageError("bad etcd URL: etcd's authentication needs a user and a password (etcd://user:password@...)");
+  s.user = url.user;
+  s.password = url.password;
+  return s;
+}
+
 }  // namespace
 
 std::unique_ptr<Backend> open_etcd(const Url& url, const ClientOptions& options) {
   auto root = etcd::key_root(url.path);
   if (url.hosts.empty()) throw UsageError("bad etcd URL: no endpoint (etcd://host:port/prefix)");
-  if (!url.user.empty() || !url.password.empty())
-    throw UsageError("bad etcd URL: etcd authentication is not supported yet (no user or password in the URL)");
+  auto security = security_of(url);
   std::vector<etcd::Endpoint> endpoints;
   for (const auto& h : url.hosts) {
     if (h.port == 0) throw UsageError("bad etcd URL: endpoint " + h.host + " has no port (etcd://host:2379/prefix)");
     endpoints.push_back({h.host, h.port});
   }
   // An unreachable cluster fails here, within connect_timeout.
-  auto cluster = std::make_shared<Cluster>(endpoints, options.connect_timeout, options.statement_timeout);
+  auto cluster = std::make_shared<Cluster>(endpoints, options.connect_timeout, options.statement_timeout,
+                                           std::move(security));
   return std::make_unique<EtcdBackend>(std::move(cluster), std::move(root));
 }
 

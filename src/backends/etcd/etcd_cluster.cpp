@@ -93,8 +93,9 @@ void throw_status(const grpc::Status& status, const std::string& endpoints, cons
   }
 }
 
-Cluster::Cluster(const std::vector<Endpoint>& endpoints, milliseconds connect_timeout, milliseconds call_timeout)
-    : call_timeout_(call_timeout) {
+Cluster::Cluster(const std::vector<Endpoint>& endpoints, milliseconds connect_timeout, milliseconds call_timeout,
+                 Security security)
+    : call_timeout_(call_timeout), security_(std::move(security)) {
   quiet_grpc_log();
   for (const auto& e : endpoints) endpoints_ += (endpoints_.empty() ? "" : ",") + e.host + ":" + std::to_string(e.port);
   grpc::ChannelArguments args;
@@ -107,13 +108,56 @@ Cluster::Cluster(const std::vector<Endpoint>& endpoints, milliseconds connect_ti
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS,
               static_cast<int>(std::clamp<milliseconds::rep>(connect_timeout.count(), 100, 1 << 30)));
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  channel_ = grpc::CreateCustomChannel(target(endpoints), grpc::InsecureChannelCredentials(), args);
-  if (!channel_->WaitForConnected(deadline(Clock::now() + connect_timeout)))
+  auto credentials = grpc::InsecureChannelCredentials();
+  if (security_.tls) {
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = security_.ca;  // empty: gRPC's default roots
+    ssl.pem_cert_chain = security_.cert;
+    ssl.pem_private_key = security_.key;
+    credentials = grpc::SslCredentials(ssl);
+    // Several endpoints share one channel, whose name the certificates are checked against:
+    // the first endpoint's host (one endpoint: its own, as gRPC does by itself).
+    if (endpoints.size() > 1) args.SetSslTargetNameOverride(endpoints[0].host);
+  }
+  channel_ = grpc::CreateCustomChannel(target(endpoints), credentials, args);
+  if (!channel_->WaitForConnected(deadline(Clock::now() + connect_timeout))) {
+    // A TLS handshake that failed looks like a server that never answered: say which it may be.
     throw UnavailableError("etcd: " + endpoints_ + ": no connection within the connect timeout (" +
-                           std::to_string(connect_timeout.count()) + " ms)");
+                           std::to_string(connect_timeout.count()) + " ms)" +
+                           (security_.tls ? ", or the TLS handshake failed (the server's certificate, its CA "
+                                            "(ssl-ca), our client certificate, or a server without TLS)"
+                                          : ""));
+  }
   kv_ = pb::KV::NewStub(channel_);
   lease_ = pb::Lease::NewStub(channel_);
   watch_ = pb::Watch::NewStub(channel_);
+  auth_ = pb::Auth::NewStub(channel_);
+  if (!security_.user.empty()) authenticate();
+}
+
+void Cluster::authenticate() {
+  pb::AuthenticateRequest req;
+  req.set_name(security_.user);
+  req.set_password(security_.password);
+  pb::AuthenticateResponse resp;
+  grpc::ClientContext ctx;
+  ctx.set_deadline(deadline(Clock::now() + call_timeout_));
+  ctx.set_wait_for_ready(true);
+  auto s = auth_->Authenticate(&ctx, req, &resp);
+  // etcd answers a wrong user or password with INVALID_ARGUMENT ("authentication failed"), and
+  // a server without auth with FAILED_PRECONDITION: credentials refused either way, not input.
+  if (!s.ok())
+    throw UnavailableError("etcd: " + endpoints_ + ": authenticate as '" + security_.user + "': " + s.error_message());
+  std::lock_guard lk(token_mutex_);
+  token_ = resp.token();
+}
+
+bool Cluster::token_renewed(const grpc::Status& s) {
+  // A simple token expires after the server's --auth-token-ttl without use (5 min): the call
+  // was refused, not applied, so it can be sent again with a new one.
+  if (s.error_code() != grpc::StatusCode::UNAUTHENTICATED || security_.user.empty()) return false;
+  authenticate();
+  return true;
 }
 
 std::unique_ptr<grpc::ClientContext> Cluster::context(Clock::time_point until) const {
@@ -123,22 +167,27 @@ std::unique_ptr<grpc::ClientContext> Cluster::context(Clock::time_point until) c
   // deadline, instead of failing at once: gRPC sends it only once connected, so even a write
   // cannot be applied twice. Client::open waits for the first connection itself.
   c->set_wait_for_ready(true);
+  std::lock_guard lk(token_mutex_);
+  if (!token_.empty()) c->AddMetadata("token", token_);
   return c;
 }
 
-std::unique_ptr<grpc::ClientContext> Cluster::context() const { return context(Clock::now() + call_timeout_); }
 
 // A call already sent when its connection breaks (the server restarting, a reset) fails with
 // UNAVAILABLE whatever wait_for_ready says. One that changes nothing, or nothing more when
 // done twice, is sent again, and then waits for the reconnection; all tries share one deadline.
 template <class Call>
-grpc::Status Cluster::repeatable(Call call) const {
+grpc::Status Cluster::send(Call call, bool repeat) {
   constexpr milliseconds pause{20};  // a server that answers UNAVAILABLE itself is not asked in a loop
   const auto until = Clock::now() + call_timeout_;
-  for (;;) {
+  for (bool renewed = false;;) {
     auto ctx = context(until);
     auto s = call(*ctx);
-    if (s.error_code() != grpc::StatusCode::UNAVAILABLE || Clock::now() + pause >= until) return s;
+    if (!renewed && token_renewed(s)) {
+      renewed = true;
+      continue;
+    }
+    if (!repeat || s.error_code() != grpc::StatusCode::UNAVAILABLE || Clock::now() + pause >= until) return s;
     std::this_thread::sleep_for(pause);
   }
 }
@@ -148,7 +197,7 @@ seconds Cluster::grant(std::int64_t id, seconds ttl) {
   req.set_id(id);
   req.set_ttl(ttl.count());
   pb::LeaseGrantResponse resp;
-  auto s = lease_->LeaseGrant(context().get(), req, &resp);
+  auto s = once([&](grpc::ClientContext& ctx) { return lease_->LeaseGrant(&ctx, req, &resp); });
   if (!s.ok()) throw_status(s, endpoints_, "grant a lease");
   if (!resp.error().empty()) throw InternalError("etcd: " + endpoints_ + ": grant a lease: " + resp.error());
   return seconds{resp.ttl()};
@@ -158,7 +207,7 @@ bool Cluster::revoke(std::int64_t id) {
   pb::LeaseRevokeRequest req;
   req.set_id(id);
   pb::LeaseRevokeResponse resp;
-  auto s = lease_->LeaseRevoke(context().get(), req, &resp);
+  auto s = once([&](grpc::ClientContext& ctx) { return lease_->LeaseRevoke(&ctx, req, &resp); });
   if (s.error_code() == grpc::StatusCode::NOT_FOUND) return false;  // "requested lease not found"
   if (!s.ok()) throw_status(s, endpoints_, "revoke a lease");
   return true;
@@ -217,14 +266,13 @@ std::size_t Cluster::count(pb::RangeRequest request) {
 
 pb::TxnResponse Cluster::txn(const pb::TxnRequest& request) {
   pb::TxnResponse resp;
-  auto s = reads_only(request) ? repeatable([&](grpc::ClientContext& ctx) { return kv_->Txn(&ctx, request, &resp); })
-                               : kv_->Txn(context().get(), request, &resp);
+  auto s = send([&](grpc::ClientContext& ctx) { return kv_->Txn(&ctx, request, &resp); }, reads_only(request));
   if (!s.ok()) throw_status(s, endpoints_, "transaction");
   return resp;
 }
 
 bool Cluster::txn_under_lease(const pb::TxnRequest& request, pb::TxnResponse* response) {
-  auto s = kv_->Txn(context().get(), request, response);
+  auto s = once([&](grpc::ClientContext& ctx) { return kv_->Txn(&ctx, request, response); });
   if (s.error_code() == grpc::StatusCode::NOT_FOUND) return false;  // "requested lease not found"
   if (!s.ok()) throw_status(s, endpoints_, "transaction");
   return true;
@@ -237,7 +285,7 @@ bool Cluster::wait_deleted(const std::string& key, std::int64_t created, std::in
     r.set_key(key);
     r.set_keys_only(true);
     pb::RangeResponse got;
-    auto rc = kv_->Range(context().get(), r, &got);
+    auto rc = once([&](grpc::ClientContext& ctx) { return kv_->Range(&ctx, r, &got); });
     // Gone, made again since (the key we waited for was deleted before the watch began), or
     // unknown (the caller's own read will tell): look again.
     return !rc.ok() || got.kvs_size() == 0 || got.kvs(0).create_revision() != created;
@@ -246,9 +294,8 @@ bool Cluster::wait_deleted(const std::string& key, std::int64_t created, std::in
 
 bool Cluster::wait_event(const std::string& key, const std::string& range_end, bool puts, std::int64_t from,
                          Clock::time_point until, const std::function<bool()>& missed) {
-  grpc::ClientContext ctx;
-  ctx.set_deadline(deadline(until));
-  ctx.set_wait_for_ready(true);
+  auto context = this->context(until);
+  auto& ctx = *context;
   auto stream = watch_->Watch(&ctx);
   pb::WatchRequest req;
   auto* create = req.mutable_create_request();
@@ -291,6 +338,7 @@ bool Cluster::wait_event(const std::string& key, const std::string& range_end, b
     case grpc::StatusCode::UNAVAILABLE:
       return false;
     default:
+      if (token_renewed(s)) return false;  // refused for its token: the caller looks again
       throw_status(s, endpoints_, "watch " + key);
   }
 }

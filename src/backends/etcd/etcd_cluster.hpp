@@ -1,10 +1,12 @@
 // The etcd cluster behind a URL's endpoints: one gRPC channel, the few calls dblock makes on
-// it (etcd's v3 API: KV, Lease, Watch), and the one place where gRPC statuses become dblock
-// errors. Every call has a deadline (the statement timeout), so none hangs on a dead server;
-// within it, a read or keep-alive whose connection broke under it is sent again.
+// it (etcd's v3 API: KV, Lease, Watch, Authenticate), and the one place where gRPC statuses
+// become dblock errors. Every call has a deadline (the statement timeout), so none hangs on a
+// dead server; within it, a read or keep-alive whose connection broke under it is sent again.
+// The channel is plain or TLS (with a client certificate), and with a user every call carries
+// its auth token, taken again when the server no longer knows it.
 //
 // Thread-safety: a gRPC channel and its stubs are safe to share; each call has a context of
-// its own, so any thread may call.
+// its own, so any thread may call; the token has its mutex.
 #pragma once
 
 #include <grpcpp/grpcpp.h>
@@ -13,6 +15,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
 
@@ -33,11 +36,22 @@ struct Endpoint {
   int port = 0;
 };
 
+// How the channel is secured and who we are (etcd_backend.cpp reads them from the URL).
+struct Security {
+  bool tls = false;
+  std::string ca;    // PEM: the CAs the server's certificate must chain to (empty: the system's)
+  std::string cert;  // PEM: our certificate chain and its key, for --client-cert-auth
+  std::string key;
+  std::string user;  // etcd's auth: Authenticate's token on every call (empty: none, or the
+  std::string password;  // client certificate's common name when the server takes that)
+};
+
 class Cluster {
  public:
   // Connects to one of `endpoints`; throws UnavailableError unless a connection is up within
   // `connect_timeout`.
-  Cluster(const std::vector<Endpoint>& endpoints, milliseconds connect_timeout, milliseconds call_timeout);
+  Cluster(const std::vector<Endpoint>& endpoints, milliseconds connect_timeout, milliseconds call_timeout,
+          Security security = {});
 
   // "host:port,host:port", for messages.
   const std::string& endpoints() const noexcept { return endpoints_; }
@@ -77,13 +91,26 @@ class Cluster {
 
  private:
   std::unique_ptr<grpc::ClientContext> context(Clock::time_point until) const;
-  std::unique_ptr<grpc::ClientContext> context() const;  // with the call timeout
+  // Sends call(context) once, or, `repeat`ed, again while its connection breaks under it. A
+  // call refused for an expired token is sent again after authenticate() either way.
   template <class Call>
-  grpc::Status repeatable(Call call) const;
+  grpc::Status send(Call call, bool repeat);
+  template <class Call>
+  grpc::Status repeatable(Call call) { return send(call, true); }
+  template <class Call>
+  grpc::Status once(Call call) { return send(call, false); }
+  // Takes a token for the URL's user; throws UnavailableError when refused.
+  void authenticate();
+  // The call failed for its token: a new one was taken, and it may be sent again.
+  bool token_renewed(const grpc::Status& s);
 
   std::string endpoints_;
   milliseconds call_timeout_;
+  Security security_;
+  mutable std::mutex token_mutex_;
+  std::string token_;
   std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<pb::Auth::Stub> auth_;
   std::unique_ptr<pb::KV::Stub> kv_;
   std::unique_ptr<pb::Lease::Stub> lease_;
   std::unique_ptr<pb::Watch::Stub> watch_;
