@@ -796,7 +796,10 @@ if [ "$BACKEND" = sqlite ] || [ "$BACKEND" = postgresql ] || [ "$BACKEND" = mysq
   # guarded.sh MODE: writes $DBLOCK_FENCE into the row, checked; MODE before: waits for the
   # file `go` before its transaction, inside: after the check, now: not at all.
   case "$BACKEND" in
-    sqlite) client="sqlite3 -bail '${DBLOCK_URL#sqlite:}'" begin='BEGIN IMMEDIATE;' shell=.shell
+    # A busy timeout, as any client of a shared database needs: the resumed holder's
+    # transaction meets dblock's own writes (its loss, the other holder's), and without one
+    # it failed "database is locked" instead of reaching the fence check (an ASan CI run).
+    sqlite) client="sqlite3 -bail -cmd '.timeout 10000' '${DBLOCK_URL#sqlite:}'" begin='BEGIN IMMEDIATE;' shell=.shell
             check="INSERT INTO \${DBLOCK_TABLE}_check VALUES ('\$DBLOCK_NAME', \$DBLOCK_FENCE);" ;;
     postgresql) client="psql -X -q -v ON_ERROR_STOP=1 '$DBLOCK_URL'" begin='BEGIN;' shell='\!'
                 check="SELECT \${DBLOCK_TABLE}_check('\$DBLOCK_NAME', \$DBLOCK_FENCE);" ;;
