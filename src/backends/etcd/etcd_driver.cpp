@@ -51,18 +51,6 @@ pb::RangeRequest all_before(const std::string& prefix, std::int64_t before) {
   return r;
 }
 
-// A waiter's keep-alive or look that failed on a transient error (the server restarting, the
-// connection being made again) is tried again while the wait lasts and the waiter's lease may
-// still be alive (`end`): its key keeps its place in the queue through an outage shorter than
-// the lease's TTL, as a holder keeps its lock. Each try waits for the reconnection itself.
-bool wait_through(const Error& e, Clock::time_point end) {
-  constexpr milliseconds pause{200};
-  if (e.kind() != ErrorKind::unavailable && e.kind() != ErrorKind::timeout) return false;
-  if (Clock::now() + pause >= end) return false;
-  std::this_thread::sleep_for(pause);
-  return true;
-}
-
 std::string describe(KeyShape s) {
   switch (s.kind) {
     case KeyShape::reader:
@@ -222,22 +210,14 @@ Attempt Driver::try_acquire(AcquireRequest& r) {
       check(head.kvs(0));
       if (r.wait.count() <= 0) return Attempt::busy(milliseconds{0});  // a try-lock: our key goes at once
     }
+    // Is our key still there, and which key was created just before it?
     pb::TxnResponse seen;
-    try {
-      // A waiter keeps its lease alive (a shared one, for the Client's other locks too).
-      if (c->session->refresh_due() && !c->session->refresh()) {  // it expired while we waited: queue again
-        c.reset();
-        if (++reentered > 3)
-          throw UnavailableError("etcd: " + cluster_->endpoints() + ": our lease under " + prefix + " keeps expiring");
-        continue;
-      }
-      // Is our key still there, and which key was created just before it? Both at one revision.
-      pb::TxnRequest look;
-      *look.add_success() = range_op(key_range(c->key));
-      *look.add_success() = range_op(by_creation(prefix, pb::RangeRequest::DESCEND, c->revision));
-      seen = cluster_->txn(look);
-    } catch (const Error& e) {
-      if (!c || !wait_through(e, std::min(until, c->session->expiry()))) throw;
+    const auto looked = look(*c, by_creation(prefix, pb::RangeRequest::DESCEND, c->revision), until, &seen);
+    if (looked == Look::again) continue;
+    if (looked == Look::expired) {  // our lease expired while we waited: queue again
+      c.reset();
+      if (++reentered > 3)
+        throw UnavailableError("etcd: " + cluster_->endpoints() + ": our lease under " + prefix + " keeps expiring");
       continue;
     }
     const auto& mine = seen.responses(0).response_range();
@@ -264,6 +244,29 @@ Attempt Driver::try_acquire(AcquireRequest& r) {
     // once (Cluster::wait_deleted). Woken at least when our lease needs its next keep-alive.
     auto wake = std::min(until, c->session->refresh_due_at());
     cluster_->wait_deleted(before.kvs(0).key(), before.kvs(0).create_revision(), seen.header().revision() + 1, wake);
+  }
+}
+
+// A waiter's keep-alive or look that fails on a transient error (the server restarting, the
+// connection being made again) is tried again while the wait lasts and the waiter's lease may
+// still be alive: its key keeps its place in the queue through an outage shorter than the
+// lease's TTL, as a holder keeps its lock. Each try waits for the reconnection itself.
+Driver::Look Driver::look(Contender& c, const pb::RangeRequest& before, Clock::time_point until,
+                          pb::TxnResponse* seen) {
+  constexpr milliseconds pause{200};
+  try {
+    // A waiter keeps its lease alive (a shared one, for the Client's other locks too).
+    if (c.session->refresh_due() && !c.session->refresh()) return Look::expired;
+    pb::TxnRequest t;  // both at one revision
+    *t.add_success() = range_op(key_range(c.key));
+    *t.add_success() = range_op(before);
+    *seen = cluster_->txn(t);
+    return Look::seen;
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::unavailable && e.kind() != ErrorKind::timeout) throw;
+    if (Clock::now() + pause >= std::min(until, c.session->expiry())) throw;
+    std::this_thread::sleep_for(pause);
+    return Look::again;
   }
 }
 
@@ -318,19 +321,12 @@ Attempt Driver::try_acquire_shaped(AcquireRequest& r) {
       for (const auto& kv : seen.responses(1).response_range().kvs())
         if (kv.create_revision() < c->revision) below.push_back(&kv);
     } else {
-      try {
-        if (c->session->refresh_due() && !c->session->refresh()) {
-          c.reset();
-          if (++reentered > 3)
-            throw UnavailableError("etcd: " + cluster_->endpoints() + ": our lease under " + prefix + " keeps expiring");
-          continue;
-        }
-        pb::TxnRequest look;
-        *look.add_success() = range_op(key_range(c->key));
-        *look.add_success() = range_op(all_before(prefix, c->revision));
-        seen = cluster_->txn(look);
-      } catch (const Error& e) {
-        if (!c || !wait_through(e, std::min(until, c->session->expiry()))) throw;
+      const auto looked = look(*c, all_before(prefix, c->revision), until, &seen);
+      if (looked == Look::again) continue;
+      if (looked == Look::expired) {
+        c.reset();
+        if (++reentered > 3)
+          throw UnavailableError("etcd: " + cluster_->endpoints() + ": our lease under " + prefix + " keeps expiring");
         continue;
       }
       const auto& mine = seen.responses(0).response_range();

@@ -52,6 +52,11 @@ class Driver : public LockDriver {
   class Held;
   // A reader's or a semaphore contender's acquire (AcquireRequest::mode, permits).
   Attempt try_acquire_shaped(AcquireRequest& request);
+  // A waiter's look, after the keep-alive its lease is due: its key and the keys `before`
+  // selects, into *seen. `expired`: the lease went meanwhile; `again`: a transient error was
+  // waited through, look again.
+  enum class Look { seen, expired, again };
+  Look look(Contender& c, const pb::RangeRequest& before, Clock::time_point until, pb::TxnResponse* seen);
   // A semaphore contender that waited tells the one behind it that it moved up (holds now).
   bool announce(Contender& c, const std::string& owner);
   // The lease a new key goes under: the shared one for `ttl` (granted anew when it is gone),
