@@ -130,17 +130,20 @@ void leases_survive_session_locks_are_lost(const ServerUnderTest& server) {
 }
 
 // Stops the server, releases `lease` while it is down (it is started again 1 s later) and
-// returns how long the release took.
+// returns how long the release took; the failure messages say when the server was back.
 std::chrono::steady_clock::duration release_while_down(const ServerUnderTest& server, dblock::Lease& lease) {
   server_command(server, "stop");
+  auto t0 = std::chrono::steady_clock::now();
+  std::atomic<long long> back_ms{-1};
   std::thread starter([&] {
     std::this_thread::sleep_for(1s);
     server_command(server, "start");
+    back_ms = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - t0).count();
   });
-  auto t0 = std::chrono::steady_clock::now();
   CHECK_NOTHROW(lease.release());
   auto took = std::chrono::steady_clock::now() - t0;
   starter.join();
+  UNSCOPED_INFO("the server was back " << back_ms << " ms after the stop");
   return took;
 }
 
@@ -227,7 +230,9 @@ void zookeeper_release_waits_out_a_restart() {
 
 [[maybe_unused]] void etcd_release_waits_out_a_restart() {
   auto url = etcd_url();
-  auto c = dblock::Client::open(url);
+  dblock::ClientOptions patient;
+  patient.statement_timeout = restart_ttl;  // the release's retry budget: the restart must fit
+  auto c = dblock::Client::open(url, patient);
   std::atomic<int> lost{0};
   auto held = c->lock("job", etcd_options(restart_ttl, &lost)).acquire();
   auto took = release_while_down(etcd, held);
