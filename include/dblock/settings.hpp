@@ -19,16 +19,19 @@ namespace dblock {
 enum class Verdict {
   ok,                 ///< the guarantee holds as documented (docs/RELIABILITY.md)
   unknown,            ///< could not be read (no privilege, CONFIG disabled, not on the protocol)
+  exposed,            ///< the traffic to a server off this machine is readable or forgeable on
+                      ///< the way: no TLS, or TLS with no server verified (docs/SECURITY.md)
   weakens_exclusion,  ///< a crash can lose the latest grants: a holder may run beside a new one
                       ///< until its next renewal (and fences may repeat)
   breaks_exclusion,   ///< locks can vanish under their holders without a crash, or a crash can
                       ///< corrupt the store: no guarantee is left
 };
 
-/// "ok", "unknown", "weakens exclusion", "breaks exclusion".
+/// "ok", "unknown", "exposed", "weakens exclusion", "breaks exclusion".
 DBLOCK_EXPORT std::string_view to_string(Verdict v) noexcept;
 
-/// True for the verdicts that make `dblock doctor` fail: a guarantee is off.
+/// True for the verdicts that make `dblock doctor` fail: a guarantee is off, or the traffic
+/// is exposed.
 inline bool is_problem(Verdict v) noexcept { return v > Verdict::unknown; }
 
 /// One server setting, as Client::check_settings read it.

@@ -6,18 +6,23 @@
 # in /etc/mysql or ~/.my.cnf applies. As root it runs as the `mysql` OS user (--user=mysql).
 # Durable like a production server (innodb_flush_log_at_trx_commit=1, the benchmarks rely on
 # it), but small: 64M buffer pool, no performance_schema, no binlog.
-# mysql-replicated.sh uses my_server, my_admin, my_setup_sql and my_launched_alive from here.
+# mysql-replicated.sh uses my_server, my_admin, my_setup_sql and my_launched_alive from here;
+# mysql-tls.sh the whole of it, for a second server (my_use).
 
-my_port=${DBLOCK_MYSQL_PORT:-33069}
 my_server=${DBLOCK_MYSQL_SERVER:-/usr/sbin/mariadbd}
-my_dir="$state/mysql"
-my_data="$my_dir/data"
-my_run="$my_dir/run"
-my_sock="$my_run/mysqld.sock"
-my_pidfile="$my_run/mysqld.pid"
-my_tmp="$my_dir/tmp"
-my_log="$my_dir/server.log"
-my_url="mysql://dblock:dblock@127.0.0.1:$my_port/dblock"
+my_use() {  # my_use NAME DIR PORT: the server the functions below start, stop and check
+  my_name=$1 my_dir=$2 my_port=$3
+  my_data="$my_dir/data"
+  my_run="$my_dir/run"
+  my_sock="$my_run/mysqld.sock"
+  my_pidfile="$my_run/mysqld.pid"
+  my_tmp="$my_dir/tmp"
+  my_log="$my_dir/server.log"
+  my_url="mysql://dblock:dblock@127.0.0.1:$my_port/dblock"
+  my_opts=()        # more server options
+  my_client_tls=()  # the mariadb client's TLS options for the TCP login check
+}
+my_use mysql "$state/mysql" "${DBLOCK_MYSQL_PORT:-33069}"
 ports_mysql() { echo "$my_port"; }
 if [ "$is_root" = 1 ]; then
   my_os_user=mysql  # owns the files; the server drops to it with --user
@@ -28,7 +33,7 @@ else
 fi
 
 my_fail() {  # my_fail MESSAGE [LOG_OFFSET]
-  note "mysql: $1"
+  note "$my_name: $1"
   log_tail "$my_log" "${2:-0}"
   exit 1
 }
@@ -64,7 +69,7 @@ my_sql() {  # my_sql SQL: run statements as the admin account over the unix sock
 }
 
 my_tcp_ok() {  # the dblock account can log in over TCP and use its database
-  mariadb --no-defaults --protocol=tcp -h 127.0.0.1 -P "$my_port" -u dblock -pdblock \
+  mariadb --no-defaults --protocol=tcp -h 127.0.0.1 -P "$my_port" -u dblock -pdblock "${my_client_tls[@]}" \
     --connect-timeout=2 -D dblock -e 'SELECT 1' >/dev/null 2>&1 9>&-
 }
 
@@ -120,7 +125,7 @@ start_mysql() {
         my_fail "already running (pid $pid) but the dblock account cannot be made: $out"
       my_tcp_ok || my_fail "already running (pid $pid) but not answering on 127.0.0.1:$my_port"
     fi
-    note "mysql: already running (pid $pid) at $my_url"
+    note "$my_name: already running (pid $pid) at $my_url"
     return 0
   fi
 
@@ -139,7 +144,7 @@ start_mysql() {
   rm -f "$my_pidfile" "$my_sock" "$my_sock.lock"
 
   if [ -d "$my_data" ] && ! my_data_valid; then
-    note "mysql: recreating unusable data dir $my_data"
+    note "$my_name: recreating unusable data dir $my_data"
     rm -rf "$my_data"
   fi
   if [ ! -d "$my_data" ]; then
@@ -151,7 +156,7 @@ start_mysql() {
             --innodb-buffer-pool-size=64M --innodb-flush-log-at-trx-commit=0 --innodb-doublewrite=0 \
             --performance-schema=OFF --skip-log-bin \
             --character-set-server=utf8mb4 --collation-server=utf8mb4_bin 2>&1 9>&-) || {
-      note "mysql: mariadb-install-db failed in $my_data"; printf '%s\n' "$out" | tail -n 25 >&2; exit 1; }
+      note "$my_name: mariadb-install-db failed in $my_data"; printf '%s\n' "$out" | tail -n 25 >&2; exit 1; }
     my_version >"$my_data/dblock-install.ok"
     [ "$is_root" = 0 ] || chown mysql: "$my_data/dblock-install.ok"
   fi
@@ -164,7 +169,7 @@ start_mysql() {
     --innodb-buffer-pool-size=64M --innodb-flush-log-at-trx-commit=1 --performance-schema=OFF
     --skip-log-bin
     --character-set-server=utf8mb4 --collation-server=utf8mb4_bin
-    --default-time-zone=+00:00)
+    --default-time-zone=+00:00 "${my_opts[@]}")
   off=$(file_size "$my_log")
   # setsid: its own session, so the caller's Ctrl-C or job teardown does not reach it.
   (cd "$my_dir" && exec setsid "$my_server" "${opts[@]}" </dev/null >>"$my_log" 2>&1 9>&-) &
@@ -182,12 +187,14 @@ start_mysql() {
 
   out=$(my_sql "$my_setup_sql" 2>&1) ||
     my_fail "could not create the dblock account and database: $out" "$off"
+  [ -z "${my_more_sql:-}" ] || out=$(my_sql "$my_more_sql" 2>&1) ||
+    my_fail "could not set its accounts up: $out" "$off"
   for (( i = 0; i < 50; i++ )); do
     my_tcp_ok && break
     sleep 0.1
   done
   [ "$i" -lt 50 ] || my_fail "started but dblock cannot log in on 127.0.0.1:$my_port" "$off"
-  note "mysql: ready in $(since "$t0") (pid $pid) at $my_url"
+  note "$my_name: ready in $(since "$t0") (pid $pid) at $my_url"
 }
 
 stop_mysql() {
@@ -195,7 +202,7 @@ stop_mysql() {
   pid=$(my_pid)
   if [ -z "$pid" ]; then
     rm -f "$my_pidfile"
-    note "mysql: not running"
+    note "$my_name: not running"
     return 0
   fi
   off=$(file_size "$my_log")
@@ -206,7 +213,7 @@ stop_mysql() {
     sleep 0.1
   done
   if [ "$i" -ge 600 ]; then
-    note "mysql: pid $pid did not shut down in 60s; killing it"
+    note "$my_name: pid $pid did not shut down in 60s; killing it"
     kill -KILL "$pid" 2>/dev/null || true
     for (( i = 0; i < 100; i++ )); do
       my_alive "$pid" || break
@@ -215,13 +222,13 @@ stop_mysql() {
     [ "$i" -lt 100 ] || my_fail "could not stop pid $pid" "$off"
   fi
   rm -f "$my_pidfile"
-  note "mysql: stopped"
+  note "$my_name: stopped"
 }
 
 crash_mysql() {  # SIGKILL: InnoDB recovers from its redo log at the next start
   local pid i
   pid=$(my_pid)
-  [ -n "$pid" ] || die "mysql: not running: nothing to crash"
+  [ -n "$pid" ] || die "$my_name: not running: nothing to crash"
   kill -KILL "$pid" 2>/dev/null || true
   for (( i = 0; i < 100; i++ )); do
     my_alive "$pid" || break
@@ -229,6 +236,6 @@ crash_mysql() {  # SIGKILL: InnoDB recovers from its redo log at the next start
   done
   [ "$i" -lt 100 ] || my_fail "pid $pid survived SIGKILL"
   rm -f "$my_pidfile"
-  note "mysql: crashed (SIGKILL)"
+  note "$my_name: crashed (SIGKILL)"
   start_mysql
 }

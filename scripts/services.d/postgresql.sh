@@ -3,15 +3,20 @@
 #   postgresql://dblock:dblock@127.0.0.1:54329/dblock, and DBLOCK_TEST_PG_RESTART, a command
 #   that restarts this very server. `crash` is an immediate stop (no checkpoint, as in a crash),
 #   then a start (crash recovery).
-# postgresql-replicated.sh and postgresql-async.sh use pg_bin from here.
+# postgresql-replicated.sh and postgresql-async.sh use pg_bin from here; postgresql-tls.sh
+# the whole of it, for a second server (pg_use).
 
-pg_port=${DBLOCK_PG_PORT:-54329}
 pg_bin=${DBLOCK_PG_BINDIR:-/usr/lib/postgresql/15/bin}
-pg_dir="$state/postgresql"
-pg_data="$pg_dir/data"
-pg_sock="$pg_dir/run"
-pg_log="$pg_dir/server.log"
-pg_url="postgresql://dblock:dblock@127.0.0.1:$pg_port/dblock"
+pg_use() {  # pg_use NAME DIR PORT: the server the functions below start, stop and check
+  pg_name=$1 pg_dir=$2 pg_port=$3
+  pg_data="$pg_dir/data"
+  pg_sock="$pg_dir/run"
+  pg_log="$pg_dir/server.log"
+  pg_url="postgresql://dblock:dblock@127.0.0.1:$pg_port/dblock"
+  pg_conf=""  # more lines for its postgresql.conf
+  pg_hba=""   # its pg_hba.conf, instead of initdb's
+}
+pg_use postgresql "$state/postgresql" "${DBLOCK_PG_PORT:-54329}"
 ports_postgresql() { echo "$pg_port"; }
 
 as_pg() {  # run a command as the OS user owning the server (initdb and postgres refuse root)
@@ -23,7 +28,7 @@ as_pg() {  # run a command as the OS user owning the server (initdb and postgres
 }
 
 pg_fail() {  # pg_fail MESSAGE [LOG_OFFSET]
-  note "postgresql: $1"
+  note "$pg_name: $1"
   log_tail "$pg_log" "${2:-0}"
   exit 1
 }
@@ -69,7 +74,7 @@ start_postgresql() {
   if [ -n "$pid" ]; then
     "$pg_bin/pg_isready" -q -h 127.0.0.1 -p "$pg_port" -t 5 ||
       pg_fail "already running (pid $pid) but not answering on 127.0.0.1:$pg_port"
-    note "postgresql: already running (pid $pid) at $pg_url"
+    note "$pg_name: already running (pid $pid) at $pg_url"
     return 0
   fi
 
@@ -86,13 +91,13 @@ start_postgresql() {
   rm -f "$pg_data/postmaster.pid" "$pg_sock"/.s.PGSQL.*
 
   if [ -d "$pg_data" ] && ! pg_data_valid; then
-    note "postgresql: recreating unusable data dir $pg_data"
+    note "$pg_name: recreating unusable data dir $pg_data"
     rm -rf "$pg_data"
   fi
   if [ ! -d "$pg_data" ]; then
     out=$(as_pg "$pg_bin/initdb" -D "$pg_data" -U postgres --auth-local=trust \
             --auth-host=scram-sha-256 --encoding=UTF8 --no-locale --no-sync --no-instructions 2>&1) || {
-      note "postgresql: initdb failed in $pg_data"; printf '%s\n' "$out" | tail -n 25 >&2; exit 1; }
+      note "$pg_name: initdb failed in $pg_data"; printf '%s\n' "$out" | tail -n 25 >&2; exit 1; }
     echo "include_if_exists = 'dblock.conf'" | as_pg tee -a "$pg_data/postgresql.conf" >/dev/null
     as_pg touch "$pg_data/dblock-initdb.ok"
   fi
@@ -109,7 +114,9 @@ password_encryption = 'scram-sha-256'
 timezone = 'UTC'
 log_timezone = 'UTC'
 log_line_prefix = '%m [%p] %q%u@%d '
+$pg_conf
 EOF
+  [ -z "$pg_hba" ] || printf '%s\n' "$pg_hba" | as_pg tee "$pg_data/pg_hba.conf" >/dev/null
 
   off=$(file_size "$pg_log")
   if ! out=$(as_pg "$pg_bin/pg_ctl" -D "$pg_data" -l "$pg_log" -w -t 60 start 2>&1); then
@@ -139,7 +146,7 @@ SELECT 'CREATE DATABASE dblock OWNER dblock'
  WHERE NOT EXISTS (SELECT 1 FROM pg_database WHERE datname = 'dblock') \gexec
 EOF
   ) || pg_fail "could not create the dblock role and database: $out" "$off"
-  note "postgresql: ready in $(since "$t0") (pid $(pg_pid)) at $pg_url"
+  note "$pg_name: ready in $(since "$t0") (pid $(pg_pid)) at $pg_url"
 }
 
 stop_postgresql() {
@@ -147,21 +154,21 @@ stop_postgresql() {
   pid=$(pg_pid)
   if [ -z "$pid" ]; then
     rm -f "$pg_data/postmaster.pid"
-    note "postgresql: not running"
+    note "$pg_name: not running"
     return 0
   fi
   off=$(file_size "$pg_log")
   if ! out=$(as_pg "$pg_bin/pg_ctl" -D "$pg_data" -m fast -w -t 60 stop 2>&1); then
-    note "postgresql: fast stop failed ($(printf '%s' "$out" | tail -n 1)); trying immediate"
+    note "$pg_name: fast stop failed ($(printf '%s' "$out" | tail -n 1)); trying immediate"
     as_pg "$pg_bin/pg_ctl" -D "$pg_data" -m immediate -w -t 30 stop >/dev/null 2>&1 ||
       pg_fail "could not stop pid $pid" "$off"
   fi
-  note "postgresql: stopped"
+  note "$pg_name: stopped"
 }
 
 crash_postgresql() {  # immediate stop: no checkpoint, WAL not yet flushed is lost, as in a crash
   [ -n "$(pg_pid)" ] || die "postgresql: not running: nothing to crash"
   as_pg "$pg_bin/pg_ctl" -D "$pg_data" -m immediate -w -t 30 stop >/dev/null 2>&1 || pg_fail "immediate stop failed"
-  note "postgresql: crashed (immediate stop)"
+  note "$pg_name: crashed (immediate stop)"
   start_postgresql
 }

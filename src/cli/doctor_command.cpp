@@ -1,5 +1,7 @@
-// dblock doctor: the server settings that exclusion and fences rely on, each with what it
-// means; and the same warnings after `dblock migrate`, where a new deployment is set up.
+// dblock doctor: the server settings that exclusion and fences rely on, and how the traffic to
+// the server is protected, each with what it means; and the same warnings after `dblock
+// migrate`, where a new deployment is set up.
+#include <algorithm>
 #include <iostream>
 #include <nlohmann/json.hpp>
 
@@ -36,8 +38,14 @@ int doctor_command(const Common& c, bool json) {
   }
   if (problems == 0) return ok;
   // One line on stderr, like every failing command, for scripts and cron mails.
-  std::cerr << "dblock: " << problems << (problems == 1 ? " setting weakens or breaks" : " settings weaken or break")
-            << " the locks' guarantees (see docs/RELIABILITY.md)\n";
+  const bool exposed = std::any_of(checks.begin(), checks.end(), [](const auto& c) { return c.verdict == Verdict::exposed; });
+  problems -= exposed;
+  std::cerr << "dblock: ";
+  if (problems > 0)
+    std::cerr << problems << (problems == 1 ? " setting weakens or breaks" : " settings weaken or break")
+              << " the locks' guarantees (see docs/RELIABILITY.md)" << (exposed ? "; " : "");
+  if (exposed) std::cerr << "the traffic to the server is exposed on the network (see docs/SECURITY.md)";
+  std::cerr << "\n";
   return config;
 }
 

@@ -1,6 +1,7 @@
 #include "dblock/client.hpp"
 
 #include "core/client_core.hpp"
+#include "core/transport_check.hpp"
 #include "core/validate.hpp"
 #include "dblock/errors.hpp"
 
@@ -64,7 +65,11 @@ bool Client::force_release(const std::string& name) {
   return core_->backend->force_release(name);
 }
 
-std::vector<SettingCheck> Client::check_settings() { return core_->backend->check_settings(); }
+std::vector<SettingCheck> Client::check_settings() {
+  auto checks = core_->backend->check_settings();
+  if (auto t = core_->backend->transport()) checks.push_back(detail::transport_check(core_->url, *t));
+  return checks;
+}
 
 ClientStats Client::stats() const noexcept { return core_->reporter.stats(); }
 

@@ -15,11 +15,13 @@
 #include <chrono>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
 #include <vector>
 
+#include "core/transport.hpp"
 #include "dblock/errors.hpp"
 #include "dblock/options.hpp"
 #include "dblock/settings.hpp"
@@ -182,6 +184,9 @@ class Backend {
   // The server settings the guarantees rely on, read now (`dblock doctor`). A setting that
   // cannot be read is an `unknown` line, not an error; an unreachable server throws.
   virtual std::vector<SettingCheck> check_settings() = 0;
+  // How a connection reaches the server, asked now (`dblock doctor`); none for an embedded
+  // database.
+  virtual std::optional<Transport> transport() { return std::nullopt; }
   // The lock table as the backend's statements name it (MySQL: with its database), for
   // LockTable; "" where there is none.
   virtual std::string table_name() const { return {}; }

@@ -5,10 +5,12 @@
 
 #include <chrono>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <variant>
 #include <vector>
 
+#include "core/transport.hpp"
 #include "dblock/errors.hpp"
 
 namespace dblock::detail::sqldb {
@@ -70,6 +72,8 @@ class Connection {
   // that fails to turn flushing back on is left unusable (the pool closes it): no later
   // commit on it, a grant's, may go unflushed.
   virtual void flush_commits(bool /*on*/) {}
+  // How this connection reaches its server (`dblock doctor`); none for an embedded database.
+  virtual std::optional<Transport> transport() { return std::nullopt; }
 };
 
 // Commits wait for no flush from its construction until end(), which turns flushing back on

@@ -153,6 +153,8 @@ std::vector<SettingCheck> SqlBackend::check_settings() {
   return raw_.settings(*s);
 }
 
+std::optional<Transport> SqlBackend::transport() { return pool_.get()->transport(); }
+
 void SqlBackend::start(bool auto_migrate) {
   pool_.get();
   if (auto_migrate) migrate();

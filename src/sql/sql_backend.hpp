@@ -34,6 +34,7 @@ class SqlBackend : public Backend {
   std::vector<LeaseInfo> list() override;
   bool force_release(const std::string& name) override;
   std::vector<SettingCheck> check_settings() override;
+  std::optional<Transport> transport() override;
   std::uint64_t draw_fence() override;
   std::string table_name() const override { return table_.qualified(); }
 

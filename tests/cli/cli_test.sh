@@ -662,15 +662,21 @@ fi
 
 # --- doctor: the server settings the guarantees rely on -------------------------------------
 # doctor_json_agrees: the last doctor run's exit code (in $1) is 78 exactly when its JSON (in
-# $WORK/out) has a verdict that weakens or breaks a guarantee, else 0.
+# $WORK/out) has a verdict that weakens or breaks a guarantee, else 0; a server's last line is
+# its transport, ok on this machine.
 doctor_json_agrees() {
   local want
   want=$(python3 -c '
 import json, sys
 checks = json.load(open(sys.argv[1]))
 assert checks and all(set(c) == {"setting", "value", "verdict", "meaning"} and c["meaning"] for c in checks)
-assert all(c["verdict"] in ("ok", "unknown", "weakens exclusion", "breaks exclusion") for c in checks)
-print(78 if any(c["verdict"] not in ("ok", "unknown") for c in checks) else 0)' "$WORK/out") &&
+assert all(c["verdict"] in ("ok", "unknown", "exposed", "weakens exclusion", "breaks exclusion") for c in checks)
+transport = [c for c in checks if c["setting"] == "transport"]
+if sys.argv[2] == "sqlite":
+    assert not transport
+else:
+    assert transport == checks[-1:] and transport[0]["verdict"] == "ok", transport
+print(78 if any(c["verdict"] not in ("ok", "unknown") for c in checks) else 0)' "$WORK/out" "$BACKEND") &&
     [ "$1" = "$want" ] && ok "doctor --json: exit $1 agrees with the verdicts" ||
     fail "doctor --json: exit $1, verdicts: $(head -c 400 "$WORK/out")"
 }

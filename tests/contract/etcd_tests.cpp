@@ -633,6 +633,10 @@ TEST_CASE("over TLS: a certificate alone logs in, and each wrong setup fails in 
 
   // The client certificate alone: etcd takes its common name (dblock) as the user.
   auto c = dblock::Client::open(tls("", "ca.pem", true));
+  auto checks = c->check_settings();
+  REQUIRE_FALSE(checks.empty());
+  CHECK(checks.back().setting == "transport");
+  CHECK(checks.back().value == "TLS, server verified (chain and name)");
   auto lease = c->lock("job", etcd_opts()).acquire();
   // etcdctl over TLS, as the same user: it waits for our key, then holds.
   auto out = std::filesystem::temp_directory_path() / ("dblock-etcdctl-" + std::to_string(std::random_device{}()));

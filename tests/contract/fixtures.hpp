@@ -51,11 +51,14 @@ struct SqliteOptimistic : SqliteFixture {
 template <ScratchTable::Server S>
 struct ServerFixture {
   TempDir dir;
-  ScratchTable table{S};
+  ScratchTable table;
+  // On the server's test URL, or the one in `variable`.
+  explicit ServerFixture(const char* variable = nullptr) : table(S, variable) {}
   Namespace make() const { return table.ns(); }
 };
 template <ScratchTable::Server S>
 struct ServerLeaseFixture : ServerFixture<S> {
+  using ServerFixture<S>::ServerFixture;
   static constexpr bool lease_based = true;
   void steal(Client& c, const std::string& name) const { REQUIRE(c.force_release(name)); }
 };
@@ -69,6 +72,7 @@ struct ServerSessionFixture : ServerFixture<S> {
 // The SQL lease strategies keep readers and a semaphore's holders in the holders table.
 template <ScratchTable::Server Server, Strategy S>
 struct ServerHoldersFixture : ServerLeaseFixture<Server> {
+  using ServerLeaseFixture<Server>::ServerLeaseFixture;
   static constexpr Strategy strategy = S;
   static constexpr bool offers_shared = true;
   static constexpr bool offers_semaphore = true;
@@ -87,7 +91,12 @@ struct PgAdvisory : ServerSessionFixture<ScratchTable::Server::postgresql> {
   static constexpr Strategy strategy = Strategy::advisory;
   static constexpr bool offers_shared = true;  // pg_advisory_lock_shared
 };
-#define DBLOCK_PG_LEASE_FIXTURES , dblock::test::PgInsert, dblock::test::PgOptimistic
+// The default strategy on the TLS-only server (DBLOCK_TEST_PG_TLS_URL: sslmode=verify-full,
+// the test CA and a client certificate, which its pg_hba.conf requires).
+struct PgTlsInsert : ServerHoldersFixture<ScratchTable::Server::postgresql, Strategy::insert> {
+  PgTlsInsert() : ServerHoldersFixture("DBLOCK_TEST_PG_TLS_URL") {}
+};
+#define DBLOCK_PG_LEASE_FIXTURES , dblock::test::PgInsert, dblock::test::PgOptimistic, dblock::test::PgTlsInsert
 #define DBLOCK_PG_SESSION_FIXTURES , dblock::test::PgForUpdate, dblock::test::PgAdvisory
 #define DBLOCK_PG_FAIR_SESSION_FIXTURES , dblock::test::PgAdvisory  // the lock manager's queue
 #else
@@ -104,7 +113,12 @@ struct MySqlForUpdate : ServerSessionFixture<ScratchTable::Server::mysql> {
   static constexpr bool offers_shared = true;  // LOCK IN SHARE MODE: InnoDB queues it behind a waiting writer
 };
 DBLOCK_SERVER_FIXTURE(MySqlAdvisory, ServerSessionFixture, mysql, advisory);
-#define DBLOCK_MYSQL_LEASE_FIXTURES , dblock::test::MySqlInsert, dblock::test::MySqlOptimistic
+// The default strategy on the TLS-only server (DBLOCK_TEST_MYSQL_TLS_URL: the test CA and a
+// client certificate, which its account requires).
+struct MySqlTlsInsert : ServerHoldersFixture<ScratchTable::Server::mysql, Strategy::insert> {
+  MySqlTlsInsert() : ServerHoldersFixture("DBLOCK_TEST_MYSQL_TLS_URL") {}
+};
+#define DBLOCK_MYSQL_LEASE_FIXTURES , dblock::test::MySqlInsert, dblock::test::MySqlOptimistic, dblock::test::MySqlTlsInsert
 #define DBLOCK_MYSQL_SESSION_FIXTURES , dblock::test::MySqlForUpdate, dblock::test::MySqlAdvisory
 #else
 #define DBLOCK_MYSQL_LEASE_FIXTURES

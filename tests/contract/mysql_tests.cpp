@@ -12,6 +12,7 @@
 #include "contract/dead_ticket_check.hpp"
 #include "contract/handed_ticket_check.hpp"
 #include "contract/upgrade_check.hpp"
+#include "core/url.hpp"
 #include "core/validate.hpp"
 #include "sql/dialect.hpp"
 #include "sql/lease_drivers.hpp"
@@ -741,4 +742,66 @@ TEST_CASE("mysql: a waiter that gives up after the row was handed to it frees it
   CHECK(sq::as_text(row()[0]).empty());
   CHECK(sq::as_int(row()[3]) == 0);
   CHECK(table.ns().open()->lock("job").try_acquire());
+}
+
+// The TLS-only server (scripts/services start mysql-tls): what each wrong setup answers, and
+// that every connection is encrypted. The contract suite itself runs there too (MySqlTlsInsert).
+TEST_CASE("mysql over TLS: the server is verified, and each wrong setup fails in one line", "[mysql-tls]") {
+  const auto tls_url = dblock::test::server_url("DBLOCK_TEST_MYSQL_TLS_URL");
+  const char* certs_env = std::getenv("DBLOCK_TEST_CERTS");
+  if (!certs_env || !*certs_env) FAIL("DBLOCK_TEST_CERTS is not set (scripts/services env mysql-tls sets it)");
+  const std::string certs = certs_env;
+  const auto at = [](const std::string& url) {
+    auto u = dblock::detail::parse_url(url);
+    return u.hosts.at(0).host + ":" + std::to_string(u.hosts[0].port) + "/" + u.path;
+  };
+  const auto server = at(tls_url);
+  const auto plain_server = at(dblock::test::server_url("DBLOCK_TEST_MYSQL_URL"));
+  const auto ca = "ssl-ca=" + certs + "/ca.pem", other_ca = "ssl-ca=" + certs + "/other-ca.pem";
+  const auto cert = "&ssl-cert=" + certs + "/client.pem&ssl-key=" + certs + "/client.key";
+  dblock::ClientOptions quick;
+  quick.connect_timeout = 2s;
+  auto refused = [&](const std::string& url, const char* says) {
+    INFO(dblock::detail::parse_url(url).redacted());
+    try {
+      dblock::Client::open(url, quick);
+      FAIL("let in");
+    } catch (const dblock::UnavailableError& e) {
+      CHECK_THAT(e.what(), Catch::Contains(says) && !Catch::Contains("locker-pw") && !Catch::Contains("Wr0ng"));
+      CHECK(std::string(e.what()).find('\n') == std::string::npos);
+    }
+  };
+  refused("mysql://locker:locker-pw@" + server + "?" + other_ca + cert, "TLS/SSL error");  // a CA that signed nothing of ours
+  refused("mysql://locker:locker-pw@" + server + "?" + ca, "client certificate");          // none given: denied, and why
+  refused("mysql://locker:locker-pw@" + server + "?ssl-mode=DISABLED", "requires TLS");     // plaintext to a TLS-only server
+  refused("mysql://locker:Wr0ng@" + server + "?" + ca + cert, "wrong user or password");
+  // TLS asked of a server that offers none: refused by the client (VERIFY_IDENTITY), or on the
+  // server's word that the connection is plaintext (REQUIRED, VERIFY_CA).
+  refused("mysql://dblock:dblock@" + plain_server + "?" + ca, "the server does not support it");
+  refused("mysql://dblock:dblock@" + plain_server + "?ssl-mode=REQUIRED", "not encrypted");
+  refused("mysql://dblock:dblock@" + plain_server + "?ssl-mode=VERIFY_CA&" + ca, "not encrypted");
+
+  // Every connection of the test URL is encrypted; so is one with no TLS parameter at all
+  // (PREFERRED, as the mysql client: TLS whenever the server offers it).
+  auto cipher = [](const std::string& url) {
+    auto r = dblock::test::server_connection(url)->run("SHOW SESSION STATUS LIKE 'Ssl_cipher'", {});
+    REQUIRE(r.rows.size() == 1);
+    return dblock::detail::sqldb::as_text(r.rows[0].at(1));
+  };
+  CHECK_FALSE(cipher(tls_url).empty());
+  CHECK_FALSE(cipher("mysql://dblock:dblock@" + server).empty());
+  CHECK(cipher("mysql://dblock:dblock@" + plain_server).empty());  // PREFERRED, to a server without TLS
+
+  // The doctor's transport line says so.
+  auto transport = [](const std::string& url) {
+    auto checks = dblock::Client::open(url)->check_settings();
+    REQUIRE_FALSE(checks.empty());
+    CHECK(checks.back().setting == "transport");
+    return checks.back().value;
+  };
+  CHECK_THAT(transport(tls_url), Catch::StartsWith("TLSv1.") && Catch::EndsWith("server verified (chain and name)"));
+  CHECK_THAT(transport("mysql://locker:locker-pw@" + server + "?ssl-mode=VERIFY_CA&" + ca + cert),
+             Catch::EndsWith("server's chain verified (not its name)"));
+  CHECK_THAT(transport("mysql://dblock:dblock@" + server), Catch::EndsWith("server not verified"));
+  CHECK(transport("mysql://dblock:dblock@" + plain_server) == "plaintext");
 }

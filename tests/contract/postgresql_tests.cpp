@@ -14,6 +14,7 @@
 #include "contract/dead_ticket_check.hpp"
 #include "contract/handed_ticket_check.hpp"
 #include "contract/upgrade_check.hpp"
+#include "core/url.hpp"
 #include "core/validate.hpp"
 #include "sql/dialect.hpp"
 #include "sql/lease_drivers.hpp"
@@ -500,4 +501,51 @@ TEST_CASE("postgresql: a forged hand-over message starts nobody", "[postgresql][
   waited.get();
   CHECK(got);
   CHECK(waiter_fence > fence);
+}
+
+// The TLS-only server (scripts/services start postgresql-tls): libpq's own TLS, through the URL
+// as it is. What each wrong setup answers, and the doctor's transport line. The contract
+// suite itself runs there too (PgTlsInsert).
+TEST_CASE("postgresql over TLS: the server is verified, and each wrong setup fails in one line", "[postgresql-tls]") {
+  const auto tls_url = dblock::test::server_url("DBLOCK_TEST_PG_TLS_URL");
+  const char* certs_env = std::getenv("DBLOCK_TEST_CERTS");
+  if (!certs_env || !*certs_env) FAIL("DBLOCK_TEST_CERTS is not set (scripts/services env postgresql-tls sets it)");
+  const std::string certs = certs_env;
+  const auto at = [](const std::string& url) {
+    auto u = dblock::detail::parse_url(url);
+    return u.hosts.at(0).host + ":" + std::to_string(u.hosts[0].port) + "/" + u.path;
+  };
+  const auto server = at(tls_url), plain_server = at(dblock::test::server_url("DBLOCK_TEST_PG_URL"));
+  const auto root = "sslrootcert=" + certs + "/ca.pem";
+  const auto cert = "&sslcert=" + certs + "/client.pem&sslkey=" + certs + "/client.key";
+  auto refused = [&](const std::string& url, const char* says) {
+    INFO(dblock::detail::parse_url(url).redacted());
+    try {
+      dblock::Client::open(url);
+      FAIL("let in");
+    } catch (const dblock::UnavailableError& e) {
+      CHECK_THAT(e.what(), Catch::Contains(says) && !Catch::Contains("Wr0ng"));
+      CHECK(std::string(e.what()).find('\n') == std::string::npos);
+    }
+  };
+  refused("postgresql://dblock:dblock@" + server + "?sslmode=verify-full&sslrootcert=" + certs + "/other-ca.pem" + cert,
+          "certificate verify failed");                                                              // a CA that signed nothing of ours
+  refused("postgresql://dblock:dblock@" + server + "?sslmode=verify-full&" + root, "client certificate");  // none given
+  refused("postgresql://dblock:dblock@" + server + "?sslmode=disable", "no encryption");  // plaintext to a TLS-only server
+  refused("postgresql://dblock:Wr0ng@" + server + "?sslmode=verify-full&" + root + cert, "password authentication failed");
+  refused("postgresql://dblock:dblock@" + plain_server + "?sslmode=require", "does not support SSL");  // TLS to a plaintext one
+
+  auto transport = [](const std::string& url) {
+    auto checks = dblock::Client::open(url)->check_settings();
+    REQUIRE_FALSE(checks.empty());
+    CHECK(checks.back().setting == "transport");
+    return checks.back().value;
+  };
+  CHECK_THAT(transport(tls_url), Catch::StartsWith("TLSv1.") && Catch::EndsWith("server verified (chain and name)"));
+  CHECK_THAT(transport("postgresql://dblock:dblock@" + server + "?sslmode=verify-ca&" + root + cert),
+             Catch::EndsWith("server's chain verified (not its name)"));
+  // libpq checks the chain under `require` too once it has a root certificate.
+  CHECK_THAT(transport("postgresql://dblock:dblock@" + server + "?sslmode=require&" + root + cert),
+             Catch::EndsWith("server's chain verified (not its name)"));
+  CHECK(transport("postgresql://dblock:dblock@" + plain_server) == "plaintext");
 }

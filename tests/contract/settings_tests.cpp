@@ -103,8 +103,10 @@ TEST_CASE("sqlite: doctor flags synchronous OFF and NORMAL and an in-memory jour
 TEST_CASE("postgresql: doctor finds the test server's durability settings ok") {
   auto c = dblock::Client::open(dblock::test::server_url("DBLOCK_TEST_PG_URL"));
   auto checks = c->check_settings();
-  CHECK(checks.size() == 4);
+  CHECK(checks.size() == 5);
   CHECK(find(checks, "fsync").verdict == Verdict::ok);
+  CHECK(find(checks, "transport").value == "plaintext");  // the test server has no TLS
+  CHECK(find(checks, "transport").verdict == Verdict::ok);  // on this machine
   CHECK(find(checks, "synchronous_commit").value == "on");
   CHECK(find(checks, "standbys").value == "0 streaming, synchronous_standby_names = ''");
   CHECK(find(checks, "default_transaction_isolation").verdict == Verdict::ok);
@@ -164,8 +166,10 @@ TEST_CASE("postgresql: a serializable default does not reach dblock's statements
 TEST_CASE("mysql: doctor finds the test server's durability settings ok") {
   auto c = dblock::Client::open(dblock::test::server_url("DBLOCK_TEST_MYSQL_URL"));
   auto checks = c->check_settings();
-  CHECK(checks.size() == 4);
+  CHECK(checks.size() == 5);
   CHECK(find(checks, "innodb_flush_log_at_trx_commit").verdict == Verdict::ok);
+  CHECK(find(checks, "transport").value == "plaintext");  // PREFERRED, and the test server has no TLS
+  CHECK(find(checks, "transport").verdict == Verdict::ok);
   CHECK(find(checks, "sync_binlog").verdict == Verdict::ok);
   CHECK(find(checks, "replicas").value == "log_bin OFF");  // the test server writes no binary log
   CHECK_FALSE(any_problem(checks));
@@ -266,7 +270,7 @@ TEST_CASE("redis: doctor flags no persistence and an evicting policy, and names 
   ThrowawayRedis r({"--appendonly", "no", "--save", "", "--maxmemory", "64mb", "--maxmemory-policy", "allkeys-lru"});
   auto c = dblock::Client::open(r.url());
   auto checks = c->check_settings();
-  CHECK(checks.size() == 3);
+  CHECK(checks.size() == 4);  // and the transport
   CHECK(find(checks, "appendonly").verdict == Verdict::breaks_exclusion);
   CHECK(find(checks, "appendfsync").verdict == Verdict::ok);  // not in use
   auto policy = find(checks, "maxmemory-policy");
@@ -308,7 +312,9 @@ TEST_CASE("redis: doctor reports unknown, not an error, when CONFIG is disabled"
   ThrowawayRedis r({"--rename-command", "CONFIG", ""});
   auto c = dblock::Client::open(r.url());
   auto checks = c->check_settings();
-  CHECK(checks.size() == 3);
+  CHECK(checks.size() == 4);
+  CHECK(checks.back().setting == "transport");  // not a setting CONFIG reads
+  checks.pop_back();
   for (const auto& check : checks) {
     CHECK(check.verdict == Verdict::unknown);
     CHECK(check.meaning.find("CONFIG") != std::string::npos);
@@ -331,7 +337,7 @@ TEST_CASE("redis: doctor checks every redlock node on its own, a node down as un
   const std::string down = "127.0.0.1:" + std::to_string(free_port());
   auto c = dblock::Client::open("redlock://" + bad.address() + "," + first + "," + down);
   auto checks = c->check_settings();
-  CHECK(checks.size() == 9);
+  CHECK(checks.size() == 10);  // 3 x 3, and the transport
   CHECK(find(checks, bad.address() + " appendonly").verdict == Verdict::breaks_exclusion);
   CHECK(find(checks, first + " maxmemory-policy").verdict == Verdict::ok);
   for (const char* s : {"appendonly", "appendfsync", "maxmemory-policy"}) {
@@ -347,7 +353,9 @@ TEST_CASE("redis: doctor checks every redlock node on its own, a node down as un
 TEST_CASE("zookeeper: doctor names forceSync, which the client protocol cannot read", "[zookeeper]") {
   auto c = dblock::Client::open(dblock::test::server_url("DBLOCK_TEST_ZK_URL"));
   auto checks = c->check_settings();
-  REQUIRE(checks.size() == 1);
+  REQUIRE(checks.size() == 2);
+  CHECK(checks[1].setting == "transport");
+  CHECK(checks[1].value == "plaintext");  // Debian's C client has no TLS
   CHECK(checks[0].setting == "forceSync");
   CHECK(checks[0].verdict == Verdict::unknown);
   CHECK(checks[0].meaning.find("forceSync=yes") != std::string::npos);

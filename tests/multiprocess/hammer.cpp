@@ -69,8 +69,8 @@ int count(const std::string& url, const std::string& table, dblock::Strategy str
 }
 
 // One step of the semaphore count: under an exclusive flock of `path`, adds `delta` to the
-// holders now (and counts a grant when entering), raising the most at once.
-void count_holders(const std::string& path, int delta) {
+// holders now (and counts a grant when entering), raising the most at once; returns the most.
+long count_holders(const std::string& path, int delta) {
   int fd = ::open(path.c_str(), O_RDWR);
   if (fd < 0 || ::flock(fd, LOCK_EX) != 0) throw std::runtime_error("cannot lock " + path);
   long now = 0, most = 0, grants = 0;
@@ -86,6 +86,7 @@ void count_holders(const std::string& path, int delta) {
     out << now << " " << most << " " << grants << "\n";
   }
   ::close(fd);  // drops the flock
+  return most;
 }
 
 int count_permits(const std::string& url, const std::string& table, dblock::Strategy strategy, const std::string& name,
@@ -102,12 +103,20 @@ int count_permits(const std::string& url, const std::string& table, dblock::Stra
     workers.emplace_back([&] {
       for (int i = 0; i < iterations; ++i) {
         auto lease = lock.acquire();
-        count_holders(counter, +1);
+        long most = count_holders(counter, +1);
         {
           std::ofstream log(fences, std::ios::app);
           log << lease.fence() << "\n";
         }
         std::this_thread::sleep_for(std::chrono::milliseconds(5));  // holders overlap
+        // Until the permits have been held together once, a holder waits up to 200 ms for
+        // others to join it: with 5 ms holds alone, a loaded machine's slower grants (ZooKeeper
+        // in CI) never overlapped, and the count could not tell a semaphore from a mutex.
+        const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(200);
+        while (most < static_cast<long>(permits) && std::chrono::steady_clock::now() < until) {
+          std::this_thread::sleep_for(std::chrono::milliseconds(5));
+          most = count_holders(counter, 0);
+        }
         count_holders(counter, -1);
         lease.release();
       }

@@ -13,7 +13,7 @@
 #include "backends/postgresql/pg_connection.hpp"
 #endif
 #ifdef DBLOCK_TEST_MYSQL
-#include "backends/mysql/mysql_connection.hpp"
+#include "backends/mysql/mysql_backend.hpp"
 #endif
 
 namespace dblock::test {
@@ -56,14 +56,8 @@ int kill_mysql_lock_holders(Connection& s, const std::string& url, const std::st
 std::unique_ptr<Connection> server_connection(const std::string& url) {
 #ifdef DBLOCK_TEST_MYSQL
   if (is_mysql(url)) {
-    auto u = detail::parse_url(url);
-    detail::sqldb::MySqlTarget t;
-    t.host = u.hosts.at(0).host;
-    if (u.hosts[0].port) t.port = u.hosts[0].port;
-    t.user = u.user;
-    t.password = u.password;
-    t.database = u.path;
-    t.where = "test server";
+    auto t = detail::mysql_target(detail::parse_url(url), ClientOptions{});
+    t.alternates.clear();  // the first server's
     return std::make_unique<detail::sqldb::MySqlConnection>(t);
   }
 #endif

@@ -48,8 +48,9 @@ int terminate_lock_holders(Connection& s, const std::string& url, const std::str
 class ScratchTable {
  public:
   enum class Server { postgresql, mysql };
-  explicit ScratchTable(Server server) : server_(server) {
-    url_ = server_url(server == Server::mysql ? "DBLOCK_TEST_MYSQL_URL" : "DBLOCK_TEST_PG_URL");
+  // On the server's test URL, or the one in `variable` (another server of the same kind).
+  explicit ScratchTable(Server server, const char* variable = nullptr) : server_(server) {
+    url_ = server_url(variable ? variable : server == Server::mysql ? "DBLOCK_TEST_MYSQL_URL" : "DBLOCK_TEST_PG_URL");
     std::random_device rd;
     table_ = "dblock_t_" + std::to_string(rd()) + std::to_string(rd() % 1000);
     ClientOptions o = options();

@@ -2,14 +2,11 @@
 // Backend around the etcd strategy.
 #include "backends/etcd/etcd_backend.hpp"
 
-#include <cerrno>
-#include <cstring>
-#include <fstream>
-#include <iterator>
 #include <map>
 
 #include "backends/etcd/etcd_driver.hpp"
 #include "backends/etcd/etcd_keys.hpp"
+#include "core/pem_file.hpp"
 #include "dblock/errors.hpp"
 
 namespace dblock::detail {
@@ -21,7 +18,8 @@ namespace pb = etcd::pb;
 
 class EtcdBackend : public Backend {
  public:
-  EtcdBackend(std::shared_ptr<Cluster> cluster, std::string root) : cluster_(std::move(cluster)), root_(std::move(root)) {}
+  EtcdBackend(std::shared_ptr<Cluster> cluster, std::string root, bool tls)
+      : cluster_(std::move(cluster)), root_(std::move(root)), tls_(tls) {}
 
   std::string_view name() const noexcept override { return "etcd"; }
   std::vector<Strategy> strategies() const override { return {Strategy::etcd}; }
@@ -118,21 +116,18 @@ class EtcdBackend : public Backend {
              "not readable over the client API: after restoring an older snapshot, revisions (fences) already handed "
              "out are handed out again; move every fenced resource past the restored revision first"}};
   }
+  // gRPC's TLS always checks the certificate's chain (to ssl-ca, or the system's roots) and
+  // its name (the first endpoint's host); it does not tell the protocol version.
+  std::optional<Transport> transport() override {
+    if (!tls_) return Transport{};
+    return Transport{"TLS", true, true};
+  }
 
  private:
   std::shared_ptr<Cluster> cluster_;
   const std::string root_;
+  const bool tls_;
 };
-
-// A PEM file named by a URL parameter, read whole.
-std::string read_pem(const std::string& path, const std::string& parameter) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw UsageError("etcd: cannot read " + parameter + " file '" + path + "': " + std::strerror(errno));
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (text.find("-----BEGIN ") == std::string::npos)
-    throw UsageError("etcd: " + parameter + " file '" + path + "' holds no PEM block");
-  return text;
-}
 
 // etcds://... (or etcd+https://) is TLS, and so is etcd://... with any ssl-* parameter; a user
 // needs a password. Nothing else is known, and nothing is ignored.
@@ -140,9 +135,9 @@ etcd::Security security_of(const Url& url) {
   etcd::Security s;
   s.tls = url.scheme != "etcd";
   for (const auto& [key, value] : url.query) {
-    if (key == "ssl-ca") s.ca = read_pem(value, key);
-    else if (key == "ssl-cert") s.cert = read_pem(value, key);
-    else if (key == "ssl-key") s.key = read_pem(value, key);
+    if (key == "ssl-ca") s.ca = read_pem_file("etcd", key, value);
+    else if (key == "ssl-cert") s.cert = read_pem_file("etcd", key, value);
+    else if (key == "ssl-key") s.key = read_pem_file("etcd", key, value);
     else throw UsageError("unknown etcd URL parameter '" + key + "' (known: ssl-ca, ssl-cert, ssl-key)");
     s.tls = true;
   }
@@ -166,9 +161,10 @@ std::unique_ptr<Backend> open_etcd(const Url& url, const ClientOptions& options)
     endpoints.push_back({h.host, h.port});
   }
   // An unreachable cluster fails here, within connect_timeout.
+  const bool tls = security.tls;
   auto cluster = std::make_shared<Cluster>(endpoints, options.connect_timeout, options.statement_timeout,
                                            std::move(security));
-  return std::make_unique<EtcdBackend>(std::move(cluster), std::move(root));
+  return std::make_unique<EtcdBackend>(std::move(cluster), std::move(root), tls);
 }
 
 }  // namespace dblock::detail

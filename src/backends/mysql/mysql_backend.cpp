@@ -4,19 +4,62 @@
 // and the session strategies wait inside the server.
 #include "backends/mysql/mysql_backend.hpp"
 
+#include <cctype>
 #include <mutex>
+#include <optional>
 #include <tuple>
 
 #include "backends/mysql/mysql_dialect.hpp"
 #include "backends/mysql/mysql_connection.hpp"
+#include "core/pem_file.hpp"
 #include "dblock/errors.hpp"
 #include "sql/sql_backend.hpp"
 
 namespace dblock::detail {
 
-std::unique_ptr<Backend> open_mysql(const Url& url, const ClientOptions& options) {
-  for (const auto& [key, value] : url.query)
-    if (key != "socket") throw UsageError("unknown mysql URL parameter '" + key + "' (known: socket)");
+namespace {
+
+using Tls = sqldb::MySqlTarget::Tls;
+
+// ssl-mode as the mysql client spells it, in any case, '-' or '_'.
+Tls tls_mode(std::string text) {
+  for (auto& c : text) c = c == '-' ? '_' : static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (text == "DISABLED") return Tls::disabled;
+  if (text == "PREFERRED") return Tls::preferred;
+  if (text == "REQUIRED") return Tls::required;
+  if (text == "VERIFY_CA") return Tls::verify_ca;
+  if (text == "VERIFY_IDENTITY") return Tls::verify_identity;
+  throw UsageError("bad mysql URL: ssl-mode must be DISABLED, PREFERRED, REQUIRED, VERIFY_CA or VERIFY_IDENTITY");
+}
+
+// The URL's TLS parameters. Without ssl-mode: VERIFY_IDENTITY once a CA is given, REQUIRED
+// with a client certificate alone, else PREFERRED (TLS when the server offers it, as the
+// mysql client does); over a Unix socket, none.
+void read_tls(const Url& url, sqldb::MySqlTarget& t) {
+  std::optional<Tls> mode;
+  for (const auto& [key, value] : url.query) {
+    if (key == "socket") continue;
+    if (key == "ssl-mode") mode = tls_mode(value);
+    else if (key == "ssl-ca") t.ssl_ca = (read_pem_file("mysql", key, value), value);
+    else if (key == "ssl-cert") t.ssl_cert = (read_pem_file("mysql", key, value), value);
+    else if (key == "ssl-key") t.ssl_key = (read_pem_file("mysql", key, value), value);
+    else throw UsageError("unknown mysql URL parameter '" + key + "' (known: socket, ssl-mode, ssl-ca, ssl-cert, ssl-key)");
+  }
+  const bool files = !t.ssl_ca.empty() || !t.ssl_cert.empty();
+  if (t.ssl_cert.empty() != t.ssl_key.empty()) throw UsageError("bad mysql URL: ssl-cert and ssl-key go together");
+  if (!t.socket.empty()) {
+    if (mode || files) throw UsageError("bad mysql URL: no TLS over a Unix socket (?socket=): drop the ssl-* parameters");
+    t.tls = Tls::disabled;
+    return;
+  }
+  if (mode == Tls::disabled && files) throw UsageError("bad mysql URL: ssl-mode=DISABLED with TLS files");
+  if (mode == Tls::verify_ca && t.ssl_ca.empty()) throw UsageError("bad mysql URL: ssl-mode=VERIFY_CA needs ssl-ca");
+  t.tls = mode ? *mode : !t.ssl_ca.empty() ? Tls::verify_identity : files ? Tls::required : Tls::preferred;
+}
+
+}  // namespace
+
+sqldb::MySqlTarget mysql_target(const Url& url, const ClientOptions& options) {
   sqldb::MySqlTarget t;
   for (std::size_t i = 0; i < url.hosts.size(); ++i) {
     const auto& hp = url.hosts[i];
@@ -28,6 +71,7 @@ std::unique_ptr<Backend> open_mysql(const Url& url, const ClientOptions& options
     if (url.hosts.size() > 1) throw UsageError("a mysql URL with ?socket= names one server");
     t.socket = it->second;
   }
+  read_tls(url, t);
   t.user = url.user;
   t.password = url.password;
   t.database = url.path;
@@ -44,7 +88,11 @@ std::unique_ptr<Backend> open_mysql(const Url& url, const ClientOptions& options
   t.connect_timeout = options.connect_timeout;
   t.statement_timeout = options.statement_timeout;
   t.where = url.redacted();
+  return t;
+}
 
+std::unique_ptr<Backend> open_mysql(const Url& url, const ClientOptions& options) {
+  const auto t = mysql_target(url, options);
   // Every statement names the table with its database, so GET_LOCK keys (server-wide) and
   // messages say which database's locks they are.
   auto table = parse_table_name(options.table);

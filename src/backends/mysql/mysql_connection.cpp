@@ -57,7 +57,12 @@ int whole_seconds(std::chrono::milliseconds ms) {  // rounded up, at least 1
     case 1969:  // MariaDB max_statement_time
     case 3024:  // MySQL max_execution_time
       throw TimeoutError(what);
-    case 1045:  // access denied (wrong user or password)
+    case 3159:  // MySQL's require_secure_transport
+      gone();
+      throw UnavailableError(what + " (the server requires TLS: give the URL ssl-ca=, or ssl-mode=REQUIRED)");
+    case 1045:  // access denied
+      throw UnavailableError(what + " (a wrong user or password, or an account that requires TLS or a client "
+                                    "certificate: the URL's ssl-ca, ssl-cert, ssl-key)");
     case 1044:  // no access to the database
     case 1142:  // command denied
     case 1143:
@@ -211,7 +216,7 @@ std::string splice_params(const std::string& sql, const std::vector<Value>& para
   return out;
 }
 
-MySqlConnection::MySqlConnection(const MySqlTarget& t) : where_(t.where) {
+MySqlConnection::MySqlConnection(const MySqlTarget& t) : where_(t.where), tls_(t.tls), tls_ca_(!t.ssl_ca.empty()) {
   std::vector<std::pair<std::string, int>> servers{{t.host, t.port}};
   servers.insert(servers.end(), t.alternates.begin(), t.alternates.end());
   const bool several = servers.size() > 1;
@@ -249,8 +254,27 @@ bool MySqlConnection::open(const MySqlTarget& t, const std::string& host, int po
   o["OPT_RECONNECT"] = false;  // a silent reconnect would drop session locks unseen
   o["CLIENT_MULTI_STATEMENTS"] = true;
   o["OPT_CHARSET_NAME"] = ::sql::SQLString("utf8mb4");
+  using Tls = MySqlTarget::Tls;
+  // Connector/C++ 1.1 on libmariadb: `sslEnforce` asks for TLS but takes plaintext from a
+  // server that offers none; `sslVerify` refuses that and verifies the certificate's chain
+  // and name; a CA file alone verifies the chain when TLS is used.
+  if (t.tls == Tls::verify_identity) o["sslVerify"] = true;
+  else if (t.tls != Tls::disabled) o["sslEnforce"] = true;
+  if (!t.ssl_ca.empty()) o["sslCA"] = ::sql::SQLString(t.ssl_ca);
+  if (!t.ssl_cert.empty()) o["sslCert"] = ::sql::SQLString(t.ssl_cert);
+  if (!t.ssl_key.empty()) o["sslKey"] = ::sql::SQLString(t.ssl_key);
   conn_.reset(driver()->connect(o));
   stmt_.reset(conn_->createStatement());
+  if (t.tls == Tls::required || t.tls == Tls::verify_ca) {
+    auto r = send("SHOW SESSION STATUS LIKE 'Ssl_cipher'", 1);
+    if (r.rows.empty() || as_text(r.rows[0].at(1)).empty()) {
+      stmt_.reset();
+      conn_->close();
+      conn_.reset();
+      throw UnavailableError("mysql at " + where_ + ": the connection is not encrypted (ssl-mode=" +
+                             (t.tls == Tls::required ? "REQUIRED" : "VERIFY_CA") + "): the server offers no TLS");
+    }
+  }
   server_port_ = t.socket.empty() ? port : -1;
   // READ COMMITTED: no gap locks, so concurrent first acquires of a name deadlock less.
   // Times are taken with UTC_TIMESTAMP, so the session time zone does not matter.
@@ -272,6 +296,19 @@ bool MySqlConnection::open(const MySqlTarget& t, const std::string& host, int po
   conn_->close();
   conn_.reset();
   return false;
+}
+
+std::optional<Transport> MySqlConnection::transport() {
+  Transport t;
+  auto r = send("SHOW SESSION STATUS LIKE 'Ssl_version'", 1);
+  if (!r.rows.empty()) t.tls = as_text(r.rows[0].at(1));
+  if (!t.tls.empty()) {
+    // libmariadb checks the chain whenever it has a CA, and the name under VERIFY_IDENTITY
+    // (with the system's CAs when none is given).
+    t.name_verified = tls_ == MySqlTarget::Tls::verify_identity;
+    t.chain_verified = t.name_verified || tls_ca_;
+  }
+  return t;
 }
 
 MySqlConnection::~MySqlConnection() {

@@ -38,6 +38,11 @@ struct MySqlTarget {
   // plus the longest lock wait a statement may ask the server for (max_lock_wait).
   std::chrono::milliseconds statement_timeout{5000};
   std::string where;  // the server in messages, without the password
+  // TLS, as the URL's ssl-mode (the mysql client's modes) and files ask (docs/backends/mysql.md,
+  // "TLS"). libmariadb enforces only verify_identity itself; required and verify_ca are
+  // checked on the server's word (Ssl_cipher) after connecting.
+  enum class Tls { disabled, preferred, required, verify_ca, verify_identity } tls = Tls::preferred;
+  std::string ssl_ca, ssl_cert, ssl_key;  // file paths
 };
 
 // The longest a session strategy may wait inside the server in one statement; longer
@@ -66,6 +71,8 @@ class MySqlConnection final : public Connection {
   // port. The watch gets a duplicate, so that it never polls a number Connector/C++ closed
   // and the process reused; it is closed right after the connection. -1 over a Unix socket.
   int socket() noexcept override;
+  // The server's word on TLS (Ssl_version), and what ssl-mode and ssl-ca verified.
+  std::optional<Transport> transport() override;
 
  private:
   // Connects to one server and sets the session up; with `writable_only`, keeps the
@@ -75,6 +82,8 @@ class MySqlConnection final : public Connection {
   [[noreturn]] void fail(const ::sql::SQLException& e);
 
   std::string where_;
+  MySqlTarget::Tls tls_ = MySqlTarget::Tls::disabled;
+  bool tls_ca_ = false;  // the URL gave a CA file
   std::unique_ptr<::sql::Connection> conn_;
   std::unique_ptr<::sql::Statement> stmt_;
   // begin() sends nothing: START TRANSACTION rides with the transaction's first statement.

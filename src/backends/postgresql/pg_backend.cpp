@@ -1,6 +1,10 @@
 // PostgreSQL through the generic SqlBackend, with LISTEN/NOTIFY wake-ups.
 #include "backends/postgresql/pg_backend.hpp"
 
+#include <unistd.h>
+
+#include <cstdlib>
+
 #include "backends/postgresql/pg_dialect.hpp"
 #include "backends/postgresql/pg_listener.hpp"
 #include "backends/postgresql/pg_connection.hpp"
@@ -32,8 +36,23 @@ std::unique_ptr<Backend> open_postgresql(const Url& url, const ClientOptions& op
   auto info = conninfo(url, options);
   auto where = url.redacted();
   auto timeout = options.statement_timeout;
-  auto connect = [info, where, timeout]() -> std::unique_ptr<sqldb::Connection> {
-    return std::make_unique<sqldb::PgConnection>(info, where, timeout);
+  // The sslmode libpq applies: the URL's, else the environment's, else its default; `require`
+  // verifies the chain as `verify-ca` does once there is a root certificate to verify it with.
+  auto setting = [&url](const char* key, const char* variable) -> std::string {
+    if (auto it = url.query.find(key); it != url.query.end()) return it->second;
+    const char* env = std::getenv(variable);
+    return env ? env : "";
+  };
+  std::string sslmode = setting("sslmode", "PGSSLMODE");
+  if (sslmode.empty()) sslmode = "prefer";
+  if (sslmode == "require") {
+    auto root = setting("sslrootcert", "PGSSLROOTCERT");
+    const char* home = std::getenv("HOME");
+    if (root.empty() && home) root = std::string(home) + "/.postgresql/root.crt";
+    if (!root.empty() && ::access(root.c_str(), R_OK) == 0) sslmode = "verify-ca";
+  }
+  auto connect = [info, where, timeout, sslmode]() -> std::unique_ptr<sqldb::Connection> {
+    return std::make_unique<sqldb::PgConnection>(info, where, timeout, sslmode);
   };
   // One listener per process, server and channel (core/process_shared.hpp). PostgreSQL
   // refuses a channel name of 64 bytes or more (every release would fail, and locks would

@@ -148,8 +148,9 @@ struct PgConnection::Pqxx {
   pqxx::connection c;
 };
 
-PgConnection::PgConnection(const std::string& conninfo, const std::string& where, std::chrono::milliseconds statement_timeout)
-    : where_(where), statement_timeout_(statement_timeout) {
+PgConnection::PgConnection(const std::string& conninfo, const std::string& where, std::chrono::milliseconds statement_timeout,
+                           std::string sslmode)
+    : where_(where), sslmode_(std::move(sslmode)), statement_timeout_(statement_timeout) {
   try {
     owned_ = std::make_unique<Pqxx>(conninfo);  // bounded by libpq's connect_timeout
     conn_ = &owned_->c;
@@ -166,6 +167,17 @@ PgConnection::PgConnection(const std::string& conninfo, const std::string& where
     tx.exec("SET statement_timeout = " + std::to_string(statement_timeout.count()) +
             "; SET SESSION CHARACTERISTICS AS TRANSACTION ISOLATION LEVEL READ COMMITTED");
   });
+}
+
+std::optional<Transport> PgConnection::transport() {
+  Transport t;
+  auto r = run("SELECT version FROM pg_stat_ssl WHERE pid = pg_backend_pid() AND ssl", {});
+  if (!r.rows.empty()) t.tls = as_text(r.rows[0].at(0));
+  if (!t.tls.empty()) {
+    t.chain_verified = sslmode_ == "verify-ca" || sslmode_ == "verify-full";
+    t.name_verified = sslmode_ == "verify-full";
+  }
+  return t;
 }
 
 PgConnection::~PgConnection() {

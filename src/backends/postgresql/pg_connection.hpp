@@ -24,8 +24,10 @@ namespace dblock::detail::sqldb {
 class PgConnection final : public Connection {
  public:
   // conninfo: a libpq URI (the user's URL, with connect_timeout added). `where` names the
-  // server in messages without the password.
-  PgConnection(const std::string& conninfo, const std::string& where, std::chrono::milliseconds statement_timeout);
+  // server in messages without the password; `sslmode` is the one libpq applies (the URL's,
+  // or PGSSLMODE's), for transport().
+  PgConnection(const std::string& conninfo, const std::string& where, std::chrono::milliseconds statement_timeout,
+               std::string sslmode = "prefer");
   ~PgConnection() override;
   Result run(const std::string& sql, const std::vector<Value>& params) override;
   void run_script(const std::string& sql) override;
@@ -38,6 +40,8 @@ class PgConnection final : public Connection {
   int socket() noexcept override;
   // The backend's TCP keepalives and tcp_user_timeout (set once per TTL on a connection).
   void drop_when_unreachable(std::chrono::milliseconds ttl) override;
+  // The server's word on TLS (pg_stat_ssl), and what sslmode verified.
+  std::optional<Transport> transport() override;
 
   // libpqxx's connection, for the listener and the session strategies.
   pqxx::connection_base& connection();
@@ -53,6 +57,7 @@ class PgConnection final : public Connection {
   // connection_base (whose destructor does not close) would leak the connection.
   struct Pqxx;
   std::string where_;
+  std::string sslmode_;
   std::unique_ptr<Pqxx> owned_;
   pqxx::connection_base* conn_ = nullptr;
   std::unique_ptr<pqxx::dbtransaction> tx_;  // between begin() and commit()/rollback()

@@ -127,6 +127,7 @@ class RedisBackend final : public Backend {
     auto c = pool_.get();
     return read_settings(*c);
   }
+  std::optional<Transport> transport() override { return Transport{}; }  // plaintext: no TLS yet
 
  private:
   ConnectionPool pool_;
@@ -188,6 +189,7 @@ class RedlockBackend final : public Backend {
   }
   // Every node on its own, named: one node that loses its keys lets a second client win
   // a majority with the nodes the first one did not need. A node down is `unknown`.
+  std::optional<Transport> transport() override { return Transport{}; }  // plaintext: no TLS yet
   std::vector<SettingCheck> check_settings() override {
     std::vector<SettingCheck> out;
     for (const auto& t : nodes_.targets()) {

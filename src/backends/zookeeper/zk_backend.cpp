@@ -108,6 +108,8 @@ class ZkBackend : public Backend {
              "not readable over the client protocol: keep forceSync=yes (the default), or a crash of a quorum's "
              "machines can lose acknowledged lock nodes and reuse their zxids (fences)"}};
   }
+  // Debian's C client has no TLS.
+  std::optional<Transport> transport() override { return Transport{}; }
 
  private:
   // Whether `dir` is a semaphore's node: its data is a number (Kazoo's max_leases).
