@@ -2,6 +2,7 @@
 // both save the input), and a runner that tells the documented error from a leaked one.
 #pragma once
 
+#include <algorithm>
 #include <cstdio>
 #include <exception>
 #include <string>
@@ -39,6 +40,31 @@ bool accepts(F&& f, std::string* message = nullptr) {
 
 inline bool contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
+}
+
+// A password no input spells by chance, put in place of the input's own: no output may show it.
+// It has no ':' or '@', so it cannot straddle the password's edges.
+inline const std::string canary = "C4n4ryS3cr3t";
+
+// Where the password is by the grammar scheme://user:password@host...: after the first
+// "//" (which must follow "scheme:"), in the authority (up to the first '/' or '?'), between
+// the first ':' and the last '@'. Returns false when the text has no password part.
+struct Authority {
+  std::size_t begin, end, at, password_begin;
+};
+inline bool locate_password(const std::string& t, Authority& a) {
+  auto slashes = t.find("//");
+  if (slashes == std::string::npos || slashes == 0 || t[slashes - 1] != ':') return false;
+  if (t.find(':') != slashes - 1) return false;  // that ':' ends the scheme
+  a.begin = slashes + 2;
+  a.end = std::min(t.find_first_of("/?", a.begin), t.size());
+  auto at = t.rfind('@', a.end - 1);
+  if (at == std::string::npos || at < a.begin) return false;
+  auto colon = t.find(':', a.begin);
+  if (colon == std::string::npos || colon > at) return false;
+  a.at = at;
+  a.password_begin = colon + 1;
+  return true;
 }
 
 // Unicode's well-formed UTF-8 (Table 3-7), written independently of validate.cpp's decoder

@@ -5,7 +5,9 @@
 //  - parse_command_line never throws; it picks exactly one command or an exit code
 //    (0 for --help/--version, 64 for bad usage, with a message);
 //  - `run` gets the arguments after the first "--" untouched, and no other command takes any;
-//  - the values' checks throw UsageError and nothing else.
+//  - the values' checks throw UsageError and nothing else;
+//  - a password in any argument (a URL's, replaced by a canary) shows in no output nor message,
+//    whether the URL is given to --url or misplaced (a positional argument CLI11 quotes).
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
@@ -22,6 +24,8 @@
 
 using dblock::cli::Invocation;
 using fuzz::accepts;
+using fuzz::canary;
+using fuzz::contains;
 
 namespace {
 
@@ -30,8 +34,20 @@ constexpr std::size_t max_args = 64;
 
 void check_common(const dblock::cli::Common& c) {
   accepts([&] { c.client_options(); });  // --timeout
-  accepts([&] { dblock::detail::parse_url(c.url); });
+  std::string message;
+  if (!accepts([&] { dblock::detail::parse_url(c.url); }, &message)) FUZZ_CHECK(!contains(message, canary));
   accepts([&] { dblock::detail::parse_table_name(c.table); });
+}
+
+// Each argument's URL password, by the grammar, replaced by the canary (none when an argument
+// spells the canary itself: it could then show legitimately).
+void plant_canary(std::vector<std::string>& args) {
+  for (const auto& a : args)
+    if (contains(a, canary)) return;
+  for (auto& a : args) {
+    fuzz::Authority at;
+    if (fuzz::locate_password(a, at)) a = a.substr(0, at.password_begin) + canary + a.substr(at.at);
+  }
 }
 
 // The value of `--option V` when the arguments before "--" give that option exactly once in
@@ -61,6 +77,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     else current += static_cast<char>(data[i]);
   }
   if (args.size() < max_args) args.push_back(current);
+  plant_canary(args);
   std::vector<const char*> argv;
   for (const auto& a : args) argv.push_back(a.c_str());
 
@@ -73,6 +90,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     __builtin_trap();
   }
   auto dashes = std::find(args.begin() + 1, args.end(), "--");
+  FUZZ_CHECK(!contains(out.str(), canary) && !contains(err.str(), canary));
   if (inv.exit_now >= 0) {
     FUZZ_CHECK(inv.exit_now == 0 || inv.exit_now == dblock::cli::usage);
     FUZZ_CHECK(inv.exit_now == 0 ? !out.str().empty() : !err.str().empty());

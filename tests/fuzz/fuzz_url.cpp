@@ -19,13 +19,15 @@
 using dblock::detail::parse_url;
 using dblock::detail::Url;
 using fuzz::accepts;
+using fuzz::Authority;
+using fuzz::canary;
 using fuzz::contains;
+using fuzz::locate_password;
 
 namespace {
 
 const char* const schemes[] = {"sqlite", "postgresql", "postgres", "mysql", "mariadb", "redis", "redlock", "zookeeper",
                                "etcd", "etcd+https"};
-const std::string canary = "C4n4ryS3cr3t";
 
 std::string percent_encode(const std::string& s) {
   std::string out;
@@ -87,27 +89,6 @@ void check_invariants(const Url& u) {
     FUZZ_CHECK(h.host.find_first_of("/@, \t\n") == std::string::npos);
   }
   for (const auto& [k, v] : u.query) FUZZ_CHECK(!k.empty());
-}
-
-// Where the password is by the grammar scheme://user:password@host...: after the first
-// "//" (which must follow "scheme:"), in the authority (up to the first '/' or '?'), between
-// the first ':' and the last '@'. Returns false when the text has no password part.
-struct Authority {
-  std::size_t begin, end, at, password_begin;
-};
-bool locate_password(const std::string& t, Authority& a) {
-  auto slashes = t.find("//");
-  if (slashes == std::string::npos || slashes == 0 || t[slashes - 1] != ':') return false;
-  if (t.find(':') != slashes - 1) return false;  // that ':' ends the scheme
-  a.begin = slashes + 2;
-  a.end = std::min(t.find_first_of("/?", a.begin), t.size());
-  auto at = t.rfind('@', a.end - 1);
-  if (at == std::string::npos || at < a.begin) return false;
-  auto colon = t.find(':', a.begin);
-  if (colon == std::string::npos || colon > at) return false;
-  a.at = at;
-  a.password_begin = colon + 1;
-  return true;
 }
 
 // The canary, in place of the input's password, must not leak whether the URL parses or not.
