@@ -140,7 +140,7 @@ SELECT NOT EXISTS (SELECT 1 FROM pg_roles WHERE rolname = 'dblock') AS need_role
 \if :need_role
 CREATE ROLE dblock;
 \endif
-ALTER ROLE dblock WITH LOGIN NOSUPERUSER CREATEDB PASSWORD 'dblock';
+ALTER ROLE dblock WITH LOGIN NOSUPERUSER CREATEDB CREATEROLE PASSWORD 'dblock';
 GRANT pg_signal_backend TO dblock;
 SELECT 'CREATE DATABASE dblock OWNER dblock'
  WHERE NOT EXISTS (SELECT 1 FROM pg_database WHERE datname = 'dblock') \gexec

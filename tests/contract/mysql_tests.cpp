@@ -805,3 +805,69 @@ TEST_CASE("mysql over TLS: the server is verified, and each wrong setup fails in
   CHECK_THAT(transport("mysql://dblock:dblock@" + server), Catch::EndsWith("server not verified"));
   CHECK(transport("mysql://dblock:dblock@" + plain_server) == "plaintext");
 }
+
+// docs/SECURITY.md's three accounts, as its recipe grants them, on a database that holds only
+// dblock's tables (so that database-wide grants give nothing else away).
+TEST_CASE("mysql: the least-privilege accounts lock and sweep, and cannot migrate", "[mysql]") {
+  const auto server = dblock::detail::parse_url(dblock::test::server_url("DBLOCK_TEST_MYSQL_URL"));
+  const auto suffix = std::to_string(std::random_device{}());
+  const std::string db = "dblock_lp_" + suffix, migrator = "mig_" + suffix, locker = "lck_" + suffix,
+                    sweeper = "swp_" + suffix;
+  auto as = [&](const std::string& user) {
+    return "mysql://" + user + ":" + user + "-pw@" + server.hosts.at(0).host + ":" +
+           std::to_string(server.hosts[0].port) + "/" + db;
+  };
+  auto admin = dblock::test::server_connection(server.original);
+  struct Cleanup {
+    dblock::test::Connection& admin;
+    std::string db, users;
+    ~Cleanup() {
+      try {
+        admin.run_script("DROP DATABASE IF EXISTS " + db + "; DROP USER IF EXISTS " + users);
+      } catch (...) {  // leftovers in a throwaway server are harmless
+      }
+    }
+  } cleanup{*admin, db, "'" + migrator + "'@'127.0.0.1', '" + locker + "'@'127.0.0.1', '" + sweeper + "'@'127.0.0.1'"};
+  // The recipe (docs/SECURITY.md, "Least privilege").
+  admin->run_script("CREATE DATABASE " + db);
+  for (const auto& user : {migrator, locker, sweeper})
+    admin->run_script("CREATE USER '" + user + "'@'127.0.0.1' IDENTIFIED BY '" + user + "-pw'");
+  admin->run_script("GRANT CREATE, ALTER, DROP, INDEX, CREATE ROUTINE, ALTER ROUTINE, EXECUTE, SELECT, INSERT, UPDATE, "
+                    "DELETE ON " + db + ".* TO '" + migrator + "'@'127.0.0.1'; "
+                    "GRANT SELECT, INSERT, UPDATE, DELETE, EXECUTE ON " + db + ".* TO '" + locker + "'@'127.0.0.1'; "
+                    "GRANT SELECT, UPDATE, DELETE ON " + db + ".* TO '" + sweeper + "'@'127.0.0.1'");
+  dblock::ClientOptions migrating;
+  migrating.auto_migrate = true;
+  dblock::Client::open(as(migrator), migrating);
+
+  auto c = dblock::Client::open(as(locker));
+  for (auto s : {dblock::Strategy::insert, dblock::Strategy::optimistic, dblock::Strategy::for_update,
+                 dblock::Strategy::advisory}) {
+    dblock::LockOptions lo;
+    lo.strategy = s;
+    INFO(dblock::to_string(s));
+    auto lease = c->lock("job", lo).acquire();
+    CHECK(lease.fence() > 0);
+    lease.release();
+  }
+  auto r1 = c->lock("doc").try_acquire_shared();
+  auto r2 = dblock::Client::open(as(locker))->lock("doc").try_acquire_shared();
+  REQUIRE(r1);
+  REQUIRE(r2);
+  dblock::LockOptions pool;
+  pool.permits = 2;
+  auto p1 = c->lock("pool", pool).acquire();
+  CHECK(c->list().size() >= 2);
+  r1->release(), r2->release(), p1.release();
+  dblock::LockOptions kept;
+  kept.hold_at_least = 100ms;  // its row outlives the release, then expires: the sweeper's
+  c->lock("kept", kept).acquire().release();
+  std::this_thread::sleep_for(300ms);
+
+  auto s = dblock::Client::open(as(sweeper));
+  CHECK(s->sweep() >= 1);
+  CHECK_THROWS_AS(s->lock("job").try_acquire(), dblock::UnavailableError);  // the sweeper locks nothing
+  dblock::ClientOptions other = migrating;
+  other.table = "dblock_other";
+  CHECK_THROWS_AS(dblock::Client::open(as(locker), other), dblock::UnavailableError);  // CREATE denied
+}

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <future>
 #include <optional>
+#include <random>
 #include <catch2/catch.hpp>
 #include <thread>
 #include <tuple>
@@ -548,4 +549,80 @@ TEST_CASE("postgresql over TLS: the server is verified, and each wrong setup fai
   CHECK_THAT(transport("postgresql://dblock:dblock@" + server + "?sslmode=require&" + root + cert),
              Catch::EndsWith("server's chain verified (not its name)"));
   CHECK(transport("postgresql://dblock:dblock@" + plain_server) == "plaintext");
+}
+
+// docs/SECURITY.md's three roles, as its recipe grants them: a migrator that owns the
+// objects, a locker and a sweeper that get the rights to them through default privileges
+// (granted once, before the first migration, so later migrations' objects are covered too).
+TEST_CASE("postgresql: the least-privilege roles lock and sweep, and cannot migrate", "[postgresql]") {
+  const auto server = dblock::detail::parse_url(dblock::test::server_url("DBLOCK_TEST_PG_URL"));
+  const auto suffix = std::to_string(std::random_device{}());
+  const std::string migrator = "dblock_migrator_" + suffix, locker = "dblock_locker_" + suffix,
+                    sweeper = "dblock_sweeper_" + suffix, table = "dblock_lp_" + suffix;
+  auto as = [&](const std::string& role) {
+    return "postgresql://" + role + ":" + role + "-pw@" + server.hosts.at(0).host + ":" +
+           std::to_string(server.hosts[0].port) + "/" + server.path;
+  };
+  auto admin = dblock::test::server_connection(server.original);
+  for (const auto& role : {migrator, locker, sweeper})
+    admin->run_script("CREATE ROLE " + role + " LOGIN PASSWORD '" + role + "-pw'");
+  struct Cleanup {
+    dblock::test::Connection& admin;
+    std::string migrator, locker, sweeper, table;
+    ~Cleanup() {
+      try {
+        admin.run_script("GRANT " + migrator + " TO current_user; DROP TABLE IF EXISTS " + table + ", " + table +
+                         "_holders, " + table + "_queue, " + table + "_schema_history CASCADE; DROP OWNED BY " +
+                         migrator + ", " + locker + ", " + sweeper + "; DROP ROLE " + migrator + ", " + locker +
+                         ", " + sweeper);
+      } catch (...) {  // leftover roles in a throwaway server are harmless
+      }
+    }
+  } cleanup{*admin, migrator, locker, sweeper, table};
+  // The recipe (docs/SECURITY.md, "Least privilege"), for the public schema.
+  admin->run_script("GRANT CREATE, USAGE ON SCHEMA public TO " + migrator + "; GRANT USAGE ON SCHEMA public TO " +
+                    locker + ", " + sweeper + "; GRANT " + migrator + " TO current_user; " +
+                    "ALTER DEFAULT PRIVILEGES FOR ROLE " + migrator + " IN SCHEMA public GRANT SELECT, INSERT, UPDATE, "
+                    "DELETE ON TABLES TO " + locker + "; ALTER DEFAULT PRIVILEGES FOR ROLE " + migrator +
+                    " IN SCHEMA public GRANT USAGE, SELECT, UPDATE ON SEQUENCES TO " + locker +
+                    "; ALTER DEFAULT PRIVILEGES FOR ROLE " + migrator + " IN SCHEMA public GRANT SELECT, UPDATE, DELETE "
+                    "ON TABLES TO " + sweeper + "; REVOKE " + migrator + " FROM current_user");
+  dblock::ClientOptions o;
+  o.table = table;
+  auto migrating = o;
+  migrating.auto_migrate = true;
+  dblock::Client::open(as(migrator), migrating);
+
+  auto c = dblock::Client::open(as(locker), o);
+  for (auto s : {dblock::Strategy::insert, dblock::Strategy::optimistic, dblock::Strategy::for_update,
+                 dblock::Strategy::advisory}) {
+    dblock::LockOptions lo;
+    lo.strategy = s;
+    INFO(dblock::to_string(s));
+    auto lease = c->lock("job", lo).acquire();
+    CHECK(lease.fence() > 0);
+    lease.release();
+  }
+  auto r1 = c->lock("doc").try_acquire_shared();
+  auto r2 = dblock::Client::open(as(locker), o)->lock("doc").try_acquire_shared();
+  REQUIRE(r1);
+  REQUIRE(r2);
+  dblock::LockOptions pool;
+  pool.permits = 2;
+  auto p1 = c->lock("pool", pool).acquire();
+  CHECK(c->list().size() >= 2);
+  r1->release(), r2->release(), p1.release();
+  dblock::LockOptions kept;
+  kept.hold_at_least = 100ms;  // its row outlives the release, then expires: the sweeper's
+  c->lock("kept", kept).acquire().release();
+  std::this_thread::sleep_for(300ms);
+  CHECK_THROWS_AS(c->migrate(), dblock::UnavailableError);  // the locker creates nothing
+
+  auto s = dblock::Client::open(as(sweeper), o);
+  CHECK(s->sweep() >= 1);
+  CHECK_THROWS_AS(s->lock("job").try_acquire(), dblock::UnavailableError);  // the sweeper locks nothing (no INSERT)
+  auto other = o;
+  other.table = table + "_other";
+  other.auto_migrate = true;
+  CHECK_THROWS_AS(dblock::Client::open(as(locker), other), dblock::UnavailableError);  // permission denied for schema public
 }

@@ -137,7 +137,10 @@ void throw_pg_error(const std::exception& e, const std::string& where, bool* usa
       gone();
       throw UnavailableError("postgresql at " + where + ": " + msg);
     }
-    if (state == "42501") throw UnavailableError("postgresql at " + where + ": " + msg);
+    // Permission denied: a role without the rights docs/SECURITY.md grants it. libpqxx 6.4
+    // leaves the SQLSTATE of some of these empty, so its class says it too.
+    if (state == "42501" || dynamic_cast<const pqxx::insufficient_privilege*>(&e))
+      throw UnavailableError("postgresql at " + where + ": " + msg);
     throw InternalError("postgresql at " + where + ": " + msg + " [SQLSTATE " + state + "]");
   }
   throw InternalError("postgresql at " + where + ": " + msg);
