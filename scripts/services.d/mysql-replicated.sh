@@ -179,11 +179,11 @@ myr_applied() {  # myr_applied NODE POS: NODE has applied the GTID position POS 
   done
   return 1
 }
-myr_synced() {  # myr_synced PRIMARY REPLICA: the replica acknowledges the primary's commits and
+myr_synced() {  # myr_synced PRIMARY REPLICA [SECONDS]: the replica acknowledges the primary's commits and
   # has applied what the primary had then: acknowledgements cover new commits only, not the
   # history a new replica is still fetching.
   # The status turns ON once the replica has caught up; while it is OFF, commits do not wait.
-  local deadline=$((SECONDS + 120)) on=0
+  local deadline=$((SECONDS + ${3:-120})) on=0
   while (( SECONDS < deadline )); do
     [ "$(myr_sql "$1" "SELECT GROUP_CONCAT(VARIABLE_VALUE ORDER BY VARIABLE_NAME) FROM information_schema.GLOBAL_STATUS
                        WHERE VARIABLE_NAME IN ('RPL_SEMI_SYNC_MASTER_CLIENTS', 'RPL_SEMI_SYNC_MASTER_STATUS')" \
@@ -265,6 +265,14 @@ crash_mysql-replicated() {
     note "mysql-replicated: node $primary cannot rejoin as it is: rebuilt from node $replica"
     myr_rebuild "$primary" "$replica"
   fi
-  myr_synced "$replica" "$primary" || myr_fail "node $primary does not acknowledge node $replica's commits"
+  # A rejoin can also stall without an error: once (a local CI run), the new primary ended the
+  # old one's binlog dump at once after the old one truncated a prepared transaction, and the
+  # old one's I/O thread sat "connected" until slave_net_timeout. Then it is rebuilt too.
+  if ! myr_synced "$replica" "$primary" 30; then
+    note "mysql-replicated: node $primary does not acknowledge node $replica's commits: rebuilt from node $replica"
+    myr_stop "$primary"
+    myr_rebuild "$primary" "$replica"
+    myr_synced "$replica" "$primary" || myr_fail "node $primary does not acknowledge node $replica's commits"
+  fi
   note "mysql-replicated: node $primary replicates node $replica after $(since "$t0")"
 }
