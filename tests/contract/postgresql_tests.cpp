@@ -14,6 +14,7 @@
 #include "contract/share_lock_check.hpp"
 #include "contract/dead_ticket_check.hpp"
 #include "contract/handed_ticket_check.hpp"
+#include "contract/least_privilege_check.hpp"
 #include "contract/upgrade_check.hpp"
 #include "core/url.hpp"
 #include "core/validate.hpp"
@@ -593,34 +594,8 @@ TEST_CASE("postgresql: the least-privilege roles lock and sweep, and cannot migr
   migrating.auto_migrate = true;
   dblock::Client::open(as(migrator), migrating);
 
-  auto c = dblock::Client::open(as(locker), o);
-  for (auto s : {dblock::Strategy::insert, dblock::Strategy::optimistic, dblock::Strategy::for_update,
-                 dblock::Strategy::advisory}) {
-    dblock::LockOptions lo;
-    lo.strategy = s;
-    INFO(dblock::to_string(s));
-    auto lease = c->lock("job", lo).acquire();
-    CHECK(lease.fence() > 0);
-    lease.release();
-  }
-  auto r1 = c->lock("doc").try_acquire_shared();
-  auto r2 = dblock::Client::open(as(locker), o)->lock("doc").try_acquire_shared();
-  REQUIRE(r1);
-  REQUIRE(r2);
-  dblock::LockOptions pool;
-  pool.permits = 2;
-  auto p1 = c->lock("pool", pool).acquire();
-  CHECK(c->list().size() >= 2);
-  r1->release(), r2->release(), p1.release();
-  dblock::LockOptions kept;
-  kept.hold_at_least = 100ms;  // its row outlives the release, then expires: the sweeper's
-  c->lock("kept", kept).acquire().release();
-  std::this_thread::sleep_for(300ms);
-  CHECK_THROWS_AS(c->migrate(), dblock::UnavailableError);  // the locker creates nothing
-
-  auto s = dblock::Client::open(as(sweeper), o);
-  CHECK(s->sweep() >= 1);
-  CHECK_THROWS_AS(s->lock("job").try_acquire(), dblock::UnavailableError);  // the sweeper locks nothing (no INSERT)
+  dblock::test::check_locker_and_sweeper(as(locker), as(sweeper), o);
+  CHECK_THROWS_AS(dblock::Client::open(as(locker), o)->migrate(), dblock::UnavailableError);  // the locker creates nothing
   auto other = o;
   other.table = table + "_other";
   other.auto_migrate = true;
