@@ -59,10 +59,15 @@ class DBLOCK_EXPORT Leadership {
  private:
   LockOptions watched_lock_options();
   void campaign();
+  // Shared with the lock's on_lost, which the renewal thread may call after this object has
+  // released its term and gone (a loss noticed as the term ends): it must outlive both.
+  struct Signal {
+    std::mutex mutex;
+    std::condition_variable wake;
+    bool stopping = false, lost = false;
+  };
   LeadershipOptions options_;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  bool stopping_ = false, lost_ = false;
+  std::shared_ptr<Signal> signal_ = std::make_shared<Signal>();
   Lock lock_;
   std::atomic<std::uint64_t> fence_{0};
   std::thread thread_;

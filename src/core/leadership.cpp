@@ -15,13 +15,13 @@ LockOptions Leadership::watched_lock_options() {
     throw UsageError("bad leadership options: hold_at_least would keep a resigned leader's lock from its successor");
   if (options_.standby_slice.count() <= 0) throw UsageError("bad leadership options: standby_slice must be positive");
   LockOptions o = options_.lock;
-  o.on_lost = [this, theirs = o.on_lost](const std::string& name, std::uint64_t fence) {
+  o.on_lost = [signal = signal_, theirs = o.on_lost](const std::string& name, std::uint64_t fence) {
     if (theirs) theirs(name, fence);
     {
-      std::lock_guard lk(mutex_);
-      lost_ = true;
+      std::lock_guard lk(signal->mutex);
+      signal->lost = true;
     }
-    wake_.notify_all();
+    signal->wake.notify_all();
   };
   return o;
 }
@@ -35,10 +35,10 @@ std::uint64_t Leadership::fence() const noexcept { return fence_.load(); }
 // callback returns, and the thread after it.
 void Leadership::resign() {
   {
-    std::lock_guard lk(mutex_);
-    stopping_ = true;
+    std::lock_guard lk(signal_->mutex);
+    signal_->stopping = true;
   }
-  wake_.notify_all();
+  signal_->wake.notify_all();
   if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
 }
 
@@ -60,9 +60,10 @@ void Leadership::campaign() {
     }
     return false;
   };
-  std::unique_lock lk(mutex_);
-  while (!stopping_) {
-    lost_ = false;  // before the acquire, so that a loss right after it is not missed
+  Signal& s = *signal_;
+  std::unique_lock lk(s.mutex);
+  while (!s.stopping) {
+    s.lost = false;  // before the acquire, so that a loss right after it is not missed
     lk.unlock();
     std::optional<Lease> term;
     bool failed = false;
@@ -73,9 +74,9 @@ void Leadership::campaign() {
       failed = true;
     }
     lk.lock();
-    if (failed) wake_.wait_for(lk, options_.standby_slice, [this] { return stopping_; });
+    if (failed) s.wake.wait_for(lk, options_.standby_slice, [&s] { return s.stopping; });
     if (!term) continue;
-    if (lost_ || term->lost()) {
+    if (s.lost || term->lost()) {
       // Lost before it was announced: a standby whose waiting backend was terminated with the
       // holder's can be granted the lock as the holder's backend exits, and then lose it (its
       // connection closes). Announced, on_elected would run for a lock already gone, maybe
@@ -97,7 +98,7 @@ void Leadership::campaign() {
     fence_ = term->fence();
     bool elected = call(options_.on_elected, "on_elected", term->fence());
     lk.lock();
-    if (elected) wake_.wait(lk, [this] { return stopping_ || lost_; });
+    if (elected) s.wake.wait(lk, [&s] { return s.stopping || s.lost; });
     lk.unlock();
     fence_ = 0;
     call(options_.on_revoked, "on_revoked", term->fence());
