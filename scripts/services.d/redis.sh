@@ -22,14 +22,22 @@ rd_pid() {  # rd_pid DIR: the pid of the live server of DIR, else nothing
   [[ "$pid" =~ ^[0-9]+$ ]] && rd_alive "$pid" && echo "$pid"
   return 0
 }
-rd_ping() {  # rd_ping PORT: PONG over TCP, with bash's /dev/tcp (no client needed)
+# A TLS node's start and stop set this: redis-cli's TLS options, for PING and SHUTDOWN.
+rd_cli_tls=()
+rd_ping() {  # rd_ping PORT: PONG over TCP, with bash's /dev/tcp (no client needed), or redis-cli over TLS
   local reply
+  if [ ${#rd_cli_tls[@]} -gt 0 ]; then
+    reply=$(timeout 2 redis-cli -h 127.0.0.1 -p "$1" "${rd_cli_tls[@]}" ping 2>/dev/null 9>&-) || return 1
+    [[ "$reply" == "PONG"* ]]
+    return
+  fi
   reply=$(timeout 2 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" && printf "PING\r\n" >&3 && head -c 5 <&3' _ "$1" \
           2>/dev/null 9>&-) || return 1
   [[ "$reply" == "+PONG"* ]]
 }
-rd_start() {  # rd_start LABEL DIR PORT
+rd_start() {  # rd_start LABEL DIR PORT [SERVER OPTION...]: the options come last, so they win
   local label=$1 dir=$2 port=$3 t0 pid i off
+  shift 3
   t0=$(now)
   [ -x "$rd_server" ] || die "$label: no server at $rd_server (install redis-server with scripts/deps test)"
   [[ "$port" =~ ^[0-9]+$ ]] || die "$label: port $port is not a number"
@@ -47,7 +55,7 @@ rd_start() {  # rd_start LABEL DIR PORT
   # writes (the clock floor, docs/ARCHITECTURE.md), and fsync per grant would slow them.
   (cd "$dir" && exec setsid "$rd_server" --bind 127.0.0.1 --port "$port" --dir "$dir" \
       --pidfile "$dir/redis.pid" --logfile "$dir/server.log" --daemonize no --protected-mode no \
-      --save '' --appendonly yes --appendfsync everysec --maxclients 1000 --databases 4096 \
+      --save '' --appendonly yes --appendfsync everysec --maxclients 1000 --databases 4096 "$@" \
       </dev/null >>"$dir/server.log" 2>&1 9>&-) &
   for (( i = 0; i < 100; i++ )); do
     rd_ping "$port" && break
@@ -67,8 +75,12 @@ rd_stop() {  # rd_stop LABEL DIR PORT: SHUTDOWN (writes the append-only file), t
     note "$label: not running"
     return 0
   fi
-  timeout 5 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" && printf "SHUTDOWN\r\n" >&3 && cat <&3' _ "$port" \
-    >/dev/null 2>&1 9>&- || true
+  if [ ${#rd_cli_tls[@]} -gt 0 ]; then
+    timeout 5 redis-cli -h 127.0.0.1 -p "$port" "${rd_cli_tls[@]}" shutdown >/dev/null 2>&1 9>&- || true
+  else
+    timeout 5 bash -c 'exec 3<>"/dev/tcp/127.0.0.1/$1" && printf "SHUTDOWN\r\n" >&3 && cat <&3' _ "$port" \
+      >/dev/null 2>&1 9>&- || true
+  fi
   for (( i = 0; i < 200; i++ )); do
     rd_alive "$pid" || break
     [ "$i" != 40 ] || kill -TERM "$pid" 2>/dev/null || true

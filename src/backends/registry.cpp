@@ -53,7 +53,7 @@ std::unique_ptr<Backend> open_backend(const Url& url, const ClientOptions& optio
   if (url.scheme == "mysql" || url.scheme == "mariadb") return open_mysql(url, options);
 #endif
 #ifdef DBLOCK_WITH_REDIS
-  if (url.scheme == "redis") return open_redis(url, options);
+  if (url.scheme == "redis" || url.scheme == "rediss") return open_redis(url, options);
   if (url.scheme == "redis-sentinel") return open_redis_sentinel(url, options);
   if (url.scheme == "redlock") return open_redlock(url, options);
 #endif
@@ -63,7 +63,7 @@ std::unique_ptr<Backend> open_backend(const Url& url, const ClientOptions& optio
 #ifdef DBLOCK_WITH_ETCD
   if (url.scheme == "etcd" || url.scheme == "etcds" || url.scheme == "etcd+https") return open_etcd(url, options);
 #endif
-  for (const char* known : {"postgresql", "postgres", "mysql", "mariadb", "redis", "redis-sentinel", "redlock",
+  for (const char* known : {"postgresql", "postgres", "mysql", "mariadb", "redis", "rediss", "redis-sentinel", "redlock",
                             "zookeeper", "etcd", "etcds", "etcd+https"})
     if (url.scheme == known)
       throw UsageError("this dblock was built without the " + url.scheme + " backend (built: " + built_backends() +

@@ -22,7 +22,7 @@ namespace {
 
 void add_common(CLI::App* cmd, Common& c) {
   auto* url = cmd->add_option("--url", c.url,
-                              "Backend URL: sqlite:PATH, postgresql://, mysql://, redis://, redis-sentinel://, "
+                              "Backend URL: sqlite:PATH, postgresql://, mysql://, redis://, rediss://, redis-sentinel://, "
                               "redlock://, zookeeper://, etcd://")
                    ->envname("DBLOCK_URL")
                    ->default_val("sqlite:dblock.db");

@@ -157,9 +157,18 @@ struct SentinelLock : RedisFixture {
   static constexpr bool offers_semaphore = true;
   SentinelLock() : RedisFixture("DBLOCK_TEST_REDIS_SENTINEL_URL") {}
 };
-#define DBLOCK_REDIS_FIXTURES , dblock::test::RedisLock, dblock::test::Redlock, dblock::test::SentinelLock
+// The redis strategy on the TLS-only server (DBLOCK_TEST_REDIS_TLS_URL: rediss://, the test CA
+// and a client certificate, which --tls-auth-clients requires).
+struct RedisTlsLock : RedisFixture {
+  static constexpr Strategy strategy = Strategy::redis;
+  static constexpr bool offers_shared = true;
+  static constexpr bool offers_semaphore = true;
+  RedisTlsLock() : RedisFixture("DBLOCK_TEST_REDIS_TLS_URL") {}
+};
+#define DBLOCK_REDIS_FIXTURES \
+  , dblock::test::RedisLock, dblock::test::Redlock, dblock::test::SentinelLock, dblock::test::RedisTlsLock
 // The redis strategy queues its waiters (Redlock does not: docs/ARCHITECTURE.md).
-#define DBLOCK_REDIS_FAIR_FIXTURES , dblock::test::RedisLock, dblock::test::SentinelLock
+#define DBLOCK_REDIS_FAIR_FIXTURES , dblock::test::RedisLock, dblock::test::SentinelLock, dblock::test::RedisTlsLock
 #else
 #define DBLOCK_REDIS_FIXTURES
 #define DBLOCK_REDIS_FAIR_FIXTURES

@@ -1103,3 +1103,83 @@ return redis.call('SET', KEYS[1], f .. ' ' .. h .. ' ' .. at .. ' 3 ' .. rest, '
   CHECK(std::stoull(record.substr(0, record.find(' '))) > fence);
   CHECK(queued(node, name) == "0");
 }
+
+// The TLS-only server (scripts/services start redis-tls): what each wrong setup answers, the
+// doctor's transport line, and redis-py over TLS excluded by dblock's lock. The contract suite
+// itself runs there too (RedisTlsLock).
+TEST_CASE("redis over TLS: the server is verified, and each wrong setup fails in one line", "[redis-tls]") {
+  const auto tls_url = dblock::test::server_url("DBLOCK_TEST_REDIS_TLS_URL");
+  const char* certs_env = std::getenv("DBLOCK_TEST_CERTS");
+  if (!certs_env || !*certs_env) FAIL("DBLOCK_TEST_CERTS is not set (scripts/services env redis-tls sets it)");
+  const std::string certs = certs_env;
+  const auto hp = dblock::detail::parse_url(tls_url).hosts.at(0);
+  const auto server = hp.host + ":" + std::to_string(hp.port);
+  const auto plain = dblock::detail::parse_url(dblock::test::server_url("DBLOCK_TEST_REDIS_URL")).hosts.at(0);
+  const auto cert = "&ssl-cert=" + certs + "/client.pem&ssl-key=" + certs + "/client.key";
+  dblock::ClientOptions quick;
+  quick.connect_timeout = 2s;
+  auto refused = [&](const std::string& url, const char* says) {
+    INFO(url);
+    try {
+      (void)dblock::Client::open(url, quick)->lock("job").try_acquire();
+      FAIL("let in");
+    } catch (const dblock::UnavailableError& e) {
+      CHECK_THAT(e.what(), Catch::Contains(says));
+      CHECK(std::string(e.what()).find('\n') == std::string::npos);
+    }
+  };
+  refused("rediss://" + server + "?ssl-ca=" + certs + "/other-ca.pem" + cert, "self-signed certificate");
+  // None given: the server's alert says why, unless its reset comes first.
+  try {
+    (void)dblock::Client::open("rediss://" + server + "?ssl-ca=" + certs + "/ca.pem", quick)->lock("job").try_acquire();
+    FAIL("let in without a client certificate");
+  } catch (const dblock::UnavailableError& e) {
+    CHECK_THAT(e.what(), Catch::Contains("certificate required") || Catch::Contains("reset by peer"));
+  }
+  refused("redis://" + server, "lost");                                                    // plaintext to TLS-only
+  refused("rediss://" + plain.host + ":" + std::to_string(plain.port) + "?ssl-ca=" + certs + "/ca.pem",
+          "TLS handshake failed");  // TLS to a plaintext server
+
+  auto c = dblock::Client::open(tls_url);
+  auto checks = c->check_settings();
+  REQUIRE_FALSE(checks.empty());
+  CHECK(checks.back().setting == "transport");
+  CHECK_THAT(checks.back().value, Catch::StartsWith("TLSv1.") && Catch::EndsWith("server verified (chain and name)"));
+
+  // redis-py over TLS, on the same name: excluded while dblock holds, then in.
+  const std::string name = "tls-interop-" + std::to_string(std::random_device{}());
+  auto lease = c->lock(name, opts(Strategy::redis)).acquire();
+  auto python = [&]() {
+    const char* code = R"py(
+import sys, redis
+host, port, certs, name = sys.argv[1], int(sys.argv[2]), sys.argv[3], sys.argv[4]
+r = redis.Redis(host=host, port=port, ssl=True, ssl_ca_certs=certs + "/ca.pem",
+                ssl_certfile=certs + "/client.pem", ssl_keyfile=certs + "/client.key")
+lock = r.lock(name, timeout=30)
+got = lock.acquire(blocking=False)
+if got: lock.release()
+sys.exit(0 if got else 3)
+)py";
+    return dblock::test::wait_exit(
+        dblock::test::spawn({"/usr/bin/python3", "-c", code, hp.host, std::to_string(hp.port), certs, name}));
+  };
+  CHECK(python() == 3);
+  lease.release();
+  CHECK(python() == 0);
+
+  // Through a Sentinel (asked over TLS too, with the same certificates) and as a one-node
+  // Redlock: each holds against a second client, and says its transport is verified TLS.
+  const auto params = tls_url.substr(tls_url.find('?'));
+  for (const std::string& url : {dblock::test::server_url("DBLOCK_TEST_REDIS_TLS_SENTINEL_URL"),
+                                 "redlock://" + server + params}) {
+    INFO(url);
+    auto holder = dblock::Client::open(url), other = dblock::Client::open(url);
+    auto held = holder->lock(name).acquire();
+    CHECK_FALSE(other->lock(name).try_acquire());
+    auto settings = holder->check_settings();
+    REQUIRE_FALSE(settings.empty());
+    CHECK_THAT(settings.back().value, Catch::EndsWith("server verified (chain and name)"));
+    held.release();
+    CHECK(other->lock(name).try_acquire());
+  }
+}

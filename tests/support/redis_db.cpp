@@ -2,7 +2,11 @@
 
 #include <hiredis/hiredis.h>
 
+#include "backends/redis/redis_connection.hpp"
+
 #include <catch2/catch.hpp>
+#include <algorithm>
+#include <chrono>
 #include <random>
 
 namespace dblock::test {
@@ -35,6 +39,29 @@ std::string redis_raw(const dblock::detail::HostPort& hp, const std::vector<std:
   if (db == 0 || command({"SELECT", std::to_string(db)}) == "OK") out = command(argv);
   redisFree(c);
   return out;
+}
+
+std::string redis_raw(const dblock::detail::Url& url, const dblock::detail::HostPort& hp,
+                      const std::vector<std::string>& argv, int db) {
+  auto tls = dblock::detail::redis::tls_of(url);
+  if (!tls) return redis_raw(hp, argv, db);
+  dblock::detail::redis::Target t;
+  t.host = hp.host;
+  t.port = hp.port;
+  t.db = db;
+  t.tls = tls;
+  t.connect_timeout = t.command_timeout = std::chrono::seconds(2);
+  t.where = "test server";
+  try {
+    dblock::detail::redis::Connection c(t);
+    auto r = c.raw(argv);
+    if (r->type == REDIS_REPLY_INTEGER) return std::to_string(r->integer);
+    if (r->type == REDIS_REPLY_ARRAY && r->elements == 2 && r->element[1]->str)  // CONFIG GET's pair
+      return std::string(r->element[1]->str, r->element[1]->len);
+    return r->str ? std::string(r->str, r->len) : std::string();
+  } catch (const std::exception&) {
+    return "";
+  }
 }
 
 dblock::detail::HostPort sentinel_master(const dblock::detail::Url& url) {
@@ -72,25 +99,27 @@ std::string with_fresh_redis_db(const std::string& url) {
   auto parsed = dblock::detail::parse_url(url);
   const bool sentinel = parsed.scheme == "redis-sentinel";
   REQUIRE(parsed.path.empty() == !sentinel);
-  REQUIRE(parsed.query.empty());
   parsed.hosts = data_servers(parsed);
   REQUIRE_FALSE(parsed.hosts.empty());
-  auto databases = redis_raw(parsed.hosts[0], {"CONFIG", "GET", "databases"});
+  auto databases = redis_raw(parsed, parsed.hosts[0], {"CONFIG", "GET", "databases"});
   INFO("CONFIG GET databases on the first server: '" << databases << "'");
   REQUIRE(!databases.empty());
   const int n = std::stoi(databases);
   REQUIRE(n > 1);
   // Database 0 is left to the benchmark and to people trying things by hand.
   const int db = 1 + static_cast<int>(std::random_device{}() % static_cast<unsigned>(n - 1));
-  for (const auto& hp : parsed.hosts) REQUIRE(redis_raw(hp, {"FLUSHDB"}, db) == "OK");
-  return url + (sentinel ? "?db=" : "/") + std::to_string(db);
+  for (const auto& hp : parsed.hosts) REQUIRE(redis_raw(parsed, hp, {"FLUSHDB"}, db) == "OK");
+  if (sentinel) return url + (url.find('?') == std::string::npos ? "?db=" : "&db=") + std::to_string(db);
+  auto query = std::min(url.find('?'), url.size());  // the database goes in the path, before any query
+  return url.substr(0, query) + "/" + std::to_string(db) + url.substr(query);
 }
 
 void drop_redis_db(const std::string& url) noexcept {
   try {
     auto parsed = dblock::detail::parse_url(url);
     const int db = std::stoi(parsed.scheme == "redis-sentinel" ? parsed.query.at("db") : parsed.path);
-    for (const auto& hp : data_servers(parsed)) redis_raw(hp, {"FLUSHDB"}, db);
+    parsed.query.erase("db");
+    for (const auto& hp : data_servers(parsed)) redis_raw(parsed, hp, {"FLUSHDB"}, db);
   } catch (...) {  // best effort: a test's leftovers, in a database nobody else picks soon
   }
 }

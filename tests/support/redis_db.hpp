@@ -15,11 +15,15 @@ namespace dblock::test {
 // decimal, an error as its message), or "" when the server is unreachable or the connection
 // drops.
 std::string redis_raw(const dblock::detail::HostPort& hp, const std::vector<std::string>& argv, int db = 0);
+// The same over TLS with the certificates of `url` (rediss://, ssl-* parameters); plaintext
+// for a URL without them.
+std::string redis_raw(const dblock::detail::Url& url, const dblock::detail::HostPort& hp,
+                      const std::vector<std::string>& argv, int db = 0);
 
 // The master that a redis-sentinel URL's Sentinels name now (the first that answers).
 dblock::detail::HostPort sentinel_master(const dblock::detail::Url& url);
 
-// `url` (redis://, redlock:// or redis-sentinel://, without a database) with an unused
+// `url` (redis://, rediss://, redlock:// or redis-sentinel://, without a database) with an unused
 // database appended (redis-sentinel: as ?db=N): picked at random among the servers'
 // databases, and emptied on every node (the master) first.
 std::string with_fresh_redis_db(const std::string& url);

@@ -17,9 +17,8 @@ namespace redis {
 namespace {
 
 Target base_target(const Url& url, const ClientOptions& o) {
-  for (const auto& [key, value] : url.query)
-    if (!key.empty()) throw UsageError("unknown " + url.scheme + " URL parameter '" + key + "' (none are known)");
   Target t;
+  t.tls = tls_of(url);
   t.user = url.user;
   t.password = url.password;
   t.connect_timeout = o.connect_timeout;
@@ -127,7 +126,12 @@ class RedisBackend final : public Backend {
     auto c = pool_.get();
     return read_settings(*c);
   }
-  std::optional<Transport> transport() override { return Transport{}; }  // plaintext: no TLS yet
+  // The TLS version a pooled connection negotiated; OpenSSL checked the chain and the name.
+  std::optional<Transport> transport() override {
+    auto c = pool_.get();
+    auto version = c->tls_version();
+    return Transport{version, !version.empty(), !version.empty()};
+  }
 
  private:
   ConnectionPool pool_;
@@ -187,9 +191,12 @@ class RedlockBackend final : public Backend {
     return std::any_of(answers.begin(), answers.end(),
                        [](const NodeAnswer& a) { return a.ok() && as_int(*a.reply) == 1; });
   }
+  std::optional<Transport> transport() override {  // every node alike: TLS checks the chain and the name
+    const bool tls = nodes_.targets().front().tls != nullptr;
+    return Transport{tls ? "TLS" : "", tls, tls};
+  }
   // Every node on its own, named: one node that loses its keys lets a second client win
   // a majority with the nodes the first one did not need. A node down is `unknown`.
-  std::optional<Transport> transport() override { return Transport{}; }  // plaintext: no TLS yet
   std::vector<SettingCheck> check_settings() override {
     std::vector<SettingCheck> out;
     for (const auto& t : nodes_.targets()) {
@@ -243,13 +250,15 @@ std::unique_ptr<Backend> open_redis_sentinel(const Url& url, const ClientOptions
                        ", not '" + v + "'");
     return std::stoi(v);
   };
-  Url plain = url;  // the redis:// options, without the ones read here
-  plain.query.clear();
+  Url plain = url;  // the redis:// options (TLS), without the ones read here
+  plain.query.erase("db");
+  plain.query.erase("replicas");
   plain.path.clear();
   redis::Failover failover;
   for (const auto& kv : url.query)
-    if (kv.first != "db" && kv.first != "replicas")
-      throw UsageError("unknown redis-sentinel URL parameter '" + kv.first + "' (known: db, replicas)");
+    if (kv.first != "db" && kv.first != "replicas" && kv.first.rfind("ssl-", 0) != 0)
+      throw UsageError("unknown redis-sentinel URL parameter '" + kv.first +
+                       "' (known: db, replicas, ssl-ca, ssl-cert, ssl-key)");
   auto t = redis::base_target(plain, options);
   if (url.query.count("db")) t.db = number("db", 9999);
   if (url.query.count("replicas")) failover.replicas = number("replicas", 100);

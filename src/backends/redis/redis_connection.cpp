@@ -1,5 +1,6 @@
 #include "backends/redis/redis_connection.hpp"
 
+#include <openssl/evp.h>
 #include <poll.h>
 #include <sys/socket.h>
 
@@ -22,42 +23,16 @@ timeval to_timeval(milliseconds t) {
   return tv;
 }
 
-// SHA1 (FIPS 180-1) of a script text: EVALSHA names scripts by it, and computing it here
-// lets every connection (and every redlock node) use EVALSHA without a SCRIPT LOAD first.
+// SHA1 of a script text (OpenSSL's): EVALSHA names scripts by it, and computing it here lets
+// every connection (and every redlock node) use EVALSHA without a SCRIPT LOAD first.
 std::string sha1_hex(const std::string& text) {
-  std::uint32_t h[5] = {0x67452301, 0xEFCDAB89, 0x98BADCFE, 0x10325476, 0xC3D2E1F0};
-  std::string m = text;
-  std::uint64_t bits = static_cast<std::uint64_t>(text.size()) * 8;
-  m.push_back(static_cast<char>(0x80));
-  while (m.size() % 64 != 56) m.push_back('\0');
-  for (int i = 7; i >= 0; --i) m.push_back(static_cast<char>((bits >> (i * 8)) & 0xff));
-  auto rol = [](std::uint32_t x, int n) { return (x << n) | (x >> (32 - n)); };
-  for (std::size_t off = 0; off < m.size(); off += 64) {
-    std::uint32_t w[80];
-    for (int i = 0; i < 16; ++i)
-      w[i] = (std::uint32_t(std::uint8_t(m[off + 4 * i])) << 24) |
-             (std::uint32_t(std::uint8_t(m[off + 4 * i + 1])) << 16) |
-             (std::uint32_t(std::uint8_t(m[off + 4 * i + 2])) << 8) | std::uint32_t(std::uint8_t(m[off + 4 * i + 3]));
-    for (int i = 16; i < 80; ++i) w[i] = rol(w[i - 3] ^ w[i - 8] ^ w[i - 14] ^ w[i - 16], 1);
-    std::uint32_t a = h[0], b = h[1], c = h[2], d = h[3], e = h[4];
-    for (int i = 0; i < 80; ++i) {
-      std::uint32_t f, k;
-      if (i < 20)
-        f = (b & c) | (~b & d), k = 0x5A827999;
-      else if (i < 40)
-        f = b ^ c ^ d, k = 0x6ED9EBA1;
-      else if (i < 60)
-        f = (b & c) | (b & d) | (c & d), k = 0x8F1BBCDC;
-      else
-        f = b ^ c ^ d, k = 0xCA62C1D6;
-      std::uint32_t t = rol(a, 5) + f + e + k + w[i];
-      e = d, d = c, c = rol(b, 30), b = a, a = t;
-    }
-    h[0] += a, h[1] += b, h[2] += c, h[3] += d, h[4] += e;
-  }
-  char out[41];
-  for (int i = 0; i < 5; ++i) std::snprintf(out + 8 * i, 9, "%08x", h[i]);
-  return std::string(out, 40);
+  unsigned char digest[EVP_MAX_MD_SIZE];
+  unsigned int size = 0;
+  if (EVP_Digest(text.data(), text.size(), digest, &size, EVP_sha1(), nullptr) != 1) throw std::bad_alloc();
+  std::string out;
+  char hex[3];
+  for (unsigned int i = 0; i < size; ++i) std::snprintf(hex, sizeof hex, "%02x", digest[i]), out += hex;
+  return out;
 }
 
 }  // namespace
@@ -113,6 +88,10 @@ void Connection::open_node(const Target& t, milliseconds connect_timeout) {
                          std::to_string(connect_timeout.count()) + " ms");
     throw UnavailableError("redis: cannot connect to " + where_ + ": " + ctx_->errstr);
   }
+  if (t.tls) {
+    set_timeout(connect_timeout);  // the handshake is part of connecting
+    tls_ = std::make_unique<TlsStream>(*t.tls, ctx_->fd, t.host, where_);
+  }
   set_timeout(command_timeout_);
   if (!t.password.empty()) {
     std::vector<std::string> auth{"AUTH"};
@@ -128,8 +107,8 @@ void Connection::open_node(const Target& t, milliseconds connect_timeout) {
 bool Connection::still_connected() noexcept {
   if (!usable()) return false;
   // An idle connection has nothing to read; readable means EOF (or garbage): either way unusable.
-  pollfd p{ctx_->fd, POLLIN, 0};
-  if (poll(&p, 1, 0) != 0) return false;
+  pollfd p{ctx_->fd, POLLIN | POLLRDHUP, 0};
+  if (poll(&p, 1, 0) != 0 && !(p.revents == POLLIN && only_tls_records())) return false;
   return !follows_primary_ || master_still_here();
 }
 
@@ -242,7 +221,34 @@ Reply Connection::take_buffered() {
 
 void Connection::read_available() {
   if (!usable()) fail_io();
-  if (redisBufferRead(ctx_) != REDIS_OK) fail_io();
+  char buf[16 * 1024];
+  do {  // and what TLS decrypted beyond it: poll() cannot see that
+    auto n = receive_some(buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int saved = errno;
+      ctx_->err = n == 0 ? REDIS_ERR_EOF : REDIS_ERR_IO;
+      std::snprintf(ctx_->errstr, sizeof(ctx_->errstr), "%s",
+                    n == 0                               ? "Server closed the connection"
+                    : tls_ && !tls_->error().empty()     ? ("TLS: " + tls_->error()).c_str()
+                                                         : std::strerror(saved));
+      errno = saved;
+      fail_io();
+    }
+    if (redisReaderFeed(ctx_->reader, buf, static_cast<std::size_t>(n)) != REDIS_OK) {
+      ctx_->err = REDIS_ERR_PROTOCOL;
+      std::snprintf(ctx_->errstr, sizeof(ctx_->errstr), "%s", ctx_->reader->errstr);
+      fail_io();
+    }
+  } while (tls_ && tls_->pending());
+}
+
+ssize_t Connection::send_some(const char* data, std::size_t size) {
+  return tls_ ? tls_->write(data, size) : ::send(ctx_->fd, data, size, MSG_NOSIGNAL);
+}
+
+ssize_t Connection::receive_some(char* data, std::size_t size) {
+  return tls_ ? tls_->read(data, size) : ::recv(ctx_->fd, data, size, 0);
 }
 
 void Connection::append(const std::vector<std::string>& argv) {
@@ -259,12 +265,13 @@ void Connection::append(const std::vector<std::string>& argv) {
 void Connection::flush() {
   if (!usable()) fail_io();
   while (sdslen(ctx_->obuf) > 0) {
-    auto n = ::send(ctx_->fd, ctx_->obuf, sdslen(ctx_->obuf), MSG_NOSIGNAL);
+    auto n = send_some(ctx_->obuf, sdslen(ctx_->obuf));
     if (n < 0) {
       if (errno == EINTR) continue;
       const int saved = errno;  // fail_io() tells a timeout (EAGAIN) by it
       ctx_->err = REDIS_ERR_IO;
-      std::snprintf(ctx_->errstr, sizeof(ctx_->errstr), "%s", std::strerror(saved));
+      std::snprintf(ctx_->errstr, sizeof(ctx_->errstr), "%s",
+                    tls_ && !tls_->error().empty() ? ("TLS: " + tls_->error()).c_str() : std::strerror(saved));
       errno = saved;
       fail_io();
     }
@@ -279,12 +286,10 @@ void Connection::flush() {
 
 Reply Connection::read() {
   flush();
-  void* out = nullptr;
-  if (redisGetReply(ctx_, &out) != REDIS_OK || !out) {
-    if (out) freeReplyObject(out);
-    fail_io();
+  for (;;) {
+    if (auto r = take_buffered()) return r;
+    read_available();
   }
-  return Reply(static_cast<redisReply*>(out));
 }
 
 ConnectionPool::Limits pool_limits(const Target& t, std::size_t size) {

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/redis/redis_tls.hpp"
 #include "core/connection_pool.hpp"
 
 namespace dblock::detail::redis {
@@ -34,6 +35,9 @@ struct Target {
   // Set: host and port are not used; each connection asks these Sentinels for the master
   // (redis_sentinel.hpp).
   std::shared_ptr<const Sentinels> sentinels;
+  // Set: every connection (to the server, a node, a Sentinel, the master) is TLS with these
+  // certificates, and the server's certificate must name `host`.
+  std::shared_ptr<const TlsContext> tls;
 };
 
 struct ReplyDeleter {
@@ -98,6 +102,11 @@ class Connection {
   bool still_connected() noexcept;
   static constexpr milliseconds reconfirm_every{1000};
   redisContext* context() noexcept { return ctx_; }
+  // For a caller that polls the socket itself and found an idle connection readable: true when
+  // that was only TLS's own records (session tickets), so the connection is still good.
+  bool only_tls_records() noexcept { return tls_ && !tls_->pending() && tls_->idle_after_records(); }
+  // "TLSv1.3", or "" for plaintext.
+  std::string tls_version() const { return tls_ ? tls_->version() : std::string(); }
   const std::string& where() const noexcept { return where_; }
 
   // Replies to earlier commands that their caller stopped waiting for (Redlock's nodes
@@ -119,7 +128,12 @@ class Connection {
   void open_node(const Target& t, milliseconds connect_timeout);
   void open_primary(const Target& t, milliseconds connect_timeout);  // redis_sentinel.cpp
   bool master_still_here() noexcept;                                  // redis_sentinel.cpp
+  // The bytes over the socket hiredis connected: TLS's or the socket's own. hiredis only
+  // formats commands into its output buffer and parses replies with its reader.
+  ssize_t send_some(const char* data, std::size_t size);
+  ssize_t receive_some(char* data, std::size_t size);
   redisContext* ctx_ = nullptr;
+  std::unique_ptr<TlsStream> tls_;
   std::string where_;
   milliseconds command_timeout_;
   bool follows_primary_ = false;  // opened through Sentinels

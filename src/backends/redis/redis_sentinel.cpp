@@ -18,12 +18,15 @@ namespace {
 
 // Sentinel `at`'s answer to SENTINEL get-master-addr-by-name. Sentinels usually take no
 // password; one that answers NOAUTH is given the URL's credentials (one password for the
-// whole deployment is the common case, and the URL has no second one). Throws
+// whole deployment is the common case, and the URL has no second one). The Sentinels speak
+// TLS when the data nodes do, with the same certificates (as redis-cli's --tls applies to
+// both): a deployment that encrypts one and not the other is not supported. Throws
 // UnavailableError or TimeoutError, which name the Sentinel.
 HostPort ask(const HostPort& at, const Sentinels& s, const Target& t, milliseconds timeout) {
   Target st;
   st.host = at.host;
   st.port = at.port;
+  st.tls = t.tls;
   st.connect_timeout = timeout;
   st.command_timeout = timeout;
   st.where = "sentinel " + at.host + ":" + std::to_string(at.port);

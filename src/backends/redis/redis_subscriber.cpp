@@ -137,24 +137,14 @@ void Subscriber::run() {
     for (std::size_t i = 1; i < fds.size(); ++i) {
       if (!fds[i].revents) continue;
       Link& l = *polled[i - 1];
-      redisContext* ctx = l.conn->context();
-      if (redisBufferRead(ctx) != REDIS_OK) {
+      try {
+        l.conn->read_available();
+        while (auto r = l.conn->take_buffered())
+          if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 && r->element[2]->type == REDIS_REPLY_STRING)
+            deliver(*st, std::string(r->element[2]->str, r->element[2]->len));
+      } catch (const Error&) {  // the server closed it, or garbage: connect again
         drop(l);
-        continue;
       }
-      void* out = nullptr;
-      bool broken = false;
-      while (true) {
-        if (redisGetReplyFromReader(ctx, &out) != REDIS_OK) {
-          broken = true;
-          break;
-        }
-        if (!out) break;
-        Reply r(static_cast<redisReply*>(out));
-        if (r->type == REDIS_REPLY_ARRAY && r->elements == 3 && r->element[2]->type == REDIS_REPLY_STRING)
-          deliver(*st, std::string(r->element[2]->str, r->element[2]->len));
-      }
-      if (broken) drop(l);
     }
   }
 }

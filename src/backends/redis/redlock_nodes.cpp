@@ -117,7 +117,7 @@ void Nodes::ensure(Set& s, const std::vector<bool>& which, milliseconds connect_
   }
   if (!fds.empty() && ::poll(fds.data(), fds.size(), 0) > 0)
     for (std::size_t k = 0; k < fds.size(); ++k)
-      if (fds[k].revents) s[node_of[k]].reset();
+      if (fds[k].revents && !(fds[k].revents == POLLIN && s[node_of[k]]->only_tls_records())) s[node_of[k]].reset();
   std::vector<std::size_t> missing;
   for (std::size_t i = 0; i < s.size(); ++i) {
     if ((!which.empty() && !which[i]) || s[i]) continue;
