@@ -47,6 +47,9 @@ TEST_CASE("redis-sentinel: bad URLs are one-line usage errors", "[redis-sentinel
                  Case{"redis-sentinel://127.0.0.1:26379/dblock?db=x", "db must be a number"},
                  Case{"redis-sentinel://127.0.0.1:26379/dblock?replicas=-1", "replicas must be a number"},
                  Case{"redis-sentinel://127.0.0.1:26379/dblock?timeout=1s", "unknown redis-sentinel URL parameter"},
+                 Case{"redis-sentinel://127.0.0.1:26379/dblock?sentinel-user=u", "sentinel-user needs sentinel-password"},
+                 Case{"redis-sentinel://127.0.0.1:26379/dblock?sentinel-password=", "sentinel-password is empty"},
+                 Case{"redis-sentinel://127.0.0.1:26379/dblock?sentinel-password=secret&x=1", "unknown redis-sentinel URL parameter"},
                  Case{"redis-sentinel://:secret@127.0.0.1:26379", "the master's name is missing"}}) {
     INFO(c.url);
     auto [what, kind] = open_error(c.url);

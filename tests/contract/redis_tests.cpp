@@ -1167,11 +1167,15 @@ sys.exit(0 if got else 3)
   lease.release();
   CHECK(python() == 0);
 
-  // Through a Sentinel (asked over TLS too, with the same certificates) and as a one-node
-  // Redlock: each holds against a second client, and says its transport is verified TLS.
+  // Through a Sentinel (asked over TLS too, with the same certificates, and a password of its
+  // own) and as a one-node Redlock: each holds against a second client, and says its
+  // transport is verified TLS.
   const auto params = tls_url.substr(tls_url.find('?'));
-  for (const std::string& url : {dblock::test::server_url("DBLOCK_TEST_REDIS_TLS_SENTINEL_URL"),
-                                 "redlock://" + server + params}) {
+  const auto sentinel_url = dblock::test::server_url("DBLOCK_TEST_REDIS_TLS_SENTINEL_URL");
+  const auto sentinel = sentinel_url.substr(0, sentinel_url.find('?'));
+  refused(sentinel + params, "asks for a password (give it as sentinel-password)");
+  refused(sentinel + params + "&sentinel-password=wrong", "refused sentinel-password");
+  for (const std::string& url : {sentinel_url, "redlock://" + server + params}) {
     INFO(url);
     auto holder = dblock::Client::open(url), other = dblock::Client::open(url);
     auto held = holder->lock(name).acquire();

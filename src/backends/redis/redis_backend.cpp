@@ -235,7 +235,8 @@ std::unique_ptr<Backend> open_redis(const Url& url, const ClientOptions& options
 std::unique_ptr<Backend> open_redis_sentinel(const Url& url, const ClientOptions& options) {
   const std::string usage =
       "a redis-sentinel URL names the Sentinels and the master's name: "
-      "redis-sentinel://[[user]:password@]host:port[,host:port...]/mastername[?db=N&replicas=N]";
+      "redis-sentinel://[[user]:password@]host:port[,host:port...]/mastername"
+      "[?db=N&replicas=N&sentinel-user=U&sentinel-password=P]";
   if (url.hosts.empty() || (url.hosts.size() == 1 && url.hosts[0].host.empty()))
     throw UsageError(usage + ", not no Sentinel");
   if (url.path.empty()) throw UsageError(usage + ": the master's name is missing");
@@ -251,14 +252,16 @@ std::unique_ptr<Backend> open_redis_sentinel(const Url& url, const ClientOptions
     return std::stoi(v);
   };
   Url plain = url;  // the redis:// options (TLS), without the ones read here
-  plain.query.erase("db");
-  plain.query.erase("replicas");
+  const char* own[] = {"db", "replicas", "sentinel-user", "sentinel-password"};
+  for (const char* key : own) plain.query.erase(key);
   plain.path.clear();
   redis::Failover failover;
   for (const auto& kv : url.query)
-    if (kv.first != "db" && kv.first != "replicas" && kv.first.rfind("ssl-", 0) != 0)
+    if (std::find(std::begin(own), std::end(own), kv.first) == std::end(own) && kv.first.rfind("ssl-", 0) != 0)
       throw UsageError("unknown redis-sentinel URL parameter '" + kv.first +
-                       "' (known: db, replicas, ssl-ca, ssl-cert, ssl-key)");
+                       "' (known: db, replicas, sentinel-user, sentinel-password, ssl-ca, ssl-cert, ssl-key)");
+  if (url.query.count("sentinel-user") && !url.query.count("sentinel-password"))
+    throw UsageError("redis-sentinel URL: sentinel-user needs sentinel-password");
   auto t = redis::base_target(plain, options);
   if (url.query.count("db")) t.db = number("db", 9999);
   if (url.query.count("replicas")) failover.replicas = number("replicas", 100);
@@ -268,6 +271,11 @@ std::unique_ptr<Backend> open_redis_sentinel(const Url& url, const ClientOptions
   failover.wait_timeout = std::max(milliseconds{1}, options.statement_timeout / 2);
   auto sentinels = std::make_shared<redis::Sentinels>();
   sentinels->master = url.path;
+  if (url.query.count("sentinel-password")) {
+    sentinels->password = url.query.at("sentinel-password");
+    if (sentinels->password.empty()) throw UsageError("redis-sentinel URL: sentinel-password is empty");
+    if (url.query.count("sentinel-user")) sentinels->user = url.query.at("sentinel-user");
+  }
   for (const auto& hp : url.hosts)
     sentinels->addresses.push_back(HostPort{hp.host, hp.port ? hp.port : 26379});
   t.sentinels = std::move(sentinels);

@@ -16,9 +16,9 @@ std::string Sentinels::key() const {
 
 namespace {
 
-// Sentinel `at`'s answer to SENTINEL get-master-addr-by-name. Sentinels usually take no
-// password; one that answers NOAUTH is given the URL's credentials (one password for the
-// whole deployment is the common case, and the URL has no second one). The Sentinels speak
+// Sentinel `at`'s answer to SENTINEL get-master-addr-by-name. Sentinels with a password of
+// their own (sentinel-password) are sent it first; otherwise one that answers NOAUTH is given
+// the URL's credentials (one password for the whole deployment is common). The Sentinels speak
 // TLS when the data nodes do, with the same certificates (as redis-cli's --tls applies to
 // both): a deployment that encrypts one and not the other is not supported. Throws
 // UnavailableError or TimeoutError, which name the Sentinel.
@@ -31,13 +31,19 @@ HostPort ask(const HostPort& at, const Sentinels& s, const Target& t, millisecon
   st.command_timeout = timeout;
   st.where = "sentinel " + at.host + ":" + std::to_string(at.port);
   Connection c(st);
+  auto authenticate = [&](const std::string& user, const std::string& password, const char* whose) {
+    std::vector<std::string> auth{"AUTH"};
+    if (!user.empty()) auth.push_back(user);
+    auth.push_back(password);
+    if (is_error(*c.raw(auth))) throw UnavailableError("redis: " + st.where + " refused " + whose);
+  };
+  if (!s.password.empty()) authenticate(s.user, s.password, "sentinel-password");
   const std::vector<std::string> question{"SENTINEL", "get-master-addr-by-name", s.master};
   auto r = c.raw(question);
-  if (is_error(*r, "NOAUTH") && !t.password.empty()) {
-    std::vector<std::string> auth{"AUTH"};
-    if (!t.user.empty()) auth.push_back(t.user);
-    auth.push_back(t.password);
-    if (is_error(*c.raw(auth))) throw UnavailableError("redis: " + st.where + " refused the credentials");
+  if (is_error(*r, "NOAUTH") && s.password.empty()) {
+    if (t.password.empty())
+      throw UnavailableError("redis: " + st.where + " asks for a password (give it as sentinel-password)");
+    authenticate(t.user, t.password, "the URL's credentials (a Sentinel's own go in sentinel-password)");
     r = c.raw(question);
   }
   if (is_error(*r)) c.fail_reply(*r);

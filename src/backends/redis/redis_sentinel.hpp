@@ -18,6 +18,9 @@ namespace dblock::detail::redis {
 struct Sentinels {
   std::vector<HostPort> addresses;
   std::string master;  // the name the Sentinels monitor it under
+  // The Sentinels' own credentials (sentinel-user, sentinel-password); none: the URL's, sent
+  // only to a Sentinel that asks (NOAUTH).
+  std::string user, password;
   // The Sentinel that last named a server that proved to be the master: asked first next time,
   // so that a dead Sentinel costs one refused connect per failover, not one per connection.
   mutable std::atomic<std::size_t> preferred{0};
