@@ -24,6 +24,7 @@
 #include "bench/scenarios/shapes.hpp"
 #include "bench/scenarios/sweep.hpp"
 #include "bench/scenarios/table_size.hpp"
+#include "bench/scenarios/tls.hpp"
 #include "bench/support/awake.hpp"
 #include "bench/support/run.hpp"
 #include "bench/support/util.hpp"
@@ -109,7 +110,7 @@ int run(const Options& opt, const RunFacts& facts) {
   std::vector<std::string> parts, done;
   for (const auto& b : backends())
     if (opt.wants_backend(b.name)) parts.push_back(b.name);
-  for (const char* s : {"table-size", "sweep"})
+  for (const char* s : {"table-size", "sweep", "tls"})
     if (opt.wants_scenario(s)) parts.push_back(s);
   auto write_files = [&](const std::vector<std::string>& all_notes) {
     if (!opt.csv.empty()) {
@@ -154,6 +155,7 @@ int run(const Options& opt, const RunFacts& facts) {
   // Across the backends, each on a table of its own (scenarios/table_size.cpp, scenarios/sweep.cpp).
   if (opt.wants_scenario("table-size")) add(run_table_size(opt)), checkpoint("table-size");
   if (opt.wants_scenario("sweep")) add(run_sweep(opt)), checkpoint("sweep");
+  if (opt.wants_scenario("tls")) add(run_tls(opt)), checkpoint("tls");
   notes.insert(notes.end(), general.begin(), general.end());
   std::vector<Row> main_rows;  // table-size and sweep get tables of their own below it
   std::copy_if(rows.begin(), rows.end(), std::back_inserter(main_rows),
@@ -165,6 +167,7 @@ int run(const Options& opt, const RunFacts& facts) {
   print_shapes_table(rows, opt);
   print_resources_table(rows);
   print_peers_table(rows);
+  print_tls_markdown(rows);
   write_files(notes);
   return 0;
 }

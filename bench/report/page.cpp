@@ -586,6 +586,27 @@ void peers(Page& p, const std::vector<Row>& rows) {
   p.table({"backend", "dblock", "peer", "uncontended p50 us", "hand-off p50 us", "grants/s", "Jain"}, "lllrrrr", body);
 }
 
+void tls(Page& p, const std::vector<Row>& rows) {
+  if (!any_of_scenario(rows, "tls-uncontended")) return;
+  p.heading("TLS: what encryption costs");
+  p.text("Each backend's natural strategy in plaintext to the plain test server and over TLS (the server verified, a");
+  p.text("client certificate presented) to its TLS twin, started with the same settings, on warm connections: the");
+  p.text("handshake is paid once per pooled connection, not per lock. Cells: plaintext / TLS p50 us (the ratio).");
+  p.text("");
+  std::vector<std::vector<std::string>> body;
+  for (const auto& r : rows) {
+    if (r.scenario != "tls-uncontended" || r.vs.empty()) continue;  // the TLS row names its plaintext row
+    const std::string& plain = r.vs[0].baseline;
+    auto cell = [&](const Row* a, const Row* b) {
+      return a && b && !b->vs.empty() ? fmt::format("{} / {} ({})", us(a->s.p50_us), us(b->s.p50_us), times(b->vs[0].ratio))
+                                      : std::string("-");
+    };
+    body.push_back({r.backend, plain, cell(find(rows, r.backend, plain, "tls-uncontended"), &r),
+                    cell(find(rows, r.backend, plain, "tls-handoff"), find(rows, r.backend, r.strategy, "tls-handoff"))});
+  }
+  p.table({"backend", "strategy", "uncontended p50 us", "hand-off p50 us"}, "llrr", body);
+}
+
 void plots(Page& p, const RunReport& run, const Options& opt) {
   if (opt.csv.empty()) return;
   const fs::path csv = fs::absolute(opt.csv);
@@ -662,6 +683,7 @@ void write_markdown(const RunReport& run, const Options& opt) {
   table_size(p, run.rows);
   sweep(p, run.rows);
   peers(p, run.rows);
+  tls(p, run.rows);
   plots(p, run, opt);
   notes(p, run);
   const std::string tmp = opt.markdown + ".tmp";

@@ -47,7 +47,7 @@ struct Options {
 
 inline const std::vector<std::string> kScenarios{"uncontended", "reentrant", "handoff", "handoff-polling",
                                                  "contended", "shared", "semaphore", "resources", "table-size",
-                                                 "sweep", "txn", "peers"};
+                                                 "sweep", "txn", "peers", "tls"};
 
 // Throws UsageProblem.
 Options parse_options(int argc, char** argv);

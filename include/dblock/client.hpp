@@ -32,6 +32,13 @@ class DBLOCK_EXPORT Client {
   /// reached, SchemaError when the lock table is missing (run `dblock migrate`).
   static std::shared_ptr<Client> open(std::string_view url, ClientOptions options = {});
 
+  /// Throws the UsageError that open(url)->lock(name, options) would for a strategy the URL's
+  /// backend does not offer, a malformed name or bad options, from the URL alone: nothing is
+  /// connected to or created. For a command to refuse bad input before open() creates a
+  /// SQLite file or a lock table (`dblock run` does). What only the backend knows (its own
+  /// name rules, whether a strategy offers semaphores) is left to lock().
+  static void check_lock(std::string_view url, const std::string& name, const LockOptions& options = {});
+
   /// A handle on one named lock: it does **not** take the lock and holds nothing. The lock
   /// is held only once the returned Lock's lock(), try_lock(), acquire() or try_acquire()
   /// (or their timed and shared forms) succeeds; dblock.hpp says which of the two models to

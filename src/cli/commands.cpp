@@ -150,7 +150,9 @@ int list_command(const Common& c, const std::string& format) {
 int release_command(const Common& c, const std::string& name, bool force) {
   if (!force)
     throw UsageError("release: refusing without --force (it frees the lock under a holder that may still run)");
-  auto client = Client::open(c.server_url(), c.client_options());
+  const auto url = c.server_url();
+  Client::check_lock(url, name);  // a bad name is refused before open() creates anything
+  auto client = Client::open(url, c.client_options());
   if (client->force_release(name)) std::cout << "dblock: released lock '" << name << "'\n";
   else std::cout << "dblock: lock '" << name << "' was not held\n";
   return ok;

@@ -166,7 +166,10 @@ int run_command(const RunArgs& a) {
   sigaddset(&blocked, SIGTTOU);  // so that handing the terminal back and forth cannot stop us
   pthread_sigmask(SIG_BLOCK, &blocked, &old_mask);
 
-  auto client = Client::open(a.common.server_url(), a.common.client_options());
+  // Bad input is refused before open() creates anything (a SQLite file, a lock table).
+  const auto url = a.common.server_url();
+  Client::check_lock(url, a.name, lo);
+  auto client = Client::open(url, a.common.client_options());
   auto lock = client->lock(a.name, lo);
 
   // Wait in slices, so a stop signal ends the wait within a quarter second.

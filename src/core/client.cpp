@@ -1,5 +1,7 @@
 #include "dblock/client.hpp"
 
+#include <algorithm>
+
 #include "core/client_core.hpp"
 #include "core/transport_check.hpp"
 #include "core/validate.hpp"
@@ -21,24 +23,37 @@ std::shared_ptr<Client> Client::open(std::string_view url_text, ClientOptions op
 Client::Client(std::shared_ptr<detail::ClientCore> core) noexcept : core_(std::move(core)) {}
 Client::~Client() = default;
 
-Lock Client::lock(std::string name, LockOptions options) {
-  detail::validate_name(name);
-  core_->backend->check_name(name);
+void detail::check_lock_options(const LockOptions& options, Strategy strategy) {
   if (options.ttl.count() <= 0) throw UsageError("bad lock options: ttl must be positive");
   if (options.renew_every && (options.renew_every->count() <= 0 || *options.renew_every >= options.ttl))
     throw UsageError("bad lock options: renew_every must be positive and shorter than the ttl");
-  auto strategy = options.strategy.value_or(core_->backend->strategies().front());
   if (options.hold_at_least) {
     if (options.hold_at_least->count() <= 0) throw UsageError("bad lock options: hold_at_least must be positive");
-    if (!detail::is_lease(strategy))
+    if (!is_lease(strategy))
       throw UsageError("bad lock options: hold_at_least needs a lease strategy (insert, optimistic, redis, redlock); " +
                        std::string(to_string(strategy)) + " frees its lock when its connection or session ends");
   }
-  auto& driver = core_->driver(strategy);
-  auto shapes = core_->backend->shapes(strategy);
   if (options.permits == 0 || options.permits > max_permits)
     throw UsageError("bad lock options: permits must be 1 to " + std::to_string(max_permits) + ", not " +
                      std::to_string(options.permits));
+}
+
+void Client::check_lock(std::string_view url, const std::string& name, const LockOptions& options) {
+  const auto offer = detail::offer_of(detail::parse_url(url));
+  const auto strategy = options.strategy.value_or(offer.strategies.front());
+  if (std::find(offer.strategies.begin(), offer.strategies.end(), strategy) == offer.strategies.end())
+    throw UsageError(detail::not_offered(strategy, offer.backend, offer.strategies));
+  detail::validate_name(name);
+  detail::check_lock_options(options, strategy);
+}
+
+Lock Client::lock(std::string name, LockOptions options) {
+  detail::validate_name(name);
+  core_->backend->check_name(name);
+  auto strategy = options.strategy.value_or(core_->backend->strategies().front());
+  detail::check_lock_options(options, strategy);
+  auto& driver = core_->driver(strategy);
+  auto shapes = core_->backend->shapes(strategy);
   if (options.permits > 1 && !shapes.semaphore)
     throw UsageError("strategy " + std::string(to_string(strategy)) + " does not offer semaphores (permits " +
                      std::to_string(options.permits) + ")");

@@ -198,5 +198,17 @@ class Backend {
 struct Url;
 // The one place that maps URL schemes to backends (src/backends/registry.cpp).
 std::unique_ptr<Backend> open_backend(const Url& url, const ClientOptions& options);
+// What open_backend(url) would offer, from the URL's scheme alone: nothing is connected to or
+// created (Client::check_lock). Throws UsageError as open_backend does for an unknown scheme.
+struct Offer {
+  std::string backend;               // as Backend::name() says it
+  std::vector<Strategy> strategies;  // as Backend::strategies() lists them
+};
+Offer offer_of(const Url& url);
+// "strategy 'X' is not offered by the B backend (it offers ...)".
+std::string not_offered(Strategy strategy, std::string_view backend, const std::vector<Strategy>& offered);
+// What Client::lock refuses in the options whatever the backend, once the strategy is known:
+// the TTL, renewal period, hold_at_least and the permits' range.
+void check_lock_options(const LockOptions& options, Strategy strategy);
 
 }  // namespace dblock::detail

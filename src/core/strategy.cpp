@@ -33,6 +33,13 @@ std::string_view to_string(Strategy s) noexcept {
 
 std::string_view to_string(Mode m) noexcept { return m == Mode::shared ? "shared" : "exclusive"; }
 
+std::string detail::not_offered(Strategy strategy, std::string_view backend, const std::vector<Strategy>& offered) {
+  std::string offers;
+  for (auto s : offered) offers += (offers.empty() ? "" : ", ") + std::string(to_string(s));
+  return "strategy '" + std::string(to_string(strategy)) + "' is not offered by the " + std::string(backend) +
+         " backend (it offers " + offers + ")";
+}
+
 bool detail::is_lease(Strategy s) noexcept {
   for (auto& k : known)
     if (k.strategy == s) return k.lease;

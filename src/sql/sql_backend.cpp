@@ -35,10 +35,7 @@ std::unique_ptr<LockDriver> SqlBackend::make_driver(Strategy strategy) {
   if (offered && strategy == Strategy::for_update) return std::make_unique<ForUpdateDriver>(factory_, d_, max_idle_);
   if (offered && strategy == Strategy::advisory)
     return std::make_unique<AdvisoryDriver>(factory_, d_, max_idle_, table_.qualified(), statement_timeout_);
-  std::string offers;
-  for (auto s : raw_.strategies) offers += (offers.empty() ? "" : ", ") + std::string(to_string(s));
-  throw UsageError("strategy '" + std::string(to_string(strategy)) + "' is not offered by the " + raw_.name +
-                   " backend (it offers " + offers + ")");
+  throw UsageError(not_offered(strategy, raw_.name, raw_.strategies));
 }
 
 std::vector<std::string> SqlBackend::migrate() {

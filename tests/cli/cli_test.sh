@@ -950,6 +950,11 @@ if [ "$BACKEND" = etcd ]; then
   expect_exit 64 "an unreadable ssl-ca" "$DBLOCK" run --url "etcd://$hostport/dblock?ssl-ca=$WORK/none.pem" --name n -- true
   expect_exit 69 "an unreachable etcd endpoint" "$DBLOCK" run --url "etcd://127.0.0.1:1/dblock" --timeout 2s --name n -- true
 fi
+# Refused before anything was opened: a SQLite database is not even created.
+[ "$BACKEND" != sqlite ] || { [ ! -e "$WORK/bad.db" ] && ok "bad input created no SQLite file" ||
+  fail "bad input created $(ls "$WORK"/bad.db*)"; }
+expect_exit 64 "a semaphore of 0 permits" "$DBLOCK" run --permits 0 --name n -- true
+[ "$BACKEND" != sqlite ] || { [ ! -e "$WORK/bad.db" ] && ok "nor a bad --permits" || fail "--permits 0 created the database"; }
 left=$("$DBLOCK" list --json)
 rows=$(printf '%s' "$left" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)))')
 [ "$rows" = 0 ] && ok "bad input wrote no lock" || fail "bad input left $rows locks: $(printf '%s' "$left" | tr -d '\n' | head -c 400)"

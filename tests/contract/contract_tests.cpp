@@ -64,6 +64,28 @@ CONTRACT_TEST("a lease carries a fence and its release frees the lock", "[contra
   }
 }
 
+CONTRACT_TEST("check_lock knows from the URL alone what open() offers and lock() refuses", "[contract]",
+              DBLOCK_CONTRACT_FIXTURES) {
+  auto ns = f.make();
+  const auto offered = ns.open()->strategies();
+  using dblock::Client;
+  using dblock::Strategy;
+  for (auto s : {Strategy::insert, Strategy::for_update, Strategy::optimistic, Strategy::advisory, Strategy::redis,
+                 Strategy::redlock, Strategy::zookeeper, Strategy::etcd}) {
+    INFO(dblock::to_string(s));
+    LockOptions o;
+    o.strategy = s;
+    const bool offers = std::find(offered.begin(), offered.end(), s) != offered.end();
+    if (offers) CHECK_NOTHROW(Client::check_lock(ns.url, "job", o));
+    else CHECK_THROWS_AS(Client::check_lock(ns.url, "job", o), dblock::UsageError);
+  }
+  CHECK_NOTHROW(Client::check_lock(ns.url, "job"));  // the default strategy: the first offered
+  LockOptions bad;
+  bad.ttl = std::chrono::milliseconds{0};
+  CHECK_THROWS_AS(Client::check_lock(ns.url, "job", bad), dblock::UsageError);
+  CHECK_THROWS_AS(Client::check_lock(ns.url, ""), dblock::UsageError);
+}
+
 CONTRACT_TEST("mutual exclusion across clients and threads, fences in grant order", "[contract]",
                         DBLOCK_CONTRACT_FIXTURES) {
   auto ns = f.make();
