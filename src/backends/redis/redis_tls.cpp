@@ -5,12 +5,11 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
-#include <pthread.h>
-#include <signal.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <ctime>
+#include <cstdint>
 
 #include "core/url.hpp"
 #include "dblock/errors.hpp"
@@ -28,37 +27,47 @@ std::string openssl_error() {
   return text;
 }
 
-// OpenSSL writes with write(2), which raises SIGPIPE on a connection the server closed and so
-// kills a process that does not ignore it (our users'). As libpq does, SIGPIPE is blocked on
-// this thread around the call, and one it raised is taken back before unblocking.
-class NoSigpipe {
- public:
-  NoSigpipe() {
-    sigemptyset(&pipe_);
-    sigaddset(&pipe_, SIGPIPE);
-    sigset_t pending;
-    sigpending(&pending);
-    was_pending_ = sigismember(&pending, SIGPIPE) == 1;
-    pthread_sigmask(SIG_BLOCK, &pipe_, &old_);
-  }
-  ~NoSigpipe() {
-    if (!was_pending_) {
-      sigset_t pending;
-      sigpending(&pending);
-      if (sigismember(&pending, SIGPIPE) == 1) {
-        timespec none{0, 0};
-        sigtimedwait(&pipe_, nullptr, &none);
-      }
-    }
-    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
-  }
-  NoSigpipe(const NoSigpipe&) = delete;
-  NoSigpipe& operator=(const NoSigpipe&) = delete;
+// The socket under OpenSSL, as a BIO of our own: OpenSSL's socket BIO writes with write(2),
+// which raises SIGPIPE on a connection the server closed and so kills a process that does not
+// ignore it (our users'). This one sends with MSG_NOSIGNAL, as the plaintext path does, which
+// costs no system call more (blocking SIGPIPE around each write, as libpq does, costs four).
+// The descriptor is hiredis' (it closes it); the BIO only borrows it.
+int bio_fd(BIO* b) { return static_cast<int>(reinterpret_cast<std::intptr_t>(BIO_get_data(b))); }
 
- private:
-  sigset_t pipe_, old_;
-  bool was_pending_ = false;
-};
+bool retriable(int e) { return e == EAGAIN || e == EWOULDBLOCK || e == EINTR; }
+
+int bio_write(BIO* b, const char* data, int size) {
+  BIO_clear_retry_flags(b);
+  const ssize_t n = ::send(bio_fd(b), data, static_cast<std::size_t>(size), MSG_NOSIGNAL);
+  if (n < 0 && retriable(errno)) BIO_set_retry_write(b);
+  return static_cast<int>(n);
+}
+
+int bio_read(BIO* b, char* data, int size) {
+  BIO_clear_retry_flags(b);
+  const ssize_t n = ::recv(bio_fd(b), data, static_cast<std::size_t>(size), 0);
+  if (n < 0 && retriable(errno)) BIO_set_retry_read(b);
+  return static_cast<int>(n);
+}
+
+long bio_ctrl(BIO*, int cmd, long, void*) { return cmd == BIO_CTRL_FLUSH ? 1 : 0; }  // nothing is buffered here
+
+BIO* socket_bio(int fd) {
+  static BIO_METHOD* const method = [] {
+    BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK | BIO_TYPE_DESCRIPTOR, "dblock socket");
+    if (m && (BIO_meth_set_write(m, bio_write) != 1 || BIO_meth_set_read(m, bio_read) != 1 ||
+              BIO_meth_set_ctrl(m, bio_ctrl) != 1)) {
+      BIO_meth_free(m);
+      m = nullptr;
+    }
+    return m;
+  }();
+  BIO* b = method ? BIO_new(method) : nullptr;
+  if (!b) return nullptr;
+  BIO_set_data(b, reinterpret_cast<void*>(static_cast<std::intptr_t>(fd)));
+  BIO_set_init(b, 1);
+  return b;
+}
 
 bool is_ip_address(const std::string& host) {
   unsigned char buf[16];
@@ -120,20 +129,19 @@ TlsContext::~TlsContext() {
 TlsStream::TlsStream(const TlsContext& context, int fd, const std::string& host, const std::string& where) : fd_(fd) {
   ERR_clear_error();
   ssl_ = SSL_new(context.get());
-  if (!ssl_ || SSL_set_fd(ssl_, fd) != 1) {
+  BIO* bio = ssl_ ? socket_bio(fd) : nullptr;
+  if (!bio) {
     if (ssl_) SSL_free(ssl_);
     throw InternalError("redis: cannot start TLS to " + where + ": " + openssl_error());
   }
+  SSL_set_bio(ssl_, bio, bio);  // one BIO both ways: the SSL owns it (one reference)
   X509_VERIFY_PARAM* param = SSL_get0_param(ssl_);
   X509_VERIFY_PARAM_set_hostflags(param, X509_CHECK_FLAG_NO_PARTIAL_WILDCARDS);
   bool named = is_ip_address(host) ? X509_VERIFY_PARAM_set1_ip_asc(param, host.c_str()) == 1
                                    : X509_VERIFY_PARAM_set1_host(param, host.c_str(), 0) == 1 &&
                                          SSL_set_tlsext_host_name(ssl_, host.c_str()) == 1;
   int rc = 0;
-  if (named) {
-    NoSigpipe guard;
-    rc = SSL_connect(ssl_);
-  }
+  if (named) rc = SSL_connect(ssl_);
   if (rc != 1) {
     std::string why;
     long verified = SSL_get_verify_result(ssl_);
@@ -158,7 +166,6 @@ TlsStream::~TlsStream() {
 
 ssize_t TlsStream::write(const char* data, std::size_t size) {
   ERR_clear_error();
-  NoSigpipe guard;
   int n = SSL_write(ssl_, data, static_cast<int>(std::min<std::size_t>(size, 1 << 30)));
   if (n > 0) return n;
   set_errno(ssl_, n, errno, error_);
