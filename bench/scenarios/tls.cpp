@@ -56,23 +56,14 @@ BackendReport run_tls(const Options& opt) {
     fmt::print(stderr, "dblock-bench: tls: {} {}: {} and {}\n", pair.backend, dblock::to_string(strategy),
                plain->url(), tls->url());
 
-    // Uncontended, interleaved as in `uncontended`: each client's connection stays open. Beside
-    // it, the floor: one read round trip through the same pool and transport (Client::list()
-    // of a namespace with no lock held: one SELECT, SCAN or Range), which is what TLS adds to
-    // any exchange with that server, whatever the lock does.
+    // Uncontended, interleaved as in `uncontended`: each client's connection stays open.
     std::vector<Series> series{{"plaintext", dblock_cycle(plain->lock(name)), {}},
-                               {"tls", dblock_cycle(tls->lock(name)), {}},
-                               {"plaintext-read", [plain] { (void)plain->list(); }, {}},
-                               {"tls-read", [tls] { (void)tls->list(); }, {}}};
+                               {"tls", dblock_cycle(tls->lock(name)), {}}};
     run_interleaved(fmt::format("{} tls", pair.backend), series, opt);
     Row u{pair.backend, std::string(dblock::to_string(strategy)), "tls-uncontended", 1, summarize(series[0].samples), {}};
     u.own_table = true;
     rep.rows.push_back(u);
     rep.rows.push_back(tls_row(u, summarize(series[1].samples)));
-    Row read{pair.backend, "list", "tls-read", 1, summarize(series[2].samples), {}};
-    read.own_table = true;
-    rep.rows.push_back(read);
-    rep.rows.push_back(tls_row(read, summarize(series[3].samples)));
 
     // Hand-off: each side twice, alternating, so that drift over the minutes hits both; the
     // pooled samples of each side make its row.
@@ -97,8 +88,7 @@ BackendReport run_tls(const Options& opt) {
       "starts with the same settings, TLS only (etcd-tls also has etcd's auth on, the user taken from the "
       "certificate); warm connections: the handshake is paid once per pooled connection, in the warm-up. "
       "Uncontended: {} timed cycles per side, interleaved; hand-off: {} threads, {} timed hand-offs per side in "
-      "two halves, alternating sides; the floor: one read round trip (Client::list() with no lock held: one "
-      "SELECT, SCAN or Range), interleaved with the uncontended series; ratio = TLS p50 / plaintext p50",
+      "two halves, alternating sides; ratio = TLS p50 / plaintext p50",
       opt.iterations, kHandoffWorkers, 2 * std::max<std::size_t>(opt.handoffs / 2, 1)));
   return rep;
 }
@@ -107,17 +97,14 @@ void print_tls_markdown(const std::vector<Row>& rows) {
   bool any = false;
   for (const auto& r : rows) any = any || r.scenario == "tls-uncontended" || r.scenario == "tls-handoff";
   if (!any) return;
-  fmt::print("\n## tls: p50 us in plaintext / over TLS (ratio)\n\n| backend | strategy | one read (floor) | uncontended | hand-off |\n|---|---|---:|---:|---:|\n");
+  fmt::print("\n## tls: p50 us in plaintext / over TLS (ratio)\n\n| backend | strategy | uncontended | hand-off |\n|---|---|---:|---:|\n");
   for (const auto& r : rows) {
     if (r.scenario != "tls-uncontended" || r.vs.empty()) continue;  // a TLS row names the pair
     const Row* plain = nullptr;
     const Row* hp = nullptr;
     const Row* ht = nullptr;
-    const Row* rp = nullptr;
-    const Row* rt = nullptr;
     for (const auto& o : rows) {
       if (o.backend != r.backend) continue;
-      if (o.scenario == "tls-read") (o.vs.empty() ? rp : rt) = &o;
       if (o.scenario == "tls-uncontended" && o.strategy == r.vs[0].baseline) plain = &o;
       if (o.scenario == "tls-handoff" && o.strategy == r.vs[0].baseline) hp = &o;
       if (o.scenario == "tls-handoff" && o.strategy == r.strategy) ht = &o;
@@ -126,7 +113,7 @@ void print_tls_markdown(const std::vector<Row>& rows) {
       return a && b && !b->vs.empty() ? fmt::format("{:.0f} / {:.0f} ({:.2f}x)", a->s.p50_us, b->s.p50_us, b->vs[0].ratio)
                                       : std::string("-");
     };
-    fmt::print("| {} | {} | {} | {} | {} |\n", r.backend, r.vs[0].baseline, cell(rp, rt), cell(plain, &r), cell(hp, ht));
+    fmt::print("| {} | {} | {} | {} |\n", r.backend, r.vs[0].baseline, cell(plain, &r), cell(hp, ht));
   }
   std::fflush(stdout);
 }
