@@ -1,7 +1,6 @@
 #include "bench/scenarios/tls.hpp"
 
 #include <cstdio>
-#include <cstdlib>
 #include <memory>
 
 #include <fmt/format.h>
@@ -23,11 +22,6 @@ constexpr TlsPair kPairs[] = {
     {"etcd", "DBLOCK_TEST_ETCD_URL", "DBLOCK_TEST_ETCD_TLS_URL"},
 };
 
-bool set(const char* var) {
-  const char* v = std::getenv(var);
-  return v && *v;
-}
-
 Row tls_row(const Row& plain, Summary s) {
   Row r{plain.backend, plain.strategy + " tls", plain.scenario, plain.workers, s, {}};
   r.own_table = true;
@@ -44,7 +38,7 @@ BackendReport run_tls(const Options& opt) {
   options.auto_migrate = true;
   for (const auto& pair : kPairs) {
     if (!opt.wants_backend(pair.backend)) continue;
-    if (!set(pair.plain_var) || !set(pair.tls_var)) {
+    if (!env_url(pair.plain_var) || !env_url(pair.tls_var)) {
       fmt::print(stderr, "dblock-bench: tls: {} left out: {} or {} is not set\n", pair.backend, pair.plain_var,
                  pair.tls_var);
       continue;
@@ -85,8 +79,8 @@ BackendReport run_tls(const Options& opt) {
   rep.notes.push_back(fmt::format(
       "tls: each backend's natural strategy in plaintext to the plain test server and over TLS (the server "
       "verified against the test CA, a client certificate presented) to the TLS one, which scripts/services "
-      "starts with the same settings, TLS only (etcd-tls also has etcd's auth on, the user taken from the "
-      "certificate); warm connections: the handshake is paid once per pooled connection, in the warm-up. "
+      "starts with the same settings, TLS only (etcd-tls also has etcd's auth on: the URL's user and "
+      "password); warm connections: the handshake is paid once per pooled connection, in the warm-up. "
       "Uncontended: {} timed cycles per side, interleaved; hand-off: {} threads, {} timed hand-offs per side in "
       "two halves, alternating sides; ratio = TLS p50 / plaintext p50",
       opt.iterations, kHandoffWorkers, 2 * std::max<std::size_t>(opt.handoffs / 2, 1)));
