@@ -12,6 +12,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <memory>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -78,15 +82,17 @@ pb::TxnRequest put_if_absent(const std::string& key, const std::string& prefix, 
   return t;
 }
 
-// A bare connection: a channel of its own and the three stubs.
+// A bare connection: a channel of its own (plaintext to `target`, or the one given) and the
+// three stubs.
 struct Bare {
-  explicit Bare(const std::string& target)
-      : channel(grpc::CreateChannel(target, grpc::InsecureChannelCredentials())),
+  explicit Bare(const std::string& target) : Bare(grpc::CreateChannel(target, grpc::InsecureChannelCredentials())) {}
+  explicit Bare(std::shared_ptr<grpc::Channel> c)
+      : channel(std::move(c)),
         kv(pb::KV::NewStub(channel)),
         lease(pb::Lease::NewStub(channel)),
         watch(pb::Watch::NewStub(channel)) {
     if (!channel->WaitForConnected(std::chrono::system_clock::now() + std::chrono::seconds(10)))
-      throw std::runtime_error("etcd baseline: no connection to " + target);
+      throw std::runtime_error("etcd baseline: no connection");
   }
   std::int64_t grant(std::int64_t ttl_s, std::int64_t id = 0) {
     grpc::ClientContext ctx;
@@ -140,6 +146,30 @@ struct Bare {
   std::unique_ptr<pb::Lease::Stub> lease;
   std::unique_ptr<pb::Watch::Stub> watch;
 };
+
+// The lock recipe's own two writes (etcd's concurrency.Mutex, `etcdctl lock`), which a lock
+// cannot do without: a plain Put would overwrite a holder's key and a plain DeleteRange a
+// successor's. Acquire: put `prefix`k under `lease` unless it exists and read the prefix's
+// first key by creation in the same Txn; release: delete it only if it is the key we created.
+void bare_recipe(Bare& bare, const std::string& prefix, std::int64_t lease) {
+  const std::string key = prefix + "k";
+  auto got = bare.txn(put_if_absent(key, prefix, lease));
+  if (!got.succeeded()) throw std::runtime_error("etcd bare-recipe: the key was there already");
+  pb::TxnRequest release;
+  auto* ours = release.add_compare();
+  ours->set_key(key);
+  ours->set_target(pb::Compare::CREATE);
+  ours->set_result(pb::Compare::EQUAL);
+  ours->set_create_revision(got.header().revision());
+  release.add_success()->mutable_request_delete_range()->set_key(key);
+  if (!bare.txn(release).succeeded()) throw std::runtime_error("etcd bare-recipe: our key was gone");
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("etcd baseline: cannot read " + path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
 
 // One waiter of the bare hand-off: etcd's lock recipe (Go's concurrency.Mutex) on the raw
 // stubs, with one lease for the thread's whole run (as a Go session has): put our key if
@@ -244,6 +274,40 @@ std::vector<double> run_bare_handoff(const std::string& target, const std::strin
 
 }  // namespace
 
+std::function<void()> etcd_bare_cycle(const std::string& url) {
+  const auto u = dblock::detail::parse_url(url);
+  if (u.hosts.empty()) throw std::runtime_error("etcd: no endpoint in " + u.redacted());
+  const std::string target = fmt::format("{}:{}", u.hosts[0].host, u.hosts[0].port ? u.hosts[0].port : 2379);
+  // The URL's transport, as the library reads it (etcds://, or any ssl-* parameter). No token:
+  // where etcd's auth is on, the client certificate's name is the user.
+  auto credentials = grpc::InsecureChannelCredentials();
+  if (u.scheme != "etcd" || !u.query.empty()) {
+    grpc::SslCredentialsOptions ssl;
+    auto param = [&](const char* key) {
+      auto at = u.query.find(key);
+      return at == u.query.end() ? std::string() : read_file(at->second);
+    };
+    ssl.pem_root_certs = param("ssl-ca");
+    ssl.pem_cert_chain = param("ssl-cert");
+    ssl.pem_private_key = param("ssl-key");
+    credentials = grpc::SslCredentials(ssl);
+  }
+  struct Recipe {  // the channel and a lease of its own, revoked with it
+    Recipe(std::shared_ptr<grpc::Channel> c, std::string p) : bare(std::move(c)), lease(bare.grant(600)), prefix(std::move(p)) {}
+    ~Recipe() {
+      try {
+        bare.revoke(lease);
+      } catch (...) {  // its keys go with the lease's TTL anyway
+      }
+    }
+    Bare bare;
+    std::int64_t lease;
+    std::string prefix;
+  };
+  auto r = std::make_shared<Recipe>(grpc::CreateChannel(target, credentials), "/" + u.path + "/bench-tls-bare-recipe/");
+  return [r] { bare_recipe(r->bare, r->prefix, r->lease); };
+}
+
 BackendReport run_etcd(const Options& opt) {
   const std::string base = env_url("DBLOCK_TEST_ETCD_URL");
   auto u = dblock::detail::parse_url(base);
@@ -270,24 +334,8 @@ BackendReport run_etcd(const Options& opt) {
     bare.put(key, run_lease);
     bare.del(key);
   };
-  // The lock recipe's own two writes (etcd's concurrency.Mutex, `etcdctl lock`), which a lock
-  // cannot do without: a plain Put would overwrite a holder's key and a plain DeleteRange a
-  // successor's. Acquire: put the key unless it exists and read the prefix's first key by
-  // creation in the same Txn; release: delete it only if it is the key we created.
   const std::string recipe_prefix = root + "/bench-bare-recipe/";
-  const std::string recipe_key = recipe_prefix + "k";
-  auto recipe = [&] {
-    auto got = bare.txn(put_if_absent(recipe_key, recipe_prefix, run_lease));
-    if (!got.succeeded()) throw std::runtime_error("etcd bare-recipe: the key was there already");
-    pb::TxnRequest release;
-    auto* ours = release.add_compare();
-    ours->set_key(recipe_key);
-    ours->set_target(pb::Compare::CREATE);
-    ours->set_result(pb::Compare::EQUAL);
-    ours->set_create_revision(got.header().revision());
-    release.add_success()->mutable_request_delete_range()->set_key(recipe_key);
-    if (!bare.txn(release).succeeded()) throw std::runtime_error("etcd bare-recipe: our key was gone");
-  };
+  auto recipe = [&] { bare_recipe(bare, recipe_prefix, run_lease); };
   auto lease_put_delete = [&] {
     auto id = bare.grant(30);
     bare.put(key, id);

@@ -12,6 +12,8 @@
 #include <hiredis/hiredis.h>
 #include <poll.h>
 
+#include <functional>
+#include <iterator>
 #include <memory>
 #include <stdexcept>
 #include <vector>
@@ -23,6 +25,8 @@
 #include "bench/floors/redis_floor.hpp"
 #include "bench/scenarios/peers.hpp"
 #include "bench/support/util.hpp"
+#include "backends/redis/redis_connection.hpp"  // the tls floor: the library's connection over TLS
+#include "backends/redis/redis_tls.hpp"
 #include "core/url.hpp"  // the library's own URL parser: the baselines reach the same servers
 
 namespace dblock_bench {
@@ -291,6 +295,30 @@ BackendReport run_keyed(const std::string& backend, const char* var, dblock::Str
 }
 
 }  // namespace
+
+std::function<void()> redis_bare_cycle(const std::string& url) {
+  namespace r = dblock::detail::redis;
+  auto u = dblock::detail::parse_url(url);
+  if (u.hosts.empty()) throw std::runtime_error("redis: no server in " + u.redacted());
+  r::Target t;
+  t.host = u.hosts[0].host.empty() ? "127.0.0.1" : u.hosts[0].host;
+  t.port = u.hosts[0].port ? u.hosts[0].port : 6379;
+  t.user = u.user;
+  t.password = u.password;
+  t.where = u.redacted();
+  // The URL's transport as the library reads it (rediss://, or ssl-* parameters), on the
+  // library's own connection class: hiredis' reader over OpenSSL, as a lock's connection.
+  auto tls_only = u;
+  for (auto it = tls_only.query.begin(); it != tls_only.query.end();)
+    it = it->first.rfind("ssl-", 0) == 0 ? std::next(it) : tls_only.query.erase(it);
+  t.tls = r::tls_of(tls_only);
+  auto c = std::make_shared<r::Connection>(t);
+  return [c] {  // set-nx-px+del: two round trips, as an uncontended lock's grant and release
+    auto set = c->command({"SET", "bench-tls-bare", "x", "NX", "PX", "30000"});
+    if (set->type != REDIS_REPLY_STATUS) throw std::runtime_error("redis bare: SET NX found the key");
+    c->command({"DEL", "bench-tls-bare"});
+  };
+}
 
 BackendReport run_redis(const Options& opt) {
   return run_keyed("redis", "DBLOCK_TEST_REDIS_URL", dblock::Strategy::redis, opt);

@@ -13,12 +13,14 @@ std::optional<std::string> mysql_skip_reason();
 BackendReport run_mysql(const Options& opt);
 std::optional<std::string> redis_skip_reason();  // redis.cpp: Redis and Redlock
 BackendReport run_redis(const Options& opt);
+std::function<void()> redis_bare_cycle(const std::string& url);
 std::optional<std::string> redlock_skip_reason();
 BackendReport run_redlock(const Options& opt);
 std::optional<std::string> zookeeper_skip_reason();
 BackendReport run_zookeeper(const Options& opt);
 std::optional<std::string> etcd_skip_reason();
 BackendReport run_etcd(const Options& opt);
+std::function<void()> etcd_bare_cycle(const std::string& url);
 
 namespace {
 
@@ -43,7 +45,7 @@ const std::vector<BackendSpec>& backends() {
       {"mysql", [] { return built_without("mysql-connector-c++ (DBLOCK_WITH_MYSQL is off)"); }, nullptr},
 #endif
 #ifdef DBLOCK_WITH_REDIS
-      {"redis", redis_skip_reason, run_redis},
+      {"redis", redis_skip_reason, run_redis, redis_bare_cycle},
       {"redlock", redlock_skip_reason, run_redlock},
 #else
       {"redis", [] { return built_without("hiredis (DBLOCK_WITH_REDIS is off)"); }, nullptr},
@@ -55,7 +57,7 @@ const std::vector<BackendSpec>& backends() {
       {"zookeeper", [] { return built_without("zookeeper_mt (DBLOCK_WITH_ZOOKEEPER is off)"); }, nullptr},
 #endif
 #ifdef DBLOCK_WITH_ETCD
-      {"etcd", etcd_skip_reason, run_etcd},
+      {"etcd", etcd_skip_reason, run_etcd, etcd_bare_cycle},
 #else
       {"etcd", [] { return built_without("the etcd bridge (DBLOCK_WITH_ETCD is off)"); }, nullptr},
 #endif

@@ -4,6 +4,7 @@
 // keeps its entry there, whose skip reason says so.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -20,6 +21,9 @@ struct BackendSpec {
   // Runs the selected scenarios on a lock table (key namespace, root node) of the run's own,
   // removed at the end. Called only when skip_reason() answered nothing.
   BackendReport (*run)(const Options&);
+  // The bare statements of the backend's lock as one cycle, on a connection of `url`'s own
+  // transport (plaintext or TLS): the tls scenario's floor. Null where the bench has none.
+  std::function<void()> (*bare_cycle)(const std::string& url) = nullptr;
 };
 
 // Every backend, in run order.

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include "bench/backends/registry.hpp"
+
 namespace dblock_bench {
 
 namespace {
@@ -51,13 +53,25 @@ BackendReport run_tls(const Options& opt) {
                plain->url(), tls->url());
 
     // Uncontended, interleaved as in `uncontended`: each client's connection stays open.
+    // Where the bench has the backend's bare statements, they run beside on either transport:
+    // what TLS costs the lock's round trips without dblock.
     std::vector<Series> series{{"plaintext", dblock_cycle(plain->lock(name)), {}},
                                {"tls", dblock_cycle(tls->lock(name)), {}}};
+    const auto bare_cycle = backend_spec(pair.backend).bare_cycle;
+    if (bare_cycle) {
+      series.push_back({"bare plaintext", bare_cycle(plain_url), {}});
+      series.push_back({"bare tls", bare_cycle(tls_url), {}});
+    }
     run_interleaved(fmt::format("{} tls", pair.backend), series, opt);
     Row u{pair.backend, std::string(dblock::to_string(strategy)), "tls-uncontended", 1, summarize(series[0].samples), {}};
     u.own_table = true;
     rep.rows.push_back(u);
     rep.rows.push_back(tls_row(u, summarize(series[1].samples)));
+    if (bare_cycle) {
+      Row b{pair.backend, "bare", "tls-uncontended", 1, summarize(series[2].samples), {}};
+      rep.rows.push_back(b);
+      rep.rows.push_back(tls_row(b, summarize(series[3].samples)));
+    }
 
     // Hand-off: each side twice, alternating, so that drift over the minutes hits both; the
     // pooled samples of each side make its row.
@@ -81,6 +95,10 @@ BackendReport run_tls(const Options& opt) {
       "verified against the test CA, a client certificate presented) to the TLS one, which scripts/services "
       "starts with the same settings, TLS only (etcd-tls also has etcd's auth on: the URL's user and "
       "password); warm connections: the handshake is paid once per pooled connection, in the warm-up. "
+      "`bare`: the lock's round trips without dblock on a connection of each transport, interleaved with the "
+      "lock's cycles: on Redis `SET k v NX PX 30000` + `DEL k` (the library's connection class: hiredis' reader "
+      "over OpenSSL), on etcd the lock recipe's two Txns on a raw gRPC channel (on etcd-tls the client "
+      "certificate's name is the user). "
       "Uncontended: {} timed cycles per side, interleaved; hand-off: {} threads, {} timed hand-offs per side in "
       "two halves, alternating sides; ratio = TLS p50 / plaintext p50",
       opt.iterations, kHandoffWorkers, 2 * std::max<std::size_t>(opt.handoffs / 2, 1)));

@@ -15,10 +15,12 @@
 #include <unistd.h>
 
 #include "backends/sqlite/wake_file.hpp"
+#include "support/timed_wait.hpp"
 
 using dblock::detail::Clock;
 using dblock::detail::ReleaseWatch;
 using dblock::detail::sqldb::WakeFile;
+using dblock::test::wait_on;
 using namespace std::chrono_literals;
 namespace fs = std::filesystem;
 
@@ -29,14 +31,6 @@ struct Dir {
   Dir() { fs::create_directories(path); }
   ~Dir() { fs::remove_all(path); }
 };
-
-std::future<Clock::duration> wait_on(ReleaseWatch& w, Clock::duration limit) {
-  return std::async(std::launch::async, [&w, limit] {
-    auto t0 = Clock::now();
-    w.wait_until(t0 + limit);
-    return Clock::now() - t0;
-  });
-}
 
 std::size_t files_in(const fs::path& dir) {
   std::size_t n = 0;

@@ -10,10 +10,12 @@
 #include <string>
 
 #include "core/wake_table.hpp"
+#include "support/timed_wait.hpp"
 
 using dblock::detail::Clock;
 using dblock::detail::ReleaseWatch;
 using dblock::detail::WakeTable;
+using dblock::test::wait_on;
 using namespace std::chrono_literals;
 
 namespace {
@@ -22,15 +24,6 @@ std::unique_ptr<ReleaseWatch> watch(const std::shared_ptr<WakeTable>& t, const s
                                     const std::string& owner = "me") {
   std::lock_guard lk(t->mutex);
   return WakeTable::watch_locked(t, name, owner);
-}
-
-// How long a wait on `w` lasted, up to `limit`, started on a thread of its own.
-std::future<Clock::duration> wait_on(ReleaseWatch& w, Clock::duration limit) {
-  return std::async(std::launch::async, [&w, limit] {
-    auto t0 = Clock::now();
-    w.wait_until(t0 + limit);
-    return Clock::now() - t0;
-  });
 }
 
 }  // namespace

@@ -73,6 +73,7 @@ struct CallerTransaction<::sql::Connection> {
 
 }  // namespace detail::sqldb
 
-template class DBLOCK_EXPORT LockTable<::sql::Connection>;
+// Exported by the extern declaration in the public header (an attribute here is ignored).
+template class LockTable<::sql::Connection>;
 
 }  // namespace dblock

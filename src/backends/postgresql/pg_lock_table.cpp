@@ -88,6 +88,7 @@ struct CallerTransaction<pqxx::transaction_base> {
 
 }  // namespace detail::sqldb
 
-template class DBLOCK_EXPORT LockTable<pqxx::transaction_base>;
+// Exported by the extern declaration in the public header (an attribute here is ignored).
+template class LockTable<pqxx::transaction_base>;
 
 }  // namespace dblock

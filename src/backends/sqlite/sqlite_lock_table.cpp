@@ -24,6 +24,7 @@ struct CallerTransaction<SQLite::Database> {
 
 }  // namespace detail::sqldb
 
-template class DBLOCK_EXPORT LockTable<SQLite::Database>;
+// Exported by the extern declaration in the public header (an attribute here is ignored).
+template class LockTable<SQLite::Database>;
 
 }  // namespace dblock
