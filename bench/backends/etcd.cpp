@@ -12,9 +12,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
-#include <fstream>
 #include <functional>
-#include <iterator>
 #include <memory>
 #include <stdexcept>
 #include <thread>
@@ -28,6 +26,7 @@
 #include "bench/scenarios/handoff_tally.hpp"
 #include "bench/scenarios/peers.hpp"
 #include "bench/support/util.hpp"
+#include "core/pem_file.hpp"  // the library's own reading of ssl-* files
 #include "core/url.hpp"  // the library's own URL parser: the baselines reach the same server
 #include "rpc.grpc.pb.h"
 
@@ -165,12 +164,6 @@ void bare_recipe(Bare& bare, const std::string& prefix, std::int64_t lease) {
   if (!bare.txn(release).succeeded()) throw std::runtime_error("etcd bare-recipe: our key was gone");
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw std::runtime_error("etcd baseline: cannot read " + path);
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
-
 // One waiter of the bare hand-off: etcd's lock recipe (Go's concurrency.Mutex) on the raw
 // stubs, with one lease for the thread's whole run (as a Go session has): put our key if
 // absent and read the first key in one Txn; while a key created before ours remains, watch
@@ -285,7 +278,7 @@ std::function<void()> etcd_bare_cycle(const std::string& url) {
     grpc::SslCredentialsOptions ssl;
     auto param = [&](const char* key) {
       auto at = u.query.find(key);
-      return at == u.query.end() ? std::string() : read_file(at->second);
+      return at == u.query.end() ? std::string() : dblock::detail::read_pem_file("etcd", key, at->second);
     };
     ssl.pem_root_certs = param("ssl-ca");
     ssl.pem_cert_chain = param("ssl-cert");
