@@ -115,9 +115,15 @@ myr_rebuild() {  # myr_rebuild NODE FROM: NODE's data made anew from a dump of F
   # The fence caches' rows are left out (their tables are dumped): replicas skip them anyway,
   # and reading one waits for its table lock, which a fence draw on FROM holds while its
   # commit waits for a replica's acknowledgement: the one this node gives once rebuilt.
+  # FROM's commits do not wait for acknowledgements while the dump is taken: the commits that
+  # wait for the one this node will give hold locks a dump can queue behind (once in CI, a dump
+  # sat a whole minute). No commit is lost by it: the dump's snapshot and what replication
+  # streams after it cover them all, and FROM is not crashed again before this node has caught up
+  # (callers wait for myr_synced).
   local d="$myr_dir/node$1" out caches=() t
   rm -rf "$d/data"
   myr_launch "$1" replica
+  myr_sql "$2" "SET GLOBAL rpl_semi_sync_master_enabled = OFF" || myr_fail "could not pause node $2's semi-sync waits"
   out=$(myr_sql "$2" "SELECT CONCAT(TABLE_SCHEMA, '.', TABLE_NAME) FROM information_schema.TABLES
                       WHERE ENGINE = 'MEMORY' AND TABLE_NAME LIKE '%\\_fence\\_cache'" 2>&1) ||
     myr_fail "could not list node $2's fence caches: $out"
@@ -126,7 +132,10 @@ myr_rebuild() {  # myr_rebuild NODE FROM: NODE's data made anew from a dump of F
           -u "$my_admin" --all-databases --ignore-table=mysql.gtid_slave_pos "${caches[@]}" --single-transaction --gtid \
           --master-data=1 --routines --triggers 9>&- |
         timeout "$myr_timeout" mariadb --no-defaults --protocol=socket --socket="$d/run/mysqld.sock" -u "$my_admin" \
-          --init-command='SET SESSION sql_log_bin = 0' 2>&1 9>&-) || myr_fail "could not load node $2's dump into node $1: $out"
+          --init-command='SET SESSION sql_log_bin = 0' 2>&1 9>&-) ||
+    myr_fail "could not load node $2's dump into node $1: ${out:-timed out after ${myr_timeout}s}; node $2 was running:
+$(myr_timeout=10 myr_sql "$2" "SELECT ID, USER, COMMAND, TIME, STATE, LEFT(INFO, 100) FROM information_schema.PROCESSLIST" 2>&1)"
+  myr_sql "$2" "SET GLOBAL rpl_semi_sync_master_enabled = ON" || myr_fail "could not resume node $2's semi-sync waits"
   # FLUSH is binlogged unless told not to: a GTID of its own there would collide with the
   # primary's next one (gtid_strict_mode stops replication on it).
   myr_sql "$1" "FLUSH NO_WRITE_TO_BINLOG PRIVILEGES; CHANGE MASTER TO MASTER_HOST = '127.0.0.1', MASTER_PORT = $(myr_port "$2"),
