@@ -267,7 +267,7 @@ std::vector<double> run_bare_handoff(const std::string& target, const std::strin
 
 }  // namespace
 
-std::function<void()> etcd_bare_cycle(const std::string& url) {
+std::function<void()> etcd_bare_cycle(const std::string& url, const std::string& /*table*/) {
   const auto u = dblock::detail::parse_url(url);
   if (u.hosts.empty()) throw std::runtime_error("etcd: no endpoint in " + u.redacted());
   const std::string target = fmt::format("{}:{}", u.hosts[0].host, u.hosts[0].port ? u.hosts[0].port : 2379);

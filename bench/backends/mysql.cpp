@@ -19,6 +19,7 @@
 
 #include <fmt/format.h>
 
+#include "backends/mysql/mysql_backend.hpp"  // mysql_target: the tls floor reads the URL as dblock does
 #include "backends/mysql/mysql_dialect.hpp"
 #include "bench/backends/mysql_conn.hpp"  // Conn: a connection set up as dblock's
 #include "bench/backends/registry.hpp"
@@ -365,6 +366,20 @@ BackendReport run_mysql(const Options& opt) {
   if (opt.wants_scenario("txn"))
     for (auto& row : run_txn_mysql(url, table.name(), opt)) rep.rows.push_back(std::move(row));
   return rep;
+}
+
+std::function<void()> mysql_bare_cycle(const std::string& url, const std::string& table) {
+  // On the library's own connection class, which reads the URL's ssl-* parameters (the
+  // baselines' Conn speaks plaintext only); the same INSERT and DELETE as bare-insert.
+  std::shared_ptr<dblock::detail::sqldb::Connection> c = std::make_shared<dblock::detail::sqldb::MySqlConnection>(
+      dblock::detail::mysql_target(dblock::detail::parse_url(url), dblock::ClientOptions{}));
+  return [c, ins = fmt::format("INSERT INTO {} (name, owner, fence, holds, acquired_at, valid_until, version) "
+                               "VALUES ('bench-tls-bare', 'x', 0, 1, 0, 9000000000000000, 1)",
+                               table),
+          del = fmt::format("DELETE FROM {} WHERE name = 'bench-tls-bare'", table)] {
+    if (c->run(ins).affected != 1) throw std::runtime_error("mysql bare: the INSERT inserted no row");
+    if (c->run(del).affected != 1) throw std::runtime_error("mysql bare: the DELETE found no row");
+  };
 }
 
 }  // namespace dblock_bench

@@ -42,6 +42,21 @@ namespace {
 const dblock::Strategy kPgStrategies[] = {dblock::Strategy::insert, dblock::Strategy::optimistic,
                                           dblock::Strategy::for_update, dblock::Strategy::advisory};
 
+// bare-insert's two statements on lock table t: an upsert that draws a fence, and a delete whose
+// commit does not wait for its WAL flush, as dblock's releases (pg_dialect.cpp): a grant needs
+// one flush, a release none.
+std::string bare_insert_text(const std::string& t) {
+  return fmt::format("INSERT INTO {0} (name, owner, fence, holds, acquired_at, valid_until, version) "
+                     "VALUES ($1, 'x', nextval('{0}_fence'), 1, 0, 9e15::bigint, 1) "
+                     "ON CONFLICT (name) DO UPDATE SET owner = EXCLUDED.owner RETURNING fence",
+                     t);
+}
+std::string bare_delete_text(const std::string& t) {
+  return fmt::format("WITH d AS (DELETE FROM {} WHERE name = $1 RETURNING name) "
+                     "SELECT set_config('synchronous_commit', 'off', true) FROM d",
+                     t);
+}
+
 std::string show(pqxx::connection& c, const std::string& setting) {
   pqxx::nontransaction tx(c);
   return tx.exec("SHOW " + setting).at(0).at(0).as<std::string>();
@@ -89,17 +104,8 @@ BackendReport run_postgresql(const Options& opt) {
   conn.prepare("bench_try_lock_fenced", dblock_text(dialect[Statement::advisory_try]));
   // The bare statements each strategy cannot avoid, on dblock's own lock table (same
   // indexes, same row shape), each on a name of its own.
-  conn.prepare("bench_ins_insert",
-               fmt::format("INSERT INTO {0} (name, owner, fence, holds, acquired_at, valid_until, version) "
-                           "VALUES ($1, 'x', nextval('{0}_fence'), 1, 0, 9e15::bigint, 1) "
-                           "ON CONFLICT (name) DO UPDATE SET owner = EXCLUDED.owner RETURNING fence",
-                           t));
-  // The releases commit without waiting for their WAL flush, as dblock's do (pg_dialect.cpp):
-  // a grant needs one flush, a release none.
-  conn.prepare("bench_ins_delete",
-               fmt::format("WITH d AS (DELETE FROM {} WHERE name = $1 RETURNING name) "
-                           "SELECT set_config('synchronous_commit', 'off', true) FROM d",
-                           t));
+  conn.prepare("bench_ins_insert", bare_insert_text(t));
+  conn.prepare("bench_ins_delete", bare_delete_text(t));
   // The least a correct fenced lease grant sends (`bare-lease-insert`): the row's expiry on the
   // server's clock, an expired row taken over and a live one left alone, the fence drawn by
   // dblock's timeline-aware draw (fences must not repeat across a promotion) under the name's
@@ -403,6 +409,23 @@ BackendReport run_postgresql(const Options& opt) {
   rep.rows.insert(rep.rows.end(), peers.rows.begin(), peers.rows.end());
   rep.notes.insert(rep.notes.end(), peers.notes.begin(), peers.notes.end());
   return rep;
+}
+
+std::function<void()> postgresql_bare_cycle(const std::string& url, const std::string& table) {
+  // The URL as given goes to libpq, which reads its ssl* parameters, as dblock's connection.
+  auto c = std::make_shared<pqxx::connection>(url);
+  c->prepare("bench_tls_insert", bare_insert_text(table));
+  c->prepare("bench_tls_delete", bare_delete_text(table));
+  return [c] {  // bare-insert: two round trips, as an uncontended lock's grant and release
+    {
+      pqxx::nontransaction tx(*c);
+      if (tx.exec_prepared("bench_tls_insert", "bench-tls-bare").size() != 1)
+        throw std::runtime_error("postgresql bare: the upsert returned no fence");
+    }
+    pqxx::nontransaction tx(*c);
+    if (tx.exec_prepared("bench_tls_delete", "bench-tls-bare").size() != 1)
+      throw std::runtime_error("postgresql bare: the DELETE found no row");
+  };
 }
 
 }  // namespace dblock_bench

@@ -296,7 +296,7 @@ BackendReport run_keyed(const std::string& backend, const char* var, dblock::Str
 
 }  // namespace
 
-std::function<void()> redis_bare_cycle(const std::string& url) {
+std::function<void()> redis_bare_cycle(const std::string& url, const std::string& /*table*/) {
   namespace r = dblock::detail::redis;
   auto u = dblock::detail::parse_url(url);
   if (u.hosts.empty()) throw std::runtime_error("redis: no server in " + u.redacted());

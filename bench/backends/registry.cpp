@@ -9,18 +9,20 @@ std::optional<std::string> sqlite_skip_reason();
 BackendReport run_sqlite(const Options& opt);
 std::optional<std::string> postgresql_skip_reason();
 BackendReport run_postgresql(const Options& opt);
+std::function<void()> postgresql_bare_cycle(const std::string& url, const std::string& table);
 std::optional<std::string> mysql_skip_reason();
 BackendReport run_mysql(const Options& opt);
+std::function<void()> mysql_bare_cycle(const std::string& url, const std::string& table);
 std::optional<std::string> redis_skip_reason();  // redis.cpp: Redis and Redlock
 BackendReport run_redis(const Options& opt);
-std::function<void()> redis_bare_cycle(const std::string& url);
+std::function<void()> redis_bare_cycle(const std::string& url, const std::string& table);
 std::optional<std::string> redlock_skip_reason();
 BackendReport run_redlock(const Options& opt);
 std::optional<std::string> zookeeper_skip_reason();
 BackendReport run_zookeeper(const Options& opt);
 std::optional<std::string> etcd_skip_reason();
 BackendReport run_etcd(const Options& opt);
-std::function<void()> etcd_bare_cycle(const std::string& url);
+std::function<void()> etcd_bare_cycle(const std::string& url, const std::string& table);
 
 namespace {
 
@@ -35,12 +37,12 @@ const std::vector<BackendSpec>& backends() {
   static const std::vector<BackendSpec> table{
       {"sqlite", sqlite_skip_reason, run_sqlite},
 #ifdef DBLOCK_WITH_POSTGRESQL
-      {"postgresql", postgresql_skip_reason, run_postgresql},
+      {"postgresql", postgresql_skip_reason, run_postgresql, postgresql_bare_cycle},
 #else
       {"postgresql", [] { return built_without("libpqxx (DBLOCK_WITH_POSTGRESQL is off)"); }, nullptr},
 #endif
 #ifdef DBLOCK_WITH_MYSQL
-      {"mysql", mysql_skip_reason, run_mysql},
+      {"mysql", mysql_skip_reason, run_mysql, mysql_bare_cycle},
 #else
       {"mysql", [] { return built_without("mysql-connector-c++ (DBLOCK_WITH_MYSQL is off)"); }, nullptr},
 #endif

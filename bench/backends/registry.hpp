@@ -22,8 +22,9 @@ struct BackendSpec {
   // removed at the end. Called only when skip_reason() answered nothing.
   BackendReport (*run)(const Options&);
   // The bare statements of the backend's lock as one cycle, on a connection of `url`'s own
-  // transport (plaintext or TLS): the tls scenario's floor. Null where the bench has none.
-  std::function<void()> (*bare_cycle)(const std::string& url) = nullptr;
+  // transport (plaintext or TLS), on `table` where the backend has tables (the scenario's lock
+  // table, already migrated): the tls scenario's floor. Null where the bench has none.
+  std::function<void()> (*bare_cycle)(const std::string& url, const std::string& table) = nullptr;
 };
 
 // Every backend, in run order.

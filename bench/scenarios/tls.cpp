@@ -59,8 +59,8 @@ BackendReport run_tls(const Options& opt) {
                                {"tls", dblock_cycle(tls->lock(name)), {}}};
     const auto bare_cycle = backend_spec(pair.backend).bare_cycle;
     if (bare_cycle) {
-      series.push_back({"bare plaintext", bare_cycle(plain_url), {}});
-      series.push_back({"bare tls", bare_cycle(tls_url), {}});
+      series.push_back({"bare plaintext", bare_cycle(plain_url, options.table), {}});
+      series.push_back({"bare tls", bare_cycle(tls_url, options.table), {}});
     }
     run_interleaved(fmt::format("{} tls", pair.backend), series, opt);
     Row u{pair.backend, std::string(dblock::to_string(strategy)), "tls-uncontended", 1, summarize(series[0].samples), {}};
@@ -96,7 +96,8 @@ BackendReport run_tls(const Options& opt) {
       "starts with the same settings, TLS only (etcd-tls also has etcd's auth on: the URL's user and "
       "password); warm connections: the handshake is paid once per pooled connection, in the warm-up. "
       "`bare`: the lock's round trips without dblock on a connection of each transport, interleaved with the "
-      "lock's cycles: on Redis `SET k v NX PX 30000` + `DEL k` (the library's connection class: hiredis' reader "
+      "lock's cycles: on PostgreSQL and MySQL `bare-insert`'s INSERT and DELETE on the lock table (as in "
+      "`uncontended`; on MySQL on the library's connection class), on Redis `SET k v NX PX 30000` + `DEL k` (the library's connection class: hiredis' reader "
       "over OpenSSL), on etcd the lock recipe's two Txns on a raw gRPC channel (on etcd-tls the client "
       "certificate's name is the user). "
       "Uncontended: {} timed cycles per side, interleaved; hand-off: {} threads, {} timed hand-offs per side in "
