@@ -42,6 +42,16 @@ struct DBLOCK_EXPORT UnavailableError : Error {
   /// With a one-line message.
   explicit UnavailableError(const std::string& m) : Error(ErrorKind::unavailable, m) {}
 };
+/// The server answered but had no connection slot free: PostgreSQL's `max_connections` or a
+/// role's `CONNECTION LIMIT`, MySQL's `max_connections` or an account's `max_user_connections`.
+/// A slot frees when another client leaves, so an acquire that may still wait connects again
+/// (every 0.1-1 s) until its wait ends; this is thrown when it could not wait, or its wait
+/// ended with the server still full. A caller that waits in slices of its own (as `dblock run`
+/// does) goes on waiting on it.
+struct DBLOCK_EXPORT ServerFullError : UnavailableError {
+  /// With a one-line message.
+  explicit ServerFullError(const std::string& m) : UnavailableError(m) {}
+};
 /// The lock table is missing or its migrations changed: run `dblock migrate`.
 struct DBLOCK_EXPORT SchemaError : Error {
   /// With a one-line message.

@@ -59,6 +59,20 @@ int pending_stop_signal(const sigset_t& set) {
   }
 }
 
+// Waits up to `d` for a stop signal; others that arrive meanwhile are taken, as above.
+int stop_signal_within(const sigset_t& set, Clock::duration d) {
+  const auto until = Clock::now() + d;
+  for (;;) {
+    const auto left = until - Clock::now();
+    if (left <= Clock::duration::zero()) return 0;
+    const timespec t = to_timespec(left);
+    siginfo_t info;
+    int sig = sigtimedwait(&set, &info, &t);
+    if (sig > 0 && is_stop_signal(sig)) return sig;
+    if (sig < 0 && errno == EAGAIN) return 0;
+  }
+}
+
 // The descriptors above stderr open now: at the start of `run`, before dblock opened any,
 // these are the ones it was started with.
 std::vector<int> open_descriptors() {
@@ -175,11 +189,23 @@ int run_command(const RunArgs& a) {
   // Wait in slices, so a stop signal ends the wait within a quarter second.
   std::optional<Lease> lease;
   auto deadline = wait ? Clock::now() + *wait : Clock::time_point::max();
+  milliseconds full_pause{125};  // between slices that found the server with no slot free
   for (;;) {
     auto now = Clock::now();
     auto slice = std::min<Clock::duration>(milliseconds{250}, deadline - now);
     auto wait_ms = std::chrono::duration_cast<milliseconds>(std::max<Clock::duration>(slice, {}));
-    lease = mode == Mode::shared ? lock.try_acquire_shared(wait_ms) : lock.try_acquire(wait_ms);
+    try {
+      lease = mode == Mode::shared ? lock.try_acquire_shared(wait_ms) : lock.try_acquire(wait_ms);
+    } catch (const ServerFullError&) {
+      // No connection slot free on the server: a slot frees when another client leaves, so
+      // the wait goes on (it ends with this error if the server is still full at its end),
+      // with pauses that grow to a second, so that a fleet of waiters does not flood the
+      // server with connection attempts.
+      if (Clock::now() >= deadline) throw;
+      full_pause = std::min(full_pause * 2, milliseconds{1000});
+      if (int sig = stop_signal_within(set, std::min<Clock::duration>(full_pause, deadline - Clock::now())))
+        return 128 + sig;
+    }
     if (lease) break;
     if (int sig = pending_stop_signal(set)) return 128 + sig;
     if (Clock::now() >= deadline) {

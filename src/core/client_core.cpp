@@ -1,6 +1,7 @@
 #include "core/client_core.hpp"
 
 #include <algorithm>
+#include <optional>
 
 #include "core/backoff.hpp"
 #include "core/owner.hpp"
@@ -45,7 +46,20 @@ std::optional<Lease> ClientCore::acquire(const std::shared_ptr<ClientCore>& self
     // Armed at the first busy answer, then kept; before the first attempt where the driver
     // has one ready (an acquire that may wait): a busy answer then needs no second attempt.
     std::unique_ptr<ReleaseWatch> watch;
-    if (!deadline || *deadline > Clock::now()) watch = spec.driver->early_watch(spec.name, owner);
+    // A server with no connection slot free (ServerFullError) is asked again later, within
+    // the caller's wait, as a busy lock would be: a slot frees when another client leaves. A
+    // watch it cannot open now is left to the next miss.
+    const auto may_wait = [&] { return !deadline || Clock::now() < *deadline; };
+    const auto open_watch = [&](bool early) -> std::unique_ptr<ReleaseWatch> {
+      try {
+        return early ? spec.driver->early_watch(spec.name, owner) : spec.driver->watch(spec.name, owner);
+      } catch (const ServerFullError&) {
+        if (!may_wait()) throw;
+        return nullptr;
+      }
+    };
+    std::optional<ServerFullError> full;  // the last attempt's, if it found the server full
+    if (may_wait()) watch = open_watch(true);
     if (watch) backoff = Backoff(milliseconds{100}, milliseconds{1000});
     std::unique_ptr<QueuePlace> place;  // kept between attempts; dropped on the way out
     for (;;) {
@@ -59,7 +73,19 @@ std::optional<Lease> ClientCore::acquire(const std::shared_ptr<ClientCore>& self
       request.mode = mode;
       request.permits = spec.options.permits;
       request.fair = spec.options.fair;
-      Attempt a = spec.driver->try_acquire(request);
+      Attempt a;
+      try {
+        a = spec.driver->try_acquire(request);
+        full.reset();
+      } catch (const ServerFullError& e) {
+        if (!may_wait()) throw;
+        a = Attempt::busy(milliseconds{0});  // nothing known of a holder
+        a.place = std::move(request.place);  // still waiting: its place in the line is kept
+        // Each retry is a connection attempt (a process forked, on PostgreSQL): at most a
+        // few per second from each waiter, however many wait.
+        if (!full && !watch) backoff = Backoff(milliseconds{100}, milliseconds{1000});
+        full = e;
+      }
       if (a.acquired()) {
         auto g = adopt(self, spec, owner, gate, a, sent, mode);
         reporter.acquired(spec.name, g->fence, 1, g->granted_at - called);
@@ -67,8 +93,11 @@ std::optional<Lease> ClientCore::acquire(const std::shared_ptr<ClientCore>& self
       }
       place = std::move(a.place);
       auto now = Clock::now();
-      if (deadline && now >= *deadline) break;
-      if (!watch && (watch = spec.driver->watch(spec.name, owner))) {
+      if (deadline && now >= *deadline) {
+        if (full) throw *full;  // the wait ended with the server still full: not a busy lock
+        break;
+      }
+      if (!watch && (watch = open_watch(false))) {
         // Notified of releases (and woken at the holder's expiry anyway): polling is only a
         // safety net against a lost notification, so it starts late instead of at 1 ms (as
         // with an early watch, above).

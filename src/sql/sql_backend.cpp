@@ -153,7 +153,15 @@ std::vector<SettingCheck> SqlBackend::check_settings() {
 std::optional<Transport> SqlBackend::transport() { return pool_.get()->transport(); }
 
 void SqlBackend::start(bool auto_migrate) {
-  pool_.get();
+  // A first connection checks the URL, the credentials and the server. A server that answered
+  // but had no slot free is not a bad URL: the first acquire waits for one (within its own
+  // wait, ClientCore::acquire), so a fleet started together does not fail at open.
+  try {
+    pool_.get();
+  } catch (const ServerFullError&) {
+    if (auto_migrate) throw;
+    return;
+  }
   if (auto_migrate) migrate();
 }
 

@@ -11,6 +11,7 @@
 #include "contract/share_lock_check.hpp"
 #include "contract/dead_ticket_check.hpp"
 #include "contract/handed_ticket_check.hpp"
+#include "contract/connection_slot_check.hpp"
 #include "contract/least_privilege_check.hpp"
 #include "contract/upgrade_check.hpp"
 #include "core/url.hpp"
@@ -845,4 +846,38 @@ TEST_CASE("mysql: the least-privilege accounts lock and sweep, and cannot migrat
   dblock::ClientOptions other = migrating;
   other.table = "dblock_other";
   CHECK_THROWS_AS(dblock::Client::open(as(locker), other), dblock::UnavailableError);  // CREATE denied
+}
+
+TEST_CASE("mysql: an account with no connection slot left waits for one within the acquire's wait", "[mysql]") {
+  const auto server = dblock::detail::parse_url(dblock::test::server_url("DBLOCK_TEST_MYSQL_URL"));
+  const std::string user = "slots_" + std::to_string(std::random_device{}());
+  dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
+  auto admin = dblock::test::server_connection(server.original);
+  admin->run_script("CREATE USER '" + user + "'@'127.0.0.1' IDENTIFIED BY '" + user +
+                    "-pw' WITH MAX_USER_CONNECTIONS 2; GRANT ALL ON " + server.path + ".* TO '" + user + "'@'127.0.0.1'");
+  struct Cleanup {
+    dblock::test::Connection& admin;
+    std::string user;
+    ~Cleanup() {
+      try {
+        admin.run_script("DROP USER IF EXISTS '" + user + "'@'127.0.0.1'");
+      } catch (...) {  // a leftover account in a throwaway server is harmless
+      }
+    }
+  } cleanup{*admin, user};
+  dblock::test::check_waits_for_a_connection_slot(
+      "mysql://" + user + ":" + user + "-pw@" + server.hosts.at(0).host + ":" + std::to_string(server.hosts[0].port) +
+          "/" + server.path,
+      "max_user_connections", table.options(),
+      [&] {
+        for (const auto& row : admin->run("SELECT ID FROM information_schema.PROCESSLIST WHERE USER = ?1", {user}).rows)
+          admin->run("KILL ?1", {row.at(0)});
+        REQUIRE(dblock::test::eventually([&] {
+          return dblock::detail::sqldb::as_int(
+                     admin->run("SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = ?1", {user})
+                         .rows.at(0)
+                         .at(0)) == 0;
+        }));
+      },
+      false);
 }

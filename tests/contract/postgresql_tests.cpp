@@ -14,6 +14,7 @@
 #include "contract/share_lock_check.hpp"
 #include "contract/dead_ticket_check.hpp"
 #include "contract/handed_ticket_check.hpp"
+#include "contract/connection_slot_check.hpp"
 #include "contract/least_privilege_check.hpp"
 #include "contract/upgrade_check.hpp"
 #include "core/url.hpp"
@@ -600,4 +601,36 @@ TEST_CASE("postgresql: the least-privilege roles lock and sweep, and cannot migr
   other.table = table + "_other";
   other.auto_migrate = true;
   CHECK_THROWS_AS(dblock::Client::open(as(locker), other), dblock::UnavailableError);  // permission denied for schema public
+}
+
+TEST_CASE("postgresql: a role with no connection slot left waits for one within the acquire's wait", "[postgresql]") {
+  const auto server = dblock::detail::parse_url(dblock::test::server_url("DBLOCK_TEST_PG_URL"));
+  const std::string role = "dblock_slots_" + std::to_string(std::random_device{}());
+  dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::postgresql);
+  auto admin = dblock::test::server_connection(server.original);
+  // Three connections: the Client's, its listener's, and one more.
+  admin->run_script("CREATE ROLE " + role + " LOGIN PASSWORD '" + role + "-pw' CONNECTION LIMIT 3; GRANT " +
+                    server.user + " TO " + role);
+  struct Cleanup {
+    dblock::test::Connection& admin;
+    std::string role;
+    ~Cleanup() {
+      try {
+        admin.run_script("DROP ROLE " + role);
+      } catch (...) {  // a leftover role in a throwaway server is harmless
+      }
+    }
+  } cleanup{*admin, role};
+  dblock::test::check_waits_for_a_connection_slot(
+      "postgresql://" + role + ":" + role + "-pw@" + server.hosts.at(0).host + ":" +
+          std::to_string(server.hosts[0].port) + "/" + server.path,
+      "too many connections for role", table.options(),
+      [&] {
+        admin->run("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE usename = $1", {role});
+        REQUIRE(dblock::test::eventually([&] {
+          return dblock::detail::sqldb::as_int(
+                     admin->run("SELECT count(*) FROM pg_stat_activity WHERE usename = $1", {role}).rows.at(0).at(0)) == 0;
+        }));
+      },
+      true);
 }

@@ -70,6 +70,13 @@ int whole_seconds(std::chrono::milliseconds ms) {  // rounded up, at least 1
     case 1143:
       throw UnavailableError(what);
     case 1040:  // too many connections
+    case 1203:  // the server's max_user_connections
+      gone();
+      throw ServerFullError(what);
+    case 1226:  // an account's resource limit: MAX_USER_CONNECTIONS frees when a session ends; the hourly ones do not
+      gone();
+      if (msg.find("'max_user_connections'") != std::string::npos) throw ServerFullError(what);
+      throw UnavailableError(what);
     case 1053:  // server shutdown in progress
     case 1152:  // aborted connection
     case 1317:  // query interrupted (KILL QUERY)

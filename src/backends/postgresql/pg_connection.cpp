@@ -110,6 +110,11 @@ void throw_pg_error(const std::exception& e, const std::string& where, bool* usa
     if (c == '\n') c = ' ';
   if (dynamic_cast<const pqxx::broken_connection*>(&e) || dynamic_cast<const pqxx::in_doubt_error*>(&e)) {
     gone();
+    // A refused connection has no SQLSTATE in libpqxx 6.4 (no result to read it from): the
+    // server's texts for 53300 (too_many_connections) tell that no slot was free.
+    for (const char* full : {"too many clients already", "remaining connection slots are reserved",
+                             "too many connections for "})
+      if (msg.find(full) != std::string::npos) throw ServerFullError("postgresql at " + where + ": " + msg);
     throw UnavailableError("postgresql at " + where + ": " + msg);
   }
   if (auto* se = dynamic_cast<const pqxx::sql_error*>(&e)) {
@@ -135,6 +140,7 @@ void throw_pg_error(const std::exception& e, const std::string& where, bool* usa
       throw TimeoutError("postgresql at " + where + ": " + msg);
     if (cls == "08" || cls == "28" || cls == "53" || cls == "57") {
       gone();
+      if (state == "53300") throw ServerFullError("postgresql at " + where + ": " + msg);
       throw UnavailableError("postgresql at " + where + ": " + msg);
     }
     // Permission denied: a role without the rights docs/SECURITY.md grants it. libpqxx 6.4
