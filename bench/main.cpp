@@ -20,6 +20,7 @@
 #include "bench/report/plots.hpp"
 #include "bench/scenarios/contended.hpp"
 #include "bench/scenarios/peers.hpp"
+#include "bench/scenarios/pooler.hpp"
 #include "bench/scenarios/resources.hpp"
 #include "bench/scenarios/shapes.hpp"
 #include "bench/scenarios/sweep.hpp"
@@ -110,7 +111,7 @@ int run(const Options& opt, const RunFacts& facts) {
   std::vector<std::string> parts, done;
   for (const auto& b : backends())
     if (opt.wants_backend(b.name)) parts.push_back(b.name);
-  for (const char* s : {"table-size", "sweep", "tls"})
+  for (const char* s : {"table-size", "sweep", "tls", "pooler"})
     if (opt.wants_scenario(s)) parts.push_back(s);
   auto write_files = [&](const std::vector<std::string>& all_notes) {
     if (!opt.csv.empty()) {
@@ -156,6 +157,7 @@ int run(const Options& opt, const RunFacts& facts) {
   if (opt.wants_scenario("table-size")) add(run_table_size(opt)), checkpoint("table-size");
   if (opt.wants_scenario("sweep")) add(run_sweep(opt)), checkpoint("sweep");
   if (opt.wants_scenario("tls")) add(run_tls(opt)), checkpoint("tls");
+  if (opt.wants_scenario("pooler")) add(run_pooler(opt)), checkpoint("pooler");
   notes.insert(notes.end(), general.begin(), general.end());
   std::vector<Row> main_rows;  // table-size and sweep get tables of their own below it
   std::copy_if(rows.begin(), rows.end(), std::back_inserter(main_rows),
@@ -168,6 +170,7 @@ int run(const Options& opt, const RunFacts& facts) {
   print_resources_table(rows);
   print_peers_table(rows);
   print_tls_markdown(rows);
+  print_pooler_markdown(rows);
   write_files(notes);
   return 0;
 }

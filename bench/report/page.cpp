@@ -182,7 +182,7 @@ void header(Page& p, const RunReport& run, const Options& opt, std::chrono::syst
   p.text("that run. To regenerate the page, start the servers the bench uses and run the same command:");
   p.text("");
   p.text("```");
-  p.text("tls=\"postgresql-tls mysql-tls redis-tls etcd-tls\"  # the TLS twins (scenario tls)");
+  p.text("tls=\"postgresql-tls mysql-tls redis-tls etcd-tls pgbouncer\"  # the TLS twins (scenario tls), the pooler");
   p.text("scripts/services start && scripts/services start $tls");
   p.text("eval \"$(scripts/services env; scripts/services env $tls)\"");
   p.text(f.command);
@@ -318,7 +318,8 @@ void advice(Page& p, const std::vector<Row>& rows) {
 }
 
 void uncontended(Page& p, const std::vector<Row>& rows, const Options& opt) {
-  if (!any_of_scenario(rows, "uncontended")) return;
+  // Baselines alone (a run of other scenarios, whose floors they are) make no section.
+  if (strategies_in(rows, {"uncontended"}).empty()) return;
   p.heading("Uncontended: one acquire + release");
   p.line("One thread, `try_acquire()` then `release()` of one name, {} timed cycles per series, interleaved in the", opt.iterations);
   p.text("same run with bare baselines written on the driver directly: the statements each strategy cannot avoid");
@@ -609,6 +610,28 @@ void tls(Page& p, const std::vector<Row>& rows) {
   p.table({"backend", "strategy", "uncontended p50 us", "hand-off p50 us"}, "llrr", body);
 }
 
+void pooler(Page& p, const std::vector<Row>& rows) {
+  if (!any_of_scenario(rows, "pooler-uncontended")) return;
+  p.heading("Through a transaction pooler: PgBouncer");
+  p.text("The lease strategies connecting to PostgreSQL directly and through PgBouncer in transaction mode in front of");
+  p.text("it (20 server connections; `pooler=transaction`: statements unnamed, the release listener on the server");
+  p.text("itself). Contended: 8 worker processes on one name, exclusion and fence order checked. Cells: direct /");
+  p.text("through the pooler p50 us (the ratio).");
+  p.text("");
+  std::vector<std::vector<std::string>> body;
+  for (const auto& r : rows) {
+    if (r.scenario != "pooler-uncontended" || !r.vs.empty()) continue;  // the direct rows
+    auto cell = [&](const char* scenario) {
+      const Row* a = find(rows, r.backend, r.strategy, scenario);
+      const Row* b = find(rows, r.backend, r.strategy + " pgbouncer", scenario);
+      return a && b && !b->vs.empty() ? fmt::format("{} / {} ({})", us(a->s.p50_us), us(b->s.p50_us), times(b->vs[0].ratio))
+                                      : std::string("-");
+    };
+    body.push_back({r.strategy, cell("pooler-uncontended"), cell("pooler-handoff"), cell("pooler-contended")});
+  }
+  p.table({"strategy", "uncontended p50 us", "hand-off p50 us", "contended wait p50 us"}, "lrrr", body);
+}
+
 void plots(Page& p, const RunReport& run, const Options& opt) {
   if (opt.csv.empty()) return;
   const fs::path csv = fs::absolute(opt.csv);
@@ -686,6 +709,7 @@ void write_markdown(const RunReport& run, const Options& opt) {
   sweep(p, run.rows);
   peers(p, run.rows);
   tls(p, run.rows);
+  pooler(p, run.rows);
   plots(p, run, opt);
   notes(p, run);
   const std::string tmp = opt.markdown + ".tmp";

@@ -73,17 +73,9 @@ BackendReport run_tls(const Options& opt) {
       rep.rows.push_back(tls_row(b, summarize(series[3].samples)));
     }
 
-    // Hand-off: each side twice, alternating, so that drift over the minutes hits both; the
-    // pooled samples of each side make its row.
-    std::vector<double> handoff[2];
-    const std::size_t half = std::max<std::size_t>(opt.handoffs / 2, 1);
-    for (int round = 0; round < 2; ++round)
-      for (int side = 0; side < 2; ++side) {
-        auto h = run_handoff(fmt::format("{} tls {}", pair.backend, side ? "tls" : "plaintext"),
-                             side ? tls_url : plain_url, options, strategy, name + "-handoff",
-                             handoff_warmup(opt), half, std::chrono::milliseconds(opt.hold_ms), !opt.unfair);
-        handoff[side].insert(handoff[side].end(), h.samples_us.begin(), h.samples_us.end());
-      }
+    // Hand-off: each side twice, alternating, so that drift over the minutes hits both.
+    auto handoff = alternating_handoffs(fmt::format("{} tls", pair.backend), {{"plaintext", plain_url}, {"tls", tls_url}},
+                                        options, strategy, name + "-handoff", opt);
     Row h{pair.backend, std::string(dblock::to_string(strategy)), "tls-handoff", kHandoffWorkers, summarize(handoff[0]), {}};
     h.own_table = true;
     rep.rows.push_back(h);

@@ -196,6 +196,20 @@ HandoffResult run_handoff(const std::string& backend, const std::string& url, co
   return r;
 }
 
+std::vector<std::vector<double>> alternating_handoffs(const std::string& label, const std::vector<Setup>& sides,
+                                                      const dblock::ClientOptions& options, dblock::Strategy strategy,
+                                                      const std::string& name, const Options& opt) {
+  std::vector<std::vector<double>> samples(sides.size());
+  const std::size_t half = std::max<std::size_t>(opt.handoffs / 2, 1);
+  for (int round = 0; round < 2; ++round)
+    for (std::size_t side = 0; side < sides.size(); ++side) {
+      auto h = run_handoff(fmt::format("{} {}", label, sides[side].label), sides[side].url, options, strategy, name,
+                           handoff_warmup(opt), half, std::chrono::milliseconds(opt.hold_ms), !opt.unfair);
+      samples[side].insert(samples[side].end(), h.samples_us.begin(), h.samples_us.end());
+    }
+  return samples;
+}
+
 // One more hold of a lock the thread already holds, given back at once (a re-entrant
 // lock()+unlock() under an outer hold): one statement each way on the lease strategies (the
 // count the server shows is written), a ping on the session strategies. One strategy after

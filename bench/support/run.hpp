@@ -70,6 +70,18 @@ HandoffResult run_handoff(const std::string& backend, const std::string& url, co
                           dblock::Strategy strategy, const std::string& name, std::size_t warmup, std::size_t n,
                           std::chrono::milliseconds hold, bool fair = true);
 
+// One setup of a comparison of two (a transport, a pooler): its label and URL.
+struct Setup {
+  std::string label;
+  std::string url;
+};
+// run_handoff on each side, opt.handoffs hand-offs in all per side, in two halves taken
+// alternately (a, b, a, b), so that drift over the minutes hits both alike; each side's timed
+// samples (us), in the order of `sides`.
+std::vector<std::vector<double>> alternating_handoffs(const std::string& label, const std::vector<Setup>& sides,
+                                                      const dblock::ClientOptions& options, dblock::Strategy strategy,
+                                                      const std::string& name, const Options& opt);
+
 // Server-wide counters read before and after each hand-off series (e.g. PostgreSQL's WAL
 // syncs and commits); the deltas per grant go to stderr and a note. No `read`: none.
 struct ServerCounters {

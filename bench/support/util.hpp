@@ -47,7 +47,7 @@ struct Options {
 
 inline const std::vector<std::string> kScenarios{"uncontended", "reentrant", "handoff", "handoff-polling",
                                                  "contended", "shared", "semaphore", "resources", "table-size",
-                                                 "sweep", "txn", "peers", "tls"};
+                                                 "sweep", "txn", "peers", "tls", "pooler"};
 
 // Throws UsageProblem.
 Options parse_options(int argc, char** argv);

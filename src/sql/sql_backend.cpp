@@ -28,6 +28,8 @@ SqlBackend::SqlBackend(const Dialect& dialect, TableName table, ConnectionPool::
 
 std::unique_ptr<LockDriver> SqlBackend::make_driver(Strategy strategy) {
   bool offered = std::find(raw_.strategies.begin(), raw_.strategies.end(), strategy) != raw_.strategies.end();
+  const bool session = strategy == Strategy::for_update || strategy == Strategy::advisory;
+  if (offered && session && !session_refusal_.empty()) throw UsageError(session_refusal_);
   if (offered && strategy == Strategy::insert)
     return std::make_unique<InsertDriver>(pool_, factory_, d_, notifier_, statement_timeout_);
   if (offered && strategy == Strategy::optimistic)

@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <memory>
+#include <string>
 
 #include "core/driver.hpp"
 #include "core/validate.hpp"
@@ -44,6 +45,10 @@ class SqlBackend : public Backend {
 
   ConnectionPool& pool() noexcept { return pool_; }
 
+  // The session strategies (for-update, advisory) are refused, with this one-line reason
+  // (PostgreSQL through a transaction pooler).
+  void refuse_session_strategies(std::string why) { session_refusal_ = std::move(why); }
+
  protected:
   const Dialect& raw_;
   const TableName table_;
@@ -53,6 +58,7 @@ class SqlBackend : public Backend {
   const std::chrono::milliseconds statement_timeout_;
   ConnectionPool pool_;
   std::shared_ptr<Notifier> notifier_;
+  std::string session_refusal_;
 };
 
 }  // namespace dblock::detail::sqldb

@@ -2,12 +2,13 @@
 # bench_smoke: dblock-bench --quick on one backend, with its CSV, plots and Markdown page (the
 # generator of docs/BENCHMARKS.md), then a check that the page is well formed: the header's
 # fields, the backend's server line, every table's rows as wide as its header, and at least one.
-#   bench_smoke.sh DBLOCK_BENCH BACKEND OUT   (writes OUT.csv, OUT-*.png, OUT.md)
+#   bench_smoke.sh DBLOCK_BENCH BACKEND OUT [--scenario S]   (writes OUT.csv, OUT-*.png, OUT.md)
 set -eu
 bench=$1 backend=$2 out=$3
+shift 3
 page=$out.md
 rm -f "$page"
-"$bench" --quick --backend "$backend" --csv "$out.csv" --markdown "$page"
+"$bench" --quick --backend "$backend" "$@" --csv "$out.csv" --markdown "$page"
 
 fail() {
   echo "bench_smoke: $page: $*" >&2
@@ -38,4 +39,9 @@ awk -v page="$page" '
     if (fences % 2) { printf "bench_smoke: %s: a code block left open\n", page; bad = 1 }
     exit bad
   }' "$page"
+# A scenario asked for by name has its table, with figures in every cell.
+case " $* " in
+  *" pooler "*) grep -Eq '^\| optimistic( \| [0-9,]+ / [0-9,]+ \([0-9.]+\)){3} \|$' "$page" ||
+                fail "no pooler row with figures" ;;
+esac
 echo "bench_smoke: $page is well formed"

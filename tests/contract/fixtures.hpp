@@ -96,7 +96,22 @@ struct PgAdvisory : ServerSessionFixture<ScratchTable::Server::postgresql> {
 struct PgTlsInsert : ServerHoldersFixture<ScratchTable::Server::postgresql, Strategy::insert> {
   PgTlsInsert() : ServerHoldersFixture("DBLOCK_TEST_PG_TLS_URL") {}
 };
-#define DBLOCK_PG_LEASE_FIXTURES , dblock::test::PgInsert, dblock::test::PgOptimistic, dblock::test::PgTlsInsert
+// The lease strategies through PgBouncer in transaction mode (DBLOCK_TEST_PGBOUNCER_URL:
+// pooler=transaction, the release listener on the server itself); the table is made, and
+// looked at, on the server directly.
+template <Strategy S>
+struct PgBouncerFixture : ServerHoldersFixture<ScratchTable::Server::postgresql, S> {
+  Namespace make() const {
+    auto ns = this->table.ns();
+    ns.url = server_url("DBLOCK_TEST_PGBOUNCER_URL");
+    return ns;
+  }
+};
+struct PgBouncerInsert : PgBouncerFixture<Strategy::insert> {};
+struct PgBouncerOptimistic : PgBouncerFixture<Strategy::optimistic> {};
+#define DBLOCK_PG_LEASE_FIXTURES                                                                            \
+  , dblock::test::PgInsert, dblock::test::PgOptimistic, dblock::test::PgTlsInsert, dblock::test::PgBouncerInsert, \
+      dblock::test::PgBouncerOptimistic
 #define DBLOCK_PG_SESSION_FIXTURES , dblock::test::PgForUpdate, dblock::test::PgAdvisory
 #define DBLOCK_PG_FAIR_SESSION_FIXTURES , dblock::test::PgAdvisory  // the lock manager's queue
 #else

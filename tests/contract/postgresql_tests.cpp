@@ -506,6 +506,82 @@ TEST_CASE("postgresql: a forged hand-over message starts nobody", "[postgresql][
   CHECK(waiter_fence > fence);
 }
 
+// Through PgBouncer in transaction mode (scripts/services start pgbouncer): the contract suite
+// runs there on the lease strategies (PgBouncerInsert, PgBouncerOptimistic); here what only a
+// transaction pooler changes. Consecutive transactions of one connection run on different
+// server sessions, so before `pooler=transaction` every second statement failed with
+// 'prepared statement "dblock_1" already exists'.
+TEST_CASE("postgresql through a transaction pooler: leases and wake-ups work, session locks are refused", "[pgbouncer]") {
+  dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::postgresql);
+  const auto pooled = dblock::test::server_url("DBLOCK_TEST_PGBOUNCER_URL");  // with listen_port
+  const auto polling = pooled.substr(0, pooled.find("&listen_port="));     // no listener: waiters poll
+  REQUIRE(polling != pooled);
+  auto open = [&](const std::string& url) { return dblock::Client::open(url, table.options()); };
+
+  // Clients on more connections than the pooler has server sessions (20), every one of
+  // which runs statements of several clients: the same statement texts, unnamed.
+  for (const auto& url : {pooled, polling}) {
+    INFO(dblock::detail::parse_url(url).redacted());
+    std::vector<std::shared_ptr<dblock::Client>> clients;
+    for (int i = 0; i < 6; ++i) clients.push_back(open(url));
+    std::atomic<int> inside{0}, most{0}, grants{0};
+    std::vector<std::thread> threads;
+    for (auto& c : clients)
+      for (int t = 0; t < 4; ++t)
+        threads.emplace_back([&, c] {
+          for (int k = 0; k < 5; ++k) {
+            auto lease = c->lock("job").try_acquire(60s);  // (no Catch assertion off the main thread)
+            if (!lease) break;
+            most = std::max(most.load(), ++inside);
+            std::this_thread::sleep_for(1ms);
+            --inside;
+            ++grants;
+            lease->release();
+          }
+        });
+    for (auto& t : threads) t.join();
+    CHECK(most == 1);
+    CHECK(grants == 6 * 4 * 5);
+  }
+
+  // A waiter is woken by the release (LISTEN on the server itself), or finds it polling.
+  for (const auto& url : {pooled, polling}) {
+    auto a = open(url), b = open(url);
+    auto held = a->lock("wake").acquire();
+    auto fence = held.fence();
+    auto waiter = std::async(std::launch::async, [&] { return b->lock("wake").try_acquire(30s).value().fence(); });
+    std::this_thread::sleep_for(300ms);
+    held.release();
+    CHECK(waiter.get() > fence);
+  }
+
+  // A session lock would live in a server session the pooler lends on: refused, one line.
+  for (auto strategy : {dblock::Strategy::advisory, dblock::Strategy::for_update}) {
+    dblock::LockOptions o;
+    o.strategy = strategy;
+    auto c = open(pooled);
+    try {
+      (void)c->lock("job", o).try_acquire();
+      FAIL("a session lock through a transaction pooler");
+    } catch (const dblock::UsageError& e) {
+      CHECK_THAT(e.what(), Catch::Contains("transaction pooler") && Catch::Contains("lease strategy"));
+      CHECK(std::string(e.what()).find('\n') == std::string::npos);
+    }
+  }
+  // dblock's own parameters are checked, and never reach libpq.
+  auto refused = [&](const std::string& url, const char* says) {
+    try {
+      open(url);
+      FAIL("accepted " << url);
+    } catch (const dblock::UsageError& e) {
+      CHECK_THAT(e.what(), Catch::Contains(says) && !Catch::Contains(":dblock@"));
+    }
+  };
+  refused(polling.substr(0, polling.find("pooler=")) + "pooler=statement", "pooler='statement' is not known");
+  refused(table.url() + "?listen_port=5432", "listen_host and listen_port go with pooler=transaction");
+  refused(polling + "&listen_port=x", "not a port number");
+}
+
 // The TLS-only server (scripts/services start postgresql-tls): libpq's own TLS, through the URL
 // as it is. What each wrong setup answers, and the doctor's transport line. The contract
 // suite itself runs there too (PgTlsInsert).

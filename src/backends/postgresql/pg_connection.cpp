@@ -158,8 +158,8 @@ struct PgConnection::Pqxx {
 };
 
 PgConnection::PgConnection(const std::string& conninfo, const std::string& where, std::chrono::milliseconds statement_timeout,
-                           std::string sslmode)
-    : where_(where), sslmode_(std::move(sslmode)), statement_timeout_(statement_timeout) {
+                           std::string sslmode, bool pooled)
+    : where_(where), sslmode_(std::move(sslmode)), pooled_(pooled), statement_timeout_(statement_timeout) {
   try {
     owned_ = std::make_unique<Pqxx>(conninfo);  // bounded by libpq's connect_timeout
     conn_ = &owned_->c;
@@ -168,6 +168,18 @@ PgConnection::PgConnection(const std::string& conninfo, const std::string& where
   }
   guarded([&] {
     pqxx::nontransaction tx(*conn_);
+    if (pooled_) {
+      // A SET here would change whichever server session the pooler lent for it, and none
+      // of the later ones: the server's (or role's) defaults apply, and the client-side
+      // bound below still ends any round trip. Its isolation default is checked instead.
+      auto level = tx.exec("SHOW default_transaction_isolation");
+      if (level.empty() || level[0][0].as<std::string>() != "read committed")
+        throw UsageError("postgresql at " + where_ + ": default_transaction_isolation is '" +
+                          (level.empty() ? std::string() : level[0][0].as<std::string>()) +
+                          "': through a transaction pooler dblock cannot pin it, and its upserts need "
+                          "'read committed' (ALTER ROLE ... SET default_transaction_isolation = 'read committed')");
+      return;
+    }
     // No statement may hang on a dead or stuck server (the contract's bounded waits). The
     // upserts rely on READ COMMITTED (they see the row another transaction just committed);
     // a server's, role's or URL's default of REPEATABLE READ or SERIALIZABLE would fail them
@@ -180,6 +192,17 @@ PgConnection::PgConnection(const std::string& conninfo, const std::string& where
 
 std::optional<Transport> PgConnection::transport() {
   Transport t;
+  if (pooled_) {
+    // pg_stat_ssl would describe the pooler's own connection to the server: what is known of
+    // ours is what sslmode makes libpq insist on (prefer and allow leave it open).
+    const bool verified = sslmode_ == "verify-ca" || sslmode_ == "verify-full";
+    if (sslmode_ == "disable") return t;
+    if (!verified && sslmode_ != "require") return std::nullopt;
+    t.tls = "TLS";
+    t.chain_verified = verified;
+    t.name_verified = sslmode_ == "verify-full";
+    return t;
+  }
   auto r = run("SELECT version FROM pg_stat_ssl WHERE pid = pg_backend_pid() AND ssl", {});
   if (!r.rows.empty()) t.tls = as_text(r.rows[0].at(0));
   if (!t.tls.empty()) {
@@ -243,7 +266,7 @@ int PgConnection::socket() noexcept { return conn_ ? conn_->sock() : -1; }
 // client's own deadline. Settings a server lacks (tcp_user_timeout before PostgreSQL 12) are
 // skipped. Measured under a real packet drop: docs/RELIABILITY.md, "Network faults".
 void PgConnection::drop_when_unreachable(std::chrono::milliseconds ttl) {
-  if (ttl.count() <= 0) return;
+  if (ttl.count() <= 0 || pooled_) return;  // the pooler's server sessions are not ours to set
   constexpr long long max_s = 2'000'000;  // tcp_user_timeout is an int of ms
   const long long idle = std::min(max_s, std::max<long long>(1, (ttl.count() + 999) / 1000));
   if (idle == keepalive_idle_s_) return;
@@ -270,16 +293,23 @@ pqxx::connection_base& PgConnection::connection() { return *conn_; }
 
 Result PgConnection::run(const std::string& sql, const std::vector<Value>& params) {
   return guarded([&] {
-    auto& name = prepared_[sql];
-    if (name.empty()) {
-      name = "dblock_" + std::to_string(prepared_.size());
-      conn_->prepare(name, sql);
-    }
     std::vector<std::string> text;  // libpq takes parameters as text; dblock binds no NULLs
     text.reserve(params.size());
     for (const auto& v : params) text.push_back(as_text(v));
+    // Named statements are prepared once per connection; through a transaction pooler a name
+    // would be prepared on one server session and missing (or taken) on the next, so the
+    // statement goes unnamed, parsed with each call.
+    std::string* name = nullptr;
+    if (!pooled_) {
+      name = &prepared_[sql];
+      if (name->empty()) {
+        *name = "dblock_" + std::to_string(prepared_.size());
+        conn_->prepare(*name, sql);
+      }
+    }
     auto exec = [&](pqxx::transaction_base& tx) {
-      return tx.exec_prepared(name, pqxx::prepare::make_dynamic_params(text));
+      auto values = pqxx::prepare::make_dynamic_params(text);
+      return name ? tx.exec_prepared(*name, values) : tx.exec_params(sql, values);
     };
     pqxx::result r;
     if (tx_) r = exec(*tx_);

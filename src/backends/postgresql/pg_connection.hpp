@@ -1,5 +1,6 @@
 // The PostgreSQL Connection over libpqxx 6.4: one connection with connect and statement
-// timeouts always set, statements prepared once per connection. libpq has no read timeout,
+// timeouts always set, statements prepared once per connection (unnamed, and no session
+// setting, through a transaction pooler: `pooled`). libpq has no read timeout,
 // and the server's statement_timeout cannot answer through a stalled network, so every round
 // trip is also bounded on the client: past statement_timeout + 1 s (or a lock wait allowed
 // by allow_wait, + 6 s) a guard thread shuts the socket down, the call fails with
@@ -25,9 +26,11 @@ class PgConnection final : public Connection {
  public:
   // conninfo: a libpq URI (the user's URL, with connect_timeout added). `where` names the
   // server in messages without the password; `sslmode` is the one libpq applies (the URL's,
-  // or PGSSLMODE's), for transport().
+  // or PGSSLMODE's), for transport(). `pooled`: through a transaction pooler (PgBouncer's
+  // pool_mode = transaction), where consecutive transactions may run on different server
+  // sessions: nothing may rely on session state (named prepared statements, SET).
   PgConnection(const std::string& conninfo, const std::string& where, std::chrono::milliseconds statement_timeout,
-               std::string sslmode = "prefer");
+               std::string sslmode = "prefer", bool pooled = false);
   ~PgConnection() override;
   Result run(const std::string& sql, const std::vector<Value>& params) override;
   void run_script(const std::string& sql) override;
@@ -63,6 +66,7 @@ class PgConnection final : public Connection {
   std::unique_ptr<pqxx::dbtransaction> tx_;  // between begin() and commit()/rollback()
   std::unordered_map<std::string, std::string> prepared_;  // sql -> statement name
   bool usable_ = true;
+  bool pooled_ = false;
   std::chrono::milliseconds statement_timeout_;
   std::chrono::milliseconds wait_allowed_{0};  // until the end of the transaction
   long long keepalive_idle_s_ = 0;             // what drop_when_unreachable last set (0: never)
