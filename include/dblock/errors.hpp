@@ -43,7 +43,8 @@ struct DBLOCK_EXPORT UnavailableError : Error {
   explicit UnavailableError(const std::string& m) : Error(ErrorKind::unavailable, m) {}
 };
 /// The server answered but had no connection slot free: PostgreSQL's `max_connections` or a
-/// role's `CONNECTION LIMIT`, MySQL's `max_connections` or an account's `max_user_connections`.
+/// role's `CONNECTION LIMIT`, MySQL's `max_connections` or an account's `max_user_connections`,
+/// Redis' `maxclients`.
 /// A slot frees when another client leaves, so an acquire that may still wait connects again
 /// (every 0.1-1 s) until its wait ends; this is thrown when it could not wait, or its wait
 /// ended with the server still full. A caller that waits in slices of its own (as `dblock run`

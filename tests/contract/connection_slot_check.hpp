@@ -1,5 +1,5 @@
 // A server with no connection slot free for the Client's account (issue 47: a fleet of cron
-// jobs started together), for the PostgreSQL and MariaDB tests: an acquire that may wait asks
+// jobs started together), for the PostgreSQL, MariaDB and Redis tests: an acquire that may wait asks
 // again until a slot frees; one that may not, or whose wait ends first, fails as unavailable
 // (not busy) with the server's refusal in its message. `url`'s account may open a few
 // connections (a role's CONNECTION LIMIT, MySQL's max_user_connections); `refusal` is a part
@@ -23,16 +23,21 @@ namespace dblock::test {
 
 // `drop_sessions` ends every connection of the account (an administrator's kill) and returns
 // once the server no longer counts them; `opens_when_full`: whether Client::open succeeds
-// with no slot free (PostgreSQL; MySQL asks the server's flavour at open).
+// with no slot free (PostgreSQL; MySQL asks the server's flavour at open). `squat` opens one
+// connection of the account, kept until the result is destroyed, and throws the server's
+// refusal when it is full (by default a SQL session, server_connection).
+using Squatter = std::shared_ptr<void>;
 inline void check_waits_for_a_connection_slot(const std::string& url, const std::string& refusal, const ClientOptions& o,
-                                              const std::function<void()>& drop_sessions, bool opens_when_full) {
+                                              const std::function<void()>& drop_sessions, bool opens_when_full,
+                                              std::function<Squatter()> squat = {}) {
+  if (!squat) squat = [&url] { return Squatter(server_connection(url)); };
   using namespace std::chrono_literals;
   auto client = Client::open(url, o);
   drop_sessions();  // the Client's idle connection with them: its next acquire connects anew
-  std::vector<std::unique_ptr<Connection>> squatters;  // every slot of the account
+  std::vector<Squatter> squatters;  // every slot of the account
   for (int i = 0; i < 20; ++i) {
     try {
-      squatters.push_back(server_connection(url));
+      squatters.push_back(squat());
     } catch (const std::exception& e) {
       CHECK_THAT(e.what(), Catch::Contains(refusal));
       break;

@@ -19,6 +19,7 @@
 #include "core/url.hpp"
 #include "support/process.hpp"
 #include "support/redis_db.hpp"
+#include "contract/connection_slot_check.hpp"
 #include "backends/redis/redis_driver.hpp"
 #include "backends/redis/redis_scripts.hpp"
 
@@ -199,6 +200,46 @@ TEST_CASE("redis: a lease survives a server restart; renewal resumes and fences 
   auto next = other->lock("job", opts(Strategy::redis)).try_acquire(2s);
   REQUIRE(next);
   CHECK(next->fence() > before);
+}
+
+// A server at maxclients accepts a connection, answers its first command with "ERR max number
+// of clients reached" and closes it; that was an internal error (exit 70). Now it is the
+// server being full: a wait goes on until a slot frees (connection_slot_check.hpp).
+TEST_CASE("redis: a server with no client slot left waits for one within the acquire's wait", "[redis]") {
+  const auto url = dblock::test::with_fresh_redis_db(dblock::test::server_url("DBLOCK_TEST_REDIS_URL"));
+  const auto hp = dblock::detail::parse_url(url).hosts.at(0);
+  auto redis = [&](const std::vector<std::string>& argv) { return dblock::test::redis_raw(hp, argv); };
+  const auto maxclients = redis({"CONFIG", "GET", "maxclients"});
+  REQUIRE_FALSE(maxclients.empty());
+  struct Restore {
+    std::function<void()> f;
+    ~Restore() { f(); }
+  } restore{[&] {
+    redis({"CONFIG", "SET", "maxclients", maxclients});
+    dblock::test::drop_redis_db(url);
+  }};
+  // The test's own connection (redis_raw's, one per command) and 5 more.
+  REQUIRE(redis({"CONFIG", "SET", "maxclients", "6"}) == "OK");
+  dblock::test::check_waits_for_a_connection_slot(
+      url, "max number of clients reached", dblock::ClientOptions{},
+      [&] {  // every other client (the Client's pool and its subscriber)
+        redis({"CLIENT", "KILL", "SKIPME", "yes"});
+        REQUIRE(dblock::test::eventually([&] {
+          auto info = redis({"INFO", "clients"});
+          return info.find("connected_clients:1\r") != std::string::npos;
+        }));
+      },
+      true, [&] {
+        std::shared_ptr<redisContext> c(redisConnect(hp.host.c_str(), hp.port), [](redisContext* p) {
+          if (p) redisFree(p);
+        });
+        if (!c || c->err) throw std::runtime_error("cannot connect");
+        auto* r = static_cast<redisReply*>(redisCommand(c.get(), "PING"));
+        std::string refusal = !r ? "no answer" : r->type == REDIS_REPLY_ERROR ? std::string(r->str, r->len) : "";
+        if (r) freeReplyObject(r);
+        if (!refusal.empty()) throw std::runtime_error(refusal);
+        return dblock::test::Squatter(c);
+      });
 }
 
 TEST_CASE("redis: an unreachable server is an UnavailableError that never shows the password", "[redis]") {

@@ -7,10 +7,25 @@ prefix=$(mktemp -d /tmp/dblock-install-XXXXXX)
 trap 'rm -rf "$prefix"' EXIT
 cmake --install "$build" --prefix "$prefix" >/dev/null
 test -x "$prefix/bin/dblock"
+# The tree's configuration: CMakeCache.txt's NAME:TYPE=VALUE lines.
+configured() { grep -Eqx "$1:[A-Z]*=$2" "$build/CMakeCache.txt"; }
+# A shared command finds its library through $ORIGIN/../<libdir> wherever the install moved;
+# a tree configured for /usr (a distribution's, scripts/test's plain tree) has no run path,
+# the dynamic loader's own directories being where its packages put the library.
+run_installed=("$prefix/bin/dblock")
+if configured BUILD_SHARED_LIBS ON; then
+  runpath=$(readelf -d "$prefix/bin/dblock" | sed -n 's/.*(RUNPATH).*\[\(.*\)\]$/\1/p')
+  if configured CMAKE_INSTALL_PREFIX /usr; then
+    [ -z "$runpath" ] || { echo "install: a command for /usr has the run path $runpath"; exit 1; }
+    run_installed=(env LD_LIBRARY_PATH="$(dirname "$(find "$prefix" -name 'libdblock.so.*' | head -n 1)")" "$prefix/bin/dblock")
+  else
+    [[ $runpath == '$ORIGIN/../'* ]] || { echo "install: the command's run path is '$runpath'"; exit 1; }
+  fi
+fi
 # One version: the installed header's (from project(VERSION)) is what the command prints.
 version=$(sed -n 's/^#define DBLOCK_VERSION "\(.*\)"$/\1/p' "$prefix/include/dblock/version.hpp")
 test -n "$version"
-test "$("$prefix/bin/dblock" --version)" = "dblock $version"
+test "$("${run_installed[@]}" --version)" = "dblock $version"
 test -f "$prefix/share/dblock/migrations/sqlite/V1__create_dblock_locks.sql"
 test -f "$prefix/include/dblock/dblock.hpp"
 # The sweeper's deployment files; the service runs the command at the configured bindir.
@@ -29,7 +44,12 @@ test "$(pkgconf --variable=includedir)" = "$prefix/include"
 c++ -std=c++17 "$consumer/main.cpp" -o "$prefix/consumer-pc" $(pkgconf --cflags --libs) \
   -Wl,-rpath,"$(pkgconf --variable=libdir)"  # a shared build's library is found there
 "$prefix/consumer-pc" "sqlite:$prefix/pc.db"
-test -f "$prefix/share/doc/dblock/LICENSE"
+# The license: a distribution's copyright file per package under /usr, LICENSE elsewhere.
+if configured CMAKE_INSTALL_PREFIX /usr; then
+  grep -q "^License: Apache-2.0$" "$prefix/share/doc/dblock/copyright"
+else
+  test -f "$prefix/share/doc/dblock/LICENSE"
+fi
 test ! -e "$prefix/bin/dblock-bench"  # a development tool, installed only when asked
 
 # The examples, built against the install as a user's project would be, each run on SQLite.
@@ -45,14 +65,20 @@ test "$code" = 75  # the second run within hold_at_least skips the job
 "$prefix/examples/worker_pool" "$db" 6 2 12 | grep "12 tasks, at most [12] at once" >/dev/null
 "$prefix/examples/same_database" "$prefix/same.db" | grep "refused a stale write" >/dev/null
 
-# A shared build, as a distribution packages it: its own tree (RelWithDebInfo, library and
-# command only), with the static library made from the same objects, installed to /usr as
-# the three Debian packages (cmake/Packaging.cmake), each unpacked into a scratch root. The
-# tree is kept in the tested build's directory, so that a second run rebuilds only what changed.
-shared="$build/shared-build"
-cmake -S "$src" -B "$shared" -DBUILD_SHARED_LIBS=ON -DDBLOCK_STATIC_TOO=ON -DBUILD_TESTING=OFF \
-  -DDBLOCK_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE= -DCMAKE_INSTALL_PREFIX=/usr >/dev/null
-cmake --build "$shared" -j "$(nproc)" >/dev/null
+# A shared build, as a distribution packages it (RelWithDebInfo, the static library made from
+# the same objects, installed to /usr), packaged as the three Debian packages
+# (cmake/Packaging.cmake), each unpacked into a scratch root. That is the tested tree itself when
+# it was configured so (scripts/test's plain tree), else a tree of the test's own (library and
+# command only), kept in the tested build's directory so that a second run rebuilds only what
+# changed.
+if configured BUILD_SHARED_LIBS ON && configured DBLOCK_STATIC_TOO ON && configured CMAKE_INSTALL_PREFIX /usr; then
+  shared=$build
+else
+  shared="$build/shared-build"
+  cmake -S "$src" -B "$shared" -DBUILD_SHARED_LIBS=ON -DDBLOCK_STATIC_TOO=ON -DBUILD_TESTING=OFF \
+    -DDBLOCK_BUILD_BENCH=OFF -DCMAKE_BUILD_TYPE= -DCMAKE_INSTALL_PREFIX=/usr >/dev/null
+  cmake --build "$shared" -j "$(nproc)" >/dev/null
+fi
 rm -f "$shared"/*.deb "$shared"/*.ddeb
 (cd "$shared" && cpack -G DEB >cpack.log 2>&1) || { tail -n 30 "$shared/cpack.log"; exit 1; }
 major=${version%%.*}

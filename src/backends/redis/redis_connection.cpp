@@ -39,6 +39,10 @@ std::string sha1_hex(const std::string& text) {
 
 Script::Script(std::string t) : text(std::move(t)), sha(sha1_hex(text)) {}
 
+namespace {
+constexpr const char* kServerFull = "ERR max number of clients reached";
+}  // namespace
+
 bool is_error(const redisReply& r, const char* prefix) {
   if (r.type != REDIS_REPLY_ERROR) return false;
   if (!prefix) return true;
@@ -99,6 +103,7 @@ void Connection::open_node(const Target& t, milliseconds connect_timeout) {
     auth.push_back(t.password);
     auto r = raw(auth);
     // The reply text never contains the password; say only that it was refused.
+    if (is_error(*r, kServerFull)) fail_reply(*r);
     if (is_error(*r)) throw UnavailableError("redis: " + where_ + " refused the credentials");
   }
   if (t.db != 0) command({"SELECT", std::to_string(t.db)});
@@ -139,6 +144,9 @@ void Connection::fail_reply(const redisReply& r) {
       if (is_error(r, moved)) abandon("not the master now");
   for (const char* down : {"LOADING", "READONLY", "MASTERDOWN", "BUSY", "TRYAGAIN", "CLUSTERDOWN"})
     if (is_error(r, down)) throw UnavailableError("redis: " + where_ + " cannot serve now: " + text);
+  // A server at maxclients accepts the connection, sends this and closes it: a slot frees
+  // when another client leaves, so a wait goes on (ServerFullError).
+  if (is_error(r, kServerFull)) throw ServerFullError("redis: " + where_ + " has no client slot free: " + text);
   for (const char* denied : {"NOAUTH", "WRONGPASS", "NOPERM"})
     if (is_error(r, denied)) throw UnavailableError("redis: " + where_ + " refused access: " + text);
   throw InternalError("redis: " + where_ + " answered with an error: " + text);
