@@ -64,6 +64,18 @@ std::vector<double> global_status(Conn& c, const std::vector<std::string>& names
   return out;
 }
 
+// bare-insert's statements on lock table `t`: a held row for `name` (the upsert form, so a row
+// left by a killed run is taken over), and its removal.
+std::string bare_insert_text(const std::string& t, const std::string& name) {
+  return fmt::format(
+      "INSERT INTO {} (name, owner, fence, holds, acquired_at, valid_until, version) "
+      "VALUES ('{}', 'x', 0, 1, 0, 9000000000000000, 1) ON DUPLICATE KEY UPDATE owner = 'x'",
+      t, name);
+}
+std::string bare_delete_text(const std::string& t, const std::string& name) {
+  return fmt::format("DELETE FROM {} WHERE name = '{}'", t, name);
+}
+
 }  // namespace
 
 BackendReport run_mysql(const Options& opt) {
@@ -93,13 +105,8 @@ BackendReport run_mysql(const Options& opt) {
   const std::string draw = fmt::format("CALL {}_fence_draw", t);
   // The bare statements each strategy cannot avoid, on dblock's own lock table (same
   // indexes, same row shape), each baseline on a name of its own.
-  auto insert_row = [&t](const std::string& name) {
-    return fmt::format(
-        "INSERT INTO {} (name, owner, fence, holds, acquired_at, valid_until, version) "
-        "VALUES ('{}', 'x', 0, 1, 0, 9000000000000000, 1) ON DUPLICATE KEY UPDATE owner = 'x'",
-        t, name);
-  };
-  auto delete_row = [&t](const std::string& name) { return fmt::format("DELETE FROM {} WHERE name = '{}'", t, name); };
+  auto insert_row = [&t](const std::string& name) { return bare_insert_text(t, name); };
+  auto delete_row = [&t](const std::string& name) { return bare_delete_text(t, name); };
   auto take_row = [&t](const std::string& name, std::int64_t version) {
     return fmt::format(
         "UPDATE {} SET owner = 'x', holds = 1, valid_until = 9000000000000000, version = version + 1 "
@@ -373,10 +380,7 @@ std::function<void()> mysql_bare_cycle(const std::string& url, const std::string
   // baselines' Conn speaks plaintext only); the same INSERT and DELETE as bare-insert.
   std::shared_ptr<dblock::detail::sqldb::Connection> c = std::make_shared<dblock::detail::sqldb::MySqlConnection>(
       dblock::detail::mysql_target(dblock::detail::parse_url(url), dblock::ClientOptions{}));
-  return [c, ins = fmt::format("INSERT INTO {} (name, owner, fence, holds, acquired_at, valid_until, version) "
-                               "VALUES ('bench-tls-bare', 'x', 0, 1, 0, 9000000000000000, 1)",
-                               table),
-          del = fmt::format("DELETE FROM {} WHERE name = 'bench-tls-bare'", table)] {
+  return [c, ins = bare_insert_text(table, "bench-tls-bare"), del = bare_delete_text(table, "bench-tls-bare")] {
     if (c->run(ins).affected != 1) throw std::runtime_error("mysql bare: the INSERT inserted no row");
     if (c->run(del).affected != 1) throw std::runtime_error("mysql bare: the DELETE found no row");
   };
