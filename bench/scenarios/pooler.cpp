@@ -15,13 +15,6 @@ namespace {
 
 constexpr int kContendedWorkers = 8;
 
-Row pooled_row(const Row& direct, Summary s) {
-  Row r{direct.backend, direct.strategy + " pgbouncer", direct.scenario, direct.workers, s, {}};
-  r.own_table = true;
-  r.vs = {compare(r, direct)};
-  return r;
-}
-
 }  // namespace
 
 BackendReport run_pooler(const Options& opt) {
@@ -53,14 +46,14 @@ BackendReport run_pooler(const Options& opt) {
     Row u{"postgresql", s, "pooler-uncontended", 1, summarize(series[0].samples), {}};
     u.own_table = true;
     rep.rows.push_back(u);
-    rep.rows.push_back(pooled_row(u, summarize(series[1].samples)));
+    rep.rows.push_back(variant_row(u, "pgbouncer", summarize(series[1].samples)));
 
     auto handoff = alternating_handoffs("postgresql pooler", {{"direct", direct_url}, {"pgbouncer", pooled_url}},
                                         options, strategy, name + "-handoff", opt);
     Row h{"postgresql", s, "pooler-handoff", kHandoffWorkers, summarize(handoff[0]), {}};
     h.own_table = true;
     rep.rows.push_back(h);
-    rep.rows.push_back(pooled_row(h, summarize(handoff[1])));
+    rep.rows.push_back(variant_row(h, "pgbouncer", summarize(handoff[1])));
 
     // Worker processes on one name, each side in turn; their check throws on a violation.
     std::vector<Row> contended_rows;  // direct, then through the pooler
@@ -74,7 +67,7 @@ BackendReport run_pooler(const Options& opt) {
       c.scenario = "pooler-contended";
       c.vs.clear();
       rep.rows.push_back(c);
-      Row p = pooled_row(c, contended_rows[1].s);
+      Row p = variant_row(c, "pgbouncer", contended_rows[1].s);
       p.fairness = contended_rows[1].fairness;
       p.min_grants = contended_rows[1].min_grants;
       p.max_grants = contended_rows[1].max_grants;

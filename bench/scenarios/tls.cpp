@@ -24,13 +24,6 @@ constexpr TlsPair kPairs[] = {
     {"etcd", "DBLOCK_TEST_ETCD_URL", "DBLOCK_TEST_ETCD_TLS_URL"},
 };
 
-Row tls_row(const Row& plain, Summary s) {
-  Row r{plain.backend, plain.strategy + " tls", plain.scenario, plain.workers, s, {}};
-  r.own_table = true;
-  r.vs = {compare(r, plain)};
-  return r;
-}
-
 }  // namespace
 
 BackendReport run_tls(const Options& opt) {
@@ -66,11 +59,11 @@ BackendReport run_tls(const Options& opt) {
     Row u{pair.backend, std::string(dblock::to_string(strategy)), "tls-uncontended", 1, summarize(series[0].samples), {}};
     u.own_table = true;
     rep.rows.push_back(u);
-    rep.rows.push_back(tls_row(u, summarize(series[1].samples)));
+    rep.rows.push_back(variant_row(u, "tls", summarize(series[1].samples)));
     if (bare_cycle) {
       Row b{pair.backend, "bare", "tls-uncontended", 1, summarize(series[2].samples), {}};
       rep.rows.push_back(b);
-      rep.rows.push_back(tls_row(b, summarize(series[3].samples)));
+      rep.rows.push_back(variant_row(b, "tls", summarize(series[3].samples)));
     }
 
     // Hand-off: each side twice, alternating, so that drift over the minutes hits both.
@@ -79,7 +72,7 @@ BackendReport run_tls(const Options& opt) {
     Row h{pair.backend, std::string(dblock::to_string(strategy)), "tls-handoff", kHandoffWorkers, summarize(handoff[0]), {}};
     h.own_table = true;
     rep.rows.push_back(h);
-    rep.rows.push_back(tls_row(h, summarize(handoff[1])));
+    rep.rows.push_back(variant_row(h, "tls", summarize(handoff[1])));
   }
   if (rep.rows.empty()) return rep;
   rep.notes.push_back(fmt::format(

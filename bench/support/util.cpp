@@ -403,6 +403,13 @@ Compared compare(const Row& row, const Row& baseline) {
   return Compared{baseline.strategy, baseline.s.p50_us > 0 ? row.s.p50_us / baseline.s.p50_us : 0};
 }
 
+Row variant_row(const Row& baseline, const std::string& setup, Summary s) {
+  Row r{baseline.backend, baseline.strategy + " " + setup, baseline.scenario, baseline.workers, s, {}};
+  r.own_table = true;
+  r.vs = {compare(r, baseline)};
+  return r;
+}
+
 std::vector<std::string> polling_summary(const std::vector<Row>& rows) {
   std::vector<std::string> out;
   for (const auto& off : rows) {

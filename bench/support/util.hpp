@@ -93,6 +93,9 @@ struct Row {
 
 // p50 / baseline p50 (0 when the baseline has no samples).
 Compared compare(const Row& row, const Row& baseline);
+// The same measurement as `baseline` in another setup: strategy "<baseline's> <setup>",
+// own_table, compared with `baseline` (the tls and pooler scenarios' second rows).
+Row variant_row(const Row& baseline, const std::string& setup, Summary s);
 
 std::string machine_description();  // host, nproc, CPU model, kernel
 // One request on a fresh TCP connection to host:port, and everything the server sends back
