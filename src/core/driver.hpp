@@ -36,6 +36,27 @@ struct Renewal {
   milliseconds remaining{0};
 };
 
+// A grant found again on the server by its key alone (a lease row, a Redis record).
+struct GrantKey {
+  std::string name, owner;
+  std::uint64_t fence = 0;
+};
+
+// Renewals sent to the server together: the leases of one Client that are due at one tick go
+// as one statement per table (Watchdog), not as one statement and one commit each.
+class RenewalBatch {
+ public:
+  struct Item {
+    const GrantKey* key;
+    milliseconds ttl;
+    int holds;
+  };
+  virtual ~RenewalBatch() = default;
+  // GrantHandle::renew for each item, in one round trip: one answer per item, in order. An
+  // error throws, and every item's renewal failed (each is tried again, as a failed renewal).
+  virtual std::vector<Renewal> renew(const std::vector<Item>& items) = 0;
+};
+
 // One grant on the server. The core calls it from one thread at a time (Grant::use).
 class GrantHandle {
  public:
@@ -68,6 +89,13 @@ class GrantHandle {
   // The core declared this grant lost (its local deadline passed, or renew said so): a
   // session lock frees what the server may still hold for it, so it blocks nobody.
   virtual void lost() noexcept {}
+  // The batch this grant's renewals may go in, and its key there; no batch: renewed alone
+  // (renew). Fixed for the handle's life.
+  struct Batched {
+    RenewalBatch* batch = nullptr;
+    const GrantKey* key = nullptr;
+  };
+  virtual Batched batched() noexcept { return {}; }
 };
 
 // A place in the server's queue that an acquire keeps between its attempts (ZooKeeper's

@@ -13,20 +13,25 @@
 namespace dblock::detail {
 
 // Driver: renew(name, owner, fence, ttl, holds) -> Renewal; release(name, owner, fence) -> bool;
-// release_after(name, owner, fence, keep) -> bool.
+// release_after(name, owner, fence, keep) -> bool; renewal_batch() -> RenewalBatch* (null:
+// each grant renews alone).
 template <class Driver>
 class KeyedGrant final : public GrantHandle {
  public:
   KeyedGrant(Driver& driver, std::string name, std::string owner, std::uint64_t fence)
-      : driver_(driver), name_(std::move(name)), owner_(std::move(owner)), fence_(fence) {}
-  Renewal renew(milliseconds ttl, int holds) override { return driver_.renew(name_, owner_, fence_, ttl, holds); }
-  bool release() override { return driver_.release(name_, owner_, fence_); }
-  bool release_after(milliseconds keep) override { return driver_.release_after(name_, owner_, fence_, keep); }
+      : driver_(driver), key_{std::move(name), std::move(owner), fence} {}
+  Renewal renew(milliseconds ttl, int holds) override {
+    return driver_.renew(key_.name, key_.owner, key_.fence, ttl, holds);
+  }
+  bool release() override { return driver_.release(key_.name, key_.owner, key_.fence); }
+  bool release_after(milliseconds keep) override {
+    return driver_.release_after(key_.name, key_.owner, key_.fence, keep);
+  }
+  Batched batched() noexcept override { return {driver_.renewal_batch(), &key_}; }
 
  private:
   Driver& driver_;  // the core that owns the driver outlives every grant
-  const std::string name_, owner_;
-  const std::uint64_t fence_;
+  const GrantKey key_;
 };
 
 // A granted Attempt whose handle is a KeyedGrant.

@@ -38,7 +38,8 @@ void Watchdog::watch(const std::shared_ptr<Grant>& grant) {
     auto first = now + grant->renew_every;
     if (grant->deadline() - now < grant->ttl / 2) first = std::min(first, now + (grant->deadline() - now) / 2);
     auto due = std::min(first, grant->deadline());
-    state_->entries.push_back({grant, grant.get(), first});
+    // Read before the grant is published (ClientCore::adopt): nothing else uses its handle yet.
+    state_->entries.push_back({grant, grant.get(), first, grant->handle->batched(), grant->renew_every});
     ++state_->changes;
     state_->idle_nap = std::min<Clock::duration>(state_->idle_nap, first - now);
     sooner = due < state_->sleeping_until;
@@ -66,6 +67,7 @@ void Watchdog::run(std::shared_ptr<State> st) {
     // Every Grant reference this pass takes is dropped with the mutex released: dropping the
     // last one may destroy the client, whose destructor takes the mutex.
     std::vector<std::shared_ptr<Grant>> seen, to_lose;
+    std::vector<RenewalBatch*> batches;  // those with a renewal due in this pass
     bool queued = false;
     for (auto it = st->entries.begin(); it != st->entries.end();) {
       auto g = it->grant.lock();
@@ -95,12 +97,25 @@ void Watchdog::run(std::shared_ptr<State> st) {
       }
       if (g->auto_renew && !it->renewing && now >= it->next_renew) {
         it->renewing = true;
-        st->jobs.push_back({g, false});
+        st->jobs.push_back({g, false, it->batched});
         queued = true;
+        if (it->batched.batch) batches.push_back(it->batched.batch);
       }
       wake_at = std::min(wake_at, it->renewing && now < it->late_check_until ? it->late_check_until : g->deadline());
       if (g->auto_renew && !it->renewing) wake_at = std::min(wake_at, it->next_renew);
       ++it;
+    }
+    // The batches' other grants due within half their interval go now too: renewing early
+    // costs nothing, and from then on they are due at one tick, in one statement.
+    for (auto& e : st->entries) {
+      if (!e.batched.batch || e.renewing || e.failing || e.next_renew - now > e.renew_every / 2 ||
+          std::find(batches.begin(), batches.end(), e.batched.batch) == batches.end())
+        continue;
+      if (auto g = e.grant.lock(); g && g->auto_renew) {
+        seen.push_back(g);
+        e.renewing = true;
+        st->jobs.push_back({g, false, e.batched});
+      }
     }
     if (queued) st->has_jobs.notify_one();
     if (!seen.empty() || !to_lose.empty()) {
@@ -149,62 +164,139 @@ void Watchdog::renew_loop(std::shared_ptr<State> st) {
     if (st->stop) return;
     auto job = std::move(st->jobs.front());
     st->jobs.pop_front();
+    if (job.lost) {
+      lk.unlock();
+      if (auto g = job.grant.lock()) let_go(*g);  // e.g. ZooKeeper deletes the node
+      lk.lock();
+      continue;
+    }
+    // The other renewals queued in the same batch go with this one.
+    std::vector<Job> due{std::move(job)};
+    if (due.front().batched.batch)
+      for (auto it = st->jobs.begin(); it != st->jobs.end();) {
+        if (!it->lost && it->batched.batch == due.front().batched.batch) {
+          due.push_back(std::move(*it));
+          it = st->jobs.erase(it);
+        } else {
+          ++it;
+        }
+      }
     // A renewal queued behind a slow one may be for a grant released meanwhile: skip it.
-    bool watched = job.lost || std::any_of(st->entries.begin(), st->entries.end(), [&](const Entry& e) {
-                     return !e.grant.owner_before(job.grant) && !job.grant.owner_before(e.grant);
-                   });
+    due.erase(std::remove_if(due.begin(), due.end(),
+                             [&](const Job& j) {
+                               return std::none_of(st->entries.begin(), st->entries.end(), [&](const Entry& e) {
+                                 return !e.grant.owner_before(j.grant) && !j.grant.owner_before(e.grant);
+                               });
+                             }),
+              due.end());
     lk.unlock();
     // References are taken and dropped with the mutex released (see run()).
-    if (auto g = watched ? job.grant.lock() : nullptr) {
-      if (job.lost) {
-        let_go(*g);  // e.g. ZooKeeper deletes the node
-      } else {
-        auto sent = Clock::now();
-        std::optional<Renewal> r;
-        bool released;
-        {
-          std::lock_guard use(g->use);
-          released = g->released;
-          try {
-            if (!released) r = g->handle->renew(g->ttl, g->holds);
-          } catch (const std::exception&) {
-            // Transient (or not): keep the old deadline and try again soon; the deadline
-            // check in run() turns a failure that lasts into a loss.
-          }
+    {
+      std::vector<std::shared_ptr<Grant>> grants;
+      std::vector<const GrantKey*> keys;
+      for (auto& j : due)
+        if (auto g = j.grant.lock()) {
+          grants.push_back(std::move(g));
+          keys.push_back(j.batched.key);
         }
-        bool lose = false, cleanup = false, renewed = false;
-        lk.lock();
-        if (st->stop) return;
-        auto it = std::find_if(st->entries.begin(), st->entries.end(),
-                               [&](const Entry& e) { return e.key == g.get(); });
-        if (it != st->entries.end() && !released) {  // else released, or declared lost meanwhile
-          it->renewing = false;
-          bool late = it->late_check_until != Clock::time_point::min();
-          it->late_check_until = Clock::time_point::min();
-          if (r && r->held) {
-            g->set_deadline(sent, r->remaining);
-            it->next_renew = sent + g->renew_every;
-            it->failing = false;
-            renewed = true;
-          } else if (r || late) {  // the backend says it is not ours, or cannot say past the deadline: lost
-            st->entries.erase(it);
-            lose = true;
-            cleanup = !r;  // it may still be ours on the server: the driver lets it go
-          } else {
-            it->next_renew = Clock::now() + std::max(milliseconds{20}, g->renew_every / 4);
-            it->failing = true;
-          }
-          ++st->changes;
-          st->wake.notify_all();  // the deadline thread sleeps until the next renewal is due
-        }
-        lk.unlock();
-        if (renewed) g->reporter->renewed(g->name, g->fence);
-        if (lose) g->mark_lost();
-        if (cleanup) let_go(*g);
-      }
+      bool go_on = true;
+      if (grants.size() == 1)
+        go_on = renew_one(*st, grants.front());
+      else if (!grants.empty())
+        go_on = renew_batch(*st, *due.front().batched.batch, std::move(grants), std::move(keys));
+      if (!go_on) return;
     }
     lk.lock();
   }
+}
+
+bool Watchdog::renew_one(State& st, const std::shared_ptr<Grant>& g) {
+  auto sent = Clock::now();
+  std::optional<Renewal> r;
+  bool released;
+  {
+    std::lock_guard use(g->use);
+    released = g->released;
+    try {
+      if (!released) r = g->handle->renew(g->ttl, g->holds);
+    } catch (const std::exception&) {
+      // Transient (or not): keep the old deadline and try again soon; the deadline
+      // check in run() turns a failure that lasts into a loss.
+    }
+  }
+  return settle(st, *g, sent, r, released);
+}
+
+bool Watchdog::renew_batch(State& st, RenewalBatch& batch, std::vector<std::shared_ptr<Grant>> grants,
+                           std::vector<const GrantKey*> keys) {
+  // Each grant's `use` is only tried: one its owner is using (a release, a re-entry under way)
+  // renews alone afterwards, so this thread never holds one grant's `use` while waiting for
+  // another's.
+  std::vector<std::unique_lock<std::mutex>> uses;
+  std::vector<std::shared_ptr<Grant>> taken, busy;
+  std::vector<RenewalBatch::Item> items;
+  std::vector<bool> released;
+  for (std::size_t i = 0; i < grants.size(); ++i) {
+    std::unique_lock use(grants[i]->use, std::try_to_lock);
+    if (!use) {
+      busy.push_back(std::move(grants[i]));
+      continue;
+    }
+    released.push_back(grants[i]->released);
+    if (!released.back()) items.push_back({keys[i], grants[i]->ttl, grants[i]->holds});
+    uses.push_back(std::move(use));
+    taken.push_back(std::move(grants[i]));
+  }
+  const auto sent = Clock::now();
+  std::vector<Renewal> answers;
+  try {
+    if (!items.empty()) answers = batch.renew(items);
+  } catch (const std::exception&) {
+    // Every renewal of the batch failed, as renew_one's (answers stays empty).
+  }
+  uses.clear();
+  for (std::size_t i = 0, item = 0; i < taken.size(); ++i) {
+    std::optional<Renewal> r;
+    if (!released[i] && item < answers.size()) r = answers[item];
+    if (!released[i]) ++item;
+    if (!settle(st, *taken[i], sent, r, released[i])) return false;
+  }
+  for (auto& g : busy)
+    if (!renew_one(st, g)) return false;
+  return true;
+}
+
+bool Watchdog::settle(State& st, Grant& g, Clock::time_point sent, const std::optional<Renewal>& r, bool released) {
+  bool lose = false, cleanup = false, renewed = false;
+  {
+    std::lock_guard lk(st.mutex);
+    if (st.stop) return false;
+    auto it = std::find_if(st.entries.begin(), st.entries.end(), [&](const Entry& e) { return e.key == &g; });
+    if (it != st.entries.end() && !released) {  // else released, or declared lost meanwhile
+      it->renewing = false;
+      bool late = it->late_check_until != Clock::time_point::min();
+      it->late_check_until = Clock::time_point::min();
+      if (r && r->held) {
+        g.set_deadline(sent, r->remaining);
+        it->next_renew = sent + g.renew_every;
+        it->failing = false;
+        renewed = true;
+      } else if (r || late) {  // the backend says it is not ours, or cannot say past the deadline: lost
+        st.entries.erase(it);
+        lose = true;
+        cleanup = !r;  // it may still be ours on the server: the driver lets it go
+      } else {
+        it->next_renew = Clock::now() + std::max(milliseconds{20}, g.renew_every / 4);
+        it->failing = true;
+      }
+      ++st.changes;
+      st.wake.notify_all();  // the deadline thread sleeps until the next renewal is due
+    }
+  }
+  if (renewed) g.reporter->renewed(g.name, g.fence);
+  if (lose) g.mark_lost();
+  if (cleanup) let_go(g);
+  return true;
 }
 
 }  // namespace dblock::detail

@@ -1,5 +1,7 @@
 // Watchdog: per Client, one thread that keeps the deadlines and reports loss, and one that
-// renews held leases (every renew_every). A transient renewal error is retried until the
+// renews held leases (every renew_every). Leases whose handles share a RenewalBatch (one
+// table's rows) are renewed together, in one statement: when one of them is due, those due
+// within half their interval go with it, so a Client's leases settle on one tick. A transient renewal error is retried until the
 // local deadline; only a clear "not ours" answer or the deadline passing makes a lease lost,
 // and a lost lease is never renewed. The two are separate so that a renewal stuck on the
 // network (up to the backend's own timeouts) cannot delay a loss past the deadline.
@@ -10,6 +12,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 #include <vector>
 
@@ -33,6 +36,8 @@ class Watchdog {
     std::weak_ptr<Grant> grant;
     const Grant* key;
     Clock::time_point next_renew;
+    GrantHandle::Batched batched;  // the handle's, read once (fixed for its life)
+    Clock::duration renew_every;
     bool renewing = false;  // queued for, or in, the renewal thread
     // Set when the deadline passed with no renewal under way (the process was frozen, e.g.
     // SIGSTOP, or the loop ran late): the server is asked first, and the loss is declared
@@ -50,6 +55,7 @@ class Watchdog {
   struct Job {
     std::weak_ptr<Grant> grant;
     bool lost;
+    GrantHandle::Batched batched{};
   };
   // Shared with the thread, so that a client destroyed from the thread itself (by a
   // callback dropping the last reference) leaves the thread valid state to stop on.
@@ -71,6 +77,12 @@ class Watchdog {
   };
   static void run(std::shared_ptr<State> state);
   static void renew_loop(std::shared_ptr<State> state);
+  // Renews one grant, or a batch's grants in one call; then settles each. False: stopping.
+  static bool renew_one(State& st, const std::shared_ptr<Grant>& g);
+  static bool renew_batch(State& st, RenewalBatch& batch, std::vector<std::shared_ptr<Grant>> grants,
+                          std::vector<const GrantKey*> keys);
+  // Acts on a renewal's answer (none: it failed) sent at `sent`. False: stopping.
+  static bool settle(State& st, Grant& g, Clock::time_point sent, const std::optional<Renewal>& r, bool released);
   static void let_go(Grant& grant) noexcept;
 
   std::shared_ptr<State> state_;

@@ -41,7 +41,7 @@ namespace {
 
 // For check()'s message; the size check catches a statement added without its name.
 constexpr std::array<std::string_view, static_cast<std::size_t>(Statement::count_)> statement_names{
-    "holder",           "renew",           "insert_acquire",   "insert_release",        "release_after",
+    "holder",           "renew",           "renew_batch",      "insert_acquire",   "insert_release",        "release_after",
     "optimistic_read",
     "optimistic_take",  "optimistic_release", "insert_handover", "optimistic_handover", "session_wait",
     "ping",             "for_update_create", "for_update_try", "for_update_wait",

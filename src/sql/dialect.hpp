@@ -42,6 +42,10 @@ enum class Statement : std::size_t {
   // least ttl_ms from now (ttl 0: not at all) and writes the owner's hold count, which the
   // core keeps (re-entries and the renewals by the watchdog both come through here).
   renew,
+  // (items) -> name, fence, remaining_ms per row renewed: renew for many rows in one statement
+  // (a Client's leases due at one renewal tick). `items` is a JSON array of
+  // [name, owner, fence, ttl_ms, holds]; a row not answered is not ours.
+  renew_batch,
 
   // insert: a row per held lock; an upsert wins it, takes over an expired row or a leftover
   // of the same owner's (always with a new fence: the core never acquires afresh what it

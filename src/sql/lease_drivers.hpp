@@ -21,14 +21,18 @@ namespace dblock::detail::sqldb {
 // or a shared holder's (a reader, a semaphore's holder) in ${table}_holders. The dialect's
 // statements for that kind of row renew it, free it (waking the waiters) and keep it after
 // its release; its handle is a KeyedGrant.
-class GrantRows {
+class GrantRows final : public RenewalBatch {
  public:
+  // `renew_batch`: the kind's renewal of many rows in one statement, where the dialect has one.
   GrantRows(ConnectionPool& pool, const Dialect& d, std::shared_ptr<Notifier> notifier, Statement renew,
-            Statement release, Statement release_after)
+            Statement release, Statement release_after, std::optional<Statement> renew_batch = std::nullopt)
       : pool_(pool), d_(d), notifier_(std::move(notifier)), renew_(renew), release_(release),
-        release_after_(release_after) {}
+        release_after_(release_after), renew_batch_(renew_batch) {}
   // Extends our row to at least ttl from now and writes the owner's hold count.
   Renewal renew(const std::string& name, const std::string& owner, std::uint64_t fence, milliseconds ttl, int holds);
+  // The same for many rows of this kind, in one statement (the items, as a JSON array).
+  std::vector<Renewal> renew(const std::vector<Item>& items) override;
+  RenewalBatch* renewal_batch() noexcept { return renew_batch_ ? this : nullptr; }
   bool release(const std::string& name, const std::string& owner, std::uint64_t fence) {
     return free(name, owner, fence).has_value();
   }
@@ -48,6 +52,7 @@ class GrantRows {
   const Dialect& d_;
   std::shared_ptr<Notifier> notifier_;
   const Statement renew_, release_, release_after_;
+  const std::optional<Statement> renew_batch_;
 };
 
 // What an exclusive lease acquire keeps between its attempts (the core's QueuePlace): its
@@ -96,7 +101,8 @@ class LeaseDriver : public LockDriver {
   LeaseDriver(ConnectionPool& pool, ConnectionPool::Open pin, const Dialect& d, std::shared_ptr<Notifier> notifier,
               Statement release, Statement handover, Statement turn_grant, milliseconds statement_timeout)
       : pool_(pool), d_(d), notifier_(std::move(notifier)),
-        rows_(pool_, d_, notifier_, Statement::renew, release, Statement::release_after), release_(release),
+        rows_(pool_, d_, notifier_, Statement::renew, release, Statement::release_after, Statement::renew_batch),
+        release_(release),
         handover_(handover), turn_grant_(turn_grant),
         longest_row_wait_(std::max(milliseconds{1}, statement_timeout / 2)),
         turns_(std::move(pin), {SIZE_MAX, turns_kept_idle, milliseconds{0}, d.name + " turn keys"}) {}
@@ -117,6 +123,7 @@ class LeaseDriver : public LockDriver {
                 int holds) {
     return rows_.renew(name, owner, fence, ttl, holds);
   }
+  RenewalBatch* renewal_batch() noexcept { return rows_.renewal_batch(); }
   bool release(const std::string& name, const std::string& owner, std::uint64_t fence) {
     return release_with(name, owner, fence, release_);
   }

@@ -77,6 +77,7 @@ class HandingGrant final : public GrantHandle {
       : driver_(driver), lease_(std::move(lease)), handover_(handover), name_(std::move(name)),
         owner_(std::move(owner)), fence_(fence) {}
   Renewal renew(milliseconds ttl, int holds) override { return lease_->renew(ttl, holds); }
+  Batched batched() noexcept override { return lease_->batched(); }
   bool release() override { return driver_.release_with(name_, owner_, fence_, handover_); }
   bool release_after(milliseconds keep) override { return lease_->release_after(keep); }
 

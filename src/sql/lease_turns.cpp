@@ -25,6 +25,7 @@ class TurnGrant final : public GrantHandle {
         owner_(std::move(owner)), fence_(fence) {}
   ~TurnGrant() override { let_turn_go(turn_, d_, name_, owner_); }  // a grant lost, or let go
   Renewal renew(milliseconds ttl, int holds) override { return lease_->renew(ttl, holds); }
+  Batched batched() noexcept override { return lease_->batched(); }
   bool release() override {
     if (!turn_ || !turn_->usable()) {  // a retry after the key's session failed
       let_turn_go(turn_, d_, name_, owner_);

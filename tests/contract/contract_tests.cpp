@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <optional>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -254,6 +256,68 @@ CONTRACT_TEST("the watchdog keeps a lease alive past its TTL", "[contract]",
   CHECK_FALSE(lost);
   lease.release();
   CHECK(b->lock("job", opts(f)).try_acquire());
+}
+
+// The watchdog renews a Client's leases of one table together (one statement per tick where
+// the backend batches, RenewalBatch): each answer must reach its own grant, a lease taken away
+// among them is the only one lost, and releases racing the renewals change nothing. (A
+// session lock is stolen by ending its holder's connection, which for for-update ends every
+// holder's in the table: there, none is stolen.)
+CONTRACT_TEST("a Client's many leases are renewed together, and only a stolen one is lost", "[contract]",
+              DBLOCK_CONTRACT_FIXTURES) {
+  auto ns = f.make();
+  auto a = ns.open(), b = ns.open();
+  constexpr int count = 24;
+  const int stolen = f.lease_based ? 7 : -1;
+  std::atomic<int> lost_calls{0};
+  std::atomic<std::uint64_t> lost_fence{0};
+  auto o = opts(f, 900ms);
+  o.on_lost = [&](const std::string&, std::uint64_t fence) {
+    lost_fence = fence;
+    lost_calls++;
+  };
+  auto name = [](int i) { return "job-" + std::to_string(i); };
+  std::vector<Lease> held;
+  for (int i = 0; i < count; ++i) held.push_back(a->lock(name(i), o).acquire());
+  const auto renewed_before = a->stats().renewed;
+  std::optional<Lease> thief;
+  if (stolen >= 0) {
+    f.steal(*b, name(stolen));
+    thief = b->lock(name(stolen), opts(f)).try_acquire(5s);
+    REQUIRE(thief);
+  }
+  for (std::size_t i = 0; i < 3; ++i) {  // releases among the renewals
+    std::this_thread::sleep_for(450ms);
+    held[i].release();
+  }
+  std::this_thread::sleep_for(1400ms);  // three TTLs in all
+  if (stolen >= 0) {
+    REQUIRE(eventually([&] { return lost_calls.load() > 0; }, 5s));
+    CHECK(lost_fence == held[stolen].fence());
+    CHECK(held[stolen].lost());
+    CHECK_FALSE(thief->lost());
+  }
+  CHECK(lost_calls == (stolen >= 0 ? 1 : 0));
+  for (int i = 3; i < count; ++i) {
+    if (i == stolen) continue;
+    CHECK_FALSE(held[static_cast<std::size_t>(i)].lost());
+    CHECK_FALSE(b->lock(name(i), opts(f)).try_acquire());
+  }
+  CHECK(a->stats().renewed - renewed_before >= 2 * (count - 4));  // every live lease, twice at least
+  if (f.renews_in_batches) {
+    // One statement renewed them all: one reading of the database's clock, one expiry.
+    const auto owner = held[3].owner();
+    auto expiries = [&] {
+      std::set<std::chrono::system_clock::time_point> seen;
+      for (const auto& l : a->list())
+        if (l.owner == owner) seen.insert(l.expires_at);
+      return seen.size();
+    };
+    CHECK(eventually([&] { return expiries() == 1; }, 3s));
+  }
+  for (int i = 0; i < 3; ++i) CHECK(b->lock(name(i), opts(f)).try_acquire());
+  for (int i = 3; i < count; ++i)
+    if (i != stolen) held[static_cast<std::size_t>(i)].release();
 }
 
 CONTRACT_TEST("a lost lease is reported once and never resurrected", "[contract]",

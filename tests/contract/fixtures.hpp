@@ -32,6 +32,7 @@ namespace dblock::test {
 //                   there is nothing for sweep() to do and it returns 0
 struct SqliteFixture {
   static constexpr bool lease_based = true;
+  static constexpr bool renews_in_batches = true;
   static constexpr bool offers_shared = true;  // rows of the holders table
   static constexpr bool offers_semaphore = true;
   TempDir dir;
@@ -60,6 +61,7 @@ template <ScratchTable::Server S>
 struct ServerLeaseFixture : ServerFixture<S> {
   using ServerFixture<S>::ServerFixture;
   static constexpr bool lease_based = true;
+  static constexpr bool renews_in_batches = true;
   void steal(Client& c, const std::string& name) const { REQUIRE(c.force_release(name)); }
 };
 template <ScratchTable::Server S>
@@ -207,6 +209,11 @@ template <class F, class = void>
 struct offers_semaphore : std::false_type {};
 template <class F>
 struct offers_semaphore<F, std::void_t<decltype(F::offers_semaphore)>> : std::bool_constant<F::offers_semaphore> {};
+// Renewals of a Client's leases due together go as one statement (RenewalBatch).
+template <class F, class = void>
+struct renews_in_batches : std::false_type {};
+template <class F>
+struct renews_in_batches<F, std::void_t<decltype(F::renews_in_batches)>> : std::bool_constant<F::renews_in_batches> {};
 template <class F, class = void>
 struct leftover_replaced : std::bool_constant<F::lease_based> {};
 template <class F>
@@ -271,6 +278,7 @@ struct Contract {
   bool leftover_replaced;
   bool offers_shared;
   bool offers_semaphore;
+  bool renews_in_batches;
   std::string dir;  // a scratch directory of this test
   std::function<Namespace()> make;
   std::function<void(Client&, const std::string&)> steal;
@@ -283,6 +291,7 @@ Contract contract_of(F& fixture) {
                   leftover_replaced<F>::value,
                   offers_shared<F>::value,
                   offers_semaphore<F>::value,
+                  renews_in_batches<F>::value,
                   fixture.dir.path(),
                   [&fixture] { return fixture.make(); },
                   [&fixture](Client& c, const std::string& name) { fixture.steal(c, name); }};

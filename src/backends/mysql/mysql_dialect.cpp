@@ -34,6 +34,18 @@ Dialect make(bool mariadb) {
         "WHERE name = ?1 AND owner = ?2 AND fence = ?3 AND valid_until > ${now_ms}; "
         "SET @dblock_won = ROW_COUNT(); "
         "SELECT valid_until - ${now_ms} FROM ${table} WHERE name = ?1 AND @dblock_won = 1";
+    // renew for a Client's leases due at one tick: one UPDATE (one commit) joined to the items,
+    // each row found by its primary key; then the rows that are ours and live, as renewed.
+    const std::string items =
+        "JSON_TABLE(?1, '$[*]' COLUMNS (name VARCHAR(255) PATH '$[0]', owner VARCHAR(512) PATH '$[1]', "
+        "fence BIGINT PATH '$[2]', ttl BIGINT PATH '$[3]', holds INT PATH '$[4]')) AS i "
+        "ON t.name = i.name AND t.owner = i.owner AND t.fence = i.fence";
+    d[S::renew_batch] =
+        "UPDATE ${table} AS t JOIN " + items +
+        " SET t.valid_until = GREATEST(t.valid_until, ${now_ms} + i.ttl), t.holds = i.holds, "
+        "t.version = t.version + 1 WHERE t.valid_until > ${now_ms}; "
+        "SELECT t.name, t.fence, t.valid_until - ${now_ms} FROM ${table} AS t JOIN " + items +
+        " WHERE t.valid_until > ${now_ms}";
 
     // The two lease acquires are stored procedures (${table}_lease_grant and _lease_take,
     // where their logic is explained): as texts of six statements each, parsing alone cost

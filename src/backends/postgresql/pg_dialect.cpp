@@ -57,6 +57,13 @@ const Dialect& postgresql_dialect() {
         "version = version + 1 "
         "WHERE name = $1 AND owner = $2 AND fence = $3::bigint AND valid_until > ${now_ms} "
         "RETURNING valid_until - ${now_ms}";
+    // One statement, one commit for a Client's leases due at one tick: each row found by its
+    // primary key, as renew's.
+    d[S::renew_batch] =
+        "UPDATE ${table} AS t SET valid_until = GREATEST(t.valid_until, ${now_ms} + (i.e->>3)::bigint), "
+        "holds = (i.e->>4)::integer, version = t.version + 1 FROM json_array_elements($1::json) AS i(e) "
+        "WHERE t.name = i.e->>0 AND t.owner = i.e->>1 AND t.fence = (i.e->>2)::bigint AND t.valid_until > ${now_ms} "
+        "RETURNING t.name, t.fence, t.valid_until - ${now_ms}";
 
     // Who may grant a name, and in which order fences are drawn:
     // - nextval in VALUES would run before the conflict check, so two acquires could draw 41

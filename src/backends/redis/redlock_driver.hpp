@@ -21,6 +21,7 @@ class RedlockDriver final : public LockDriver {
                 int holds);
   bool release(const std::string& name, const std::string& owner, std::uint64_t fence);
   bool release_after(const std::string& name, const std::string& owner, std::uint64_t fence, milliseconds keep);
+  RenewalBatch* renewal_batch() noexcept { return nullptr; }  // each grant renews alone
   std::unique_ptr<ReleaseWatch> watch(const std::string& name, const std::string& owner) override {
     return sub_ ? sub_->watch(name, owner) : nullptr;
   }

@@ -24,6 +24,13 @@ const Dialect& sqlite_dialect() {
         "UPDATE ${table} SET valid_until = MAX(valid_until, ${now_ms} + ?4), holds = ?5, version = version + 1 "
         "WHERE name = ?1 AND owner = ?2 AND fence = ?3 AND valid_until > ${now_ms} "
         "RETURNING valid_until - ${now_ms}";
+    // renew for a Client's leases due at one tick, in one write transaction.
+    d[S::renew_batch] =
+        "UPDATE ${table} AS t SET valid_until = MAX(t.valid_until, ${now_ms} + i.ttl), holds = i.holds, "
+        "version = t.version + 1 FROM (SELECT value ->> 0 AS name, value ->> 1 AS owner, value ->> 2 AS fence, "
+        "value ->> 3 AS ttl, value ->> 4 AS holds FROM json_each(?1)) AS i "
+        "WHERE t.name = i.name AND t.owner = i.owner AND t.fence = i.fence AND t.valid_until > ${now_ms} "
+        "RETURNING name, fence, valid_until - ${now_ms}";
 
     // Free, expired, or a leftover of our own: a new grant with the next fence. Anyone
     // else's, or ours kept after its release (holds 0): no row.
