@@ -334,7 +334,7 @@ BackendReport run_mysql(const Options& opt) {
     const std::int64_t floor_key = 0x6462'6c6f'636b'0000LL + getpid();  // "dblock" + pid: nobody else's
     const std::vector<std::pair<SessionFloorStatements, std::string>> session_floors{
         {{"mysql/bare-advisory-handoff", "SET @dblock_wait = 60; " + text(Statement::advisory_wait, {floor_key}),
-          text(Statement::advisory_unlock, {}), "", "", false},
+          text(Statement::advisory_unlock, {floor_key}), "", "", false},
          "advisory"},
         {{"mysql/bare-for-update-handoff",
           "START TRANSACTION; " + text(Statement::for_update_wait, {std::string("bench-floor-for-update")}),
@@ -362,7 +362,7 @@ BackendReport run_mysql(const Options& opt) {
         "mysql `bare-advisory-handoff` and `bare-for-update-handoff`, the session strategies' hand-off floors: 8 "
         "threads on Connector/C++, each on a connection set up as dblock's, block in the server on one key or row "
         "with dblock's own texts and nothing else of dblock's: `SET @dblock_got = GET_LOCK(k, 60); CALL "
-        "t_fence_draw(@dblock_got)` (the lock and the fence in one text) and `DO RELEASE_ALL_LOCKS()`; `START "
+        "t_fence_draw(@dblock_got)` (the lock and the fence in one text) and `DO RELEASE_LOCK(k)`; `START "
         "TRANSACTION; SELECT 1 FROM t WHERE name = .. FOR UPDATE`, then `CALL t_fence_draw(1)` on a second "
         "connection (as dblock draws for-update's fence), and ROLLBACK. The server hands the lock to the next "
         "waiter; latency from the unlock call to the next grant. advisory and for-update `handoff` rows: ratio "

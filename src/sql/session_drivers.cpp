@@ -1,5 +1,8 @@
 #include "sql/session_drivers.hpp"
 
+#include <atomic>
+#include <map>
+
 #include "core/fnv1a.hpp"
 
 namespace dblock::detail::sqldb {
@@ -138,8 +141,215 @@ std::uint64_t ForUpdateDriver::fence_of_lock(Connection& s, const Value& transac
 
 void ForUpdateDriver::unlock(Connection& s, const std::string&, Mode) { s.rollback(); }
 
+// A connection holding advisory locks of several grants (AdvisoryDriver). Its statements take
+// `use`, one at a time. It renews all its locks with one ping per tick (RenewalBatch): they live
+// and die with it.
+class SharedSession final : public RenewalBatch {
+ public:
+  SharedSession(ConnectionPool::Handle c, const Dialect& d) : conn(std::move(c)), d_(d) {}
+  std::mutex use;
+  ConnectionPool::Handle conn;  // guarded by use; closed (discarded) once a statement failed on it
+  // The shortest TTL of a lock taken on it: the connection is closed when unreachable for
+  // about that long (Connection::drop_when_unreachable). Guarded by use.
+  milliseconds unreachable_after = milliseconds::max();
+  std::atomic<bool> dead{false};  // discarded: its locks are gone, and no try is made on it
+  std::size_t users = 0;          // grants and tries on it; guarded by the driver's mutex
+  // The keys it holds, in which mode and how often (guarded by use). The server grants a key
+  // the session holds again without asking (re-entrant per session): a try meets this first.
+  std::map<std::int64_t, std::pair<Mode, int>> keys;
+
+  bool alive() const { return conn && conn->usable(); }  // under use
+  // Whether a try of `key` in `mode` may be sent here: the key is not held here, or held shared
+  // and asked shared (another reader's hold, counted by the server). An exclusive hold here is
+  // a grant of this Client's that has not let go yet (a lost one's, whose unlock is under way):
+  // the server would grant it twice. Under use.
+  bool may_try(std::int64_t key, Mode mode) const {
+    auto it = keys.find(key);
+    return it == keys.end() || (it->second.first == Mode::shared && mode == Mode::shared);
+  }
+  void took(std::int64_t key, Mode mode) {  // under use
+    auto& k = keys[key];
+    k.first = mode;
+    ++k.second;
+  }
+  void gave_back(std::int64_t key) {  // under use
+    auto it = keys.find(key);
+    if (it != keys.end() && --it->second.second <= 0) keys.erase(it);
+  }
+  // Closes the connection (under use): whatever it still holds goes with it.
+  void close() noexcept {
+    conn.discard();
+    keys.clear();
+    dead = true;
+  }
+  std::vector<Renewal> renew(const std::vector<Item>& items) override {
+    bool ok;
+    {
+      std::lock_guard lk(use);
+      ok = alive();
+      if (ok) try {
+          conn->run(d_[Statement::ping]);
+        } catch (const Error&) {
+          ok = false;
+        }
+    }
+    std::vector<Renewal> out;
+    for (const auto& i : items) out.push_back(ok ? Renewal{true, i.ttl} : Renewal{});
+    return out;
+  }
+
+ private:
+  const Dialect& d_;
+};
+
+// An advisory lock held on a shared session. Its release unlocks the name there; a failed
+// unlock closes the session, which frees the lock (and loses the session's others).
+class AdvisoryDriver::SharedGrant final : public GrantHandle {
+ public:
+  SharedGrant(AdvisoryDriver& driver, std::shared_ptr<SharedSession> session, std::string name, Mode mode)
+      : driver_(driver), session_(std::move(session)), key_{std::move(name), std::string(), 0}, mode_(mode) {}
+  ~SharedGrant() override {
+    if (!done_) let_go();  // never kept holding the lock (an acquire that failed after the grant)
+  }
+  Renewal renew(milliseconds ttl, int holds) override {
+    if (ttl.count() == 0) {  // a hold given back: nothing to send (see Pinned::renew)
+      std::lock_guard lk(session_->use);
+      return session_->alive() ? Renewal{true, ttl} : Renewal{};
+    }
+    return session_->renew({{&key_, ttl, holds}}).front();
+  }
+  bool release() override { return let_go(); }
+  void lost() noexcept override { let_go(); }
+  int socket() noexcept override {
+    std::lock_guard lk(session_->use);
+    return session_->alive() ? session_->conn->socket() : -1;
+  }
+  Batched batched() noexcept override { return {session_.get(), &key_}; }
+
+ private:
+  // Unlocks the name on the session, once; false when the lock was not there to free.
+  bool let_go() noexcept {
+    if (done_) return false;
+    done_ = true;
+    bool ours = false;
+    {
+      std::lock_guard lk(session_->use);
+      if (session_->alive()) try {
+          driver_.unlock(*session_->conn, key_.name, mode_);
+          session_->gave_back(driver_.key_of(key_.name));
+          ours = true;
+        } catch (...) {
+          session_->close();
+        }
+    }
+    driver_.leave(session_);
+    return ours;
+  }
+  AdvisoryDriver& driver_;  // the core that owns the driver outlives every grant
+  std::shared_ptr<SharedSession> session_;
+  const GrantKey key_;  // the name (a session lock has no owner or fence to check)
+  const Mode mode_;
+  bool done_ = false;  // released or let go: called under the Grant's `use`
+};
+
+AdvisoryDriver::~AdvisoryDriver() = default;
+
+std::shared_ptr<SharedSession> AdvisoryDriver::pick(bool may_open) {
+  std::unique_lock lk(mutex_);
+  std::shared_ptr<SharedSession> best, least;
+  std::size_t live = 0;
+  for (const auto& s : shared_) {
+    if (s->dead) continue;
+    ++live;
+    if (!least || s->users < least->users) least = s;
+    if (s->users < locks_per_session && (!best || s->users < best->users)) best = s;
+  }
+  if (!best && (may_open || live > 0) && live < max_shared_) {
+    lk.unlock();
+    auto s = std::make_shared<SharedSession>(connections_.get(), d_);  // connects outside the lock
+    s->users = 1;
+    lk.lock();
+    shared_.push_back(s);
+    return s;
+  }
+  if (!best) best = least;
+  if (best) ++best->users;
+  return best;
+}
+
+void AdvisoryDriver::leave(const std::shared_ptr<SharedSession>& s) {
+  {
+    std::lock_guard lk(mutex_);
+    if (--s->users > 0) return;
+    shared_.erase(std::remove(shared_.begin(), shared_.end(), s), shared_.end());
+  }
+  // Nobody uses it any more: an open connection goes back to the idle list.
+  std::lock_guard lk(s->use);
+  s->conn = ConnectionPool::Handle();
+}
+
+Attempt AdvisoryDriver::try_acquire(AcquireRequest& r) {
+  const auto wait = r.wait - r.wait % d_.wait_unit;
+  // A try on a shared session first; one that waits opens no first session for it (a lone
+  // waiter, `dblock run`, then waits on one connection, not two). A session found closed by the server
+  // (a restart) is left to its grants, whose renewals report them lost, and another is tried.
+  while (auto s = pick(wait.count() <= 0)) {
+    std::uint64_t fence = 0;
+    bool alive = true;
+    try {
+      std::lock_guard lk(s->use);
+      alive = s->alive() && s->conn->still_connected();  // not closed by the server meanwhile
+      if (!alive) {
+        s->close();
+      } else if (s->may_try(key_of(r.name), r.mode)) {
+        if (r.ttl < s->unreachable_after) {
+          s->conn->drop_when_unreachable(r.ttl);
+          s->unreachable_after = r.ttl;
+        }
+        fence = lock(*s->conn, r.name, milliseconds{0}, r.mode);
+        if (fence != 0) s->took(key_of(r.name), r.mode);
+      }
+    } catch (...) {
+      {
+        std::lock_guard lk(s->use);
+        if (!s->alive()) s->close();
+      }
+      leave(s);
+      throw;
+    }
+    if (fence != 0) return Attempt{std::make_unique<SharedGrant>(*this, s, r.name, r.mode), fence, r.ttl, nullptr};
+    leave(s);
+    if (!alive) continue;
+    if (wait.count() <= 0) return Attempt::busy(milliseconds{0});
+    break;
+  }
+  // A wait inside the server, on a connection of its own, which then shares the lock it won.
+  auto c = connections_.get();
+  try {
+    c->drop_when_unreachable(r.ttl);
+    auto fence = lock(*c, r.name, wait, r.mode);
+    if (fence == 0) return Attempt::busy(milliseconds{0});  // c goes back to the idle list
+    auto s = std::make_shared<SharedSession>(std::move(c), d_);
+    s->unreachable_after = r.ttl;
+    s->took(key_of(r.name), r.mode);
+    s->users = 1;
+    {
+      std::lock_guard lk(mutex_);
+      shared_.push_back(s);
+    }
+    return Attempt{std::make_unique<SharedGrant>(*this, s, r.name, r.mode), fence, r.ttl, nullptr};
+  } catch (...) {
+    try {
+      if (c) c->rollback();
+    } catch (...) {
+    }
+    c.discard();
+    throw;
+  }
+}
+
 std::uint64_t AdvisoryDriver::lock(Connection& s, const std::string& name, milliseconds wait, Mode mode) {
-  auto key = advisory_key(table_, name);
+  auto key = key_of(name);
   const bool shared = mode == Mode::shared;
   const auto try_lock = shared ? Statement::advisory_try_shared : Statement::advisory_try;
   const auto wait_lock = shared ? Statement::advisory_wait_shared : Statement::advisory_wait;
@@ -179,7 +389,7 @@ std::uint64_t AdvisoryDriver::lock(Connection& s, const std::string& name, milli
 
 void AdvisoryDriver::unlock(Connection& s, const std::string& name, Mode mode) {
   s.run(d_[mode == Mode::shared ? Statement::advisory_unlock_shared : Statement::advisory_unlock],
-        {advisory_key(table_, name)});
+        {key_of(name)});
 }
 
 }  // namespace dblock::detail::sqldb

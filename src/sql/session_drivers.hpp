@@ -1,11 +1,13 @@
 // The session strategies on SQL (for-update, advisory): the lock lives in a connection
 // pinned for as long as it is held, and the server frees it when that connection drops.
-// Each held grant costs one database connection (taken from a small idle list, or opened).
+// A for-update grant costs one database connection (taken from a small idle list, or opened):
+// its lock is an open transaction. Advisory grants share connections (AdvisoryDriver).
 // Waiting happens inside the server (lock_timeout / NOWAIT); "renewal" pings the pinned
 // connection, so a dropped connection or a server restart is reported as a loss within
 // one renewal interval. A grant's handle is its pinned connection (SessionDriver::Pinned).
 #pragma once
 
+#include <algorithm>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -56,21 +58,45 @@ class ForUpdateDriver final : public SessionDriver {
   std::uint64_t fence_of_lock(Connection& s, const Value& transaction);
 };
 
+// Advisory locks are multiplexed: one session may hold many (pg_advisory_lock, GET_LOCK), so a
+// Client's advisory locks share a few connections (SharedSession) instead of one each. A lock
+// is tried on a shared session; only a wait inside the server takes a connection of its own,
+// which joins the shared sessions once the wait is granted. A lost shared connection loses
+// each of its locks (docs/ARCHITECTURE.md, "Multiplexed advisory locks").
+class SharedSession;
+
 class AdvisoryDriver final : public SessionDriver {
  public:
+  // `max_shared`: the shared sessions opened for tries (a wait's own connection may add more).
   AdvisoryDriver(ConnectionPool::Open connect, const Dialect& d, std::size_t max_idle, std::string table,
-                 milliseconds statement_timeout)
+                 milliseconds statement_timeout, std::size_t max_shared)
       : SessionDriver(std::move(connect), d, max_idle),
         table_(std::move(table)),
-        statement_timeout_(statement_timeout) {}
+        statement_timeout_(statement_timeout),
+        max_shared_(std::max<std::size_t>(1, max_shared)) {}
+  ~AdvisoryDriver() override;
+
+  Attempt try_acquire(AcquireRequest& r) override;
 
  protected:
   std::uint64_t lock(Connection& s, const std::string& name, milliseconds wait, Mode mode) override;
   void unlock(Connection& s, const std::string& name, Mode mode) override;
 
  private:
+  class SharedGrant;
+  std::int64_t key_of(const std::string& name) const { return advisory_key(table_, name); }
+  // A shared session for one more try (counted in its users): the least used one below
+  // locks_per_session, else a new one while fewer than max_shared_ are open, else the least
+  // used. Without `may_open` (a try before a wait), none is opened while none is: null.
+  std::shared_ptr<SharedSession> pick(bool may_open);
+  // A try or a grant left `s`: a session nobody uses any more goes back to the idle list.
+  void leave(const std::shared_ptr<SharedSession>& s);
   std::string table_;
   milliseconds statement_timeout_;  // the sessions' own, which bounds a one-statement wait
+  const std::size_t max_shared_;
+  static constexpr std::size_t locks_per_session = 128;
+  std::mutex mutex_;
+  std::vector<std::shared_ptr<SharedSession>> shared_;  // guarded by mutex_
 };
 
 }  // namespace dblock::detail::sqldb

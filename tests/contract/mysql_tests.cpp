@@ -12,6 +12,7 @@
 #include "contract/dead_ticket_check.hpp"
 #include "contract/handed_ticket_check.hpp"
 #include "contract/connection_slot_check.hpp"
+#include "contract/multiplexed_advisory_check.hpp"
 #include "contract/least_privilege_check.hpp"
 #include "contract/upgrade_check.hpp"
 #include "core/url.hpp"
@@ -880,4 +881,12 @@ TEST_CASE("mysql: an account with no connection slot left waits for one within t
         }));
       },
       false);
+}
+
+TEST_CASE("mysql: one Client's advisory locks share a few connections", "[mysql]") {
+  dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
+  auto admin = dblock::test::server_connection(table.url());
+  dblock::test::check_multiplexed_advisory(table.ns(), [&](const std::string& name) {
+    REQUIRE(dblock::test::terminate_lock_holders(*admin, table.url(), table.name(), name) >= 1);
+  });
 }

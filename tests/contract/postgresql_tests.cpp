@@ -16,6 +16,7 @@
 #include "contract/handed_ticket_check.hpp"
 #include "contract/connection_slot_check.hpp"
 #include "contract/least_privilege_check.hpp"
+#include "contract/multiplexed_advisory_check.hpp"
 #include "contract/upgrade_check.hpp"
 #include "core/url.hpp"
 #include "core/validate.hpp"
@@ -709,4 +710,12 @@ TEST_CASE("postgresql: a role with no connection slot left waits for one within 
         }));
       },
       true);
+}
+
+TEST_CASE("postgresql: one Client's advisory locks share a few connections", "[postgresql]") {
+  dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::postgresql);
+  auto admin = dblock::test::server_connection(table.url());
+  dblock::test::check_multiplexed_advisory(table.ns(), [&](const std::string& name) {
+    REQUIRE(dblock::test::terminate_lock_holders(*admin, table.url(), table.name(), name) == 1);
+  });
 }

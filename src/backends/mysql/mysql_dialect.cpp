@@ -188,14 +188,18 @@ Dialect make(bool mariadb) {
     // GET_LOCK is not transactional, so the fence is drawn after it, in the same text; the
     // procedure answers 0 when GET_LOCK did not answer 1.
     const std::string lock_name = "CONCAT('dblock:', LPAD(HEX(?1), 16, '0'))";
-    d[S::advisory_try] = "SET @dblock_got = GET_LOCK(" + lock_name + ", 0); CALL ${table}_fence_draw(@dblock_got)";
-    d[S::advisory_wait] =
-        "SET @dblock_got = GET_LOCK(" + lock_name + ", @dblock_wait); CALL ${table}_fence_draw(@dblock_got)";
     // A text whose CALL was a deadlock victim is sent again whole (MySqlConnection::run), and
-    // GET_LOCK counts per session: the lock can be taken twice. The pinned session holds this
-    // one name's lock and nothing else (each grant pins a session of its own; re-entry never
-    // gets here), so the unlock frees everything it holds, however often it was taken.
-    d[S::advisory_unlock] = "DO RELEASE_ALL_LOCKS()";
+    // GET_LOCK counts per session: taken twice, one RELEASE_LOCK would leave it held. A session
+    // holding the name already (only such a repeat: the session is one Client's, whose threads
+    // take a name one at a time) answers 1 without taking it again. A session holds many
+    // names (AdvisoryDriver shares it), so the unlock frees this one only.
+    const auto get_lock = [&](const std::string& timeout) {
+      return "SET @dblock_got = IF(IS_USED_LOCK(" + lock_name + ") <=> CONNECTION_ID(), 1, GET_LOCK(" + lock_name +
+             ", " + timeout + ")); CALL ${table}_fence_draw(@dblock_got)";
+    };
+    d[S::advisory_try] = get_lock("0");
+    d[S::advisory_wait] = get_lock("@dblock_wait");
+    d[S::advisory_unlock] = "DO RELEASE_LOCK(" + lock_name + ")";
 
     d[S::list] =
         "SELECT name, owner, fence, holds, acquired_at, valid_until, 'exclusive' FROM ${table} "

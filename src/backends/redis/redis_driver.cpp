@@ -257,6 +257,34 @@ Renewal RedisDriver::renew(const std::string& name, const std::string& owner, st
   return Renewal{true, milliseconds{as_int(*reply)}};
 }
 
+std::vector<Renewal> RedisDriver::renew(const std::vector<Item>& items) {
+  auto args = [](const Item& i) {
+    return std::vector<std::string>{i.key->owner, std::to_string(i.key->fence), std::to_string(i.ttl.count()),
+                                    std::to_string(i.holds)};
+  };
+  auto c = pool_.get();
+  for (const auto& i : items) c->append_eval(renew_script(), true, {i.key->name}, args(i));
+  std::vector<Reply> replies;
+  replies.reserve(items.size());
+  for (std::size_t k = 0; k < items.size(); ++k) replies.push_back(c->read());
+  std::vector<Renewal> out;
+  out.reserve(items.size());
+  auto shortest = milliseconds::max();  // the WAIT's bound, as for the shortest lease alone
+  for (std::size_t k = 0; k < items.size(); ++k) {
+    // An error answer (NOSCRIPT: a restarted server) is asked again alone, which loads the
+    // script or throws the error; a renewal is safe to repeat.
+    if (is_error(*replies[k])) replies[k] = c->eval(renew_script(), {items[k].key->name}, args(items[k]));
+    if (replies[k]->type == REDIS_REPLY_NIL) {
+      out.push_back(Renewal{false, milliseconds{0}});
+      continue;
+    }
+    out.push_back(Renewal{true, milliseconds{as_int(*replies[k])}});
+    if (items[k].ttl.count() > 0) shortest = std::min(shortest, items[k].ttl);
+  }
+  if (shortest != milliseconds::max()) confirm_replicated(*c, failover_, shortest);
+  return out;
+}
+
 bool RedisDriver::release(const std::string& name, const std::string& owner, std::uint64_t fence) {
   auto c = pool_.get();
   auto reply = c->eval(free_script(), {name, keys::queue(name), keys::alive(name), keys::fence(name)},

@@ -26,7 +26,7 @@ struct Failover {
   milliseconds wait_timeout{0};  // WAIT's own limit (also at most half the TTL asked)
 };
 
-class RedisDriver final : public LockDriver {
+class RedisDriver final : public LockDriver, private RenewalBatch {
  public:
   // subscriber: null when notifications are off (waiters poll).
   RedisDriver(ConnectionPool& pool, Subscriber* subscriber, Failover failover = {})
@@ -37,7 +37,7 @@ class RedisDriver final : public LockDriver {
                 int holds);
   bool release(const std::string& name, const std::string& owner, std::uint64_t fence);
   bool release_after(const std::string& name, const std::string& owner, std::uint64_t fence, milliseconds keep);
-  RenewalBatch* renewal_batch() noexcept { return nullptr; }  // each grant renews alone
+  RenewalBatch* renewal_batch() noexcept { return this; }
   std::unique_ptr<ReleaseWatch> watch(const std::string& name, const std::string& owner) override {
     return sub_ ? sub_->watch(name, owner) : nullptr;
   }
@@ -47,6 +47,9 @@ class RedisDriver final : public LockDriver {
   }
 
  private:
+  // The renewals of a Client's records due at one tick: each record's renew script, pipelined
+  // on one connection (one round trip), then one WAIT for them all where replicas are asked for.
+  std::vector<Renewal> renew(const std::vector<Item>& items) override;
   Attempt attempt(AcquireRequest& r);
   milliseconds handover_lease(const AcquireRequest& r) const;
   // The grant a release handed this waiter, if its message came and the record, read on `c`
