@@ -19,8 +19,9 @@ using Value = std::variant<std::nullptr_t, std::int64_t, std::string>;
 using Row = std::vector<Value>;
 
 // A statement waited for a lock past the bound it was given: PostgreSQL's lock_timeout or
-// NOWAIT (SQLSTATE 55P03), InnoDB's innodb_lock_wait_timeout (1205) or NOWAIT (3572). A
-// TimeoutError to every caller but the lease grants, which answer busy (lease_drivers.hpp).
+// NOWAIT (SQLSTATE 55P03), InnoDB's innodb_lock_wait_timeout (1205) or NOWAIT (3572); or it
+// was InnoDB's deadlock victim each time it was sent (1213). A TimeoutError to every caller
+// but the lease grants, which answer busy (lease_drivers.hpp).
 struct LockWaitTimeout : TimeoutError {
   using TimeoutError::TimeoutError;
 };
