@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# A cron fleet started together: PROCESSES (150) `dblock run --wait` on one name, against an
+# account the server allows 200 connections (a PostgreSQL role's CONNECTION LIMIT, MySQL's
+# MAX_USER_CONNECTIONS; the issue measured a server with max_connections = 200). Every one must
+# end 0, and the counter each bumps under the lock must read PROCESSES at the end (exclusion),
+# for each strategy given.
+#   fleet_test.sh DBLOCK postgresql|mysql [PROCESSES]
+# The server's test URL comes from scripts/services env (DBLOCK_TEST_PG_URL, DBLOCK_TEST_MYSQL_URL).
+set -euo pipefail
+dblock=$1 backend=$2 processes=${3:-150}
+case $backend in
+  postgresql) admin_url=${DBLOCK_TEST_PG_URL:?run through scripts/test, or set DBLOCK_TEST_PG_URL} ;;
+  mysql) admin_url=${DBLOCK_TEST_MYSQL_URL:?run through scripts/test, or set DBLOCK_TEST_MYSQL_URL} ;;
+  *) echo "usage: fleet_test.sh DBLOCK postgresql|mysql [PROCESSES]" >&2; exit 64 ;;
+esac
+work=$(mktemp -d)
+account=fleet_$RANDOM$RANDOM
+table=fleet_$RANDOM$RANDOM
+# The URL's parts, and the same URL for the limited account (Python's URL parser, not sed).
+read -r host port user password database < <(/usr/bin/python3 -c '
+import sys, urllib.parse as u
+p = u.urlsplit(sys.argv[1])
+print(p.hostname, p.port, u.unquote(p.username), u.unquote(p.password), p.path.lstrip("/"))' "$admin_url")
+fleet_url="$backend://$account:$account-pw@$host:$port/$database"
+admin() {  # admin SQL: runs one statement as the test URL's user
+  if [ "$backend" = postgresql ]; then
+    PGPASSWORD=$password psql -qtAX -h "$host" -p "$port" -U "$user" -d "$database" -v ON_ERROR_STOP=1 -c "$1"
+  else
+    MYSQL_PWD=$password mariadb -h "$host" -P "$port" -u "$user" "$database" -N -e "$1"
+  fi
+}
+cleanup() {
+  admin "DROP $([ "$backend" = postgresql ] && echo "ROLE IF EXISTS $account" || echo "USER IF EXISTS '$account'@'%'")" \
+    >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+if [ "$backend" = postgresql ]; then
+  admin "CREATE ROLE $account LOGIN PASSWORD '$account-pw' CONNECTION LIMIT 200; GRANT $user TO $account"
+else
+  admin "CREATE USER '$account'@'%' IDENTIFIED BY '$account-pw' WITH MAX_USER_CONNECTIONS 200"
+  admin "GRANT ALL ON \`$database\`.* TO '$account'@'%'"
+fi
+DBLOCK_URL=$admin_url "$dblock" migrate --table "$table" >/dev/null
+
+failed=0
+for strategy in insert advisory; do
+  echo 0 >"$work/counter"
+  rm -f "$work"/*.rc
+  start=$(date +%s)
+  for i in $(seq "$processes"); do
+    (
+      set +e
+      DBLOCK_URL=$fleet_url COUNTER=$work/counter "$dblock" run --table "$table" --strategy "$strategy" \
+        --wait 150s --name fleet -- sh -c 'n=$(cat "$COUNTER"); echo $((n + 1)) >"$COUNTER"' \
+        >"$work/$i.out" 2>&1
+      echo $? >"$work/$i.rc"
+    ) &
+  done
+  wait
+  ends=$(cat "$work"/*.rc | sort | uniq -c | tr -s ' \n' ' ')
+  echo "fleet: $backend $strategy: $processes processes in $(($(date +%s) - start)) s, exit codes (count code):$ends"
+  if [ "$(grep -lvx 0 "$work"/*.rc | wc -l)" -ne 0 ]; then
+    echo "FAIL: not every process ended 0; what they said:" >&2
+    cat "$work"/*.out | sort | uniq -c | head -n 5 >&2
+    failed=1
+  fi
+  if [ "$(cat "$work/counter")" -ne "$processes" ]; then
+    echo "FAIL: the counter reads $(cat "$work/counter"), not $processes: two commands ran at once" >&2
+    failed=1
+  fi
+done
+exit "$failed"
