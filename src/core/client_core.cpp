@@ -133,7 +133,7 @@ std::optional<Lease> ClientCore::reenter(const std::shared_ptr<Grant>& g, const 
                                          Clock::time_point called) {
   int holds = 0;
   {
-    std::lock_guard use(g->use);
+    auto use = g->take();
     if (g->released || g->lost()) return std::nullopt;
     const auto sent = Clock::now();
     auto r = g->handle->renew(spec.options.ttl, g->holds + 1);
@@ -212,7 +212,7 @@ void ClientCore::release(const std::shared_ptr<Grant>& g) {
   bool ours = true, last, hung_up = false;
   int holds;
   {
-    std::lock_guard use(g->use);
+    auto use = g->take();
     holds = --g->holds;
     last = holds == 0;
     // An earlier hold: only the server's copy of the count changes. If this throws, the

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <atomic>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -33,9 +34,20 @@ struct Grant {
   Reporter* reporter = nullptr;               // the client's (kept alive by `core`)
 
   // One call on the handle at a time: the watchdog's renewals, the owner's re-entries and
-  // releases (a session lock's pinned connection serves them all).
+  // releases (a session lock's pinned connection serves them all). Take it with take().
   std::mutex use;
   std::unique_ptr<GrantHandle> handle;  // guarded by use
+  // Set, under `use`, while the watchdog renews this grant in a batch with others (Watchdog::
+  // renew_batch). The batch holds none of its grants' mutexes while its statement runs, which
+  // would be hundreds at once: each grant is marked instead, and take() waits for the mark to
+  // clear, so that a call on the handle still never overlaps its renewal.
+  bool in_batch = false;  // guarded by use
+  std::condition_variable batch_done;
+  std::unique_lock<std::mutex> take() {
+    std::unique_lock lk(use);
+    batch_done.wait(lk, [&] { return !in_batch; });
+    return lk;
+  }
   // While held: the handle's socket watched for the server closing it (session locks).
   // Cancelled under `use` before the handle frees or closes anything (the last release, the
   // watchdog's let_go), so a socket number reused by another connection is never reported for

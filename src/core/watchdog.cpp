@@ -149,7 +149,7 @@ void Watchdog::run(std::shared_ptr<State> st) {
 // A grant declared lost: its handle frees what the server may still hold for it (a session
 // lock's connection), unless its owner released it meanwhile.
 void Watchdog::let_go(Grant& g) noexcept {
-  std::lock_guard use(g.use);
+  auto use = g.take();
   // Before the handle closes the socket. Cancelled only: waiting here for a hang-up callback
   // under way would hold `use` (and this renewal thread) while on_lost may be unlocking this
   // very lease, which takes `use`: a deadlock. The grant is lost either way.
@@ -215,7 +215,7 @@ bool Watchdog::renew_one(State& st, const std::shared_ptr<Grant>& g) {
   std::optional<Renewal> r;
   bool released;
   {
-    std::lock_guard use(g->use);
+    auto use = g->take();
     released = g->released;
     try {
       if (!released) r = g->handle->renew(g->ttl, g->holds);
@@ -229,23 +229,17 @@ bool Watchdog::renew_one(State& st, const std::shared_ptr<Grant>& g) {
 
 bool Watchdog::renew_batch(State& st, RenewalBatch& batch, std::vector<std::shared_ptr<Grant>> grants,
                            std::vector<const GrantKey*> keys) {
-  // Each grant's `use` is only tried: one its owner is using (a release, a re-entry under way)
-  // renews alone afterwards, so this thread never holds one grant's `use` while waiting for
-  // another's.
-  std::vector<std::unique_lock<std::mutex>> uses;
-  std::vector<std::shared_ptr<Grant>> taken, busy;
+  // Each grant is marked in_batch under its `use`, one at a time, and the mark cleared after the
+  // statement: calls on its handle wait for that (Grant::take), and this thread never holds
+  // more than one grant's mutex.
   std::vector<RenewalBatch::Item> items;
   std::vector<bool> released;
   for (std::size_t i = 0; i < grants.size(); ++i) {
-    std::unique_lock use(grants[i]->use, std::try_to_lock);
-    if (!use) {
-      busy.push_back(std::move(grants[i]));
-      continue;
-    }
+    auto use = grants[i]->take();
     released.push_back(grants[i]->released);
-    if (!released.back()) items.push_back({keys[i], grants[i]->ttl, grants[i]->holds});
-    uses.push_back(std::move(use));
-    taken.push_back(std::move(grants[i]));
+    if (released.back()) continue;
+    grants[i]->in_batch = true;
+    items.push_back({keys[i], grants[i]->ttl, grants[i]->holds});
   }
   const auto sent = Clock::now();
   std::vector<Renewal> answers;
@@ -254,15 +248,20 @@ bool Watchdog::renew_batch(State& st, RenewalBatch& batch, std::vector<std::shar
   } catch (const std::exception&) {
     // Every renewal of the batch failed, as renew_one's (answers stays empty).
   }
-  uses.clear();
-  for (std::size_t i = 0, item = 0; i < taken.size(); ++i) {
+  for (std::size_t i = 0; i < grants.size(); ++i) {
+    if (released[i]) continue;
+    {
+      std::lock_guard use(grants[i]->use);
+      grants[i]->in_batch = false;
+    }
+    grants[i]->batch_done.notify_all();
+  }
+  for (std::size_t i = 0, item = 0; i < grants.size(); ++i) {
     std::optional<Renewal> r;
     if (!released[i] && item < answers.size()) r = answers[item];
     if (!released[i]) ++item;
-    if (!settle(st, *taken[i], sent, r, released[i])) return false;
+    if (!settle(st, *grants[i], sent, r, released[i])) return false;
   }
-  for (auto& g : busy)
-    if (!renew_one(st, g)) return false;
   return true;
 }
 
