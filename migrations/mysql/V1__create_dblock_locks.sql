@@ -77,6 +77,7 @@ CREATE TABLE ${table}_queue (
     owner       VARBINARY(512) NOT NULL,
     ticket      BIGINT NOT NULL,  -- when the waiter first found the name busy (us, server clock)
     valid_until BIGINT NOT NULL,  -- renewed while the waiter waits
+    lease_ms    BIGINT NOT NULL,  -- the TTL the waiter asked for: what a hand-over grants it
     PRIMARY KEY (name, owner)
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
 
@@ -288,9 +289,9 @@ END//
 
 -- ${table}_lease_release(name, owner, fence): the release of a lease granted after waiting
 -- (both lease strategies). On a row a waiter marked it hands the row to the lowest live
--- ticket's owner in the same transaction: a new fence, a lease of a ticket's life (3 s,
--- which the new holder's watchdog renews to its TTL), the ticket deleted, and its number in
--- handed_to. That waiter's grant then answers the row without writing: no commit, no redo
+-- ticket's owner in the same transaction: a new fence, the lease that waiter asked for (its
+-- TTL: a hand-over survives a stall as well as any grant), the ticket deleted, and its number
+-- in handed_to. That waiter's grant then answers the row without writing: no commit, no redo
 -- log flush between the release and the next holder's work. The ticket is deleted before
 -- the row is granted, and one its waiter deleted first (it gave up) is handed nothing: the
 -- DELETE's row count says which came first. A ticket of the releaser's own goes too: an
@@ -308,6 +309,7 @@ BEGIN
     DECLARE marked BIGINT DEFAULT NULL;
     DECLARE next_owner VARBINARY(512) DEFAULT NULL;
     DECLARE next_ticket BIGINT DEFAULT 0;
+    DECLARE next_lease BIGINT DEFAULT 0;
     DECLARE handed INT DEFAULT 0;
     DECLARE CONTINUE HANDLER FOR NOT FOUND BEGIN END;
     START TRANSACTION;
@@ -315,7 +317,7 @@ BEGIN
     WHERE name = p_name AND owner = p_owner AND fence = p_fence FOR UPDATE;
     IF marked > now_ms THEN
         DELETE FROM ${table}_queue WHERE name = p_name AND owner = p_owner;
-        SELECT owner, ticket INTO next_owner, next_ticket FROM ${table}_queue
+        SELECT owner, ticket, lease_ms INTO next_owner, next_ticket, next_lease FROM ${table}_queue
         WHERE name = p_name AND owner <> p_owner AND valid_until > now_ms ORDER BY ticket LIMIT 1;
         IF next_ticket > 0 THEN
             DELETE FROM ${table}_queue WHERE name = p_name AND owner = next_owner AND ticket = next_ticket;
@@ -328,7 +330,7 @@ BEGIN
     ELSEIF handed > 0 THEN
         UPDATE ${table}_fence SET value = LAST_INSERT_ID(value + 1) WHERE id = 1;
         UPDATE ${table} SET owner = next_owner, fence = LAST_INSERT_ID(), holds = 1, acquired_at = now_ms,
-            valid_until = now_ms + 3000, version = version + 1, handed_to = next_ticket
+            valid_until = now_ms + next_lease, version = version + 1, handed_to = next_ticket
         WHERE name = p_name;
         COMMIT;
         SELECT -1;
@@ -386,16 +388,16 @@ BEGIN
     END IF;
 END//
 
--- ${table}_queue_join(name, owner, ttl_ms, ticket): joins the queue of p_name (p_ticket 0:
--- a new ticket, the server's clock in us) or writes p_owner's ticket back for p_ttl ms more,
--- and answers the ticket. The name's row is marked first, in the same transaction, so that
+-- ${table}_queue_join(name, owner, ttl_ms, ticket, lease_ms): joins the queue of p_name
+-- (p_ticket 0: a new ticket, the server's clock in us) or writes p_owner's ticket back for
+-- p_ttl ms more, with the lease a hand-over is to grant it, and answers the ticket. The name's row is marked first, in the same transaction, so that
 -- a grant which finds it unmarked finds no ticket either: for twice a ticket's life, written
 -- only when less than one is left (so the join rarely holds the row locked through its
 -- commit), or created free and marked. Under READ COMMITTED the UPDATE reads a row it does
 -- not change without locking it. A ticket the row was just handed to is not written back:
 -- no row is answered, and the waiter's next grant takes the row.
 CREATE PROCEDURE ${table}_queue_join(IN p_name VARBINARY(255), IN p_owner VARBINARY(512), IN p_ttl BIGINT,
-                                     IN p_ticket BIGINT)
+                                     IN p_ticket BIGINT, IN p_lease_ms BIGINT)
     MODIFIES SQL DATA SQL SECURITY INVOKER
 BEGIN
     DECLARE now_ms BIGINT DEFAULT TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000;
@@ -404,12 +406,12 @@ BEGIN
     INSERT IGNORE INTO ${table} (name, owner, fence, holds, acquired_at, valid_until, version, waited_until)
     SELECT p_name, '', 0, 0, now_ms, 0, 0, now_ms + 2 * p_ttl FROM DUAL
     WHERE NOT EXISTS (SELECT 1 FROM ${table} WHERE name = p_name);
-    INSERT INTO ${table}_queue (name, owner, ticket, valid_until)
+    INSERT INTO ${table}_queue (name, owner, ticket, valid_until, lease_ms)
     SELECT p_name, p_owner, IF(p_ticket = 0, TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)),
-                               p_ticket), now_ms + p_ttl
+                               p_ticket), now_ms + p_ttl, p_lease_ms
     FROM DUAL WHERE NOT EXISTS (SELECT 1 FROM ${table} WHERE name = p_name AND owner = p_owner
                                 AND handed_to = p_ticket AND p_ticket <> 0 AND holds > 0)
-    ON DUPLICATE KEY UPDATE ticket = VALUES(ticket), valid_until = VALUES(valid_until);
+    ON DUPLICATE KEY UPDATE ticket = VALUES(ticket), valid_until = VALUES(valid_until), lease_ms = VALUES(lease_ms);
     SELECT ticket FROM ${table}_queue WHERE name = p_name AND owner = p_owner;
     COMMIT;
 END//

@@ -61,6 +61,7 @@ CREATE UNLOGGED TABLE ${table}_queue (
     owner       text   NOT NULL,
     ticket      bigint NOT NULL,  -- when the waiter first found the name busy (us, server clock)
     valid_until bigint NOT NULL,  -- renewed while the waiter waits
+    lease_ms    bigint NOT NULL,  -- the TTL the waiter asked for: what a hand-over grants it
     PRIMARY KEY (name, owner)
 );
 

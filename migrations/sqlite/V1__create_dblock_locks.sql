@@ -141,8 +141,8 @@ END;
 -- keeps it alive while it waits; a name is granted only to the lowest live ticket (or, with
 -- none, to anyone). A ticket lives a few seconds unless renewed, so a waiter that dies holds
 -- the queue up that long at most. The release of a grant made after waiting hands the row
--- to the lowest live ticket's owner (the next fence, a lease of a ticket's life, which the
--- new holder's watchdog renews to its TTL, and the ticket's number in handed_to); that
+-- to the lowest live ticket's owner (the next fence, the lease that waiter asked for, and
+-- the ticket's number in handed_to); that
 -- waiter, woken through its own wake file, reads the row handed to its ticket instead of
 -- writing a grant of its own: one write transaction and its sync less per hand-off.
 CREATE TABLE ${table}_queue (
@@ -150,6 +150,7 @@ CREATE TABLE ${table}_queue (
     owner       TEXT    NOT NULL,
     ticket      INTEGER NOT NULL,  -- lower goes first: drawn above the name's highest
     valid_until INTEGER NOT NULL,  -- renewed while the waiter waits
+    lease_ms    INTEGER NOT NULL,  -- the TTL the waiter asked for: what a hand-over grants it
     PRIMARY KEY (name, owner)
 );
 

@@ -33,8 +33,8 @@ void Watchdog::watch(const std::shared_ptr<Grant>& grant) {
   {
     std::lock_guard lk(state_->mutex);
     const auto now = Clock::now();
-    // The first renewal comes at renew_every; for a grant given less than half its TTL (a
-    // hand-over's short lease: Redis, PostgreSQL), at half the time it has if that is sooner.
+    // The first renewal comes at renew_every; for a grant given less than half its TTL (one
+    // that reached us late), at half the time it has if that is sooner.
     auto first = now + grant->renew_every;
     if (grant->deadline() - now < grant->ttl / 2) first = std::min(first, now + (grant->deadline() - now) / 2);
     auto due = std::min(first, grant->deadline());

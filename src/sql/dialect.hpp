@@ -74,10 +74,10 @@ enum class Statement : std::size_t {
   // Optional, with release notifications or Dialect::waiters_read_handed: the two releases
   // above as the release of a grant made after waiting (others are likely queued), which,
   // with a live ticket of another owner in the name's queue, grants the row to the lowest
-  // instead (a hand-over) and tells the head's process through the notifier
-  // (LeaseDriver::take_handover, which confirms it with handed_check), or leaves it to the
-  // head's own read. Answers one row
-  // whose last column is -1 when it handed the row over (LeaseDriver::released). Apart from
+  // instead (a hand-over, for the lease that ticket's waiter asked for) and tells the head's
+  // process through the notifier (LeaseDriver::take_handover, which confirms it with
+  // handed_check), or leaves it to the head's own read. Answers one row whose last column
+  // is -1 when it handed the row over (LeaseDriver::released). Apart from
   // the plain releases because the hand-over's statements cost an uncontended release about
   // 25 us (7 %) even when they find no ticket.
   insert_handover,
@@ -158,9 +158,10 @@ enum class Statement : std::size_t {
   // 0 asks unfairly (the queue is not looked at), no_ticket asks fairly without a ticket
   // (any live ticket of another owner goes first), else the asker's own. A grant is made
   // only when no live ticket of another owner is lower, and deletes the winner's ticket.
-  // (name, owner, keep_ms, ticket) -> ticket: joins the name's queue (ticket 0: a new
-  // ticket behind every other) or keeps a ticket alive (the same one, written back), for
-  // keep_ms from now; no row where a ticket a release handed the row to is not written back.
+  // (name, owner, keep_ms, ticket, lease_ms) -> ticket: joins the name's queue (ticket 0: a
+  // new ticket behind every other) or keeps a ticket alive (the same one, written back), for
+  // keep_ms from now; a hand-over grants its waiter lease_ms (the TTL it asked for). No row
+  // where a ticket a release handed the row to is not written back.
   queue_join,
   queue_leave,  // (name, owner): the ticket goes (the waiter gave up); the next is woken
   // Optional, where releases hand over and the waiter finds out with a statement (turn
@@ -184,7 +185,7 @@ enum class Statement : std::size_t {
   // server lock per queued waiter, held on a session pinned for it from before its ticket
   // until it gives up or, having won, releases; the waiter behind blocks on it (LeaseDriver,
   // lease_turns.cpp).
-  // (name, owner, keep_ms, ticket) -> two result sets: 1 when this session now holds the
+  // (name, owner, keep_ms, ticket, lease_ms) -> two result sets: 1 when this session now holds the
   // owner's key, then queue_join's: the key first, so no one behind finds it not yet taken.
   turn_join,
   // (name, owner, wait_ms) -> 1 when the one ahead of owner (the next lower live ticket's

@@ -23,7 +23,7 @@ WaitingPlace::~WaitingPlace() {
     auto s = pool_.get();
     // Handed the name as it gave up: the acquire returns no lease, so the row goes on to the
     // next in line (the release statement hands over again, or frees it). A hand-over whose
-    // message has not come yet is left to its short lease.
+    // message has not come yet is freed by handed_free.
     // A forged message's fence releases nothing, and the ticket then leaves as below.
     if (ticket != 0 && notifier_ && d_.offers(release_))
       if (auto handed = notifier_->take_handover(name_, owner_);
@@ -101,7 +101,7 @@ std::optional<Attempt> LeaseDriver::take_handover(AcquireRequest& r) {
   auto* w = static_cast<WaitingPlace*>(r.place.get());
   if (!hands_over() || !notifier_ || !w || w->ticket == 0) return std::nullopt;
   auto handed = notifier_->take_handover(r.name, r.owner);
-  // Another acquire's (one that gave up): not ours, and left to its short lease.
+  // Another acquire's (one that gave up, and freed the row handed to it): not ours.
   if (!handed || handed->token != std::to_string(w->ticket) || !r.renewed) return std::nullopt;
   // A message is a claim, not a grant: any role that may connect can NOTIFY, naming a queued
   // waiter's owner and ticket (both readable in the queue table). Granted only when the row
@@ -135,7 +135,7 @@ milliseconds LeaseDriver::queue(Connection& s, AcquireRequest& r, milliseconds r
   w.holder_left = remaining;
   const auto now = Clock::now();
   if (w.ticket == 0 || now >= w.renew_at) {
-    std::vector<Value> params{r.name, r.owner, std::int64_t{ticket_for.count()}, w.ticket};
+    std::vector<Value> params{r.name, r.owner, std::int64_t{ticket_for.count()}, w.ticket, std::int64_t{r.ttl.count()}};
     if (d_.grant_waits_bounded) params.emplace_back(row_wait(r));  // a join may mark the name's row
     try {
       auto joined = join_taking_turn(w, params);  // the turn key and the ticket, where the dialect has keys

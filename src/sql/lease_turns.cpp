@@ -66,18 +66,9 @@ void let_turn_go(ConnectionPool::Handle& turn, const Dialect& d, const std::stri
 Attempt LeaseDriver::granted(AcquireRequest& r, const Row& row) {
   auto* w = static_cast<WaitingPlace*>(r.place.get());
   const auto fence = static_cast<std::uint64_t>(as_int(row[0]));
-  auto left = milliseconds{as_int(row[1])};
-  // A row handed over (Dialect::waiters_read_handed) has a ticket's life: an acquire the
-  // core will not renew gets its TTL now.
-  if (!r.renewed && left < r.ttl) {
-    const auto renewal = renew(r.name, r.owner, fence, r.ttl, 1);
-    if (!renewal.held) {  // gone already (a 3 s lease): the next attempt asks again
-      Attempt a = Attempt::busy(milliseconds{0});
-      a.place = std::move(r.place);
-      return a;
-    }
-    left = renewal.remaining;
-  }
+  // A row handed over (Dialect::waiters_read_handed) has the lease its ticket asked for,
+  // counted from the hand-over.
+  const auto left = milliseconds{as_int(row[1])};
   Attempt a = handing(keyed_grant(*this, r, fence, left), r, w && w->ticket != 0);
   if (w) {
     w->ticket = 0;  // the grant statement took it

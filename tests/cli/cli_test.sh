@@ -443,7 +443,7 @@ case "$BACKEND" in
   *) now="" ;;
 esac
 if [ -n "$now" ]; then
-  sql "INSERT INTO ${DBLOCK_TABLE}_queue (name, owner, ticket, valid_until) VALUES ('queued', 'gone:1', 1, $now + 60000)" \
+  sql "INSERT INTO ${DBLOCK_TABLE}_queue (name, owner, ticket, valid_until, lease_ms) VALUES ('queued', 'gone:1', 1, $now + 60000, 30000)" \
     >/dev/null || fail "cannot write a ticket by hand"
   if [ "$BACKEND" = mysql ]; then  # and the mark a waiter's join writes (waited_until)
     sql "INSERT INTO ${DBLOCK_TABLE} (name, owner, fence, holds, acquired_at, valid_until, version, waited_until)

@@ -87,9 +87,10 @@ Dialect make(bool mariadb) {
         "WHERE name = ?1 AND owner = ?2 AND fence = ?3; "
         "SELECT LAST_INSERT_ID() FROM DUAL WHERE ROW_COUNT() >= 1";
     // The hand-over (${table}_lease_release): the release of a grant made after waiting grants a marked
-    // row to the lowest live ticket's owner (a new fence, 3 s, the ticket deleted, its number
-    // in handed_to), whose turn key the same text lets go; that waiter's turn grant answers
-    // the row handed to its ticket without writing. Answers the freed row's version, or -1.
+    // row to the lowest live ticket's owner (a new fence, the TTL that waiter asked for, the
+    // ticket deleted, its number in handed_to), whose turn key the same text lets go; that
+    // waiter's turn grant answers the row handed to its ticket without writing. Answers the
+    // freed row's version, or -1.
     d[S::insert_handover] = "CALL ${table}_lease_release(?1, ?2, ?3)";
     d[S::optimistic_handover] = d[S::insert_handover];
     d.waiters_read_handed = true;
@@ -121,7 +122,7 @@ Dialect make(bool mariadb) {
     // row to (the release deleted it) is not written back, and the answer is then no row:
     // the waiter's next grant takes the row. A procedure, which the server parses once a
     // session instead of once a join.
-    d[S::queue_join] = row_wait("CALL ${table}_queue_join(?1, ?2, ?3, ?4)", "?5");  // its mark waits as a grant
+    d[S::queue_join] = row_wait("CALL ${table}_queue_join(?1, ?2, ?3, ?4, ?5)", "?6");  // its mark waits as a grant
     d[S::queue_leave] = "DELETE FROM ${table}_queue WHERE name = ?1 AND owner = ?2";
     // A row handed to the ticket after its waiter gave up is freed after the ticket goes: a
     // release handing it over deletes the ticket first, so queue_leave's DELETE waits for that

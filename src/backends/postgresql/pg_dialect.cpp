@@ -104,14 +104,18 @@ const Dialect& postgresql_dialect() {
         "WHERE NOT EXISTS (SELECT 1 FROM won)";
     // The release of a grant made after waiting: with a live ticket of another owner in the
     // name's queue, it grants the row to the lowest instead (a hand-over:
-    // LeaseDriver::take_handover, confirmed by handed_check): new fence, the ticket's life as its lease (handover_ms,
-    // the waiter's watchdog renews it to its TTL), the ticket deleted, and the grant announced
-    // on the channel of hand-overs as "FENCE LEASE_MS TICKET OWNER_BYTES OWNER NAME"
-    // (PgListener: one channel for every table, as an owner names one Client of one table;
-    // the ticket says which of the owner's acquires it was for). Not to the releaser's own
-    // ticket: a renewal crossing the hand-over that granted it writes it back. It commits
-    // synchronously, as every grant does (its fence must not be lost in a crash). It draws its fence without the name's turn lock: the row stays locked
-    // by this statement from our grant to the head's, so no other grant of the name can draw
+    // LeaseDriver::take_handover, confirmed by handed_check): new fence, the lease that waiter
+    // asked for (its TTL, lease_ms: a hand-over survives a stall as well as any grant), the
+    // ticket deleted, and the grant announced on the channel of hand-overs as
+    // "FENCE LEASE_MS TICKET OWNER_BYTES OWNER NAME" (PgListener: one channel for every table,
+    // as an owner names one Client of one table; the ticket says which of the owner's
+    // acquires it was for). The ticket is deleted first (`taken`) and the row granted only
+    // from what that DELETE returned: a waiter that gave up deleted its ticket first, or
+    // waits for this commit and then frees the row handed to it (handed_free). Not to the
+    // releaser's own ticket: a renewal crossing the hand-over that granted it writes it back.
+    // It commits synchronously, as every grant does (its fence must not be lost in a crash).
+    // It draws its fence without the name's turn lock: the row stays locked by this
+    // statement from our grant to the head's, so no other grant of the name can draw
     // meanwhile. A release that finds no live ticket frees the row as before (`free`, the
     // strategy's: nobody queues, so its notification names nobody next), and answers `also`
     // besides; a hand-over answers `handed_also` (-1: the last column says it handed over).
@@ -120,23 +124,23 @@ const Dialect& postgresql_dialect() {
     // hand-over that granted it to us (its snapshot predated that commit, so queue_join's
     // guard did not see the row ours). Left, it would put a waiter nobody is in the line
     // ahead of every later one, and the next hand-over would grant it the row.
-    const std::string handover_ms = "3000";
     const auto releasing = [&](const std::string& free, const std::string& also, const std::string& handed_also) {
       return "WITH head AS (SELECT q.owner, q.ticket FROM ${table}_queue AS q WHERE q.name = $1 "
-             "AND q.owner <> $2 AND q.valid_until > ${now_ms} "
-             "ORDER BY q.ticket LIMIT 1), "
-             "handed AS (UPDATE ${table} AS t SET owner = head.owner, fence = ${table}_fence_next(), holds = 1, "
-             "acquired_at = ${now_ms}, valid_until = ${now_ms} + " + handover_ms + ", version = t.version + 1 FROM head "
-             "WHERE t.name = $1 AND t.owner = $2 AND t.fence = $3::bigint RETURNING t.name, t.owner, t.fence), "
-             "served AS (DELETE FROM ${table}_queue AS q USING handed WHERE q.name = handed.name "
-             "AND q.owner = handed.owner), "
+             "AND q.owner <> $2 AND q.valid_until > ${now_ms} AND EXISTS (SELECT 1 FROM ${table} AS o "
+             "WHERE o.name = $1 AND o.owner = $2 AND o.fence = $3::bigint) ORDER BY q.ticket LIMIT 1), "
+             "taken AS (DELETE FROM ${table}_queue AS q USING head WHERE q.name = $1 AND q.owner = head.owner "
+             "AND q.ticket = head.ticket RETURNING q.owner, q.ticket, q.lease_ms), "
+             "handed AS (UPDATE ${table} AS t SET owner = taken.owner, fence = ${table}_fence_next(), holds = 1, "
+             "acquired_at = ${now_ms}, valid_until = ${now_ms} + taken.lease_ms, version = t.version + 1 "
+             "FROM taken WHERE t.name = $1 AND t.owner = $2 AND t.fence = $3::bigint "
+             "RETURNING t.name, t.owner, t.fence, taken.lease_ms, taken.ticket), "
              "stale AS (DELETE FROM ${table}_queue AS q WHERE q.name = $1 AND q.owner = $2), "
              "freed AS (" + free + " WHERE name = $1 AND owner = $2 AND fence = $3::bigint "
-             "AND NOT EXISTS (SELECT 1 FROM head) RETURNING name, version) "
+             "AND NOT EXISTS (SELECT 1 FROM taken) RETURNING name, version) "
              "SELECT pg_notify('dblock_${table}', freed.name || E'\\n'), set_config('synchronous_commit', 'off', true)" +
-             also + " FROM freed UNION ALL SELECT pg_notify('dblock handed', handed.fence || ' " +
-             handover_ms + " ' || head.ticket || ' ' || octet_length(handed.owner) || ' ' || handed.owner || "
-             "handed.name), NULL" + handed_also + " FROM handed, head";
+             also + " FROM freed UNION ALL SELECT pg_notify('dblock handed', handed.fence || ' ' || handed.lease_ms "
+             "|| ' ' || handed.ticket || ' ' || octet_length(handed.owner) || ' ' || handed.owner || handed.name), "
+             "NULL" + handed_also + " FROM handed";
     };
     d[S::insert_release] =
         "WITH gone AS (DELETE FROM ${table} WHERE name = $1 AND owner = $2 AND fence = $3::bigint "
@@ -281,16 +285,24 @@ const Dialect& postgresql_dialect() {
     // for the hand-over's message or a grant that takes the row as its own leftover. (A
     // renewal whose snapshot predates the release's commit still writes it back.)
     d[S::queue_join] =
-        "INSERT INTO ${table}_queue AS q (name, owner, ticket, valid_until) SELECT $1, $2, "
+        "INSERT INTO ${table}_queue AS q (name, owner, ticket, valid_until, lease_ms) SELECT $1, $2, "
         "CASE WHEN $4::bigint = 0 THEN (extract(epoch from clock_timestamp()) * 1000000)::bigint ELSE $4::bigint END, "
-        "${now_ms} + $3::bigint FROM (SELECT set_config('lock_timeout', $5::bigint || 'ms', true)) AS bounded "
+        "${now_ms} + $3::bigint, $5::bigint FROM (SELECT set_config('lock_timeout', $6::bigint || 'ms', true)) AS bounded "
         "WHERE $4::bigint = 0 OR NOT EXISTS (SELECT 1 FROM ${table} AS t WHERE t.name = $1 "
         "AND t.owner = $2 AND t.holds > 0 AND t.valid_until > ${now_ms}) "
         "ON CONFLICT (name, owner) DO UPDATE SET ticket = EXCLUDED.ticket, "
-        "valid_until = EXCLUDED.valid_until RETURNING ticket";
+        "valid_until = EXCLUDED.valid_until, lease_ms = EXCLUDED.lease_ms RETURNING ticket";
     // A waiter that gives up wakes the next one, who may be free to go now.
     d[S::queue_leave] =
         "WITH gone AS (DELETE FROM ${table}_queue WHERE name = $1 AND owner = $2 RETURNING name) " + notify_async("gone");
+    // After queue_leave, which found the ticket gone if a hand-over took it (and waited for
+    // that commit): a row still ours is one handed to us as we gave up, its message not yet
+    // read. Our owner (one thread of one Client) holds nothing else of the name while it
+    // waits for it, so the owner alone names that row; the ticket is not stored in it here.
+    // Freed as the optimistic release frees (the insert grant takes over an expired row).
+    d[S::handed_free] =
+        "WITH freed AS (UPDATE ${table} SET owner = '', holds = 0, valid_until = ${now_ms}, version = version + 1 "
+        "WHERE name = $1 AND owner = $2 AND holds > 0 AND $3::bigint <> 0 RETURNING name) " + notify_async("freed");
     d[S::sweep_queue] =
         "DELETE FROM ${table}_queue WHERE (name, owner) = ANY(ARRAY(SELECT (name, owner) FROM ${table}_queue "
         "WHERE valid_until <= ${now_ms} LIMIT $1::bigint FOR UPDATE SKIP LOCKED))";

@@ -165,13 +165,14 @@ Attempt RedisDriver::try_acquire(AcquireRequest& r) {
 }
 
 // A fair waiter whose release watch is armed takes the name as a hand-over: the release grants
-// it to the queue's head for this long (the head's watchdog renews it to the TTL at half of
-// it), so a head that died in line holds it no longer than its ticket would have held the
-// line up. Not for grants the core will not renew, nor where a grant must wait for replicas
-// (the release's write is not the waiter's to confirm).
+// it to the queue's head for this long, its TTL, so that a stall right after a hand-over costs
+// no more than after any grant (a head that gave up passes the name on as its ticket leaves;
+// one that died in line holds it as a holder that died would). Not for grants the core will
+// not renew, nor where a grant must wait for replicas (the release's write is not the
+// waiter's to confirm).
 milliseconds RedisDriver::handover_lease(const AcquireRequest& r) const {
   if (!sub_ || !r.renewed || failover_.replicas > 0 || r.wait.count() == 0) return milliseconds{0};
-  return std::min(r.ttl, ticket_life);
+  return r.ttl;
 }
 
 std::optional<Attempt> RedisDriver::take_handover(AcquireRequest& r, Connection& c) {

@@ -76,18 +76,19 @@ const Dialect& sqlite_dialect() {
         "WHERE name = ?1 AND owner = ?2 AND fence = ?3 RETURNING " + next_owner + ", version";
     // The hand-over: the release of a grant made after waiting names the lowest live ticket
     // of another owner (`head`, one row, NULLs when there is none) as the row's owner, with
-    // the next fence, 3 s (a ticket's life) and the ticket in handed_to; the queue's trigger
-    // deletes that ticket. Answers the owner to wake (the head; NULL when the row was freed)
-    // and the freed row's version, or -1 when handed over. Both strategies keep
-    // the freed row (the sweeper deletes it; insert's grant takes over an expired row).
+    // the next fence, the lease that waiter asked for and the ticket in handed_to; the
+    // queue's trigger deletes that ticket. Answers the owner to wake (the head; NULL when the
+    // row was freed) and the freed row's version, or -1 when handed over. Both strategies keep
+    // the freed row (the sweeper deletes it; insert's grant takes over an expired row). The
+    // other columns of min()'s query come from the row with that minimum (SQLite's rule).
     const std::string head =
-        "(SELECT q.owner AS next_owner, min(q.ticket) AS next_ticket FROM ${table}_queue AS q WHERE q.name = ?1 "
-        "AND q.owner <> ?2 AND q.valid_until > ${now_ms})";
+        "(SELECT q.owner AS next_owner, min(q.ticket) AS next_ticket, q.lease_ms AS next_lease "
+        "FROM ${table}_queue AS q WHERE q.name = ?1 AND q.owner <> ?2 AND q.valid_until > ${now_ms})";
     d[S::insert_handover] =
         "UPDATE ${table} AS t SET owner = COALESCE(h.next_owner, ''), "
         "fence = CASE WHEN h.next_ticket IS NULL THEN t.fence ELSE (SELECT value + 1 FROM ${table}_fence) END, "
         "holds = h.next_ticket IS NOT NULL, acquired_at = ${now_ms}, "
-        "valid_until = CASE WHEN h.next_ticket IS NULL THEN ${now_ms} ELSE ${now_ms} + 3000 END, "
+        "valid_until = CASE WHEN h.next_ticket IS NULL THEN ${now_ms} ELSE ${now_ms} + h.next_lease END, "
         "version = t.version + 1, handed_to = COALESCE(h.next_ticket, 0) FROM " + head + " AS h "
         "WHERE t.name = ?1 AND t.owner = ?2 AND t.fence = ?3 "
         "RETURNING NULLIF(owner, ''), CASE WHEN handed_to = 0 THEN version ELSE -1 END";
@@ -168,11 +169,11 @@ const Dialect& sqlite_dialect() {
     // just handed the row to it (no row then, and the waiter's next read takes the row). A waiter reads first (queue_ahead): the row handed to its ticket, or
     // whether a ticket is ahead.
     d[S::queue_join] =
-        "INSERT INTO ${table}_queue (name, owner, ticket, valid_until) SELECT ?1, ?2, CASE WHEN ?4 = 0 THEN "
+        "INSERT INTO ${table}_queue (name, owner, ticket, valid_until, lease_ms) SELECT ?1, ?2, CASE WHEN ?4 = 0 THEN "
         "MAX(${now_ms}, (SELECT COALESCE(MAX(ticket), 0) + 1 FROM ${table}_queue WHERE name = ?1)) ELSE ?4 END, "
-        "${now_ms} + ?3 WHERE NOT EXISTS (SELECT 1 FROM ${table} WHERE name = ?1 AND owner = ?2 AND handed_to = ?4 "
+        "${now_ms} + ?3, ?5 WHERE NOT EXISTS (SELECT 1 FROM ${table} WHERE name = ?1 AND owner = ?2 AND handed_to = ?4 "
         "AND ?4 <> 0 AND holds > 0) ON CONFLICT (name, owner) DO UPDATE SET ticket = excluded.ticket, "
-        "valid_until = excluded.valid_until RETURNING ticket";
+        "valid_until = excluded.valid_until, lease_ms = excluded.lease_ms RETURNING ticket";
     d[S::queue_leave] = "DELETE FROM ${table}_queue WHERE name = ?1 AND owner = ?2";
     d[S::queue_ahead] =
         "SELECT fence, valid_until - ${now_ms} FROM ${table} WHERE name = ?1 AND owner = ?2 AND handed_to = ?3 "
