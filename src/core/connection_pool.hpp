@@ -56,6 +56,11 @@ class ConnectionPool {
       c_.reset();
       pool_->forget();
     }
+    // Takes the connection out of its pool, which stops counting it: another pool adopts it.
+    std::unique_ptr<Conn> detach() noexcept {
+      if (c_) pool_->forget();
+      return std::move(c_);
+    }
 
    private:
     void give_back() noexcept {
@@ -94,6 +99,17 @@ class ConnectionPool {
     }
   }
 
+  // A connection another pool let go (Handle::detach), borrowed from this one from now on,
+  // even beyond max_open; given back, it stays idle only if there is room.
+  Handle adopt(std::unique_ptr<Conn> c) {
+    if (!c) return Handle();
+    {
+      std::lock_guard lk(mutex_);
+      ++open_count_;
+    }
+    return Handle(*this, std::move(c));
+  }
+
  private:
   void forget() noexcept {
     {
@@ -106,7 +122,7 @@ class ConnectionPool {
     std::unique_ptr<Conn> closing;  // closed outside the lock
     {
       std::lock_guard lk(mutex_);
-      if (c->usable() && idle_.size() < limits_.max_idle) {
+      if (c->usable() && idle_.size() < limits_.max_idle && open_count_ <= limits_.max_open) {
         idle_.push_back(std::move(c));
       } else {
         closing = std::move(c);

@@ -6,10 +6,7 @@ namespace dblock::detail::sqldb {
 
 Attempt InsertDriver::try_acquire(AcquireRequest& r) {
   if (r.mode == Mode::shared || r.permits > 1) return try_shared(r);
-  return taking_turns(r, [&] {
-    auto s = pool_.get();
-    return upsert(*s, r);
-  });
+  return taking_turns(r, [&](Connection& s) { return upsert(s, r); });
 }
 
 }  // namespace dblock::detail::sqldb

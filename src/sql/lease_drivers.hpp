@@ -75,6 +75,10 @@ class WaitingPlace final : public QueuePlace {
   bool marked = false;              // a writer's mark is up
   ConnectionPool::Handle turn;      // the session holding this waiter's turn key, if it has one
   bool turn_tried = false;          // turn_join was asked once (a refusal is not asked again)
+  // The attempt's pooled session, on which turn_join just ran: the attempt keeps it as `turn`
+  // (LeaseDriver::pooled), or closes it when the join failed (the key may be held on it).
+  const Connection* key_on = nullptr;
+  bool key_doubtful = false;
   bool keyless_ahead = false;       // the last wait found no key ahead: the next waits alone
   milliseconds holder_left{0};      // the last busy answer's holder time left (0: not known)
 
@@ -86,26 +90,27 @@ class WaitingPlace final : public QueuePlace {
   const Statement release_;
 };
 
-// Lets a turn key go and gives its session back; a session that fails at it is closed,
-// which lets the key go as well (lease_turns.cpp).
-void let_turn_go(ConnectionPool::Handle& turn, const Dialect& d, const std::string& name,
+// Lets a turn key go and gives its session to `home`, the Client's pool; a session that fails
+// at it is closed, which lets the key go as well (lease_turns.cpp).
+void let_turn_go(ConnectionPool& home, ConnectionPool::Handle& turn, const Dialect& d, const std::string& name,
                  const std::string& owner) noexcept;
 
 class LeaseDriver : public LockDriver {
  public:
   // `release`: the strategy's statement that frees its row; `handover`: the same for a grant
   // made after waiting, which hands the row over (where the dialect has it); `turn_grant`: its
-  // grant after a turn key's wait (where the dialect has one). `pin` opens the sessions that
-  // hold turn keys (where the dialect has them), apart from `pool`, which they would drain.
+  // grant after a turn key's wait (where the dialect has one). A turn key is taken on the
+  // attempt's pooled session, which then leaves `pool` (it would drain it) for `turns_`
+  // until the key goes, and comes back.
   // `statement_timeout`: the connections', which a grant's wait for a row lock stays under.
-  LeaseDriver(ConnectionPool& pool, ConnectionPool::Open pin, const Dialect& d, std::shared_ptr<Notifier> notifier,
-              Statement release, Statement handover, Statement turn_grant, milliseconds statement_timeout)
+  LeaseDriver(ConnectionPool& pool, const Dialect& d, std::shared_ptr<Notifier> notifier, Statement release,
+              Statement handover, Statement turn_grant, milliseconds statement_timeout)
       : pool_(pool), d_(d), notifier_(std::move(notifier)),
         rows_(pool_, d_, notifier_, Statement::renew, release, Statement::release_after, Statement::renew_batch),
         release_(release),
         handover_(handover), turn_grant_(turn_grant),
         longest_row_wait_(std::max(milliseconds{1}, statement_timeout / 2)),
-        turns_(std::move(pin), {SIZE_MAX, turns_kept_idle, milliseconds{0}, d.name + " turn keys"}) {}
+        turns_(nullptr, {SIZE_MAX, 0, milliseconds{0}, d.name + " turn keys"}) {}  // adopts only: opens none
 
   std::unique_ptr<ReleaseWatch> watch(const std::string& name, const std::string& owner) override {
     return notifier_ ? notifier_->watch(name, owner) : nullptr;
@@ -148,20 +153,45 @@ class LeaseDriver : public LockDriver {
   Attempt taking_turns(AcquireRequest& r, Once once) {
     if (auto handed = take_handover(r)) return std::move(*handed);
     const auto until = Clock::now() + r.wait;
-    Attempt a = joins_line(r) ? in_line(r) : once();
+    Attempt a = joins_line(r) ? pooled(r, [&](Connection& s) { return in_line(s, r); }) : pooled(r, once);
     while (!a.acquired()) {
       switch (wait_turn(r, a, until)) {
         case Turn::none:
           return a;
         case Turn::woke:
           r.place = std::move(a.place);
-          a = once();
+          a = pooled(r, once);
           break;
         case Turn::tried:
           break;
       }
     }
     return a;
+  }
+  // `once` on a session of the pool. Where that attempt's join took the waiter's turn key on
+  // it, the waiter keeps the session for the key, and its later attempts go there too (behind
+  // a holder without a key, it polls): a waiting process holds one connection, not a turn
+  // key's beside a pooled one.
+  template <class Once>
+  Attempt pooled(AcquireRequest& r, Once&& once) {
+    if (auto* w = static_cast<WaitingPlace*>(r.place.get()); w && w->turn) return once(*w->turn);
+    auto s = pool_.get();
+    const auto keep_key_session = [&](std::unique_ptr<QueuePlace>& place) {
+      auto* w = static_cast<WaitingPlace*>(place.get());
+      if (!w || w->key_on != &*s) return;
+      w->key_on = nullptr;
+      if (w->key_doubtful) s.discard();  // a failed join: the key goes with the connection
+      else w->turn = turns_.adopt(s.detach());
+    };
+    try {
+      Attempt a = once(*s);
+      keep_key_session(a.place);
+      keep_key_session(r.place);
+      return a;
+    } catch (...) {
+      keep_key_session(r.place);
+      throw;
+    }
   }
   // Whether this fair acquire, which will wait, follows a release of this driver's that
   // handed the name over (released): the name is held, and others queue for it, so
@@ -174,10 +204,7 @@ class LeaseDriver : public LockDriver {
   // then the strategy's `freed`.
   void released(const std::string& name, Statement statement, const Result& answer);
   virtual void freed(const std::string&, const Result&) {}
-  Attempt in_line(AcquireRequest& r) {
-    auto s = pool_.get();
-    return busy_behind(*s, r, std::string(), milliseconds{0});
-  }
+  Attempt in_line(Connection& s, AcquireRequest& r) { return busy_behind(s, r, std::string(), milliseconds{0}); }
   // Whether releases hand over (Statement::insert_handover): told through the notifier, or
   // found by the head's turn grant.
   bool hands_over() const { return d_.offers(handover_) && (notifier_ || d_.waiters_read_handed); }
@@ -185,9 +212,7 @@ class LeaseDriver : public LockDriver {
   // queued) releases with the hand-over statement, where the dialect has one.
   Attempt handing(Attempt a, const AcquireRequest& r, bool waited);
   // The grant a release handed to this queued waiter (Statement::insert_handover), if its
-  // message came and the row confirms it (Statement::handed_check: one read, no commit). Not
-  // taken by an acquire the core will not renew (its lease would be the hand-over's, not its
-  // TTL): the next attempt asks the server, which takes the row over as a leftover of ours.
+  // message came and the row confirms it (Statement::handed_check: one read, no commit).
   std::optional<Attempt> take_handover(AcquireRequest& r);
   // The parameters of an exclusive grant statement: `first` and, where the dialect queues
   // waiters, the asker's ticket (lease_queue.cpp), then, where the dialect bounds it, the
@@ -249,10 +274,11 @@ class LeaseDriver : public LockDriver {
   // ticket, taken without a write, or busy behind a live ticket ahead; nothing when the
   // attempt should go on.
   std::optional<Attempt> read_first(Connection& s, AcquireRequest& r);
-  // Takes the waiter's turn key on a session of its own and, in the same round trip, joins
-  // the queue (queue_join's `params`), once; nothing where the dialect has no turn keys or
-  // no session is to be had: the caller joins without a key (lease_turns.cpp).
-  std::optional<Result> join_taking_turn(WaitingPlace& w, const std::vector<Value>& params);
+  // Takes the waiter's turn key on the attempt's session `s` (which the waiter then keeps:
+  // pooled()) and, in the same round trip, joins the queue (queue_join's `params`), once;
+  // nothing where the dialect has no turn keys: the caller joins without a key
+  // (lease_turns.cpp).
+  std::optional<Result> join_taking_turn(Connection& s, WaitingPlace& w, const std::vector<Value>& params);
   // Waits, up to `until` and a ticket's renewal, for the key of the one ahead of the busy
   // attempt `a` to go: none when there was no key to wait on or the wait ran out (`a` is
   // still the answer); woke when it went (attempt again now); tried when the dialect
@@ -279,31 +305,29 @@ class LeaseDriver : public LockDriver {
   static constexpr std::size_t max_lines = 4096;
   std::mutex lines_mutex_;
   std::unordered_set<std::string> lines_;
-  static constexpr std::size_t turns_kept_idle = 4;
   ConnectionPool turns_;  // sessions holding turn keys: one per waiting acquire or keyed grant
 };
 
 class InsertDriver final : public LeaseDriver {
  public:
-  InsertDriver(ConnectionPool& pool, ConnectionPool::Open pin, const Dialect& d, std::shared_ptr<Notifier> notifier,
-               milliseconds statement_timeout)
-      : LeaseDriver(pool, std::move(pin), d, std::move(notifier), Statement::insert_release,
-                    Statement::insert_handover, Statement::insert_turn_grant, statement_timeout) {}
+  InsertDriver(ConnectionPool& pool, const Dialect& d, std::shared_ptr<Notifier> notifier, milliseconds statement_timeout)
+      : LeaseDriver(pool, d, std::move(notifier), Statement::insert_release, Statement::insert_handover,
+                    Statement::insert_turn_grant, statement_timeout) {}
   Attempt try_acquire(AcquireRequest& r) override;
 };
 
 class OptimisticDriver final : public LeaseDriver {
  public:
-  OptimisticDriver(ConnectionPool& pool, ConnectionPool::Open pin, const Dialect& d,
-                   std::shared_ptr<Notifier> notifier, milliseconds statement_timeout)
-      : LeaseDriver(pool, std::move(pin), d, std::move(notifier), Statement::optimistic_release,
-                    Statement::optimistic_handover, Statement::optimistic_turn_grant, statement_timeout) {}
+  OptimisticDriver(ConnectionPool& pool, const Dialect& d, std::shared_ptr<Notifier> notifier,
+                   milliseconds statement_timeout)
+      : LeaseDriver(pool, d, std::move(notifier), Statement::optimistic_release, Statement::optimistic_handover,
+                    Statement::optimistic_turn_grant, statement_timeout) {}
   Attempt try_acquire(AcquireRequest& r) override;
 
  private:
   // A free row's version, where the release answers it (-1: handed over): the hint below.
   void freed(const std::string& name, const Result& answer) override;
-  Attempt attempt(AcquireRequest& r);  // one try_acquire round, without waiting for a turn
+  Attempt attempt(Connection& s, AcquireRequest& r);  // one try_acquire round on s, without waiting for a turn
   // The version a release of ours left on a free row (where the dialect's release returns
   // it), per name: this Client's next acquire of the name tries the compare-and-set on it
   // before reading the row. Taken (erased) by every acquire. Bounded: cleared when full.

@@ -41,7 +41,7 @@ WaitingPlace::~WaitingPlace() {
   } catch (...) {
     // Unreachable: the ticket and the mark end by themselves within seconds.
   }
-  let_turn_go(turn, d_, name_, owner_);  // after the ticket: the waiter behind, woken, finds it gone
+  let_turn_go(pool_, turn, d_, name_, owner_);  // after the ticket: the waiter behind, woken, finds it gone
 }
 
 WaitingPlace& LeaseDriver::waiting(AcquireRequest& r) {
@@ -102,7 +102,7 @@ std::optional<Attempt> LeaseDriver::take_handover(AcquireRequest& r) {
   if (!hands_over() || !notifier_ || !w || w->ticket == 0) return std::nullopt;
   auto handed = notifier_->take_handover(r.name, r.owner);
   // Another acquire's (one that gave up, and freed the row handed to it): not ours.
-  if (!handed || handed->token != std::to_string(w->ticket) || !r.renewed) return std::nullopt;
+  if (!handed || handed->token != std::to_string(w->ticket)) return std::nullopt;
   // A message is a claim, not a grant: any role that may connect can NOTIFY, naming a queued
   // waiter's owner and ticket (both readable in the queue table). Granted only when the row
   // says so, read without a write; the lease left counts from the read's sending. Otherwise
@@ -138,7 +138,7 @@ milliseconds LeaseDriver::queue(Connection& s, AcquireRequest& r, milliseconds r
     std::vector<Value> params{r.name, r.owner, std::int64_t{ticket_for.count()}, w.ticket, std::int64_t{r.ttl.count()}};
     if (d_.grant_waits_bounded) params.emplace_back(row_wait(r));  // a join may mark the name's row
     try {
-      auto joined = join_taking_turn(w, params);  // the turn key and the ticket, where the dialect has keys
+      auto joined = join_taking_turn(s, w, params);  // the turn key and the ticket, where the dialect has keys
       if (!joined) {
         // A ticket is worth nothing after a crash (its waiter is gone): no flush for it.
         UnflushedCommits unflushed(s);

@@ -19,30 +19,31 @@ namespace {
 // the key, which lets it go once the lease is released, waking the waiter behind.
 class TurnGrant final : public GrantHandle {
  public:
-  TurnGrant(LeaseDriver& driver, std::unique_ptr<GrantHandle> lease, ConnectionPool::Handle turn, const Dialect& d,
-            std::string name, std::string owner, std::uint64_t fence)
-      : driver_(driver), lease_(std::move(lease)), turn_(std::move(turn)), d_(d), name_(std::move(name)),
+  TurnGrant(LeaseDriver& driver, ConnectionPool& home, std::unique_ptr<GrantHandle> lease, ConnectionPool::Handle turn,
+            const Dialect& d, std::string name, std::string owner, std::uint64_t fence)
+      : driver_(driver), home_(home), lease_(std::move(lease)), turn_(std::move(turn)), d_(d), name_(std::move(name)),
         owner_(std::move(owner)), fence_(fence) {}
-  ~TurnGrant() override { let_turn_go(turn_, d_, name_, owner_); }  // a grant lost, or let go
+  ~TurnGrant() override { let_turn_go(home_, turn_, d_, name_, owner_); }  // a grant lost, or let go
   Renewal renew(milliseconds ttl, int holds) override { return lease_->renew(ttl, holds); }
   Batched batched() noexcept override { return lease_->batched(); }
   bool release() override {
     if (!turn_ || !turn_->usable()) {  // a retry after the key's session failed
-      let_turn_go(turn_, d_, name_, owner_);
+      let_turn_go(home_, turn_, d_, name_, owner_);
       return lease_->release();
     }
     const bool ours = driver_.release_waking(*turn_, name_, owner_, fence_);  // an error: retried here
-    turn_ = ConnectionPool::Handle();  // the key went with the release
+    home_.adopt(turn_.detach());  // the key went with the release: the session goes home
     return ours;
   }
   bool release_after(milliseconds keep) override {
     const bool ours = lease_->release_after(keep);  // the waiter behind finds it kept, for how long
-    let_turn_go(turn_, d_, name_, owner_);
+    let_turn_go(home_, turn_, d_, name_, owner_);
     return ours;
   }
 
  private:
   LeaseDriver& driver_;  // the core that owns the driver outlives every grant
+  ConnectionPool& home_;  // the Client's pool, likewise
   std::unique_ptr<GrantHandle> lease_;
   ConnectionPool::Handle turn_;
   const Dialect& d_;
@@ -52,12 +53,12 @@ class TurnGrant final : public GrantHandle {
 
 }  // namespace
 
-void let_turn_go(ConnectionPool::Handle& turn, const Dialect& d, const std::string& name,
+void let_turn_go(ConnectionPool& home, ConnectionPool::Handle& turn, const Dialect& d, const std::string& name,
                  const std::string& owner) noexcept {
   if (!turn) return;
   try {
     turn->run(d[Statement::turn_free], {name, owner});
-    turn = ConnectionPool::Handle();
+    home.adopt(turn.detach());
   } catch (...) {
     turn.discard();
   }
@@ -73,8 +74,8 @@ Attempt LeaseDriver::granted(AcquireRequest& r, const Row& row) {
   if (w) {
     w->ticket = 0;  // the grant statement took it
     if (w->turn)
-      a.grant =
-          std::make_unique<TurnGrant>(*this, std::move(a.grant), std::move(w->turn), d_, r.name, r.owner, a.fence);
+      a.grant = std::make_unique<TurnGrant>(*this, pool_, std::move(a.grant), std::move(w->turn), d_, r.name, r.owner,
+                                            a.fence);
   }
   return a;
 }
@@ -117,23 +118,17 @@ bool LeaseDriver::joins_line(const AcquireRequest& r) {
   return lines_.erase(r.name) > 0;
 }
 
-std::optional<Result> LeaseDriver::join_taking_turn(WaitingPlace& w, const std::vector<Value>& params) {
+std::optional<Result> LeaseDriver::join_taking_turn(Connection& s, WaitingPlace& w,
+                                                    const std::vector<Value>& params) {
   if (w.turn_tried || !d_.offers(Statement::turn_join)) return std::nullopt;
   w.turn_tried = true;
-  ConnectionPool::Handle s;
+  w.key_on = &s;  // pooled() keeps s for the key, or closes it if the join fails
   try {
-    s = turns_.get();
-  } catch (const std::exception&) {
-    // No session to spare: this waiter polls, and the one behind it, finding no key to
-    // wait on, polls too.
-    return std::nullopt;
-  }
-  try {
-    auto joined = s->run(d_[Statement::turn_join], params);
-    if (as_int(joined.sets.at(0).at(0).at(0)) == 1) w.turn = std::move(s);
+    auto joined = s.run(d_[Statement::turn_join], params);
+    if (as_int(joined.sets.at(0).at(0).at(0)) != 1) w.key_on = nullptr;  // no key: s goes back to the pool
     return joined;
   } catch (...) {
-    s.discard();
+    w.key_doubtful = true;
     throw;
   }
 }

@@ -26,12 +26,11 @@ void OptimisticDriver::leave_hint(const std::string& name, std::int64_t version)
 
 Attempt OptimisticDriver::try_acquire(AcquireRequest& r) {
   if (r.mode == Mode::shared || r.permits > 1) return try_shared(r);  // the holders table, as insert's
-  return taking_turns(r, [&] { return attempt(r); });
+  return taking_turns(r, [&](Connection& s) { return attempt(s, r); });
 }
 
-Attempt OptimisticDriver::attempt(AcquireRequest& r) {
-  auto s = pool_.get();
-  if (auto first = read_first(*s, r)) return std::move(*first);
+Attempt OptimisticDriver::attempt(Connection& s, AcquireRequest& r) {
+  if (auto first = read_first(s, r)) return std::move(*first);
   // Our own last release of the name left this version: try the compare-and-set on it at
   // once, a round trip fewer than reading first (a Client that takes and releases a name in
   // turn). Only a free row still at that version is won. Any miss (taken or changed since:
@@ -40,7 +39,7 @@ Attempt OptimisticDriver::attempt(AcquireRequest& r) {
   auto version = take_hint(r.name);
   if (const auto* w = static_cast<const WaitingPlace*>(r.place.get()); w && w->ticket != 0) version.reset();
   if (version) {
-    auto won = grant(*s, Statement::optimistic_take,
+    auto won = grant(s, Statement::optimistic_take,
                      grant_params(r, {r.name, r.owner, std::int64_t{r.ttl.count()}, *version}));
     if (!won) return row_locked(r);
     if (!won->rows.empty() && as_int(won->rows.front()[0]) != 0) return granted(r, won->rows.front());
@@ -50,23 +49,23 @@ Attempt OptimisticDriver::attempt(AcquireRequest& r) {
   // settle it, and the caller's backoff covers the rest.
   std::optional<std::int64_t> lost_on;  // the version the last take lost on
   for (int round = 0; round < 4; ++round) {
-    auto read = s->run(d_[Statement::optimistic_read], {r.name});
+    auto read = s.run(d_[Statement::optimistic_read], {r.name});
     // No row yet (or the sweeper removed a free one): there is no version to compare, so the
     // row is created already granted to us, atomically, by the insert strategy's upsert. A
     // separate "create a free row, then compare-and-set it" gave a sweep running meanwhile
     // (which removes free rows) a window to win every round, and cost a round trip more.
     // The upsert also takes over a live row that still names us: a leftover (see
     // LockDriver::try_acquire).
-    if (read.rows.empty()) return upsert(*s, r);
+    if (read.rows.empty()) return upsert(s, r);
     const auto& row = read.rows.front();
     auto version = as_int(row[1]);
     auto remaining = milliseconds{as_int(row[2])};
     if (remaining.count() > 0)
-      return as_text(row[0]) == r.owner ? upsert(*s, r) : busy_behind(*s, r, as_text(row[0]), remaining);
+      return as_text(row[0]) == r.owner ? upsert(s, r) : busy_behind(s, r, as_text(row[0]), remaining);
     // Still free at the version the last take lost on: nobody changed it, so the take was
     // refused for a waiter ahead in the queue (a dialect that cannot say so in its answer).
-    if (lost_on == version) return busy_behind(*s, r, std::string(), milliseconds{0});
-    auto won = grant(*s, Statement::optimistic_take,
+    if (lost_on == version) return busy_behind(s, r, std::string(), milliseconds{0});
+    auto won = grant(s, Statement::optimistic_take,
                      grant_params(r, {r.name, r.owner, std::int64_t{r.ttl.count()}, version}));
     if (!won) return row_locked(r);
     if (won->rows.empty()) {  // lost the compare-and-set: read again
@@ -78,9 +77,9 @@ Attempt OptimisticDriver::attempt(AcquireRequest& r) {
     // The dialect said why it lost (see Statement::optimistic_take): a holder, or a rival
     // taking it now, is busy; only a row that is free for nobody is worth reading again.
     if (auto left = as_int(answer[1]); left >= 0)
-      return busy_behind(*s, r, answer.size() > 2 ? as_text(answer[2]) : std::string(), milliseconds{left});
+      return busy_behind(s, r, answer.size() > 2 ? as_text(answer[2]) : std::string(), milliseconds{left});
   }
-  return busy(*s, r);
+  return busy(s, r);
 }
 
 void OptimisticDriver::freed(const std::string& name, const Result& answer) {

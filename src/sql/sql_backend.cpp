@@ -31,9 +31,9 @@ std::unique_ptr<LockDriver> SqlBackend::make_driver(Strategy strategy) {
   const bool session = strategy == Strategy::for_update || strategy == Strategy::advisory;
   if (offered && session && !session_refusal_.empty()) throw UsageError(session_refusal_);
   if (offered && strategy == Strategy::insert)
-    return std::make_unique<InsertDriver>(pool_, factory_, d_, notifier_, statement_timeout_);
+    return std::make_unique<InsertDriver>(pool_, d_, notifier_, statement_timeout_);
   if (offered && strategy == Strategy::optimistic)
-    return std::make_unique<OptimisticDriver>(pool_, factory_, d_, notifier_, statement_timeout_);
+    return std::make_unique<OptimisticDriver>(pool_, d_, notifier_, statement_timeout_);
   if (offered && strategy == Strategy::for_update) return std::make_unique<ForUpdateDriver>(factory_, d_, max_idle_);
   if (offered && strategy == Strategy::advisory)
     return std::make_unique<AdvisoryDriver>(factory_, d_, max_idle_, table_.qualified(), statement_timeout_,

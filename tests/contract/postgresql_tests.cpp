@@ -369,6 +369,37 @@ TEST_CASE("postgresql: a dead waiter handed the row holds it no longer than the 
   CHECK(took < 8s);  // 3 s, and at most the waiter's 1 s backoff more, on a loaded machine
 }
 
+// An acquire the core does not renew (auto_renew off) takes the hand-over too: its lease is
+// the TTL it asked for, under the fence the release drew for it (a grant of its own would
+// have drawn the next).
+TEST_CASE("postgresql: a waiter that renews nothing is handed the row with its own TTL", "[postgresql][fair]") {
+  dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::postgresql);
+  auto h = table.ns().open(), w = table.ns().open(), x = table.ns().open();
+  dblock::detail::sqldb::PgConnection raw(table.url(), "test", 10s);
+  auto held = taken_after_waiting(*x, *h, "job", {});
+  dblock::LockOptions o;
+  o.auto_renew = false;
+  o.ttl = 20s;
+  CHECK_FALSE(w->lock("job", o).try_acquire(300ms));  // the process listens from here on
+  auto waiter = std::async(std::launch::async, [&] { return w->lock("job", o).try_acquire(60s); });
+  REQUIRE(dblock::test::eventually(
+      [&] {
+        return dblock::detail::sqldb::as_int(
+                   raw.run("SELECT count(*) FROM " + table.name() + "_queue", {}).rows.front()[0]) == 1;
+      },
+      20s));
+  const auto fence = held.fence();
+  held.release();
+  auto got = waiter.get();
+  REQUIRE(got);
+  CHECK(got->fence() == fence + 1);
+  auto left = raw.run("SELECT valid_until - (extract(epoch from now()) * 1000)::bigint FROM " + table.name() +
+                          " WHERE name = 'job'",
+                      {});
+  CHECK(dblock::detail::sqldb::as_int(left.rows.at(0)[0]) > 15000);
+  got->release();
+}
+
 // A renewal of a ticket the release just handed the row to (handed_ticket_check.hpp).
 TEST_CASE("postgresql: a renewal crossing the hand-over does not write the ticket back", "[postgresql][fair]") {
   namespace sq = dblock::detail::sqldb;
@@ -419,7 +450,7 @@ TEST_CASE("postgresql: a waiter that gives up after the row was handed to it pas
   sq::ConnectionPool::Open open = [url] { return std::make_unique<sq::PgConnection>(url, "test", 10s); };
   sq::ConnectionPool pool(open, {2, 2, 10s, "test connections"});
   auto notifier = std::make_shared<Handed>();
-  sq::InsertDriver driver(pool, open, d, notifier, 10s);
+  sq::InsertDriver driver(pool, d, notifier, 10s);
   sq::PgConnection raw(url, "test", 10s);
   auto c = table.ns().open();
   dblock::LockOptions o;

@@ -354,7 +354,12 @@ TEST_CASE("redlock: a release returns at a majority; the late answers are droppe
   dblock::test::Redlock f;
   auto ns = f.make();
   auto c = ns.open();
-  auto lock = c->lock("job", opts(Strategy::redlock, 600ms));  // renewed every 200 ms
+  // Renewed every 200 ms. With a TTL of 600 ms each node had 60 ms to answer (TTL / 10), and
+  // on a loaded CI machine an acquire once found no majority in time (busy, not the misread
+  // this checks): 3 s gives the nodes 100 ms, the interval keeps the renewals in between.
+  auto o = opts(Strategy::redlock, 3s);
+  o.renew_every = 200ms;
+  auto lock = c->lock("job", o);
   std::uint64_t last = 0;
   for (int i = 0; i < 300; ++i) {
     auto lease = lock.try_acquire();
