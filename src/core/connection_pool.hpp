@@ -99,6 +99,23 @@ class ConnectionPool {
     }
   }
 
+  // An idle connection the server still has, taken out of this pool for another to adopt;
+  // null when none is idle. Opens nothing.
+  std::unique_ptr<Conn> take_idle() {
+    std::unique_lock lk(mutex_);
+    while (!idle_.empty()) {
+      auto c = std::move(idle_.back());
+      idle_.pop_back();
+      --open_count_;
+      freed_.notify_one();
+      lk.unlock();
+      if (c->still_connected()) return c;
+      c.reset();  // closed under us: dropped
+      lk.lock();
+    }
+    return nullptr;
+  }
+
   // A connection another pool let go (Handle::detach), borrowed from this one from now on,
   // even beyond max_open; given back, it stays idle only if there is room.
   Handle adopt(std::unique_ptr<Conn> c) {

@@ -65,7 +65,7 @@ class SessionDriver::Pinned final : public GrantHandle {
 };
 
 Attempt SessionDriver::try_acquire(AcquireRequest& r) {
-  auto s = connections_.get();
+  auto s = session();
   try {
     s->drop_when_unreachable(r.ttl);  // a network cut frees the lock about at the TTL
     auto fence = lock(*s, r.name, r.wait - r.wait % d_.wait_unit, r.mode);
@@ -266,7 +266,7 @@ std::shared_ptr<SharedSession> AdvisoryDriver::pick(bool may_open) {
   }
   if (!best && (may_open || live > 0) && live < max_shared_) {
     lk.unlock();
-    auto s = std::make_shared<SharedSession>(connections_.get(), d_);  // connects outside the lock
+    auto s = std::make_shared<SharedSession>(session(), d_);  // connects outside the lock
     s->users = 1;
     lk.lock();
     shared_.push_back(s);
@@ -324,7 +324,7 @@ Attempt AdvisoryDriver::try_acquire(AcquireRequest& r) {
     break;
   }
   // A wait inside the server, on a connection of its own, which then shares the lock it won.
-  auto c = connections_.get();
+  auto c = session();
   try {
     c->drop_when_unreachable(r.ttl);
     auto fence = lock(*c, r.name, wait, r.mode);

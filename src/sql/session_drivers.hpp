@@ -26,9 +26,12 @@ std::int64_t advisory_key(const std::string& table, const std::string& name);
 
 class SessionDriver : public LockDriver {
  public:
-  // Connections come from `connect`; at most max_idle are kept between holds.
-  SessionDriver(ConnectionPool::Open connect, const Dialect& d, std::size_t max_idle)
-      : d_(d), connections_(std::move(connect), {SIZE_MAX, max_idle, milliseconds{0}, d.name + " session locks"}) {}
+  // Connections come from `connect`, or idle from `home` (the Client's pool: a process that
+  // only waits for a session lock then holds one connection, not that pool's first one
+  // beside its own); at most max_idle are kept between holds.
+  SessionDriver(ConnectionPool& home, ConnectionPool::Open connect, const Dialect& d, std::size_t max_idle)
+      : d_(d), home_(home),
+        connections_(std::move(connect), {SIZE_MAX, max_idle, milliseconds{0}, d.name + " session locks"}) {}
   ~SessionDriver() override;
 
   Attempt try_acquire(AcquireRequest& r) override;
@@ -38,7 +41,13 @@ class SessionDriver : public LockDriver {
   // and returns its fence; 0 when busy. Leaves s ready to unlock().
   virtual std::uint64_t lock(Connection& s, const std::string& name, milliseconds wait, Mode mode) = 0;
   virtual void unlock(Connection& s, const std::string& name, Mode mode) = 0;
+  // A session for a lock: the home pool's idle connection, else one of ours, else a new one.
+  ConnectionPool::Handle session() {
+    if (auto c = home_.take_idle()) return connections_.adopt(std::move(c));
+    return connections_.get();
+  }
   const Dialect& d_;
+  ConnectionPool& home_;        // the backend's, which outlives every driver
   ConnectionPool connections_;  // pinned while a lock is held; unbounded (one per held lock)
 
  private:
@@ -68,9 +77,9 @@ class SharedSession;
 class AdvisoryDriver final : public SessionDriver {
  public:
   // `max_shared`: the shared sessions opened for tries (a wait's own connection may add more).
-  AdvisoryDriver(ConnectionPool::Open connect, const Dialect& d, std::size_t max_idle, std::string table,
-                 milliseconds statement_timeout, std::size_t max_shared)
-      : SessionDriver(std::move(connect), d, max_idle),
+  AdvisoryDriver(ConnectionPool& home, ConnectionPool::Open connect, const Dialect& d, std::size_t max_idle,
+                 std::string table, milliseconds statement_timeout, std::size_t max_shared)
+      : SessionDriver(home, std::move(connect), d, max_idle),
         table_(std::move(table)),
         statement_timeout_(statement_timeout),
         max_shared_(std::max<std::size_t>(1, max_shared)) {}

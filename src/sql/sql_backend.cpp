@@ -34,9 +34,10 @@ std::unique_ptr<LockDriver> SqlBackend::make_driver(Strategy strategy) {
     return std::make_unique<InsertDriver>(pool_, d_, notifier_, statement_timeout_);
   if (offered && strategy == Strategy::optimistic)
     return std::make_unique<OptimisticDriver>(pool_, d_, notifier_, statement_timeout_);
-  if (offered && strategy == Strategy::for_update) return std::make_unique<ForUpdateDriver>(factory_, d_, max_idle_);
+  if (offered && strategy == Strategy::for_update)
+    return std::make_unique<ForUpdateDriver>(pool_, factory_, d_, max_idle_);
   if (offered && strategy == Strategy::advisory)
-    return std::make_unique<AdvisoryDriver>(factory_, d_, max_idle_, table_.qualified(), statement_timeout_,
+    return std::make_unique<AdvisoryDriver>(pool_, factory_, d_, max_idle_, table_.qualified(), statement_timeout_,
                                             max_idle_);
   throw UsageError(not_offered(strategy, raw_.name, raw_.strategies));
 }
