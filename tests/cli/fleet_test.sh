@@ -6,7 +6,9 @@
 # for each strategy given. The fleet's peak of server connections is sampled and reported; a
 # waiting process holds one (its turn key's or session lock's session is its pooled one), so
 # the peak must stay within PROCESSES, except for PostgreSQL leases, whose waiters also hold
-# the process's LISTEN connection.
+# the process's LISTEN connection. On MySQL, when scripts/services runs the server here, the
+# server is also stopped (SIGSTOP) for 3.5 s during the insert fleet: a stall longer than the
+# 3 s a hand-over once granted, which lost locks (a TTL is 30 s: nothing may be lost).
 #   fleet_test.sh DBLOCK postgresql|mysql [PROCESSES]
 # The server's test URL comes from scripts/services env (DBLOCK_TEST_PG_URL, DBLOCK_TEST_MYSQL_URL).
 set -euo pipefail
@@ -32,7 +34,12 @@ admin() {  # admin SQL: runs one statement as the test URL's user
     MYSQL_PWD=$password mariadb -h "$host" -P "$port" -u "$user" "$database" -N -e "$1"
   fi
 }
+server_pid=
+if [ "$backend" = mysql ] && [ -r "${DBLOCK_SERVICES_DIR:-/tmp/dblock-services}/mysql/run/mysqld.pid" ]; then
+  server_pid=$(cat "${DBLOCK_SERVICES_DIR:-/tmp/dblock-services}/mysql/run/mysqld.pid")
+fi
 cleanup() {
+  [ -z "$server_pid" ] || kill -CONT "$server_pid" 2>/dev/null || true  # never left stopped
   admin "DROP $([ "$backend" = postgresql ] && echo "ROLE IF EXISTS $account" || echo "USER IF EXISTS '$account'@'%'")" \
     >/dev/null 2>&1 || true
   rm -rf "$work"
@@ -68,6 +75,9 @@ for strategy in insert advisory; do
     done
   ) &
   sampler=$!
+  if [ -n "$server_pid" ] && [ "$strategy" = insert ]; then
+    (sleep 1 && kill -STOP "$server_pid" && sleep 3.5; kill -CONT "$server_pid") &
+  fi
   start=$(date +%s)
   for i in $(seq "$processes"); do
     (
