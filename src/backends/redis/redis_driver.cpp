@@ -171,13 +171,13 @@ Attempt RedisDriver::try_acquire(AcquireRequest& r) {
 // not renew, nor where a grant must wait for replicas (the release's write is not the
 // waiter's to confirm).
 milliseconds RedisDriver::handover_lease(const AcquireRequest& r) const {
-  if (!sub_ || !r.renewed || failover_.replicas > 0 || r.wait.count() == 0) return milliseconds{0};
+  if (!feed_ || !r.renewed || failover_.replicas > 0 || r.wait.count() == 0) return milliseconds{0};
   return r.ttl;
 }
 
 std::optional<Attempt> RedisDriver::take_handover(AcquireRequest& r, Connection& c) {
-  if (!r.fair || !r.place || !sub_) return std::nullopt;
-  auto handed = sub_->take_handover(r.name, r.owner);
+  if (!r.fair || !r.place || !feed_) return std::nullopt;
+  auto handed = feed_->take_handover(r.name, r.owner);
   auto& ticket = static_cast<Ticket&>(*r.place);
   // Another acquire's (one that gave up, its ticket's leave passed the name on): not ours.
   if (!handed || handed->token != ticket.token) return std::nullopt;
@@ -213,7 +213,7 @@ Attempt RedisDriver::attempt(AcquireRequest& r) {
     // release may hand us over with (0: none).
     std::vector<std::string> on{r.name, keys::fence(r.name)};
     std::string token;
-    std::vector<std::string> args{r.owner, std::to_string(r.ttl.count()), sub_ ? "1" : "0",
+    std::vector<std::string> args{r.owner, std::to_string(r.ttl.count()), feed_ ? "1" : "0",
                                   now_ms_text(), "-", "", std::to_string(std::min(writer_mark, r.wait).count())};
     if (r.fair) {
       on.insert(on.end(), {keys::queue(r.name), keys::alive(r.name)});
@@ -238,7 +238,7 @@ Attempt RedisDriver::attempt(AcquireRequest& r) {
     return keyed_grant(*this, r, a.fence, a.remaining);
   }
   auto reply = c->eval(shaped_acquire_script(), {r.name, keys::fence(r.name)},
-                       {r.owner, std::to_string(r.ttl.count()), sub_ ? "1" : "0", now_ms_text(),
+                       {r.owner, std::to_string(r.ttl.count()), feed_ ? "1" : "0", now_ms_text(),
                         r.mode == Mode::shared ? "s" : "x", std::to_string(r.permits)});
   refuse_mismatch(*reply, r);
   auto a = parse_answer(*reply, r.ttl);

@@ -28,9 +28,9 @@ struct Failover {
 
 class RedisDriver final : public LockDriver, private RenewalBatch {
  public:
-  // subscriber: null when notifications are off (waiters poll).
-  RedisDriver(ConnectionPool& pool, Subscriber* subscriber, Failover failover = {})
-      : pool_(pool), sub_(subscriber), failover_(failover) {}
+  // feed: null when notifications are off (waiters poll).
+  RedisDriver(ConnectionPool& pool, ReleaseFeed* feed, Failover failover = {})
+      : pool_(pool), feed_(feed), failover_(failover) {}
   Attempt try_acquire(AcquireRequest& r) override;
   // A grant's renewal and release (its handle is a KeyedGrant).
   Renewal renew(const std::string& name, const std::string& owner, std::uint64_t fence, milliseconds ttl,
@@ -39,11 +39,11 @@ class RedisDriver final : public LockDriver, private RenewalBatch {
   bool release_after(const std::string& name, const std::string& owner, std::uint64_t fence, milliseconds keep);
   RenewalBatch* renewal_batch() noexcept { return this; }
   std::unique_ptr<ReleaseWatch> watch(const std::string& name, const std::string& owner) override {
-    return sub_ ? sub_->watch(name, owner) : nullptr;
+    return feed_ ? feed_->watch(name, owner) : nullptr;
   }
   // Once the process's subscription is confirmed, a watch is an entry in a table.
   std::unique_ptr<ReleaseWatch> early_watch(const std::string& name, const std::string& owner) override {
-    return sub_ ? sub_->watch_if_subscribed(name, owner) : nullptr;
+    return feed_ ? feed_->watch_if_live(name, owner) : nullptr;
   }
 
  private:
@@ -56,7 +56,7 @@ class RedisDriver final : public LockDriver, private RenewalBatch {
   // (the attempt's connection), confirms it.
   std::optional<Attempt> take_handover(AcquireRequest& r, Connection& c);
   ConnectionPool& pool_;
-  Subscriber* sub_;
+  ReleaseFeed* feed_;
   const Failover failover_;
 };
 

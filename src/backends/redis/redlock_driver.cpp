@@ -101,7 +101,7 @@ Attempt RedlockDriver::try_acquire(AcquireRequest& r) {
   const std::string attempt = "r" + std::to_string(++attempts_);
   const auto now_ms = std::chrono::duration_cast<milliseconds>(now).count();
   const auto now_us = std::chrono::duration_cast<std::chrono::microseconds>(now).count();
-  const std::vector<std::string> args{r.owner,    std::to_string(r.ttl.count()), sub_ ? "1" : "0",
+  const std::vector<std::string> args{r.owner,    std::to_string(r.ttl.count()), feed_ ? "1" : "0",
                                       std::to_string(now_ms), attempt, std::to_string(now_us)};
   const auto n = nodes_.size(), majority = nodes_.majority();
   // Won as soon as a majority granted with one fence F (see the top of this file: the next

@@ -13,8 +13,8 @@ namespace dblock::detail::redis {
 
 class RedlockDriver final : public LockDriver {
  public:
-  RedlockDriver(Nodes& nodes, Subscriber* subscriber, milliseconds statement_timeout)
-      : nodes_(nodes), sub_(subscriber), statement_timeout_(statement_timeout) {}
+  RedlockDriver(Nodes& nodes, ReleaseFeed* feed, milliseconds statement_timeout)
+      : nodes_(nodes), feed_(feed), statement_timeout_(statement_timeout) {}
   Attempt try_acquire(AcquireRequest& r) override;
   // A grant's renewal and release (its handle is a KeyedGrant), each on every node.
   Renewal renew(const std::string& name, const std::string& owner, std::uint64_t fence, milliseconds ttl,
@@ -23,7 +23,7 @@ class RedlockDriver final : public LockDriver {
   bool release_after(const std::string& name, const std::string& owner, std::uint64_t fence, milliseconds keep);
   RenewalBatch* renewal_batch() noexcept { return nullptr; }  // each grant renews alone
   std::unique_ptr<ReleaseWatch> watch(const std::string& name, const std::string& owner) override {
-    return sub_ ? sub_->watch(name, owner) : nullptr;
+    return feed_ ? feed_->watch(name, owner) : nullptr;
   }
 
   // How long one attempt waits for the nodes: short, so a slow or dead node costs little
@@ -37,7 +37,7 @@ class RedlockDriver final : public LockDriver {
   void abort(const std::string& name, const std::string& owner, const std::string& attempt,
              const std::vector<NodeAnswer>& answers, milliseconds timeout);
   Nodes& nodes_;
-  Subscriber* sub_;
+  ReleaseFeed* feed_;
   milliseconds statement_timeout_;
   std::atomic<std::uint64_t> attempts_{0};  // names each attempt, for its undo
 };
