@@ -184,7 +184,7 @@ enum class Statement : std::size_t {
   // Optional, with queue_join, where releases notify nobody (MySQL): turn keys, a named
   // server lock per queued waiter, held on a session pinned for it from before its ticket
   // until it gives up or, having won, releases; the waiter behind blocks on it (LeaseDriver,
-  // lease_turns.cpp).
+  // backends/mysql/mysql_turn_keys.cpp).
   // (name, owner, keep_ms, ticket, lease_ms) -> two result sets: 1 when this session now holds the
   // owner's key, then queue_join's: the key first, so no one behind finds it not yet taken.
   turn_join,

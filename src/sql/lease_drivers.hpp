@@ -14,6 +14,7 @@
 #include "sql/dialect.hpp"
 #include "sql/notifier.hpp"
 #include "sql/connection_pool.hpp"
+#include "sql/server_waits.hpp"
 
 namespace dblock::detail::sqldb {
 
@@ -56,10 +57,10 @@ class GrantRows final : public RenewalBatch {
 };
 
 // What an exclusive lease acquire keeps between its attempts (the core's QueuePlace): its
-// ticket in the name's queue (fair waiting, lease_queue.cpp), its turn key's session (where
-// the dialect has turn keys, lease_turns.cpp) and a writer's mark (behind readers,
+// ticket in the name's queue (fair waiting, lease_queue.cpp), its stake in a wait in the
+// server (where the backend has ServerWaits) and a writer's mark (behind readers,
 // lease_shapes.cpp). Destroyed when the acquire ends; all go then, unless the grant took the
-// ticket already (its statement deletes the winner's ticket) and the turn key with it.
+// ticket already (its statement deletes the winner's ticket) and the stake with it.
 class WaitingPlace final : public QueuePlace {
  public:
   // `release`: the strategy's hand-over, which passes on a row handed to this waiter after it
@@ -69,18 +70,14 @@ class WaitingPlace final : public QueuePlace {
       : pool_(pool), d_(d), notifier_(std::move(notifier)), name_(std::move(name)), owner_(std::move(owner)),
         release_(release) {}
   ~WaitingPlace() override;  // best effort: what is left ends by itself within seconds
+  const std::string& name() const noexcept { return name_; }
+  const std::string& owner() const noexcept { return owner_; }
 
   std::int64_t ticket = 0;          // 0: none; else the ticket the server gave
   Clock::time_point renew_at{};     // when the ticket is next written again (this host's clock)
   bool marked = false;              // a writer's mark is up
-  ConnectionPool::Handle turn;      // the session holding this waiter's turn key, if it has one
-  bool turn_tried = false;          // turn_join was asked once (a refusal is not asked again)
-  // The attempt's pooled session, on which turn_join just ran: the attempt keeps it as `turn`
-  // (LeaseDriver::pooled), or closes it when the join failed (the key may be held on it).
-  const Connection* key_on = nullptr;
-  bool key_doubtful = false;
-  bool keyless_ahead = false;       // the last wait found no key ahead: the next waits alone
   milliseconds holder_left{0};      // the last busy answer's holder time left (0: not known)
+  std::unique_ptr<ServerWaits::Place> in_server;  // goes after the ticket (members outlive the body)
 
  private:
   ConnectionPool& pool_;
@@ -90,27 +87,21 @@ class WaitingPlace final : public QueuePlace {
   const Statement release_;
 };
 
-// Lets a turn key go and gives its session to `home`, the Client's pool; a session that fails
-// at it is closed, which lets the key go as well (lease_turns.cpp).
-void let_turn_go(ConnectionPool& home, ConnectionPool::Handle& turn, const Dialect& d, const std::string& name,
-                 const std::string& owner) noexcept;
-
 class LeaseDriver : public LockDriver {
  public:
   // `release`: the strategy's statement that frees its row; `handover`: the same for a grant
-  // made after waiting, which hands the row over (where the dialect has it); `turn_grant`: its
-  // grant after a turn key's wait (where the dialect has one). A turn key is taken on the
-  // attempt's pooled session, which then leaves `pool` (it would drain it) for `turns_`
-  // until the key goes, and comes back.
-  // `statement_timeout`: the connections', which a grant's wait for a row lock stays under.
-  LeaseDriver(ConnectionPool& pool, const Dialect& d, std::shared_ptr<Notifier> notifier, Statement release,
-              Statement handover, Statement turn_grant, milliseconds statement_timeout)
-      : pool_(pool), d_(d), notifier_(std::move(notifier)),
+  // made after waiting, which hands the row over (where the dialect has it); `wait_grant`: its
+  // grant that follows a wait in the server (ServerWaits, where the dialect has one).
+  // `waits`: null where the backend has no waits in the server (waiters then poll, or are
+  // woken through `notifier`). `statement_timeout`: the connections', which a grant's wait
+  // for a row lock stays under.
+  LeaseDriver(ConnectionPool& pool, const Dialect& d, std::shared_ptr<Notifier> notifier,
+              std::shared_ptr<ServerWaits> waits, Statement release, Statement handover, Statement wait_grant,
+              milliseconds statement_timeout)
+      : pool_(pool), d_(d), notifier_(std::move(notifier)), waits_(std::move(waits)),
         rows_(pool_, d_, notifier_, Statement::renew, release, Statement::release_after, Statement::renew_batch),
-        release_(release),
-        handover_(handover), turn_grant_(turn_grant),
-        longest_row_wait_(std::max(milliseconds{1}, statement_timeout / 2)),
-        turns_(nullptr, {SIZE_MAX, 0, milliseconds{0}, d.name + " turn keys"}) {}  // adopts only: opens none
+        release_(release), handover_(handover), wait_grant_(wait_grant),
+        longest_row_wait_(std::max(milliseconds{1}, statement_timeout / 2)) {}
 
   std::unique_ptr<ReleaseWatch> watch(const std::string& name, const std::string& owner) override {
     return notifier_ ? notifier_->watch(name, owner) : nullptr;
@@ -137,59 +128,66 @@ class LeaseDriver : public LockDriver {
   bool release_after(const std::string& name, const std::string& owner, std::uint64_t fence, milliseconds keep) {
     return rows_.release_after(name, owner, fence, keep);
   }
-  // The release of a grant whose owner waited with a turn key, on the session holding the
-  // key: the release (the hand-over, where the dialect has it) and the key's let-go in one
-  // text (lease_turns.cpp).
-  bool release_waking(Connection& turn, const std::string& name, const std::string& owner, std::uint64_t fence);
+  // The release of a grant made after waiting, on the session `s`, with `then` after it in
+  // the same text (its parameters are the release's): the hand-over, where the dialect has
+  // it. A waiter's stake in a wait in the server lets go this way (ServerWaits::hold).
+  bool release_then(Connection& s, const std::string& name, const std::string& owner, std::uint64_t fence,
+                    const std::string& then);
+
+  // For ServerWaits: the Client's pool, the dialect, the strategy's grant after a wait,
+  // its parameters (grant_params), and the answer of a grant attempt given as rows (won, ms
+  // left, holder), or none (lost, holder not known).
+  ConnectionPool& pool() noexcept { return pool_; }
+  const Dialect& dialect() const noexcept { return d_; }
+  Statement wait_grant() const noexcept { return wait_grant_; }
+  std::vector<Value> grant_params(const AcquireRequest& r, std::vector<Value> first) const;
+  Attempt answered(Connection& s, AcquireRequest& r, const std::vector<Row>& rows);
 
  protected:
-  // A grant statement's winning row: the grant took the ticket, and a turn key, if the
-  // waiter had one, is kept until the release (lease_turns.cpp).
+  // A grant statement's winning row: the grant took the ticket, and the waiter's stake in a
+  // wait in the server, if it has one, is kept until the release (ServerWaits::hold).
   Attempt granted(AcquireRequest& r, const Row& row);
-  // `once()` (one attempt) and, while it is busy behind a waiter or holder with a turn key,
-  // a wait in the server for that key and another attempt, for up to the request's wait. A
-  // busy answer without a key to wait on goes back to the core, which polls.
+  // `once()` (one attempt) and, while it is busy and the backend can wait in the server for
+  // the one ahead (ServerWaits), that wait and another attempt, for up to the request's wait.
+  // A busy answer with nothing to wait on goes back to the core, which polls or sleeps on
+  // its watch.
   template <class Once>
   Attempt taking_turns(AcquireRequest& r, Once once) {
     if (auto handed = take_handover(r)) return std::move(*handed);
     const auto until = Clock::now() + r.wait;
     Attempt a = joins_line(r) ? pooled(r, [&](Connection& s) { return in_line(s, r); }) : pooled(r, once);
-    while (!a.acquired()) {
-      switch (wait_turn(r, a, until)) {
-        case Turn::none:
+    while (!a.acquired() && waits_) {
+      switch (waits_->wait(*this, r, a, until)) {
+        case ServerWaits::Turn::none:
           return a;
-        case Turn::woke:
+        case ServerWaits::Turn::woke:
           r.place = std::move(a.place);
           a = pooled(r, once);
           break;
-        case Turn::tried:
+        case ServerWaits::Turn::tried:
           break;
       }
     }
     return a;
   }
-  // `once` on a session of the pool. Where that attempt's join took the waiter's turn key on
-  // it, the waiter keeps the session for the key, and its later attempts go there too (behind
-  // a holder without a key, it polls): a waiting process holds one connection, not a turn
-  // key's beside a pooled one.
+  // `once` on a session of the pool, or on the waiter's own where its stake in a wait in the
+  // server keeps one (ServerWaits::keep_session): a waiting process then holds one
+  // connection, not that one beside a pooled one.
   template <class Once>
   Attempt pooled(AcquireRequest& r, Once&& once) {
-    if (auto* w = static_cast<WaitingPlace*>(r.place.get()); w && w->turn) return once(*w->turn);
+    if (auto* w = static_cast<WaitingPlace*>(r.place.get()); w && w->in_server)
+      if (auto* own = w->in_server->session()) return once(*own);
     auto s = pool_.get();
-    const auto keep_key_session = [&](std::unique_ptr<QueuePlace>& place) {
-      auto* w = static_cast<WaitingPlace*>(place.get());
-      if (!w || w->key_on != &*s) return;
-      w->key_on = nullptr;
-      if (w->key_doubtful) s.discard();  // a failed join: the key goes with the connection
-      else w->turn = turns_.adopt(s.detach());
+    const auto keep = [&](std::unique_ptr<QueuePlace>& place) {
+      if (auto* w = static_cast<WaitingPlace*>(place.get()); w && waits_) waits_->keep_session(*w, s);
     };
     try {
       Attempt a = once(*s);
-      keep_key_session(a.place);
-      keep_key_session(r.place);
+      keep(a.place);
+      keep(r.place);
       return a;
     } catch (...) {
-      keep_key_session(r.place);
+      keep(r.place);
       throw;
     }
   }
@@ -199,14 +197,14 @@ class LeaseDriver : public LockDriver {
   // only answer busy, and would land on the server beside the hand-off.
   bool joins_line(const AcquireRequest& r);
   // Every release of ours that freed or handed over our row passes here with its answer, on
-  // a pooled session or a turn key's: a hand-over's last column is -1 when it handed the
+  // a pooled session or a waiter's own: a hand-over's last column is -1 when it handed the
   // name over (Statement::insert_handover), and the name then has a line for joins_line;
   // then the strategy's `freed`.
   void released(const std::string& name, Statement statement, const Result& answer);
   virtual void freed(const std::string&, const Result&) {}
   Attempt in_line(Connection& s, AcquireRequest& r) { return busy_behind(s, r, std::string(), milliseconds{0}); }
   // Whether releases hand over (Statement::insert_handover): told through the notifier, or
-  // found by the head's turn grant.
+  // found by the head's next grant (Dialect::waiters_read_handed).
   bool hands_over() const { return d_.offers(handover_) && (notifier_ || d_.waiters_read_handed); }
   // A grant's answer as handed to the core: one made after waiting (others are likely
   // queued) releases with the hand-over statement, where the dialect has one.
@@ -214,11 +212,10 @@ class LeaseDriver : public LockDriver {
   // The grant a release handed to this queued waiter (Statement::insert_handover), if its
   // message came and the row confirms it (Statement::handed_check: one read, no commit).
   std::optional<Attempt> take_handover(AcquireRequest& r);
-  // The parameters of an exclusive grant statement: `first` and, where the dialect queues
-  // waiters, the asker's ticket (lease_queue.cpp), then, where the dialect bounds it, the
-  // grant's wait for a row lock: the request's wait, at least 1 ms (0 would be no bound), at
-  // most half the statement timeout (which would end the statement as a server fault).
-  std::vector<Value> grant_params(const AcquireRequest& r, std::vector<Value> first) const;
+  // grant_params: `first` and, where the dialect queues waiters, the asker's ticket
+  // (lease_queue.cpp), then, where the dialect bounds it, the grant's wait for a row lock: the
+  // request's wait, at least 1 ms (0 would be no bound), at most half the statement timeout
+  // (which would end the statement as a server fault).
   std::int64_t row_wait(const AcquireRequest& r) const;  // that wait, in ms
   // A grant statement's answer, or nothing when it waited for the name's row past its bound
   // (Dialect::grant_waits_bounded): another transaction holds the row, and the attempt is
@@ -274,54 +271,41 @@ class LeaseDriver : public LockDriver {
   // ticket, taken without a write, or busy behind a live ticket ahead; nothing when the
   // attempt should go on.
   std::optional<Attempt> read_first(Connection& s, AcquireRequest& r);
-  // Takes the waiter's turn key on the attempt's session `s` (which the waiter then keeps:
-  // pooled()) and, in the same round trip, joins the queue (queue_join's `params`), once;
-  // nothing where the dialect has no turn keys: the caller joins without a key
-  // (lease_turns.cpp).
-  std::optional<Result> join_taking_turn(Connection& s, WaitingPlace& w, const std::vector<Value>& params);
-  // Waits, up to `until` and a ticket's renewal, for the key of the one ahead of the busy
-  // attempt `a` to go: none when there was no key to wait on or the wait ran out (`a` is
-  // still the answer); woke when it went (attempt again now); tried when the dialect
-  // attempted in the same round trip (its answer now in `a`).
-  enum class Turn { none, woke, tried };
-  Turn wait_turn(AcquireRequest& r, Attempt& a, Clock::time_point until);
-  // A grant attempt's answer as the turn_grant statements give it: a row (won, ms left,
-  // holder), or none (lost, holder not known).
-  Attempt answered(Connection& s, AcquireRequest& r, const std::vector<Row>& rows);
   // A read/write lock's shared hold or one of a semaphore's permits (lease_shapes.cpp).
   Attempt try_shared(AcquireRequest& r);
   ConnectionPool& pool_;
   const Dialect& d_;
   std::shared_ptr<Notifier> notifier_;
+  std::shared_ptr<ServerWaits> waits_;
   GrantRows rows_;  // exclusive grants' rows
   GrantRows shared_{pool_, d_, notifier_, Statement::shared_renew, Statement::shared_release,
                     Statement::shared_release_after};
 
  private:
-  const Statement release_, handover_, turn_grant_;
+  const Statement release_, handover_, wait_grant_;
   const milliseconds longest_row_wait_;  // a grant's (grant_params)
   // Names whose last release by this driver handed them over (joins_line). Bounded: cleared
   // when full.
   static constexpr std::size_t max_lines = 4096;
   std::mutex lines_mutex_;
   std::unordered_set<std::string> lines_;
-  ConnectionPool turns_;  // sessions holding turn keys: one per waiting acquire or keyed grant
 };
 
 class InsertDriver final : public LeaseDriver {
  public:
-  InsertDriver(ConnectionPool& pool, const Dialect& d, std::shared_ptr<Notifier> notifier, milliseconds statement_timeout)
-      : LeaseDriver(pool, d, std::move(notifier), Statement::insert_release, Statement::insert_handover,
-                    Statement::insert_turn_grant, statement_timeout) {}
+  InsertDriver(ConnectionPool& pool, const Dialect& d, std::shared_ptr<Notifier> notifier,
+               std::shared_ptr<ServerWaits> waits, milliseconds statement_timeout)
+      : LeaseDriver(pool, d, std::move(notifier), std::move(waits), Statement::insert_release,
+                    Statement::insert_handover, Statement::insert_turn_grant, statement_timeout) {}
   Attempt try_acquire(AcquireRequest& r) override;
 };
 
 class OptimisticDriver final : public LeaseDriver {
  public:
   OptimisticDriver(ConnectionPool& pool, const Dialect& d, std::shared_ptr<Notifier> notifier,
-                   milliseconds statement_timeout)
-      : LeaseDriver(pool, d, std::move(notifier), Statement::optimistic_release, Statement::optimistic_handover,
-                    Statement::optimistic_turn_grant, statement_timeout) {}
+                   std::shared_ptr<ServerWaits> waits, milliseconds statement_timeout)
+      : LeaseDriver(pool, d, std::move(notifier), std::move(waits), Statement::optimistic_release,
+                    Statement::optimistic_handover, Statement::optimistic_turn_grant, statement_timeout) {}
   Attempt try_acquire(AcquireRequest& r) override;
 
  private:

@@ -18,7 +18,7 @@ constexpr milliseconds next_polls_every{20};
 }  // namespace
 
 WaitingPlace::~WaitingPlace() {
-  if (ticket == 0 && !marked && !turn) return;
+  if (ticket == 0 && !marked) return;
   try {
     auto s = pool_.get();
     // Handed the name as it gave up: the acquire returns no lease, so the row goes on to the
@@ -41,7 +41,6 @@ WaitingPlace::~WaitingPlace() {
   } catch (...) {
     // Unreachable: the ticket and the mark end by themselves within seconds.
   }
-  let_turn_go(pool_, turn, d_, name_, owner_);  // after the ticket: the waiter behind, woken, finds it gone
 }
 
 WaitingPlace& LeaseDriver::waiting(AcquireRequest& r) {
@@ -138,7 +137,8 @@ milliseconds LeaseDriver::queue(Connection& s, AcquireRequest& r, milliseconds r
     std::vector<Value> params{r.name, r.owner, std::int64_t{ticket_for.count()}, w.ticket, std::int64_t{r.ttl.count()}};
     if (d_.grant_waits_bounded) params.emplace_back(row_wait(r));  // a join may mark the name's row
     try {
-      auto joined = join_taking_turn(s, w, params);  // the turn key and the ticket, where the dialect has keys
+      std::optional<Result> joined;
+      if (waits_) joined = waits_->join(*this, s, w, params);  // the wait in the server set up too
       if (!joined) {
         // A ticket is worth nothing after a crash (its waiter is gone): no flush for it.
         UnflushedCommits unflushed(s);

@@ -15,7 +15,8 @@
 namespace dblock::detail::sqldb {
 
 SqlBackend::SqlBackend(const Dialect& dialect, TableName table, ConnectionPool::Open factory,
-                       const ClientOptions& options, std::shared_ptr<Notifier> notifier)
+                       const ClientOptions& options, std::shared_ptr<Notifier> notifier,
+                       std::shared_ptr<ServerWaits> waits)
     : raw_(dialect),
       table_(std::move(table)),
       d_(dialect.rendered(table_)),
@@ -24,16 +25,17 @@ SqlBackend::SqlBackend(const Dialect& dialect, TableName table, ConnectionPool::
       statement_timeout_(options.statement_timeout),
       pool_(std::move(factory), {options.pool_size, options.pool_size, options.connect_timeout + options.statement_timeout,
                                  dialect.name + " connections"}),
-      notifier_(options.notifications ? std::move(notifier) : nullptr) {}
+      notifier_(options.notifications ? std::move(notifier) : nullptr),
+      waits_(std::move(waits)) {}
 
 std::unique_ptr<LockDriver> SqlBackend::make_driver(Strategy strategy) {
   bool offered = std::find(raw_.strategies.begin(), raw_.strategies.end(), strategy) != raw_.strategies.end();
   const bool session = strategy == Strategy::for_update || strategy == Strategy::advisory;
   if (offered && session && !session_refusal_.empty()) throw UsageError(session_refusal_);
   if (offered && strategy == Strategy::insert)
-    return std::make_unique<InsertDriver>(pool_, d_, notifier_, statement_timeout_);
+    return std::make_unique<InsertDriver>(pool_, d_, notifier_, waits_, statement_timeout_);
   if (offered && strategy == Strategy::optimistic)
-    return std::make_unique<OptimisticDriver>(pool_, d_, notifier_, statement_timeout_);
+    return std::make_unique<OptimisticDriver>(pool_, d_, notifier_, waits_, statement_timeout_);
   if (offered && strategy == Strategy::for_update)
     return std::make_unique<ForUpdateDriver>(pool_, factory_, d_, max_idle_);
   if (offered && strategy == Strategy::advisory)

@@ -9,16 +9,18 @@
 #include "core/driver.hpp"
 #include "core/validate.hpp"
 #include "sql/dialect.hpp"
-#include "sql/notifier.hpp"
 #include "sql/connection_pool.hpp"
+#include "sql/notifier.hpp"
+#include "sql/server_waits.hpp"
 
 namespace dblock::detail::sqldb {
 
 class SqlBackend : public Backend {
  public:
-  // notifier may be null: the backend cannot tell waiters of releases, and they poll.
+  // notifier may be null: the backend cannot tell waiters of releases. waits may be null: lease
+  // waiters cannot wait in the server (ServerWaits). With neither, they poll.
   SqlBackend(const Dialect& dialect, TableName table, ConnectionPool::Open factory, const ClientOptions& options,
-             std::shared_ptr<Notifier> notifier = nullptr);
+             std::shared_ptr<Notifier> notifier = nullptr, std::shared_ptr<ServerWaits> waits = nullptr);
 
   std::string_view name() const noexcept override { return raw_.name; }
   std::vector<Strategy> strategies() const override { return raw_.strategies; }
@@ -58,6 +60,7 @@ class SqlBackend : public Backend {
   const std::chrono::milliseconds statement_timeout_;
   ConnectionPool pool_;
   std::shared_ptr<Notifier> notifier_;
+  std::shared_ptr<ServerWaits> waits_;
   std::string session_refusal_;
 };
 

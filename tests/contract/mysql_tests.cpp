@@ -8,6 +8,7 @@
 
 #include "backends/mysql/mysql_dialect.hpp"
 #include "backends/mysql/mysql_connection.hpp"
+#include "backends/mysql/mysql_turn_keys.hpp"
 #include "contract/share_lock_check.hpp"
 #include "contract/dead_ticket_check.hpp"
 #include "contract/handed_ticket_check.hpp"
@@ -720,7 +721,7 @@ TEST_CASE("mysql: a waiter that gives up after the row was handed to it frees it
   const auto d = sq::mysql_dialect_of(*raw).rendered(dblock::detail::parse_table_name(table.name()));
   sq::ConnectionPool::Open open = [url] { return dblock::test::server_connection(url); };
   sq::ConnectionPool pool(open, {2, 2, 10s, "test connections"});
-  sq::InsertDriver driver(pool, d, nullptr, 10s);
+  sq::InsertDriver driver(pool, d, nullptr, sq::mysql_turn_keys(), 10s);
   auto c = table.ns().open();
   dblock::LockOptions o;
   o.auto_renew = false;  // the test takes the row away from this lease

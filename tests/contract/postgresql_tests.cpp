@@ -450,7 +450,7 @@ TEST_CASE("postgresql: a waiter that gives up after the row was handed to it pas
   sq::ConnectionPool::Open open = [url] { return std::make_unique<sq::PgConnection>(url, "test", 10s); };
   sq::ConnectionPool pool(open, {2, 2, 10s, "test connections"});
   auto notifier = std::make_shared<Handed>();
-  sq::InsertDriver driver(pool, d, notifier, 10s);
+  sq::InsertDriver driver(pool, d, notifier, nullptr, 10s);
   sq::PgConnection raw(url, "test", 10s);
   auto c = table.ns().open();
   dblock::LockOptions o;

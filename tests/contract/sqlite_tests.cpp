@@ -228,7 +228,7 @@ TEST_CASE("sqlite: a waiter that gives up after the row was handed to it frees i
   const auto d = sq::sqlite_dialect().rendered(dblock::detail::parse_table_name("dblock_locks"));
   sq::ConnectionPool::Open open = [path] { return std::make_unique<sq::SqliteConnection>(path, 10s); };
   sq::ConnectionPool pool(open, {2, 2, 10s, "test connections"});
-  sq::InsertDriver driver(pool, d, nullptr, 10s);
+  sq::InsertDriver driver(pool, d, nullptr, nullptr, 10s);
   sq::SqliteConnection raw(path, 10s);
   dblock::LockOptions o;
   o.auto_renew = false;  // the test takes the row away from this lease

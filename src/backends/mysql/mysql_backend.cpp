@@ -11,6 +11,7 @@
 
 #include "backends/mysql/mysql_dialect.hpp"
 #include "backends/mysql/mysql_connection.hpp"
+#include "backends/mysql/mysql_turn_keys.hpp"
 #include "core/pem_file.hpp"
 #include "dblock/errors.hpp"
 #include "sql/sql_backend.hpp"
@@ -122,7 +123,8 @@ std::unique_ptr<Backend> open_mysql(const Url& url, const ClientOptions& options
     }
     return connect();
   };
-  auto backend = std::make_unique<sqldb::SqlBackend>(dialect, table, open, qualified);
+  auto backend =
+      std::make_unique<sqldb::SqlBackend>(dialect, table, open, qualified, nullptr, sqldb::mysql_turn_keys());
   backend->start(options.auto_migrate.value_or(false));
   return backend;
 }

@@ -1,0 +1,167 @@
+#include "backends/mysql/mysql_turn_keys.hpp"
+
+#include <algorithm>
+
+#include "dblock/errors.hpp"
+#include "sql/lease_drivers.hpp"
+
+namespace dblock::detail::sqldb {
+
+namespace {
+
+// Lets a turn key go and gives its session to `home`, the Client's pool; a session that fails
+// at it is closed, which lets the key go as well.
+void let_key_go(ConnectionPool& home, ConnectionPool::Handle& turn, const Dialect& d, const std::string& name,
+            const std::string& owner) noexcept {
+  if (!turn) return;
+  try {
+    turn->run(d[Statement::turn_free], {name, owner});
+    home.adopt(turn.detach());
+  } catch (...) {
+    turn.discard();
+  }
+}
+
+// A waiter's key: the session holding it, once it has one.
+class TurnKey final : public ServerWaits::Place {
+ public:
+  TurnKey(ConnectionPool& home, const Dialect& d, std::string name, std::string owner)
+      : home(home), d(d), name(std::move(name)), owner(std::move(owner)) {}
+  ~TurnKey() override { let_key_go(home, turn, d, name, owner); }
+  Connection* session() override { return turn ? &*turn : nullptr; }
+
+  ConnectionPool& home;  // the Client's pool, which outlives every acquire
+  const Dialect& d;
+  const std::string name, owner;
+  ConnectionPool::Handle turn;  // the session holding the key, if it has one
+  // The attempt's pooled session, on which turn_join just ran: the attempt keeps it as
+  // `turn` (keep_session), or closes it when the join failed (the key may be held on it).
+  const Connection* key_on = nullptr;
+  bool key_doubtful = false;
+  bool keyless_ahead = false;  // the last wait found no key ahead: the next waits alone
+};
+
+// A grant won by a waiter with a turn key: the lease's own handle, and the session holding
+// the key, which lets it go once the lease is released, waking the waiter behind.
+class TurnGrant final : public GrantHandle {
+ public:
+  TurnGrant(LeaseDriver& driver, std::unique_ptr<GrantHandle> lease, ConnectionPool::Handle turn, std::string name,
+            std::string owner, std::uint64_t fence)
+      : driver_(driver), lease_(std::move(lease)), turn_(std::move(turn)), name_(std::move(name)),
+        owner_(std::move(owner)), fence_(fence) {}
+  ~TurnGrant() override { let_go(); }  // a grant lost, or let go
+  Renewal renew(milliseconds ttl, int holds) override { return lease_->renew(ttl, holds); }
+  Batched batched() noexcept override { return lease_->batched(); }
+  bool release() override {
+    if (!turn_ || !turn_->usable()) {  // a retry after the key's session failed
+      let_go();
+      return lease_->release();
+    }
+    // The key goes with the release (an error: retried here), and the session goes home.
+    const bool ours = driver_.release_then(*turn_, name_, owner_, fence_, driver_.dialect()[Statement::turn_free]);
+    driver_.pool().adopt(turn_.detach());
+    return ours;
+  }
+  bool release_after(milliseconds keep) override {
+    const bool ours = lease_->release_after(keep);  // the waiter behind finds it kept, for how long
+    let_go();
+    return ours;
+  }
+
+ private:
+  void let_go() noexcept { let_key_go(driver_.pool(), turn_, driver_.dialect(), name_, owner_); }
+  LeaseDriver& driver_;  // the core that owns the driver outlives every grant
+  std::unique_ptr<GrantHandle> lease_;
+  ConnectionPool::Handle turn_;
+  const std::string name_, owner_;
+  const std::uint64_t fence_;
+};
+
+class TurnKeys final : public ServerWaits {
+ public:
+  // Takes the waiter's key on the attempt's session `s` and, in the same round trip, joins
+  // the queue, once (a refusal is not asked again).
+  std::optional<Result> join(LeaseDriver& driver, Connection& s, WaitingPlace& w,
+                             const std::vector<Value>& params) override {
+    const auto& d = driver.dialect();
+    if (w.in_server || !d.offers(Statement::turn_join)) return std::nullopt;
+    auto key = std::make_unique<TurnKey>(driver.pool(), d, w.name(), w.owner());
+    auto& k = *key;
+    w.in_server = std::move(key);
+    k.key_on = &s;  // keep_session keeps s for the key, or closes it if the join fails
+    try {
+      auto joined = s.run(d[Statement::turn_join], params);
+      if (as_int(joined.sets.at(0).at(0).at(0)) != 1) k.key_on = nullptr;  // no key: s goes back to the pool
+      return joined;
+    } catch (...) {
+      k.key_doubtful = true;
+      throw;
+    }
+  }
+
+  void keep_session(WaitingPlace& w, ConnectionPool::Handle& s) override {
+    auto* k = static_cast<TurnKey*>(w.in_server.get());
+    if (!k || k->key_on != &*s) return;
+    k->key_on = nullptr;
+    if (k->key_doubtful) s.discard();  // a failed join: the key goes with the connection
+    else k->turn = keys_.adopt(s.detach());
+  }
+
+  Turn wait(LeaseDriver& driver, AcquireRequest& r, Attempt& a, Clock::time_point until) override {
+    auto* w = static_cast<WaitingPlace*>(a.place.get());
+    auto* k = w ? static_cast<TurnKey*>(w->in_server.get()) : nullptr;
+    if (!k || !k->turn) return Turn::none;
+    const auto& d = driver.dialect();
+    until = std::min(until, w->renew_at);  // the ticket is written again before it ends
+    auto wait = std::chrono::ceil<milliseconds>(until - Clock::now());
+    if (w->holder_left > milliseconds{0}) wait = std::min(wait, w->holder_left + milliseconds{1});
+    if (wait <= milliseconds{0}) return Turn::none;
+    // With no key ahead the wait answers at once, and a grant behind it would be one more
+    // attempt right after the one that found the name busy: wait alone until a key shows up.
+    const bool grant_after = d.offers(driver.wait_grant()) && !k->keyless_ahead;
+    const std::int64_t ms = wait.count();
+    std::vector<Value> params{r.name, r.owner, ms};
+    if (grant_after) {
+      r.place = std::move(a.place);  // the grant's parameters end with the ticket it holds
+      params = driver.grant_params(r, {r.name, r.owner, ms, std::int64_t{r.ttl.count()}});
+      a.place = std::move(r.place);
+    }
+    Result answer;
+    std::int64_t woke = 0;
+    try {
+      answer = k->turn->run(d[grant_after ? driver.wait_grant() : Statement::turn_wait], params);
+      woke = as_int(answer.sets.empty() ? answer.rows.at(0).at(0) : answer.sets.at(0).at(0).at(0));
+    } catch (const TimeoutError&) {
+      // Keys waiting on each other in a circle (two waiters that read the queue at different
+      // times, one of them having lost its ticket meanwhile): the server ended this wait.
+      return Turn::none;
+    } catch (const std::exception&) {
+      k->turn.discard();  // the session is gone, and the key with it: poll from here on
+      return Turn::none;
+    }
+    k->keyless_ahead = woke == -1;
+    if (!grant_after) return woke == 1 ? Turn::woke : Turn::none;
+    auto& s = *k->turn;  // the grant may take the session (TurnGrant): the connection lives on
+    r.place = std::move(a.place);
+    a = driver.answered(s, r, answer.rows);
+    return a.acquired() || woke == 1 ? Turn::tried : Turn::none;
+  }
+
+  std::unique_ptr<GrantHandle> hold(LeaseDriver& driver, WaitingPlace& w, std::unique_ptr<GrantHandle> lease,
+                                    const AcquireRequest& r, std::uint64_t fence) override {
+    auto* k = static_cast<TurnKey*>(w.in_server.get());
+    if (!k || !k->turn) return lease;
+    return std::make_unique<TurnGrant>(driver, std::move(lease), std::move(k->turn), r.name, r.owner, fence);
+  }
+
+ private:
+  // Sessions holding keys, out of the Client's pool (they would drain it): one per waiting
+  // acquire or keyed grant. Adopts only, opens none; a session let go returns to its home.
+  ConnectionPool keys_{nullptr, {SIZE_MAX, 0, milliseconds{0}, "mysql turn keys"}};
+};
+
+}  // namespace
+
+std::shared_ptr<ServerWaits> mysql_turn_keys() { return std::make_shared<TurnKeys>(); }
+
+}  // namespace dblock::detail::sqldb

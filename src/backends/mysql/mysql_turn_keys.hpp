@@ -1,0 +1,22 @@
+// Turn keys (docs/ARCHITECTURE.md, "Fair waiting"): MySQL's waits in the server. Releases
+// notify nobody on MySQL, so a queued lease waiter holds a named server lock of its own, its
+// turn key, and blocks in the server on the key of the one ahead of it: the waiter with the
+// next lower ticket, or the holder. A waiter that wins keeps its key until its release, so
+// that release wakes exactly the next waiter (ZooKeeper's lock recipe, on GET_LOCK). A holder
+// that never waited has no key: the waiter behind it polls. The key is taken in the text that
+// writes the ticket, and the wait's text goes on to the grant attempt, so waiting costs no
+// round trip of its own. The key's session is the one the waiter's busy attempt ran on: it
+// leaves the Client's pool for as long as the key is held, so a waiting process holds one
+// connection.
+#pragma once
+
+#include <memory>
+
+#include "sql/server_waits.hpp"
+
+namespace dblock::detail::sqldb {
+
+// A Client's turn keys (one object per Client, shared by its lease drivers).
+std::shared_ptr<ServerWaits> mysql_turn_keys();
+
+}  // namespace dblock::detail::sqldb
