@@ -9,11 +9,18 @@
 //       the same with a semaphore of N permits: COUNTER_FILE holds "<holders now> <most at
 //       once> <grants>", updated under flock(2) when a holder enters and leaves (the lock is
 //       what keeps "most at once" at N or below); FENCE_LOG gets each grant's fence.
+//   dblock_hammer crowd URL TABLE STRATEGY PREFIX COUNT TTL_MS READY_FILE STOP_FILE
+//       acquire COUNT leases on PREFIX-0 .. PREFIX-(COUNT-1) with one Client (renewed as it
+//       does, every TTL/3), create READY_FILE, hold them until STOP_FILE exists (checked every
+//       100 ms), then release them; exit 1 if
+//       any was lost meanwhile (on_lost, lost(), or its release finding it gone: LockLostError).
 #include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <atomic>
 #include <cstdio>
 #include <stdexcept>
 #include <fstream>
@@ -33,9 +40,12 @@ long read_counter(const std::string& path) {
   return v;
 }
 
+// DBLOCK_HAMMER_POOL_SIZE, when set, is every Client's pool_size: the crowd test's processes
+// keep one connection each (a holder's acquires and renewals then take turns on it).
 dblock::ClientOptions table_options(const std::string& table) {
   dblock::ClientOptions o;
   o.table = table;
+  if (const char* n = std::getenv("DBLOCK_HAMMER_POOL_SIZE")) o.pool_size = std::stoul(n);
   return o;
 }
 
@@ -125,6 +135,34 @@ int count_permits(const std::string& url, const std::string& table, dblock::Stra
   return 0;
 }
 
+int crowd(const std::string& url, const std::string& table, dblock::Strategy strategy, const std::string& prefix,
+          int count, std::chrono::milliseconds ttl, const std::string& ready, const std::string& stop) {
+  auto client = dblock::Client::open(url, table_options(table));
+  std::atomic<int> lost{0};
+  dblock::LockOptions o;
+  o.strategy = strategy;
+  o.ttl = ttl;
+  o.on_lost = [&lost](const std::string&, std::uint64_t) { ++lost; };
+  std::vector<dblock::Lease> held;
+  held.reserve(static_cast<std::size_t>(count));
+  for (int i = 0; i < count; ++i) held.push_back(client->lock(prefix + "-" + std::to_string(i), o).acquire());
+  std::ofstream(ready) << count << "\n";
+  while (!std::ifstream(stop)) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  int gone = 0;
+  for (auto& l : held) try {
+      if (l.lost()) ++gone;
+      else l.release();
+    } catch (const dblock::LockLostError&) {
+      ++gone;
+    }
+  if (lost > 0 || gone > 0) {
+    std::cerr << "dblock_hammer crowd: " << gone << " of " << count << " leases lost (on_lost told " << lost.load()
+              << ")\n";
+    return 1;
+  }
+  return 0;
+}
+
 std::uint32_t permits_arg(const std::string& a) {
   if (a.rfind("permits=", 0) != 0) throw std::invalid_argument("expected permits=N, not " + a);
   return static_cast<std::uint32_t>(std::stoul(a.substr(8)));
@@ -156,7 +194,10 @@ int main(int argc, char** argv) {
     if (a.size() == 10 && a[0] == "count")
       return count_permits(a[1], a[2], dblock::parse_strategy(a[3]), a[4], std::stoi(a[5]), std::stoi(a[6]), a[7],
                            a[8], permits_arg(a[9]));
-    std::cerr << "usage: dblock_hammer hold|count ...\n";
+    if (a.size() == 9 && a[0] == "crowd")
+      return crowd(a[1], a[2], dblock::parse_strategy(a[3]), a[4], std::stoi(a[5]),
+                   std::chrono::milliseconds(std::stol(a[6])), a[7], a[8]);
+    std::cerr << "usage: dblock_hammer hold|count|crowd ...\n";
     return 64;
   } catch (const std::exception& e) {
     std::cerr << "dblock_hammer: " << e.what() << "\n";

@@ -1,0 +1,121 @@
+#!/usr/bin/env bash
+# The crowd: many Client processes holding many leases in the user's database while many
+# threads queue on one name, as a large deployment would. HOLDERS processes hold LEASES
+# leases in all (each on names of its own, renewed every TTL/3, batched per Client), and
+# WAITERS processes of THREADS threads in all take turns on one name, each grant a racy
+# read-modify-write of a counter that only the lock protects. Passes when every process ends
+# 0 (no connection error, no lease lost), the counter reads the grants made (exclusion), the
+# fences logged rise, and the account's peak of server connections stays within the bound.
+# Every process's Client has pool_size = 1, so that a holder's acquires and its renewals
+# take turns on one connection (the default, 8, lets them run side by side on two):
+#   mysql      directly, an account allowed 300 connections: at most one per process
+#   pgbouncer  through PgBouncer in transaction mode (20 server connections), waiters woken by
+#              a LISTEN connection each to the server itself (the URL's listen_port): at most
+#              20 + WAITERS server connections for the account
+#   crowd_test.sh DBLOCK DBLOCK_HAMMER mysql|pgbouncer [HOLDERS LEASES WAITERS THREADS]
+# The full run (docs/RELIABILITY.md, "The crowd") is 200 10000 56 504: 256 processes, 10,000
+# leases, 504 waiting threads. CI runs the defaults, half of that.
+# Server URLs come from scripts/services env (DBLOCK_TEST_MYSQL_URL; DBLOCK_TEST_PG_URL and
+# DBLOCK_TEST_PGBOUNCER_URL).
+set -euo pipefail
+dblock=$1 hammer=$2 backend=$3
+holders=${4:-100} leases=${5:-5000} waiters=${6:-28} threads=${7:-252}
+ttl_ms=15000
+export DBLOCK_HAMMER_POOL_SIZE=1
+case $backend in
+  mysql) admin_url=${DBLOCK_TEST_MYSQL_URL:?run through scripts/test, or set DBLOCK_TEST_MYSQL_URL} ;;
+  pgbouncer)
+    admin_url=${DBLOCK_TEST_PG_URL:?run through scripts/test, or set DBLOCK_TEST_PG_URL}
+    crowd_url=${DBLOCK_TEST_PGBOUNCER_URL:?run through scripts/test, or set DBLOCK_TEST_PGBOUNCER_URL} ;;
+  *) echo "usage: crowd_test.sh DBLOCK DBLOCK_HAMMER mysql|pgbouncer [HOLDERS LEASES WAITERS THREADS]" >&2; exit 64 ;;
+esac
+[ $((leases % holders)) -eq 0 ] || { echo "crowd_test.sh: LEASES must be a multiple of HOLDERS" >&2; exit 64; }
+[ $((threads % waiters)) -eq 0 ] || { echo "crowd_test.sh: THREADS must be a multiple of WAITERS" >&2; exit 64; }
+work=$(mktemp -d)
+table=crowd_$RANDOM$RANDOM
+read -r host port user password database < <(/usr/bin/python3 -c '
+import sys, urllib.parse as u
+p = u.urlsplit(sys.argv[1])
+print(p.hostname, p.port, u.unquote(p.username), u.unquote(p.password), p.path.lstrip("/"))' "$admin_url")
+admin() {  # admin SQL, as the test URL's user, on the server itself
+  if [ "$backend" = mysql ]; then
+    MYSQL_PWD=$password mariadb -h "$host" -P "$port" -u "$user" "$database" -N -e "$1"
+  else
+    PGPASSWORD=$password psql -qtAX -h "$host" -p "$port" -U "$user" -d "$database" -v ON_ERROR_STOP=1 -c "$1"
+  fi
+}
+account=
+cleanup() {
+  touch "$work/stop"
+  sleep 0.5
+  [ -z "$account" ] || admin "DROP USER IF EXISTS '$account'@'%'" >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+if [ "$backend" = mysql ]; then
+  account=crowd_$RANDOM$RANDOM
+  admin "CREATE USER '$account'@'%' IDENTIFIED BY '$account-pw' WITH MAX_USER_CONNECTIONS 300"
+  admin "GRANT ALL ON \`$database\`.* TO '$account'@'%'"
+  crowd_url="mysql://$account:$account-pw@$host:$port/$database"
+  bound=$((holders + waiters))
+  connections() { admin "SELECT count(*) FROM information_schema.PROCESSLIST WHERE USER = '$account'"; }
+else
+  bound=$((20 + waiters))
+  # The server's sessions of the account but this query's: PgBouncer's and the LISTEN ones.
+  connections() { admin "SELECT count(*) FROM pg_stat_activity WHERE usename = '$user' AND pid <> pg_backend_pid()"; }
+fi
+DBLOCK_URL=$admin_url "$dblock" migrate --table "$table" >/dev/null
+echo 0 >"$work/counter"
+: >"$work/fences"
+
+(  # samples the peak until `done` appears
+  peak=0
+  while [ ! -e "$work/done" ]; do
+    n=$(connections 2>/dev/null || echo 0)
+    [ "$n" -gt "$peak" ] && peak=$n && echo "$peak" >"$work/peak"
+    sleep 0.2
+  done
+) &
+echo 0 >"$work/peak"
+start=$(date +%s)
+per_holder=$((leases / holders))
+for i in $(seq "$holders"); do
+  ( set +e
+    "$hammer" crowd "$crowd_url" "$table" insert "held-$i" "$per_holder" "$ttl_ms" "$work/$i.ready" "$work/stop" \
+      >"$work/h$i.out" 2>&1
+    echo $? >"$work/h$i.rc" ) &
+done
+until [ "$(ls "$work"/*.ready 2>/dev/null | wc -l)" -ge "$holders" ] ||
+  [ "$(ls "$work"/h*.rc 2>/dev/null | wc -l)" -gt 0 ]; do sleep 0.2; done
+held_at=$(date +%s)
+per_waiter=$((threads / waiters))
+for i in $(seq "$waiters"); do
+  ( set +e
+    "$hammer" count "$crowd_url" "$table" insert queue 1 "$per_waiter" "$work/counter" "$work/fences" \
+      >"$work/w$i.out" 2>&1
+    echo $? >"$work/w$i.rc" ) &
+done
+while [ "$(ls "$work"/w*.rc 2>/dev/null | wc -l)" -lt "$waiters" ]; do sleep 0.2; done
+queued_for=$(($(date +%s) - held_at))
+touch "$work/stop"  # the holders release and end
+while [ "$(ls "$work"/h*.rc 2>/dev/null | wc -l)" -lt "$holders" ]; do sleep 0.2; done
+touch "$work/done"
+wait
+peak=$(cat "$work/peak")
+ends=$(cat "$work"/*.rc | sort | uniq -c | tr -s ' \n' ' ')
+echo "crowd: $backend: $holders processes held $leases leases while $waiters processes took $threads turns" \
+  "on one name in $queued_for s ($(($(date +%s) - start)) s in all); peak $peak server connections" \
+  "(bound $bound); exit codes (count code):$ends"
+failed=0
+if [ "$(grep -lvx 0 "$work"/*.rc | wc -l)" -ne 0 ]; then
+  echo "FAIL: not every process ended 0; what they said:" >&2
+  cat "$work"/*.out | sort | uniq -c | sort -rn | head -n 5 >&2
+  failed=1
+fi
+[ "$(cat "$work/counter")" -eq "$threads" ] ||
+  { echo "FAIL: the counter reads $(cat "$work/counter"), not $threads: two holders at once" >&2; failed=1; }
+sort -n -c "$work/fences" 2>/dev/null && [ "$(sort -u "$work/fences" | wc -l)" -eq "$threads" ] ||
+  { echo "FAIL: the fences logged do not rise one grant after another" >&2; failed=1; }
+[ "$peak" -le "$bound" ] ||
+  { echo "FAIL: $peak server connections at once, more than $bound" >&2; failed=1; }
+exit "$failed"
