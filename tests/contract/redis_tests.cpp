@@ -1087,6 +1087,33 @@ TEST_CASE("redis: a release hands the name to the head of the line, for the TTL 
   CHECK(raw(node, {"EXISTS", "line"}) == "0");
 }
 
+// A waiter the core does not renew (auto_renew off) takes hand-overs too: its ticket asks for
+// them with its TTL, and the release grants it that.
+TEST_CASE("redis: a waiter that renews nothing is handed the name for the TTL it asked", "[redis]") {
+  using namespace dblock::detail::redis;
+  dblock::test::RedisLock f;
+  auto ns = f.make();
+  const auto node = data_node(f.url);
+  auto h = ns.open(), w = ns.open();
+  auto held = h->lock("line", opts(Strategy::redis)).acquire();
+  auto o = opts(Strategy::redis);
+  o.auto_renew = false;
+  o.ttl = 20s;
+  CHECK_FALSE(w->lock("line", o).try_acquire(300ms));  // the process is subscribed from here on
+  auto waiter = std::async(std::launch::async, [&] { return w->lock("line", o).try_acquire(60s); });
+  REQUIRE(eventually([&] { return queued(node, "line") == "1"; }, 20s));
+  const auto owner = raw(node, {"EVAL", "return redis.call('ZRANGE', KEYS[1], 0, 0)[1]", "1", keys::queue("line")});
+  const auto lease = raw(node, {"HGET", keys::alive("line"), std::string(1, '\0') + owner});
+  CHECK(lease.substr(0, lease.find(' ')) == "20000");  // 0 would refuse hand-overs
+  held.release();
+  auto got = waiter.get();
+  REQUIRE(got);
+  const auto handed = std::stoll(raw(node, {"PTTL", "line"}));
+  CHECK(handed > 15000);
+  CHECK(handed <= 20000);
+  got->release();
+}
+
 // A waiter that died first in line (written behind the library's back, its ticket taking
 // hand-overs of 2 s, the TTL it asked for) is handed the name and holds it for that lease only.
 TEST_CASE("redis: a dead waiter handed the name holds it no longer than the lease it asked for", "[redis]") {

@@ -28,7 +28,12 @@ class TurnKey final : public ServerWaits::Place {
   TurnKey(ConnectionPool& home, const Dialect& d, std::string name, std::string owner)
       : home(home), d(d), name(std::move(name)), owner(std::move(owner)) {}
   ~TurnKey() override { let_key_go(home, turn, d, name, owner); }
-  Connection* session() override { return turn ? &*turn : nullptr; }
+  // A session an error left unusable took the key with it: the waiter goes on without one,
+  // on pooled sessions, and polls.
+  Connection* session() override {
+    if (turn && !turn->usable()) turn.discard();
+    return turn ? &*turn : nullptr;
+  }
 
   ConnectionPool& home;  // the Client's pool, which outlives every acquire
   const Dialect& d;

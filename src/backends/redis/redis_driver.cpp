@@ -167,11 +167,11 @@ Attempt RedisDriver::try_acquire(AcquireRequest& r) {
 // A fair waiter whose release watch is armed takes the name as a hand-over: the release grants
 // it to the queue's head for this long, its TTL, so that a stall right after a hand-over costs
 // no more than after any grant (a head that gave up passes the name on as its ticket leaves;
-// one that died in line holds it as a holder that died would). Not for grants the core will
-// not renew, nor where a grant must wait for replicas (the release's write is not the
-// waiter's to confirm).
+// one that died in line holds it as a holder that died would). A grant the core will not
+// renew gets the TTL it asked for, as any grant does. Not where a grant must wait for
+// replicas (the release's write is not the waiter's to confirm).
 milliseconds RedisDriver::handover_lease(const AcquireRequest& r) const {
-  if (!feed_ || !r.renewed || failover_.replicas > 0 || r.wait.count() == 0) return milliseconds{0};
+  if (!feed_ || failover_.replicas > 0 || r.wait.count() == 0) return milliseconds{0};
   return r.ttl;
 }
 
