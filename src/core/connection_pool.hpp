@@ -116,6 +116,12 @@ class ConnectionPool {
     return nullptr;
   }
 
+  // Connections borrowed and idle now.
+  std::size_t open_count() {
+    std::lock_guard lk(mutex_);
+    return open_count_;
+  }
+
   // A connection another pool let go (Handle::detach), borrowed from this one from now on,
   // even beyond max_open; given back, it stays idle only if there is room.
   Handle adopt(std::unique_ptr<Conn> c) {

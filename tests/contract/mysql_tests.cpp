@@ -710,6 +710,41 @@ TEST_CASE("mysql: a ticket written back across the hand-over goes with the holde
   dblock::test::check_written_back_ticket(*c, *raw, d, table.name());
 }
 
+// A Client holds at most pool_size turn keys: its threads waiting on more names than that
+// wait without a key (they poll), so that its connections stay bounded, and are granted all
+// the same.
+TEST_CASE("mysql: a Client waiting on many names holds at most pool_size turn keys", "[mysql][fair]") {
+  dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
+  auto holder = table.ns().open();
+  auto ns = table.ns();
+  ns.options.pool_size = 2;
+  auto waiters = ns.open();
+  auto raw = dblock::test::server_connection(table.url());
+  constexpr int names = 5;
+  std::vector<dblock::Lease> held;
+  for (int i = 0; i < names; ++i) held.push_back(holder->lock("job" + std::to_string(i)).acquire());
+  std::vector<std::future<std::optional<dblock::Lease>>> waits;
+  for (int i = 0; i < names; ++i)
+    waits.push_back(std::async(std::launch::async, [&, i] {
+      return waiters->lock("job" + std::to_string(i)).try_acquire(30s);
+    }));
+  const auto count = [&](const std::string& what) {
+    return dblock::detail::sqldb::as_int(raw->run(what).rows.at(0).at(0));
+  };
+  const auto queued = "SELECT count(*) FROM " + table.name() + "_queue";
+  const auto keys = "SELECT count(*) FROM " + table.name() + "_queue WHERE IS_USED_LOCK(CONCAT('dblock:turn:', "
+                    "SHA1(CONCAT(DATABASE(), '.', '" + table.name() + "', CHAR(0), name, CHAR(0), owner)))) IS NOT NULL";
+  REQUIRE(dblock::test::eventually([&] { return count(queued) == names; }, 20s));
+  std::this_thread::sleep_for(300ms);  // every waiter has made its join and its next attempts
+  CHECK(count(keys) == 2);
+  for (auto& l : held) l.release();
+  for (auto& w : waits) {
+    auto got = w.get();
+    REQUIRE(got);
+    got->release();
+  }
+}
+
 // A waiter that gives up after the release handed it the row (its grant never took it) frees
 // the row with its ticket, and the next waiter, woken by its turn key, gets it at once; a
 // release of a row that is not ours any more answers so.
@@ -721,7 +756,7 @@ TEST_CASE("mysql: a waiter that gives up after the row was handed to it frees it
   const auto d = sq::mysql_dialect_of(*raw).rendered(dblock::detail::parse_table_name(table.name()));
   sq::ConnectionPool::Open open = [url] { return dblock::test::server_connection(url); };
   sq::ConnectionPool pool(open, {2, 2, 10s, "test connections"});
-  sq::InsertDriver driver(pool, d, nullptr, sq::mysql_turn_keys(), 10s);
+  sq::InsertDriver driver(pool, d, nullptr, sq::mysql_turn_keys(2), 10s);
   auto c = table.ns().open();
   dblock::LockOptions o;
   o.auto_renew = false;  // the test takes the row away from this lease

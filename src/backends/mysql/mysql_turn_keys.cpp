@@ -1,6 +1,7 @@
 #include "backends/mysql/mysql_turn_keys.hpp"
 
 #include <algorithm>
+#include <mutex>
 
 #include "dblock/errors.hpp"
 #include "sql/lease_drivers.hpp"
@@ -84,12 +85,14 @@ class TurnGrant final : public GrantHandle {
 
 class TurnKeys final : public ServerWaits {
  public:
+  explicit TurnKeys(std::size_t most) : most_(most) {}
+
   // Takes the waiter's key on the attempt's session `s` and, in the same round trip, joins
-  // the queue, once (a refusal is not asked again).
+  // the queue, once (a refusal is not asked again), unless the Client holds its most keys.
   std::optional<Result> join(LeaseDriver& driver, Connection& s, WaitingPlace& w,
                              const std::vector<Value>& params) override {
     const auto& d = driver.dialect();
-    if (w.in_server || !d.offers(Statement::turn_join)) return std::nullopt;
+    if (w.in_server || !d.offers(Statement::turn_join) || keys_.open_count() >= most_) return std::nullopt;
     auto key = std::make_unique<TurnKey>(driver.pool(), d, w.name(), w.owner());
     auto& k = *key;
     w.in_server = std::move(key);
@@ -108,8 +111,10 @@ class TurnKeys final : public ServerWaits {
     auto* k = static_cast<TurnKey*>(w.in_server.get());
     if (!k || k->key_on != &*s) return;
     k->key_on = nullptr;
-    if (k->key_doubtful) s.discard();  // a failed join: the key goes with the connection
-    else k->turn = keys_.adopt(s.detach());
+    if (k->key_doubtful) return s.discard();  // a failed join: the key goes with the connection
+    std::lock_guard lk(mutex_);  // joins ran side by side: the most is kept here
+    if (keys_.open_count() < most_) k->turn = keys_.adopt(s.detach());
+    else let_key_go_here(s, k->d, k->name, k->owner);  // s stays the pool's, keyless: the waiter polls
   }
 
   Turn wait(LeaseDriver& driver, AcquireRequest& r, Attempt& a, Clock::time_point until) override {
@@ -160,6 +165,17 @@ class TurnKeys final : public ServerWaits {
   }
 
  private:
+  static void let_key_go_here(ConnectionPool::Handle& s, const Dialect& d, const std::string& name,
+                              const std::string& owner) noexcept {
+    try {
+      s->run(d[Statement::turn_free], {name, owner});
+    } catch (...) {
+      s.discard();  // the key goes with the connection
+    }
+  }
+
+  const std::size_t most_;
+  std::mutex mutex_;
   // Sessions holding keys, out of the Client's pool (they would drain it): one per waiting
   // acquire or keyed grant. Adopts only, opens none; a session let go returns to its home.
   ConnectionPool keys_{nullptr, {SIZE_MAX, 0, milliseconds{0}, "mysql turn keys"}};
@@ -167,6 +183,6 @@ class TurnKeys final : public ServerWaits {
 
 }  // namespace
 
-std::shared_ptr<ServerWaits> mysql_turn_keys() { return std::make_shared<TurnKeys>(); }
+std::shared_ptr<ServerWaits> mysql_turn_keys(std::size_t most) { return std::make_shared<TurnKeys>(most); }
 
 }  // namespace dblock::detail::sqldb

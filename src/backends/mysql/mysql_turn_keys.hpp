@@ -7,7 +7,10 @@
 // writes the ticket, and the wait's text goes on to the grant attempt, so waiting costs no
 // round trip of its own. The key's session is the one the waiter's busy attempt ran on: it
 // leaves the Client's pool for as long as the key is held, so a waiting process holds one
-// connection.
+// connection. A Client holds at most `most` keys (its pool_size): the waiters beyond, on other
+// names (on one name a Client's threads queue in its gate first), wait without a key and poll,
+// so that a Client never holds more than twice its pool_size connections, however many names
+// its threads wait for.
 #pragma once
 
 #include <memory>
@@ -16,7 +19,7 @@
 
 namespace dblock::detail::sqldb {
 
-// A Client's turn keys (one object per Client, shared by its lease drivers).
-std::shared_ptr<ServerWaits> mysql_turn_keys();
+// A Client's turn keys (one object per Client, shared by its lease drivers), at most `most`.
+std::shared_ptr<ServerWaits> mysql_turn_keys(std::size_t most);
 
 }  // namespace dblock::detail::sqldb
