@@ -51,7 +51,6 @@ constexpr std::array<std::string_view, static_cast<std::size_t>(Statement::count
     "shared_acquire",   "shared_busy",     "shared_renew",     "shared_release",        "shared_release_after",
     "writer_mark",      "writer_unmark",   "sweep_holders",
     "queue_join",       "queue_leave",     "handed_free",     "queue_ahead",      "handed_check",     "sweep_queue",
-    "turn_join",        "turn_wait",       "insert_turn_grant", "optimistic_turn_grant", "turn_free",
     "lock_in",
     "check_in",         "list",
     "sweep",            "sweep_pick",      "sweep_delete",     "force_release",         "migration_lock",
@@ -76,9 +75,6 @@ bool required(const Dialect& d, Statement s) {
     case Statement::queue_ahead:
     case Statement::handed_check:
     case Statement::handed_free:
-    case Statement::turn_join:
-    case Statement::insert_turn_grant:
-    case Statement::optimistic_turn_grant:
     case Statement::lock_in:
     case Statement::check_in:
     case Statement::migration_lock:
@@ -111,9 +107,6 @@ bool required(const Dialect& d, Statement s) {
     case Statement::queue_leave:
     case Statement::sweep_queue:
       return d.offers(Statement::queue_join);
-    case Statement::turn_wait:
-    case Statement::turn_free:
-      return d.offers(Statement::turn_join);
     default:
       return true;
   }

@@ -181,23 +181,6 @@ enum class Statement : std::size_t {
   // read is the database's word for it (LeaseDriver::take_handover).
   handed_check,
   sweep_queue,  // (batch): delete up to batch expired tickets; affected = deleted
-  // Optional, with queue_join, where releases notify nobody (MySQL): turn keys, a named
-  // server lock per queued waiter, held on a session pinned for it from before its ticket
-  // until it gives up or, having won, releases; the waiter behind blocks on it (LeaseDriver,
-  // backends/mysql/mysql_turn_keys.cpp).
-  // (name, owner, keep_ms, ticket, lease_ms) -> two result sets: 1 when this session now holds the
-  // owner's key, then queue_join's: the key first, so no one behind finds it not yet taken.
-  turn_join,
-  // (name, owner, wait_ms) -> 1 when the one ahead of owner (the next lower live ticket's
-  // owner, else the holder) let its key go within wait_ms; 0 when it did not; -1 when that
-  // one holds no key (a holder that never waited), so there is nothing to block on.
-  turn_wait,
-  // Optional, per lease strategy: (name, owner, wait_ms, ttl, ticket[, row wait]) -> turn_wait's answer,
-  // then, in the same round trip, a grant attempt's: insert_acquire's, or optimistic_take's
-  // on the version it reads. A woken waiter is granted without a round trip in between.
-  insert_turn_grant,
-  optimistic_turn_grant,
-  turn_free,  // (name, owner): this session lets the owner's key go
 
   // In the caller's own transaction (sql/in_transaction.hpp), where the dialect offers it:
   // (name, key, wait_ms) -> fence > 0 when held until that transaction ends; 0 busy (held by
@@ -263,11 +246,11 @@ struct Dialect {
   // PostgreSQL's release names it in its NOTIFY instead).
   bool release_names_next = false;
   // Whether a waiter finds the row a release handed to its ticket with a statement of its
-  // own, without writing (MySQL's turn grants, SQLite's queue_ahead): a hand-over then needs
+  // own, without writing (MySQL's turn keys' grants, SQLite's queue_ahead): a hand-over then needs
   // no message, only a wake-up.
   bool waiters_read_handed = false;
-  // Whether the exclusive lease grants (insert_acquire, optimistic_take and the turn grants)
-  // and the queue's joins (queue_join, turn_join: MySQL's mark the name's row) take one
+  // Whether the exclusive lease grants (insert_acquire, optimistic_take and MySQL's turn
+  // keys' grants) and the queue's joins (queue_join: MySQL's mark the name's row) take one
   // parameter more, last: how long in ms they may wait for a lock on the name's row
   // (another transaction's: a caller's check_in or lock_in holds it to its commit). Past it
   // the server ends the statement (LockWaitTimeout) and the attempt answers busy, so that an

@@ -90,17 +90,17 @@ class WaitingPlace final : public QueuePlace {
 class LeaseDriver : public LockDriver {
  public:
   // `release`: the strategy's statement that frees its row; `handover`: the same for a grant
-  // made after waiting, which hands the row over (where the dialect has it); `wait_grant`: its
-  // grant that follows a wait in the server (ServerWaits, where the dialect has one).
+  // made after waiting, which hands the row over (where the dialect has it); `strategy`: which
+  // of the two this driver is (ServerWaits follows a wait with the strategy's grant).
   // `waits`: null where the backend has no waits in the server (waiters then poll, or are
   // woken through `notifier`). `statement_timeout`: the connections', which a grant's wait
   // for a row lock stays under.
   LeaseDriver(ConnectionPool& pool, const Dialect& d, std::shared_ptr<Notifier> notifier,
-              std::shared_ptr<ServerWaits> waits, Statement release, Statement handover, Statement wait_grant,
+              std::shared_ptr<ServerWaits> waits, Statement release, Statement handover, Strategy strategy,
               milliseconds statement_timeout)
       : pool_(pool), d_(d), notifier_(std::move(notifier)), waits_(std::move(waits)),
         rows_(pool_, d_, notifier_, Statement::renew, release, Statement::release_after, Statement::renew_batch),
-        release_(release), handover_(handover), wait_grant_(wait_grant),
+        release_(release), handover_(handover), strategy_(strategy),
         longest_row_wait_(std::max(milliseconds{1}, statement_timeout / 2)) {}
 
   std::unique_ptr<ReleaseWatch> watch(const std::string& name, const std::string& owner) override {
@@ -134,12 +134,12 @@ class LeaseDriver : public LockDriver {
   bool release_then(Connection& s, const std::string& name, const std::string& owner, std::uint64_t fence,
                     const std::string& then);
 
-  // For ServerWaits: the Client's pool, the dialect, the strategy's grant after a wait,
-  // its parameters (grant_params), and the answer of a grant attempt given as rows (won, ms
-  // left, holder), or none (lost, holder not known).
+  // For ServerWaits: the Client's pool, the dialect, the strategy, a grant's parameters
+  // (grant_params), and the answer of a grant attempt given as rows (won, ms left, holder),
+  // or none (lost, holder not known).
   ConnectionPool& pool() noexcept { return pool_; }
   const Dialect& dialect() const noexcept { return d_; }
-  Statement wait_grant() const noexcept { return wait_grant_; }
+  Strategy strategy() const noexcept { return strategy_; }
   std::vector<Value> grant_params(const AcquireRequest& r, std::vector<Value> first) const;
   Attempt answered(Connection& s, AcquireRequest& r, const std::vector<Row>& rows);
 
@@ -282,7 +282,8 @@ class LeaseDriver : public LockDriver {
                     Statement::shared_release_after};
 
  private:
-  const Statement release_, handover_, wait_grant_;
+  const Statement release_, handover_;
+  const Strategy strategy_;
   const milliseconds longest_row_wait_;  // a grant's (grant_params)
   // Names whose last release by this driver handed them over (joins_line). Bounded: cleared
   // when full.
@@ -296,7 +297,7 @@ class InsertDriver final : public LeaseDriver {
   InsertDriver(ConnectionPool& pool, const Dialect& d, std::shared_ptr<Notifier> notifier,
                std::shared_ptr<ServerWaits> waits, milliseconds statement_timeout)
       : LeaseDriver(pool, d, std::move(notifier), std::move(waits), Statement::insert_release,
-                    Statement::insert_handover, Statement::insert_turn_grant, statement_timeout) {}
+                    Statement::insert_handover, Strategy::insert, statement_timeout) {}
   Attempt try_acquire(AcquireRequest& r) override;
 };
 
@@ -305,7 +306,7 @@ class OptimisticDriver final : public LeaseDriver {
   OptimisticDriver(ConnectionPool& pool, const Dialect& d, std::shared_ptr<Notifier> notifier,
                    std::shared_ptr<ServerWaits> waits, milliseconds statement_timeout)
       : LeaseDriver(pool, d, std::move(notifier), std::move(waits), Statement::optimistic_release,
-                    Statement::optimistic_handover, Statement::optimistic_turn_grant, statement_timeout) {}
+                    Statement::optimistic_handover, Strategy::optimistic, statement_timeout) {}
   Attempt try_acquire(AcquireRequest& r) override;
 
  private:

@@ -756,7 +756,7 @@ TEST_CASE("mysql: a waiter that gives up after the row was handed to it frees it
   const auto d = sq::mysql_dialect_of(*raw).rendered(dblock::detail::parse_table_name(table.name()));
   sq::ConnectionPool::Open open = [url] { return dblock::test::server_connection(url); };
   sq::ConnectionPool pool(open, {2, 2, 10s, "test connections"});
-  sq::InsertDriver driver(pool, d, nullptr, sq::mysql_turn_keys(2), 10s);
+  sq::InsertDriver driver(pool, d, nullptr, sq::mysql_turn_keys(sq::mysql_dialect_of(*raw), dblock::detail::parse_table_name(table.name()), 2), 10s);
   auto c = table.ns().open();
   dblock::LockOptions o;
   o.auto_renew = false;  // the test takes the row away from this lease

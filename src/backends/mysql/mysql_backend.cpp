@@ -124,7 +124,7 @@ std::unique_ptr<Backend> open_mysql(const Url& url, const ClientOptions& options
     return connect();
   };
   auto backend =
-      std::make_unique<sqldb::SqlBackend>(dialect, table, open, qualified, nullptr, sqldb::mysql_turn_keys(options.pool_size));
+      std::make_unique<sqldb::SqlBackend>(dialect, table, open, qualified, nullptr, sqldb::mysql_turn_keys(dialect, table, options.pool_size));
   backend->start(options.auto_migrate.value_or(false));
   return backend;
 }

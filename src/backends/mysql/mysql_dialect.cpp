@@ -62,11 +62,7 @@ Dialect make(bool mariadb) {
     // counted in InnoDB's whole seconds, at least one: the text sets the session's
     // innodb_lock_wait_timeout around the CALL and puts it back after (MySqlConnection::run
     // does so when the CALL fails). Past it the CALL fails with 1205 and the attempt is busy.
-    const auto row_wait = [](const std::string& call, const std::string& wait) {
-      return "SET @dblock_row_wait = @@SESSION.innodb_lock_wait_timeout, SESSION innodb_lock_wait_timeout = "
-             "GREATEST(1, CEIL(" + wait + " / 1000)); " + call +
-             "; SET SESSION innodb_lock_wait_timeout = @dblock_row_wait";
-    };
+    const auto row_wait = mysql_row_wait;
     d.grant_waits_bounded = true;
     d[S::insert_acquire] = row_wait("CALL ${table}_lease_grant(?1, ?2, ?3, ?4)", "?5");
     d[S::insert_release] =
@@ -131,27 +127,7 @@ Dialect make(bool mariadb) {
         "UPDATE ${table} SET owner = '', holds = 0, valid_until = ${now_ms}, version = version + 1, handed_to = 0 "
         "WHERE name = ?1 AND owner = ?2 AND handed_to = ?3 AND holds > 0";
     d[S::sweep_queue] = "DELETE FROM ${table}_queue WHERE valid_until <= ${now_ms} LIMIT ?1";
-    // Turn keys: "dblock:turn:" and the SHA1 of the table, name and owner (52 characters).
-    // MariaDB waits to the microsecond; a server that counts whole seconds answers 0 for a
-    // shorter wait, and the waiter polls instead.
-    auto turn_key = [](const std::string& owner) {
-      return "CONCAT('dblock:turn:', SHA1(CONCAT('${table}', CHAR(0), ?1, CHAR(0), " + owner + ")))";
-    };
-    // A waiter's own key may still be held for a moment as it joins: the waiter its last
-    // release woke takes that key in its wait and lets it go in the same statement. Taken with
-    // no wait, a join in that moment got no key, and the waiter, and the one behind it,
-    // polled (10-20 ms a turn): so the join waits up to 20 ms for its own key.
-    d[S::turn_join] = "SELECT GET_LOCK(" + turn_key("?2") + ", 0.02); " + d[S::queue_join];
-    // The key of the one ahead is worked out once, so that the check and the wait are on
-    // one key (${table}_turn_wait).
-    d[S::turn_wait] = "CALL ${table}_turn_wait(?1, ?2, ?3)";
-    // The grant runs whatever the wait answered: after a wait that ran out (the holder's
-    // lease ending) it is the attempt the waiter makes next anyway. The optimistic take
-    // compares on the version read just before it (a missing row: -1, which nothing has).
-    // Both answer a row handed to the waiter's ticket first (${table}_lease_release).
-    d[S::insert_turn_grant] = d[S::turn_wait] + "; " + row_wait("CALL ${table}_handed_grant(?1, ?2, ?4, ?5)", "?6");
-    d[S::optimistic_turn_grant] = d[S::turn_wait] + "; " + row_wait("CALL ${table}_turn_take(?1, ?2, ?4, ?5)", "?6");
-    d[S::turn_free] = "DO RELEASE_LOCK(" + turn_key("?2") + ")";
+    // The turn keys' statements are theirs (mysql_turn_keys.cpp).
 
     // Session strategies. The wait bound goes to both mechanisms (a user variable for
     // GET_LOCK, the session's row-lock timeout for FOR UPDATE), in whole seconds.
@@ -263,6 +239,11 @@ Dialect make(bool mariadb) {
 const Dialect& mysql_dialect() {
   static const Dialect d = make(false);
   return d;
+}
+
+std::string mysql_row_wait(const std::string& call, const std::string& wait) {
+  return "SET @dblock_row_wait = @@SESSION.innodb_lock_wait_timeout, SESSION innodb_lock_wait_timeout = "
+         "GREATEST(1, CEIL(" + wait + " / 1000)); " + call + "; SET SESSION innodb_lock_wait_timeout = @dblock_row_wait";
 }
 
 const Dialect& mariadb_dialect() {

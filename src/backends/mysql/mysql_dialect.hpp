@@ -15,5 +15,9 @@ const Dialect& mysql_dialect();
 const Dialect& mariadb_dialect();
 const Dialect& mysql_dialect_of(Connection& s);
 std::vector<SettingCheck> mysql_settings(Connection& s);
+// `call` bounded in its wait for a lock on the name's row by the parameter `wait` (in ms, as
+// InnoDB's whole seconds, at least one; Dialect::grant_waits_bounded), the session's
+// innodb_lock_wait_timeout put back after it.
+std::string mysql_row_wait(const std::string& call, const std::string& wait);
 
 }  // namespace dblock::detail::sqldb

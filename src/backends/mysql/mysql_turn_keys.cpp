@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <mutex>
 
+#include "backends/mysql/mysql_dialect.hpp"
 #include "dblock/errors.hpp"
 #include "sql/lease_drivers.hpp"
 
@@ -10,13 +11,56 @@ namespace dblock::detail::sqldb {
 
 namespace {
 
+// The turn keys' statements, rendered for one table.
+struct Texts {
+  // (name, owner, keep_ms, ticket, lease_ms[, row wait]) -> two result sets: 1 when this
+  // session now holds the owner's key, then queue_join's: the key first, so that no one
+  // behind finds it not yet taken.
+  std::string join;
+  // (name, owner, wait_ms) -> 1 when the one ahead of owner (the next lower live ticket's
+  // owner, else the holder) let its key go within wait_ms; 0 when it did not; -1 when that
+  // one holds no key (a holder that never waited), so there is nothing to block on.
+  std::string wait;
+  // Per lease strategy, (name, owner, wait_ms, ttl, ticket, row wait) -> wait's answer, then,
+  // in the same round trip, a grant attempt's: insert_acquire's, or optimistic_take's on the
+  // version it reads. A woken waiter is granted without a round trip in between.
+  std::string insert_grant, optimistic_grant;
+  std::string free;  // (name, owner): this session lets the owner's key go
+};
+
+Texts texts(const Dialect& d, const TableName& table) {
+  // A key: "dblock:turn:" and the SHA1 of the table, name and owner (52 characters). MariaDB
+  // waits to the microsecond; a server that counts whole seconds answers 0 for a shorter
+  // wait, and the waiter polls instead.
+  const std::string key = "CONCAT('dblock:turn:', SHA1(CONCAT('${table}', CHAR(0), ?1, CHAR(0), ?2)))";
+  Texts t;
+  // A waiter's own key may still be held for a moment as it joins: the waiter its last
+  // release woke takes that key in its wait and lets it go in the same statement. Taken with
+  // no wait, a join in that moment got no key, and the waiter, and the one behind it, polled
+  // (10-20 ms a turn): so the join waits up to 20 ms for its own key.
+  t.join = "SELECT GET_LOCK(" + key + ", 0.02); " + d[Statement::queue_join];
+  // The key of the one ahead is worked out once, so that the check and the wait are on one
+  // key (${table}_turn_wait).
+  t.wait = "CALL ${table}_turn_wait(?1, ?2, ?3)";
+  // The grant runs whatever the wait answered: after a wait that ran out (the holder's lease
+  // ending) it is the attempt the waiter makes next anyway. The optimistic take compares on
+  // the version read just before it (a missing row: -1, which nothing has). Both answer a row
+  // handed to the waiter's ticket first (${table}_lease_release).
+  t.insert_grant = t.wait + "; " + mysql_row_wait("CALL ${table}_handed_grant(?1, ?2, ?4, ?5)", "?6");
+  t.optimistic_grant = t.wait + "; " + mysql_row_wait("CALL ${table}_turn_take(?1, ?2, ?4, ?5)", "?6");
+  t.free = "DO RELEASE_LOCK(" + key + ")";
+  for (auto* text : {&t.join, &t.wait, &t.insert_grant, &t.optimistic_grant, &t.free})
+    *text = render(*text, table, d.now_ms);
+  return t;
+}
+
 // Lets a turn key go and gives its session to `home`, the Client's pool; a session that fails
 // at it is closed, which lets the key go as well.
-void let_key_go(ConnectionPool& home, ConnectionPool::Handle& turn, const Dialect& d, const std::string& name,
-            const std::string& owner) noexcept {
+void let_key_go(ConnectionPool& home, ConnectionPool::Handle& turn, const Texts& t, const std::string& name,
+                const std::string& owner) noexcept {
   if (!turn) return;
   try {
-    turn->run(d[Statement::turn_free], {name, owner});
+    turn->run(t.free, {name, owner});
     home.adopt(turn.detach());
   } catch (...) {
     turn.discard();
@@ -26,9 +70,9 @@ void let_key_go(ConnectionPool& home, ConnectionPool::Handle& turn, const Dialec
 // A waiter's key: the session holding it, once it has one.
 class TurnKey final : public ServerWaits::Place {
  public:
-  TurnKey(ConnectionPool& home, const Dialect& d, std::string name, std::string owner)
-      : home(home), d(d), name(std::move(name)), owner(std::move(owner)) {}
-  ~TurnKey() override { let_key_go(home, turn, d, name, owner); }
+  TurnKey(ConnectionPool& home, const Texts& t, std::string name, std::string owner)
+      : home(home), t(t), name(std::move(name)), owner(std::move(owner)) {}
+  ~TurnKey() override { let_key_go(home, turn, t, name, owner); }
   // A session an error left unusable took the key with it: the waiter goes on without one,
   // on pooled sessions, and polls.
   Connection* session() override {
@@ -37,7 +81,7 @@ class TurnKey final : public ServerWaits::Place {
   }
 
   ConnectionPool& home;  // the Client's pool, which outlives every acquire
-  const Dialect& d;
+  const Texts& t;        // the TurnKeys', likewise
   const std::string name, owner;
   ConnectionPool::Handle turn;  // the session holding the key, if it has one
   // The attempt's pooled session, on which turn_join just ran: the attempt keeps it as
@@ -51,9 +95,9 @@ class TurnKey final : public ServerWaits::Place {
 // the key, which lets it go once the lease is released, waking the waiter behind.
 class TurnGrant final : public GrantHandle {
  public:
-  TurnGrant(LeaseDriver& driver, std::unique_ptr<GrantHandle> lease, ConnectionPool::Handle turn, std::string name,
-            std::string owner, std::uint64_t fence)
-      : driver_(driver), lease_(std::move(lease)), turn_(std::move(turn)), name_(std::move(name)),
+  TurnGrant(LeaseDriver& driver, const Texts& t, std::unique_ptr<GrantHandle> lease, ConnectionPool::Handle turn,
+            std::string name, std::string owner, std::uint64_t fence)
+      : driver_(driver), t_(t), lease_(std::move(lease)), turn_(std::move(turn)), name_(std::move(name)),
         owner_(std::move(owner)), fence_(fence) {}
   ~TurnGrant() override { let_go(); }  // a grant lost, or let go
   Renewal renew(milliseconds ttl, int holds) override { return lease_->renew(ttl, holds); }
@@ -64,7 +108,7 @@ class TurnGrant final : public GrantHandle {
       return lease_->release();
     }
     // The key goes with the release (an error: retried here), and the session goes home.
-    const bool ours = driver_.release_then(*turn_, name_, owner_, fence_, driver_.dialect()[Statement::turn_free]);
+    const bool ours = driver_.release_then(*turn_, name_, owner_, fence_, t_.free);
     driver_.pool().adopt(turn_.detach());
     return ours;
   }
@@ -75,8 +119,9 @@ class TurnGrant final : public GrantHandle {
   }
 
  private:
-  void let_go() noexcept { let_key_go(driver_.pool(), turn_, driver_.dialect(), name_, owner_); }
-  LeaseDriver& driver_;  // the core that owns the driver outlives every grant
+  void let_go() noexcept { let_key_go(driver_.pool(), turn_, t_, name_, owner_); }
+  LeaseDriver& driver_;  // the core that owns the driver outlives every grant, and the driver its TurnKeys
+  const Texts& t_;
   std::unique_ptr<GrantHandle> lease_;
   ConnectionPool::Handle turn_;
   const std::string name_, owner_;
@@ -85,20 +130,19 @@ class TurnGrant final : public GrantHandle {
 
 class TurnKeys final : public ServerWaits {
  public:
-  explicit TurnKeys(std::size_t most) : most_(most) {}
+  TurnKeys(const Dialect& d, const TableName& table, std::size_t most) : t_(texts(d, table)), most_(most) {}
 
   // Takes the waiter's key on the attempt's session `s` and, in the same round trip, joins
   // the queue, once (a refusal is not asked again), unless the Client holds its most keys.
   std::optional<Result> join(LeaseDriver& driver, Connection& s, WaitingPlace& w,
                              const std::vector<Value>& params) override {
-    const auto& d = driver.dialect();
-    if (w.in_server || !d.offers(Statement::turn_join) || keys_.open_count() >= most_) return std::nullopt;
-    auto key = std::make_unique<TurnKey>(driver.pool(), d, w.name(), w.owner());
+    if (w.in_server || keys_.open_count() >= most_) return std::nullopt;
+    auto key = std::make_unique<TurnKey>(driver.pool(), t_, w.name(), w.owner());
     auto& k = *key;
     w.in_server = std::move(key);
     k.key_on = &s;  // keep_session keeps s for the key, or closes it if the join fails
     try {
-      auto joined = s.run(d[Statement::turn_join], params);
+      auto joined = s.run(t_.join, params);
       if (as_int(joined.sets.at(0).at(0).at(0)) != 1) k.key_on = nullptr;  // no key: s goes back to the pool
       return joined;
     } catch (...) {
@@ -114,21 +158,21 @@ class TurnKeys final : public ServerWaits {
     if (k->key_doubtful) return s.discard();  // a failed join: the key goes with the connection
     std::lock_guard lk(mutex_);  // joins ran side by side: the most is kept here
     if (keys_.open_count() < most_) k->turn = keys_.adopt(s.detach());
-    else let_key_go_here(s, k->d, k->name, k->owner);  // s stays the pool's, keyless: the waiter polls
+    else let_key_go_here(s, k->name, k->owner);  // s stays the pool's, keyless: the waiter polls
   }
 
   Turn wait(LeaseDriver& driver, AcquireRequest& r, Attempt& a, Clock::time_point until) override {
     auto* w = static_cast<WaitingPlace*>(a.place.get());
     auto* k = w ? static_cast<TurnKey*>(w->in_server.get()) : nullptr;
     if (!k || !k->turn) return Turn::none;
-    const auto& d = driver.dialect();
     until = std::min(until, w->renew_at);  // the ticket is written again before it ends
     auto wait = std::chrono::ceil<milliseconds>(until - Clock::now());
     if (w->holder_left > milliseconds{0}) wait = std::min(wait, w->holder_left + milliseconds{1});
     if (wait <= milliseconds{0}) return Turn::none;
     // With no key ahead the wait answers at once, and a grant behind it would be one more
     // attempt right after the one that found the name busy: wait alone until a key shows up.
-    const bool grant_after = d.offers(driver.wait_grant()) && !k->keyless_ahead;
+    const bool grant_after = !k->keyless_ahead;
+    const auto& grant = driver.strategy() == Strategy::optimistic ? t_.optimistic_grant : t_.insert_grant;
     const std::int64_t ms = wait.count();
     std::vector<Value> params{r.name, r.owner, ms};
     if (grant_after) {
@@ -139,7 +183,7 @@ class TurnKeys final : public ServerWaits {
     Result answer;
     std::int64_t woke = 0;
     try {
-      answer = k->turn->run(d[grant_after ? driver.wait_grant() : Statement::turn_wait], params);
+      answer = k->turn->run(grant_after ? grant : t_.wait, params);
       woke = as_int(answer.sets.empty() ? answer.rows.at(0).at(0) : answer.sets.at(0).at(0).at(0));
     } catch (const TimeoutError&) {
       // Keys waiting on each other in a circle (two waiters that read the queue at different
@@ -161,19 +205,19 @@ class TurnKeys final : public ServerWaits {
                                     const AcquireRequest& r, std::uint64_t fence) override {
     auto* k = static_cast<TurnKey*>(w.in_server.get());
     if (!k || !k->turn) return lease;
-    return std::make_unique<TurnGrant>(driver, std::move(lease), std::move(k->turn), r.name, r.owner, fence);
+    return std::make_unique<TurnGrant>(driver, t_, std::move(lease), std::move(k->turn), r.name, r.owner, fence);
   }
 
  private:
-  static void let_key_go_here(ConnectionPool::Handle& s, const Dialect& d, const std::string& name,
-                              const std::string& owner) noexcept {
+  void let_key_go_here(ConnectionPool::Handle& s, const std::string& name, const std::string& owner) noexcept {
     try {
-      s->run(d[Statement::turn_free], {name, owner});
+      s->run(t_.free, {name, owner});
     } catch (...) {
       s.discard();  // the key goes with the connection
     }
   }
 
+  const Texts t_;
   const std::size_t most_;
   std::mutex mutex_;
   // Sessions holding keys, out of the Client's pool (they would drain it): one per waiting
@@ -183,6 +227,8 @@ class TurnKeys final : public ServerWaits {
 
 }  // namespace
 
-std::shared_ptr<ServerWaits> mysql_turn_keys(std::size_t most) { return std::make_shared<TurnKeys>(most); }
+std::shared_ptr<ServerWaits> mysql_turn_keys(const Dialect& dialect, const TableName& table, std::size_t most) {
+  return std::make_shared<TurnKeys>(dialect, table, most);
+}
 
 }  // namespace dblock::detail::sqldb

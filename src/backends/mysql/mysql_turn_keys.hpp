@@ -15,11 +15,14 @@
 
 #include <memory>
 
+#include "core/validate.hpp"
+#include "sql/dialect.hpp"
 #include "sql/server_waits.hpp"
 
 namespace dblock::detail::sqldb {
 
-// A Client's turn keys (one object per Client, shared by its lease drivers), at most `most`.
-std::shared_ptr<ServerWaits> mysql_turn_keys(std::size_t most);
+// A Client's turn keys on `table` (one object per Client, shared by its lease drivers), at
+// most `most`. `dialect`: the MySQL dialect, not rendered (its queue_join goes into a join).
+std::shared_ptr<ServerWaits> mysql_turn_keys(const Dialect& dialect, const TableName& table, std::size_t most);
 
 }  // namespace dblock::detail::sqldb
