@@ -22,6 +22,7 @@
 #include "bench/scenarios/peers.hpp"
 #include "bench/scenarios/pooler.hpp"
 #include "bench/scenarios/resources.hpp"
+#include "bench/scenarios/scale.hpp"
 #include "bench/scenarios/shapes.hpp"
 #include "bench/scenarios/sweep.hpp"
 #include "bench/scenarios/table_size.hpp"
@@ -111,7 +112,7 @@ int run(const Options& opt, const RunFacts& facts) {
   std::vector<std::string> parts, done;
   for (const auto& b : backends())
     if (opt.wants_backend(b.name)) parts.push_back(b.name);
-  for (const char* s : {"table-size", "sweep", "tls", "pooler"})
+  for (const char* s : {"table-size", "sweep", "tls", "pooler", "scale"})
     if (opt.wants_scenario(s)) parts.push_back(s);
   auto write_files = [&](const std::vector<std::string>& all_notes) {
     if (!opt.csv.empty()) {
@@ -158,6 +159,7 @@ int run(const Options& opt, const RunFacts& facts) {
   if (opt.wants_scenario("sweep")) add(run_sweep(opt)), checkpoint("sweep");
   if (opt.wants_scenario("tls")) add(run_tls(opt)), checkpoint("tls");
   if (opt.wants_scenario("pooler")) add(run_pooler(opt)), checkpoint("pooler");
+  if (opt.wants_scenario("scale")) add(run_scale(opt)), checkpoint("scale");
   notes.insert(notes.end(), general.begin(), general.end());
   std::vector<Row> main_rows;  // table-size and sweep get tables of their own below it
   std::copy_if(rows.begin(), rows.end(), std::back_inserter(main_rows),
@@ -171,6 +173,7 @@ int run(const Options& opt, const RunFacts& facts) {
   print_peers_table(rows);
   print_tls_markdown(rows);
   print_pooler_markdown(rows);
+  print_scale_markdown(rows);
   write_files(notes);
   return 0;
 }
@@ -182,6 +185,8 @@ int main(int argc, char** argv) {
   if (argc > 1 && std::string(argv[1]) == kContendedWorkerFlag) return contended_worker_main(argc, argv);
   // A shared / semaphore scenario worker: started again by run_shape_scenarios.
   if (argc > 1 && std::string(argv[1]) == kShapeWorkerFlag) return shape_worker_main(argc, argv);
+  // A scale scenario worker: started again by run_scale's processes part.
+  if (argc > 1 && std::string(argv[1]) == kScaleWorkerFlag) return scale_worker_main(argc, argv);
   // A peers scenario worker on dblock's side: started again by run_peer_scenario.
   if (argc > 1 && std::string(argv[1]) == kPeerWorkerFlag) return peer_worker_main(argc, argv);
   const RunFacts facts = run_facts(argc, argv);  // the load average before the run adds to it

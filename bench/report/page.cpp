@@ -8,6 +8,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iterator>
 #include <optional>
 #include <set>
@@ -632,13 +633,63 @@ void pooler(Page& p, const std::vector<Row>& rows) {
   p.table({"strategy", "uncontended p50 us", "hand-off p50 us", "contended wait p50 us"}, "lrrr", body);
 }
 
+// A measured figure (a measured 0, e.g. CPU below the clock tick, shows as 0), or empty.
+std::string opt_cell(const std::optional<double>& v, const std::function<std::string(double)>& f) {
+  return !v ? std::string() : *v <= 0 ? std::string("0") : f(*v);
+}
+
+void scale(Page& p, const std::vector<Row>& rows) {
+  if (any_of_scenario(rows, "scale-held")) {
+    p.heading("Scale: one Client holds N locks");
+    p.text("One Client acquires N locks with a short TTL (the notes give it, and the window), then holds them; the");
+    p.text("server's own figures over the hold: its connections, statements per second, log bytes (WAL, InnoDB redo,");
+    p.text("AOF) per held lock per minute and CPU seconds per second, and its CPU per grant over the acquires.");
+    p.text("`bare-renew` renews the same N rows one UPDATE per row per tick; x bare = statements/s / bare-renew's at");
+    p.text("the same N: what batching the renewals saves. An empty cell: the backend has no such figure (notes).");
+    p.text("");
+    std::vector<std::vector<std::string>> body;
+    for (const auto& r : rows) {
+      if (r.scenario != "scale-held") continue;
+      body.push_back({r.backend, r.strategy, short_count(static_cast<std::size_t>(r.workers)), per_s(r.s.ops_per_s),
+                      us(r.s.p50_us), us(r.s.p99_us), opt_cell(r.cpu_us_per_grant, us),
+                      opt_cell(r.server_connections, [](double v) { return fmt::format("{:.0f}", v); }),
+                      opt_cell(r.statements_per_s, two_digits), r.vs.empty() ? "" : two_digits(r.vs[0].ratio),
+                      opt_cell(r.log_bytes_per_lock_min, two_digits), opt_cell(r.cpu_share, two_digits)});
+    }
+    p.table({"backend", "strategy", "held", "grants/s", "p50 us", "p99 us", "CPU us/grant", "connections",
+             "statements/s", "x bare", "log B/lock/min", "CPU s/s"},
+            "llrrrrrrrrrr", body);
+  }
+  if (any_of_scenario(rows, "scale-processes")) {
+    p.heading("Scale: P processes contend on K names");
+    p.text("P worker processes, one Client each, acquire (with wait) and release random names of K for a fixed time:");
+    p.text("grants/s, the wait's p50/p99, the server's peak connections, its statements per second and CPU per grant,");
+    p.text("and the acquires or releases that threw (a process count above what the server's connection limit takes");
+    p.text("is capped; the notes say so).");
+    p.text("");
+    std::vector<std::vector<std::string>> body;
+    for (const auto& r : rows) {
+      if (r.scenario != "scale-processes") continue;
+      body.push_back({r.backend, r.strategy, fmt::format("{}", r.workers), short_count(r.names), per_s(r.s.ops_per_s),
+                      us(r.s.p50_us), us(r.s.p99_us),
+                      opt_cell(r.server_connections, [](double v) { return fmt::format("{:.0f}", v); }),
+                      opt_cell(r.statements_per_s, per_s), opt_cell(r.cpu_us_per_grant, us),
+                      fmt::format("{}", r.errors)});
+    }
+    p.table({"backend", "strategy", "processes", "names", "grants/s", "wait p50 us", "wait p99 us", "peak connections",
+             "statements/s", "CPU us/grant", "errors"},
+            "llrrrrrrrrr", body);
+  }
+}
+
 void plots(Page& p, const RunReport& run, const Options& opt) {
   if (opt.csv.empty()) return;
   const fs::path csv = fs::absolute(opt.csv);
   const fs::path stem = csv.parent_path() / (csv.extension() == ".csv" ? csv.stem() : csv.filename());
   const fs::path page_dir = fs::absolute(opt.markdown).parent_path();
   std::vector<std::string> lines;
-  for (const char* what : {"uncontended", "contended", "shapes", "table-size", "peers"}) {
+  for (const char* what :
+       {"uncontended", "contended", "shapes", "table-size", "peers", "scale-statements", "scale-grants"}) {
     const fs::path png = stem.string() + "-" + what + ".png";
     std::error_code ec;
     auto written = fs::last_write_time(png, ec);
@@ -710,6 +761,7 @@ void write_markdown(const RunReport& run, const Options& opt) {
   peers(p, run.rows);
   tls(p, run.rows);
   pooler(p, run.rows);
+  scale(p, run.rows);
   plots(p, run, opt);
   notes(p, run);
   const std::string tmp = opt.markdown + ".tmp";

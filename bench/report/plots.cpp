@@ -14,6 +14,7 @@
 #include <functional>
 #include <iterator>
 #include <set>
+#include <tuple>
 #include <utility>
 
 #include <fmt/format.h>
@@ -292,6 +293,37 @@ void write_plots(const std::string& csv_path, const std::vector<Row>& rows) {
                          "set ylabel 'p50 us'\n"));
     else
       fmt::print(stderr, "dblock-bench: table-size plot skipped: no `table-size` rows\n");
+
+    // scale: the held rows against N, the server's statements/s and the grants/s (log axes: a
+    // series without a figure, e.g. sqlite's statements, is left out of that chart).
+    for (const auto& [what, title, get] :
+         std::vector<std::tuple<const char*, const char*, std::function<double(const Row&)>>>{
+             {"scale-statements",
+              "server statements/s while one Client holds N locks (bare-renew: one UPDATE per lease)",
+              [](const Row& r) { return r.statements_per_s.value_or(0); }},
+             {"scale-grants", "grants/s acquiring N locks on one Client",
+              [](const Row& r) { return r.s.ops_per_s; }}}) {
+      SeriesRows series;
+      for (auto& [label, points] : by_series(rows, "scale-held")) {
+        std::vector<const Row*> kept;
+        for (const Row* r : points)
+          if (get(*r) > 0) kept.push_back(r);
+        if (!kept.empty()) series.emplace_back(label, kept);
+      }
+      if (series.empty()) {
+        fmt::print(stderr, "dblock-bench: {} plot skipped: no `scale-held` rows with the figure\n", what);
+        continue;
+      }
+      charts.emplace_back(png(what), header(png(what), 1100, 650) +
+                                         line_chart(dir, what, series,
+                                                    [](const Row& r) { return static_cast<double>(r.workers); }, get,
+                                                    fmt::format("set title {}\nset xlabel 'locks held (N)'\n"
+                                                                "set ylabel {}\n",
+                                                                quoted(std::string("dblock-bench scale: ") + title),
+                                                                quoted(what == std::string("scale-grants")
+                                                                           ? "grants/s"
+                                                                           : "statements/s"))));
+    }
 
     std::size_t groups = 0;
     std::string shapes = shapes_chart(dir, rows, groups);

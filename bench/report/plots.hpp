@@ -19,6 +19,9 @@ namespace dblock_bench {
 //                             (`exclusive`, `shared`, `semaphore` rows)
 //   DIR/NAME-peers.png        per backend, dblock's strategies and the peer library beside them:
 //                             uncontended p50, hand-off p50, grants/s and Jain's index (`peers`)
+//   DIR/NAME-scale-statements.png, DIR/NAME-scale-grants.png
+//                             by locks held (`scale-held` rows): the server's statements/s
+//                             during the hold, and grants/s acquiring them
 // A plot without rows, or a gnuplot that is missing or fails, gives one line on stderr;
 // never throws.
 void write_plots(const std::string& csv_path, const std::vector<Row>& rows);

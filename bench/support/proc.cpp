@@ -91,7 +91,8 @@ int report_worker(const std::function<nlohmann::json()>& work) {
 }
 
 std::vector<WorkerOutput> run_workers(const std::vector<std::vector<std::string>>& argvs, const std::string& url,
-                                      std::string& failure, const std::string& program) {
+                                      std::string& failure, const std::string& program,
+                                      const std::function<void()>& on_ready) {
   std::vector<std::string> env;
   for (char** e = environ; *e; ++e)
     if (std::strncmp(*e, kWorkerUrlVar, std::strlen(kWorkerUrlVar)) != 0) env.emplace_back(*e);
@@ -108,6 +109,7 @@ std::vector<WorkerOutput> run_workers(const std::vector<std::vector<std::string>
     if (auto line = read_line(w.out.fd); line != "ready" && failure.empty())
       failure = line.empty() ? "a worker exited before it was ready" : line;
   // Every worker has its clients open (or failed): closing the pipe starts them together.
+  if (on_ready && failure.empty()) on_ready();
   start_write.reset();
 
   std::vector<WorkerOutput> out;

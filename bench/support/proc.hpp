@@ -55,9 +55,12 @@ struct WorkerOutput {
 
 // Parent side: starts one worker per command line (argv[0] first; run as `program`, by
 // default this binary) with kWorkerUrlVar = url, waits until all are ready, starts them
-// together and waits for them to exit. `failure` gets the first worker's complaint before it was ready (its line, or
+// together and waits for them to exit; `on_ready`, if set, is called once every worker is ready,
+// just before the start (a scenario reads the server's counters there, after the workers'
+// connects). `failure` gets the first worker's complaint before it was ready (its line, or
 // a note that it exited); the outputs are returned either way, in the order of `argvs`.
 std::vector<WorkerOutput> run_workers(const std::vector<std::vector<std::string>>& argvs, const std::string& url,
-                                      std::string& failure, const std::string& program = "/proc/self/exe");
+                                      std::string& failure, const std::string& program = "/proc/self/exe",
+                                      const std::function<void()>& on_ready = {});
 
 }  // namespace dblock_bench

@@ -189,6 +189,15 @@ const char* usage_text() {
          "               connecting directly and through PgBouncer in transaction mode\n"
          "               (DBLOCK_TEST_PGBOUNCER_URL: scripts/services' pgbouncer); ratio =\n"
          "               through the pooler p50 / direct p50, in a table of its own.\n"
+         "  scale        postgresql, mysql, sqlite and redis: one Client holds N = 1 .. 10,000\n"
+         "               locks (--quick: up to 1,000) per strategy (lease strategies and advisory)\n"
+         "               with a 3 s TTL (--quick 1.5 s): acquire p50/p99 and grants/s, then over a\n"
+         "               5 s hold (--quick 2 s) the server's connections, statements/s, log bytes\n"
+         "               per held lock per minute and CPU, beside `bare-renew` (one UPDATE per\n"
+         "               lease per tick, postgresql and mysql); and 1 to 128 worker processes\n"
+         "               (--quick: 1, 8; capped by the server's connection limit) acquiring and\n"
+         "               releasing `insert` locks on 1 or 4P names: grants/s, wait p50/p99, peak\n"
+         "               connections, statements/s, CPU per grant, errors; two tables of their own.\n"
          "\n"
          "  --quick           a smoke test: 300 cycles per series, 40 hand-offs (unless given)\n"
          "  --iterations N    timed cycles per uncontended series (default 5000)\n"
@@ -223,14 +232,18 @@ const char* usage_text() {
          "                    Jain's index), connections_per_lock and bytes_per_lock (resources;\n"
          "                    their workers = locks held, ops_per_s, p50_us and p99_us 0) and\n"
          "                    table_rows (table-size and sweep), holders and release_p50_us (exclusive,\n"
-         "                    shared, semaphore), empty in other scenarios' rows.\n"
+         "                    shared, semaphore), server_connections, statements_per_s,\n"
+         "                    log_bytes_per_lock_min, cpu_us_per_grant, cpu_share, names and\n"
+         "                    errors (scale-held, scale-processes; their ratio: statements/s /\n"
+         "                    the bare-renew row's), empty in other scenarios' rows.\n"
          "                    Next to FILE (less its .csv) also the plots FILE-uncontended.png (p50\n"
          "                    and p99 per backend/strategy, baselines included), FILE-contended.png\n"
          "                    (grants/s by workers, from `contended` rows), FILE-table-size.png\n"
          "                    (p50 by other rows present), FILE-shapes.png (grants/s per\n"
          "                    holders, from exclusive, shared and semaphore rows) and FILE-peers.png\n"
          "                    (dblock beside each peer: uncontended p50, hand-off p50, grants/s,\n"
-         "                    Jain), drawn by gnuplot\n"
+         "                    Jain), FILE-scale-statements.png and FILE-scale-grants.png (scale:\n"
+         "                    server statements/s and grants/s by held locks), drawn by gnuplot\n"
          "                    (Debian: gnuplot-nox);\n"
          "                    without gnuplot a line on stderr says they were skipped\n"
          "  --markdown FILE   also write the run as a Markdown page (docs/BENCHMARKS.md is one):\n"
@@ -455,7 +468,8 @@ void write_csv(const std::string& path, const std::vector<Row>& rows) {
   std::ofstream out(path, std::ios::trunc);
   if (!out) throw std::runtime_error(fmt::format("cannot write CSV file '{}'", path));
   out << "backend,strategy,scenario,workers,ops_per_s,p50_us,p99_us,baseline,ratio,fairness,connections_per_lock,"
-         "bytes_per_lock,table_rows,holders,release_p50_us\n";
+         "bytes_per_lock,table_rows,holders,release_p50_us,server_connections,statements_per_s,log_bytes_per_lock_min,"
+         "cpu_us_per_grant,cpu_share,names,errors\n";
   auto opt = [](const std::optional<double>& v, const char* f) {
     return v ? fmt::format(fmt::runtime(f), *v) : std::string();
   };
@@ -463,7 +477,11 @@ void write_csv(const std::string& path, const std::vector<Row>& rows) {
     const std::string tail =
         fmt::format(",{},{},{},{},{},{}", opt(r.fairness, "{:.4f}"), opt(r.connections_per_lock, "{:.3f}"),
                     opt(r.bytes_per_lock, "{:.0f}"), r.table_rows ? std::to_string(r.table_rows) : "", r.holders,
-                    opt(r.release_p50_us, "{:.2f}"));
+                    opt(r.release_p50_us, "{:.2f}")) +
+        fmt::format(",{},{},{},{},{},{},{}", opt(r.server_connections, "{:.0f}"), opt(r.statements_per_s, "{:.1f}"),
+                    opt(r.log_bytes_per_lock_min, "{:.1f}"), opt(r.cpu_us_per_grant, "{:.1f}"),
+                    opt(r.cpu_share, "{:.4f}"), r.names ? std::to_string(r.names) : "",
+                    r.scenario.rfind("scale-", 0) == 0 ? std::to_string(r.errors) : "");
     const std::string head = fmt::format("{},{},{},{},{:.1f},{:.2f},{:.2f}", r.backend, r.strategy, r.scenario,
                                          r.workers, r.s.ops_per_s, r.s.p50_us, r.s.p99_us);
     if (r.vs.empty()) out << head << ",," << tail << "\n";

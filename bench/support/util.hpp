@@ -47,7 +47,7 @@ struct Options {
 
 inline const std::vector<std::string> kScenarios{"uncontended", "reentrant", "handoff", "handoff-polling",
                                                  "contended", "shared", "semaphore", "resources", "table-size",
-                                                 "sweep", "txn", "peers", "tls", "pooler"};
+                                                 "sweep", "txn", "peers", "tls", "pooler", "scale"};
 
 // Throws UsageProblem.
 Options parse_options(int argc, char** argv);
@@ -89,6 +89,14 @@ struct Row {
   std::size_t table_rows = 0;  // table-size: other leases present; sweep: expired rows swept (0: n/a)
   std::string holders;                   // shared, semaphore: who contends ("8 readers", ...)
   std::optional<double> release_p50_us;  // shared, semaphore: how long release() took, p50
+  // scale (scenarios/scale.hpp): the server's side of holding many locks and of many processes.
+  std::optional<double> server_connections;  // held: during the hold; processes: the peak
+  std::optional<double> statements_per_s;    // held: during the hold; processes: over the run
+  std::optional<double> log_bytes_per_lock_min;  // held: WAL / redo / AOF growth per held lock per minute
+  std::optional<double> cpu_us_per_grant;        // server CPU time per grant (held: the acquires)
+  std::optional<double> cpu_share;               // held: server CPU seconds per second of the hold
+  std::size_t names = 0;                         // processes: the names drawn from
+  std::uint64_t errors = 0;                      // processes: acquires or releases that threw
 };
 
 // p50 / baseline p50 (0 when the baseline has no samples).
@@ -115,7 +123,8 @@ void print_markdown(const std::vector<std::string>& notes, const std::vector<Row
                     const std::vector<std::string>& after = {});
 // One line per row per baseline it is compared with (a row with none: one line, baseline and
 // ratio empty), then the own-table scenarios' columns fairness, connections_per_lock,
-// bytes_per_lock, table_rows, holders, release_p50_us (empty where they do not apply). Throws std::runtime_error when the
+// bytes_per_lock, table_rows, holders, release_p50_us, server_connections, statements_per_s,
+// log_bytes_per_lock_min, cpu_us_per_grant, cpu_share, names, errors (empty where they do not apply). Throws std::runtime_error when the
 // file cannot be written.
 void write_csv(const std::string& path, const std::vector<Row>& rows);
 

@@ -43,5 +43,28 @@ awk -v page="$page" '
 case " $* " in
   *" pooler "*) grep -Eq '^\| optimistic( \| [0-9,]+ / [0-9,]+ \([0-9.]+\)){3} \|$' "$page" ||
                 fail "no pooler row with figures" ;;
+  *" scale "*)
+    # Held: a row per strategy at 1k locks, every cell a figure (bare-renew has no ratio to
+    # itself), and 1k advisory locks multiplexed over at most 10 connections. Processes: rows
+    # with figures and no errors.
+    awk -v page="$page" -v backend="$backend" -F' *[|] *' '
+      /^## / { part = /^## Scale: one Client holds/ ? "held" : /^## Scale: P processes/ ? "procs" : "" }
+      part != "" && $2 == backend {
+        for (i = 2; i < NF; i++)
+          if ($i == "-" && !(part == "held" && $3 == "bare-renew" && i == 11)) {
+            printf "bench_smoke: %s: scale %s row without a figure in column %d: %s\n", page, part, i - 1, $0; bad = 1
+          }
+        if (part == "held" && $4 == "1k") { held[$3] = 1; if ($3 == "advisory" && $9 + 0 > 10) {
+          printf "bench_smoke: %s: 1k advisory locks held on %s connections (at most 10)\n", page, $9; bad = 1 } }
+        if (part == "procs") { procs++; if ($12 != "0") {
+          printf "bench_smoke: %s: a processes run saw %s errors: %s\n", page, $12, $0; bad = 1 } }
+      }
+      END {
+        n = split("insert optimistic advisory bare-renew", want, " ")
+        for (i = 1; i <= n; i++) if (!(want[i] in held)) {
+          printf "bench_smoke: %s: no scale held row for %s at 1k locks\n", page, want[i]; bad = 1 }
+        if (procs < 2) { printf "bench_smoke: %s: %d scale processes rows\n", page, procs; bad = 1 }
+        exit bad
+      }' "$page" || fail "the scale tables lack figures or exceed their bounds" ;;
 esac
 echo "bench_smoke: $page is well formed"
