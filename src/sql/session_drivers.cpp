@@ -256,25 +256,47 @@ AdvisoryDriver::~AdvisoryDriver() = default;
 
 std::shared_ptr<SharedSession> AdvisoryDriver::pick(bool may_open) {
   std::unique_lock lk(mutex_);
-  std::shared_ptr<SharedSession> best, least;
-  std::size_t live = 0;
-  for (const auto& s : shared_) {
-    if (s->dead) continue;
-    ++live;
-    if (!least || s->users < least->users) least = s;
-    if (s->users < locks_per_session && (!best || s->users < best->users)) best = s;
+  for (;;) {
+    std::shared_ptr<SharedSession> best, least;
+    std::size_t live = 0;
+    for (const auto& s : shared_) {
+      if (s->dead) continue;
+      ++live;
+      if (!least || s->users < least->users) least = s;
+      if (s->users < locks_per_session && (!best || s->users < best->users)) best = s;
+    }
+    // A session being opened counts against max_shared_ from here: threads that picked
+    // together would each open one otherwise (4 threads taking 1,000 locks opened up to 11
+    // for 8).
+    if (!best && (may_open || live > 0) && live + opening_ < max_shared_) {
+      ++opening_;
+      lk.unlock();
+      std::shared_ptr<SharedSession> s;
+      try {
+        s = std::make_shared<SharedSession>(session(), d_);  // connects outside the lock
+      } catch (...) {
+        lk.lock();
+        --opening_;
+        opened_.notify_all();
+        throw;
+      }
+      s->users = 1;
+      lk.lock();
+      --opening_;
+      shared_.push_back(s);
+      opened_.notify_all();
+      return s;
+    }
+    if (!best) best = least;
+    // Every slot is being opened and none is live yet: a try waits for one rather than open
+    // a connection beside them.
+    if (!best && may_open && opening_ > 0) {
+      opened_.wait(lk);
+      continue;
+    }
+    if (best) ++best->users;
+    return best;
   }
-  if (!best && (may_open || live > 0) && live < max_shared_) {
-    lk.unlock();
-    auto s = std::make_shared<SharedSession>(session(), d_);  // connects outside the lock
-    s->users = 1;
-    lk.lock();
-    shared_.push_back(s);
-    return s;
-  }
-  if (!best) best = least;
-  if (best) ++best->users;
-  return best;
 }
 
 void AdvisoryDriver::leave(const std::shared_ptr<SharedSession>& s) {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <algorithm>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -106,6 +107,8 @@ class AdvisoryDriver final : public SessionDriver {
   static constexpr std::size_t locks_per_session = 128;
   std::mutex mutex_;
   std::vector<std::shared_ptr<SharedSession>> shared_;  // guarded by mutex_
+  std::size_t opening_ = 0;  // sessions pick() is connecting now, outside the lock; guarded by mutex_
+  std::condition_variable opened_;  // opening_ went down
 };
 
 }  // namespace dblock::detail::sqldb
