@@ -111,6 +111,11 @@ void ReleaseFeed::run() {
   }
 }
 
+bool ReleaseFeed::live() const noexcept {
+  std::lock_guard lk(state_->mutex);
+  return state_->live > 0 && !state_->stop;
+}
+
 std::optional<Handover> ReleaseFeed::take_handover(const std::string& name, const std::string& owner) {
   return state_->take_handover(name, owner);
 }

@@ -52,6 +52,8 @@ class ReleaseFeed {
   std::unique_ptr<ReleaseWatch> watch(const std::string& name, const std::string& owner);
   // The same without starting or waiting for anything (LockDriver::early_watch).
   std::unique_ptr<ReleaseWatch> watch_if_live(const std::string& name, const std::string& owner);
+  // Whether a subscription is confirmed on a server now.
+  bool live() const noexcept;
   // The grant a release handed to `owner`'s watch of `name`, once (WakeTable::take_handover).
   std::optional<Handover> take_handover(const std::string& name, const std::string& owner);
 

@@ -153,12 +153,13 @@ milliseconds LeaseDriver::queue(Connection& s, AcquireRequest& r, milliseconds r
       // found it): no ticket this time, and the waiter polls.
     }
   }
-  // Without release notifications (MySQL) the next waiter finds the release by polling, and
-  // only its poll can succeed: a busy answer naming the holder's time left comes to it alone
-  // (the others are answered busy for a time not known, 0). A waiter that backed off while it
-  // was behind would sleep through its turn (up to the backoff's 100 ms), so every queued
-  // waiter polls at least every next_polls_every, the next one twice as often.
-  if (!notifier_)
+  // Without release notifications (MySQL without a turn key; PostgreSQL while its LISTEN
+  // connection is away, say refused by a full server) the next waiter finds the release by
+  // polling, and only its poll can succeed: a busy answer naming the holder's time left comes
+  // to it alone (the others are answered busy for a time not known, 0). A waiter that backed
+  // off while it was behind would sleep through its turn (up to the backoff's 100 ms), so every
+  // queued waiter polls at least every next_polls_every, the next one twice as often.
+  if (!notifier_ || !notifier_->hears())
     remaining = remaining > milliseconds{0} ? std::min(remaining, next_polls_every / 2) : next_polls_every;
   return remaining;
 }

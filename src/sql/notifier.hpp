@@ -26,6 +26,10 @@ class Notifier {
     (void)owner;
     return nullptr;
   }
+  // Whether a release would reach this process's waiters now. Not while PostgreSQL's LISTEN
+  // connection is away (a full server refused it): its waiters then poll as where nothing
+  // notifies, or the head of a fair line would sleep through its turn.
+  virtual bool hears() const noexcept { return true; }
   // A grant a release handed to `owner`'s watch of `name` (Statement::insert_handover), once.
   virtual std::optional<Handover> take_handover(const std::string& name, const std::string& owner) {
     (void)name;

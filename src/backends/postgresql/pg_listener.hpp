@@ -34,6 +34,7 @@ class PgListener final : public Notifier {
   std::optional<Handover> take_handover(const std::string& name, const std::string& owner) override {
     return feed_.take_handover(name, owner);
   }
+  bool hears() const noexcept override { return feed_.live(); }
 
  private:
   ReleaseFeed feed_;
