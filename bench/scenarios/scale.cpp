@@ -381,6 +381,8 @@ Held hold_with_client(const std::string& url, dblock::Strategy strategy, std::si
                       const Plan& plan, Probe& probe) {
   dblock::ClientOptions options;
   options.table = kTable;
+  // The server's connections before the Client: others' (a pooler's, say) are not its own.
+  const auto before = probe.read().connections;
   auto client = dblock::Client::open(url, options);
   dblock::LockOptions lo;
   lo.strategy = strategy;
@@ -409,7 +411,7 @@ Held hold_with_client(const std::string& url, dblock::Strategy strategy, std::si
     h.h0 = probe.read();
     std::this_thread::sleep_for(plan.window);
     h.h1 = probe.read();
-    h.connections = h.h1.connections;
+    if (h.h1.connections && before) h.connections = *h.h1.connections - *before;
   }
   h.lost = client->stats().lost;
   std::vector<double> ignored;
@@ -440,7 +442,7 @@ std::string fill(std::string text, const std::vector<std::pair<std::string, std:
 Held hold_bare(const BareSql& sql, std::size_t n, const Plan& plan, Probe& probe, double& achieved_share) {
   Held h;
   sql.run(sql.cleanup);
-  h.a0 = probe.read();
+  h.a0 = probe.read();  // the bare connection is open already: counted below as its one
   const std::size_t timed = std::min(n, kBareTimedInserts);
   auto t0 = Clock::now();
   for (std::size_t i = 0; i < timed; ++i) {
@@ -466,7 +468,7 @@ Held hold_bare(const BareSql& sql, std::size_t n, const Plan& plan, Probe& probe
   h.h0 = probe.read();
   renew_until(Clock::now() + plan.window, true);
   h.h1 = probe.read();
-  h.connections = h.h1.connections;
+  h.connections = 1;  // the one connection the rows are renewed on
   // The share of the renewals due in the window that were sent: below 1 when one connection
   // cannot send N statements per tick.
   achieved_share = static_cast<double>(renewed) /
@@ -661,6 +663,8 @@ ProcessPoint run_processes(const std::string& backend, const std::string& url, i
                      std::to_string(plan.run_for.count()), std::to_string(i + 1)});
   ProcessPoint p;
   std::string failure;
+  // The server's connections before the workers: others' (a pooler's, say) are not theirs.
+  const double before = probe.read().connections.value_or(0);
   PeakSampler sampler(backend, url);
   double reads_at_start = 0;
   auto outputs = run_workers(argvs, url, failure, "/proc/self/exe", [&] {
@@ -670,7 +674,7 @@ ProcessPoint run_processes(const std::string& backend, const std::string& url, i
   p.s1 = probe.read();
   p.sampler_reads = sampler.reads() - reads_at_start;
   sampler.stop();
-  p.peak_connections = sampler.peak();
+  p.peak_connections = std::max(0.0, sampler.peak() - before);
   if (!failure.empty()) {  // a worker that could not open its Client (e.g. refused connections)
     ++p.errors;
     p.first_error = failure;
@@ -864,7 +868,7 @@ BackendReport run_scale(const Options& opt) {
       "scale held: one Client (default ClientOptions, table `{}`) acquires N locks with ttl {} ms (renewed every "
       "{} ms; the SQL backends renew a table's leases due together in one statement); acquires on {} threads from "
       "N = 100 (grants/s = N / their span; p50/p99 per acquire); then, one renewal tick later, "
-      "the hold measured over {} ms: the server's connections at its end, its "
+      "the hold measured over {} ms: the server's connections at its end less those before the Client opened, its "
       "statements per second, its log bytes per held lock per minute and its CPU seconds per second; CPU per grant "
       "over the acquires. `bare-renew`: one connection inserts N rows (the first {} one INSERT each, timed; p50/p99 "
       "and grants/s are theirs), then sends one single-row UPDATE per row per tick (what renewing one statement per "
@@ -879,7 +883,7 @@ BackendReport run_scale(const Options& opt) {
       "scale processes: P worker processes (this binary again), one Client each (default options, ttl 30 s), loop "
       "for {} ms on try_acquire (wait up to {} s) + release of a random name of K (K = 1 and 4P, at most 10,000), "
       "`insert`; grants/s = grants / the longest worker's run; wait = asking to holding; connections = the peak "
-      "of the server's count sampled every 50 ms; statements/s over the run, less the sampler's own; CPU per grant "
+      "of the server's count sampled every 50 ms, less its count before the workers started; statements/s over the run, less the sampler's own; CPU per grant "
       "over the run. A worker's acquire or release that throws is counted in `errors` (so is a worker that "
       "cannot open its Client)",
       p.run_for.count(), kProcessWait.count() / 1000));
