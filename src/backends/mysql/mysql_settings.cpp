@@ -77,7 +77,7 @@ SettingCheck replicas_check(Connection& s) {
 
 // dblock sets READ COMMITTED on its own connections (MySqlConnection), so the server's default
 // does not reach its statements; this reports it, and what this connection actually runs.
-SettingCheck isolation_check(Connection& s) {
+SettingCheck mysql_isolation_check(Connection& s) {
   // MySQL 8 and MariaDB 11.1+ call it transaction_isolation, older MariaDB tx_isolation.
   std::string name = "transaction_isolation";
   auto configured = variable(s, "GLOBAL." + name);
@@ -94,7 +94,7 @@ SettingCheck isolation_check(Connection& s) {
 }  // namespace
 
 std::vector<SettingCheck> mysql_settings(Connection& s) {
-  return {flush_log_check(s), sync_binlog_check(s), replicas_check(s), isolation_check(s)};
+  return {flush_log_check(s), sync_binlog_check(s), replicas_check(s), mysql_isolation_check(s)};
 }
 
 }  // namespace dblock::detail::sqldb

@@ -63,7 +63,7 @@ SettingCheck standbys_check(Connection& s) {
 // the row another transaction just committed, where REPEATABLE READ and SERIALIZABLE would
 // fail them with serialization errors. So the server's or role's default does not reach
 // dblock; this reports it, and what this connection actually runs.
-SettingCheck isolation_check(Connection& s) {
+SettingCheck pg_isolation_check(Connection& s) {
   const std::string name = "default_transaction_isolation";
   auto configured = read_setting(s, "SELECT reset_val FROM pg_settings WHERE name = '" + name + "'");
   auto running = current(s, "transaction_isolation");
@@ -74,7 +74,7 @@ SettingCheck isolation_check(Connection& s) {
 }  // namespace
 
 std::vector<SettingCheck> postgresql_settings(Connection& s) {
-  return {fsync_check(s), synchronous_commit_check(s), standbys_check(s), isolation_check(s)};
+  return {fsync_check(s), synchronous_commit_check(s), standbys_check(s), pg_isolation_check(s)};
 }
 
 }  // namespace dblock::detail::sqldb
