@@ -1,6 +1,5 @@
 #include "bench/scenarios/resources.hpp"
 
-#include <dirent.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +14,8 @@
 #include <vector>
 
 #include <fmt/format.h>
+
+#include "bench/support/proc.hpp"
 
 #ifdef DBLOCK_WITH_POSTGRESQL
 #include <pqxx/pqxx>
@@ -35,27 +36,6 @@
 namespace dblock_bench {
 
 namespace {
-
-// This process's open file descriptors; with sockets_only, those that are sockets (one per
-// TCP connection, leaving out the pipes and eventfds a client library also keeps).
-double count_fds(bool sockets_only) {
-  double n = 0;
-  DIR* d = opendir("/proc/self/fd");
-  if (!d) throw std::runtime_error("cannot list /proc/self/fd");
-  const int own = dirfd(d);
-  while (dirent* e = readdir(d)) {
-    if (e->d_name[0] == '.' || std::atoi(e->d_name) == own) continue;
-    if (sockets_only) {
-      char target[64] = {};
-      std::string link = std::string("/proc/self/fd/") + e->d_name;
-      if (readlink(link.c_str(), target, sizeof target - 1) < 0 || std::string(target).rfind("socket:", 0) != 0)
-        continue;
-    }
-    ++n;
-  }
-  closedir(d);
-  return n;
-}
 
 // Resident set size in bytes (/proc/self/statm, second field, in pages).
 double rss_bytes() {
@@ -103,15 +83,15 @@ double redis_clients(const std::string& url) {
 // url: unused in a build without PostgreSQL, MySQL and Redis.
 ConnectionCounter connection_counter(const std::string& backend, [[maybe_unused]] const std::string& url) {
   if (backend == "sqlite")
-    return {"open file descriptors of the process (/proc/self/fd): SQLite has no server", [] { return count_fds(false); }};
+    return {"open file descriptors of the process (/proc/self/fd): SQLite has no server", [] { return open_fds(false); }};
   if (backend == "zookeeper")
     return {"socket file descriptors of the process (/proc/self/fd -> socket:): one per ZooKeeper session; the "
             "server's side is not counted",
-            [] { return count_fds(true); }};
+            [] { return open_fds(true); }};
   if (backend == "etcd")
     return {"socket file descriptors of the process (/proc/self/fd -> socket:): one gRPC channel per Client; the "
             "server's side is not counted",
-            [] { return count_fds(true); }};
+            [] { return open_fds(true); }};
 #ifdef DBLOCK_WITH_POSTGRESQL
   if (backend == "postgresql") {
     auto c = std::make_shared<pqxx::connection>(url);

@@ -140,16 +140,6 @@ double process_tree_cpu(long parent) {
   return cpu;
 }
 
-// This process's open file descriptors (SQLite has no server: what its Client keeps open).
-double count_fds() {
-  double n = 0;
-  DIR* d = opendir("/proc/self/fd");
-  if (!d) throw std::runtime_error("cannot list /proc/self/fd");
-  while (readdir(d)) ++n;
-  closedir(d);
-  return n - 3;  // ".", "..", and the directory's own descriptor
-}
-
 // MySQL and Redis count every client connection server-wide: the probes open here are taken off.
 std::atomic<int> g_open_probes{0};
 struct ProbeCount {
@@ -291,10 +281,10 @@ Probe redis_probe(const std::string& url) {
 
 Probe sqlite_probe() {
   Probe p;
-  const double before = count_fds();
+  const double before = open_fds(false);
   p.read = [before] {
     Snapshot s;
-    s.connections = count_fds() - before;
+    s.connections = open_fds(false) - before;
     return s;
   };
   p.what =

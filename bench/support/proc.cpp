@@ -1,5 +1,6 @@
 #include "bench/support/proc.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <spawn.h>
 #include <stdlib.h>
@@ -122,6 +123,25 @@ std::vector<WorkerOutput> run_workers(const std::vector<std::vector<std::string>
     out.push_back(std::move(o));
   }
   return out;
+}
+
+double open_fds(bool sockets_only) {
+  double n = 0;
+  DIR* d = opendir("/proc/self/fd");
+  if (!d) throw std::runtime_error("cannot list /proc/self/fd");
+  const int own = dirfd(d);
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] == '.' || std::atoi(e->d_name) == own) continue;
+    if (sockets_only) {
+      char target[64] = {};
+      std::string link = std::string("/proc/self/fd/") + e->d_name;
+      if (readlink(link.c_str(), target, sizeof target - 1) < 0 || std::string(target).rfind("socket:", 0) != 0)
+        continue;
+    }
+    ++n;
+  }
+  closedir(d);
+  return n;
 }
 
 }  // namespace dblock_bench

@@ -39,6 +39,10 @@ struct Fd {
   }
 };
 
+// This process's open file descriptors (/proc/self/fd); with sockets_only, those that are
+// sockets (one per TCP connection, leaving out the pipes and eventfds a client library keeps).
+double open_fds(bool sockets_only);
+
 // Worker side: the URL from the environment (throws std::runtime_error when unset).
 const char* worker_url();
 // Worker side: prints "ready" and blocks until the parent's start signal (EOF on stdin).

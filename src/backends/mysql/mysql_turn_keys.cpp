@@ -54,17 +54,22 @@ Texts texts(const Dialect& d, const TableName& table) {
   return t;
 }
 
-// Lets a turn key go and gives its session to `home`, the Client's pool; a session that fails
-// at it is closed, which lets the key go as well.
+// Lets the owner's turn key go on session `s`; a session that fails at it is closed, which
+// lets the key go as well (`s` is then empty).
+void free_key(ConnectionPool::Handle& s, const Texts& t, const std::string& name, const std::string& owner) noexcept {
+  try {
+    s->run(t.free, {name, owner});
+  } catch (...) {
+    s.discard();
+  }
+}
+
+// Lets a turn key go and gives its session to `home`, the Client's pool.
 void let_key_go(ConnectionPool& home, ConnectionPool::Handle& turn, const Texts& t, const std::string& name,
                 const std::string& owner) noexcept {
   if (!turn) return;
-  try {
-    turn->run(t.free, {name, owner});
-    home.adopt(turn.detach());
-  } catch (...) {
-    turn.discard();
-  }
+  free_key(turn, t, name, owner);
+  if (turn) home.adopt(turn.detach());
 }
 
 // A waiter's key: the session holding it, once it has one.
@@ -158,7 +163,7 @@ class TurnKeys final : public ServerWaits {
     if (k->key_doubtful) return s.discard();  // a failed join: the key goes with the connection
     std::lock_guard lk(mutex_);  // joins ran side by side: the most is kept here
     if (keys_.open_count() < most_) k->turn = keys_.adopt(s.detach());
-    else let_key_go_here(s, k->name, k->owner);  // s stays the pool's, keyless: the waiter polls
+    else free_key(s, t_, k->name, k->owner);  // s stays the pool's, keyless: the waiter polls
   }
 
   Turn wait(LeaseDriver& driver, AcquireRequest& r, Attempt& a, Clock::time_point until) override {
@@ -209,14 +214,6 @@ class TurnKeys final : public ServerWaits {
   }
 
  private:
-  void let_key_go_here(ConnectionPool::Handle& s, const std::string& name, const std::string& owner) noexcept {
-    try {
-      s->run(t_.free, {name, owner});
-    } catch (...) {
-      s.discard();  // the key goes with the connection
-    }
-  }
-
   const Texts t_;
   const std::size_t most_;
   std::mutex mutex_;
