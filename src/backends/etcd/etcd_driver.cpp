@@ -88,23 +88,14 @@ struct Driver::Contender final : QueuePlace {
   bool gone = false;  // deleted already (released), or never put
 };
 
-// A granted key: the lock lasts while the key (and so its session's lease) does.
+// A granted key: the lock lasts while the key (and so its session's lease) does. Its
+// renewals go through the driver's batch, alone or with the Client's other grants.
 class Driver::Held final : public GrantHandle {
  public:
-  explicit Held(std::unique_ptr<Contender> c) : c_(std::move(c)) {}
+  Held(Driver& driver, std::unique_ptr<Contender> c) : driver_(driver), c_(std::move(c)) { key_.held = this; }
 
-  Renewal renew(milliseconds ttl, int) override {
-    if (!c_) return Renewal{};
-    // A hold given back: the key keeps no count (the Client lists its own), nothing to send.
-    if (ttl.count() == 0) return Renewal{true, ttl};
-    auto sent = Clock::now();
-    // A shared lease another grant kept alive a moment ago needs no second keep-alive.
-    if (!c_->session->fresh(ttl / 6)) return Renewal{};  // expired: etcd deleted the key, the lock is gone
-    // The lease lives, but the key may not: deleted by an operator (`dblock release --force`,
-    // etcdctl del). Still ours only with the same create revision.
-    auto r = c_->session->cluster().range(key_range(c_->key));
-    if (r.kvs_size() == 0 || r.kvs(0).create_revision() != c_->revision) return Renewal{};
-    return Renewal{true, std::chrono::duration_cast<milliseconds>(c_->session->expiry() - sent)};
+  Renewal renew(milliseconds ttl, int holds) override {
+    return driver_.renew({RenewalBatch::Item{&key_, ttl, holds}}).front();
   }
 
   bool release() override {
@@ -120,9 +111,56 @@ class Driver::Held final : public GrantHandle {
   // The holder was told it lost the lock; its key must not block the others any longer.
   void lost() noexcept override { c_.reset(); }
 
+  Batched batched() noexcept override { return {&driver_, &key_}; }
+
+  // What a batch item's key points to: the grant it renews.
+  struct Key final : GrantKey {
+    Held* held = nullptr;
+  };
+  static Held& of(const RenewalBatch::Item& item) { return *static_cast<const Key*>(item.key)->held; }
+  Contender* contender() const noexcept { return c_.get(); }
+
  private:
+  Driver& driver_;  // the core that owns the driver outlives every grant
   std::unique_ptr<Contender> c_;
+  Key key_;
 };
+
+std::vector<Renewal> Driver::renew(const std::vector<Item>& items) {
+  const auto sent = Clock::now();
+  std::vector<Renewal> answers(items.size());
+  std::vector<std::size_t> to_read;  // the items whose key is read again
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    auto* c = Held::of(items[i]).contender();
+    if (!c) continue;  // released or lost: not ours
+    // A hold given back: the key keeps no count (the Client lists its own), nothing to send.
+    if (items[i].ttl.count() == 0) {
+      answers[i] = Renewal{true, items[i].ttl};
+      continue;
+    }
+    // A shared lease kept alive a moment ago (for another item, or another grant) needs no
+    // second keep-alive. Expired: etcd deleted the key, the lock is gone.
+    if (!c->session->fresh(items[i].ttl / 6)) continue;
+    // The lease lives, but the key may not: deleted by an operator (`dblock release --force`,
+    // etcdctl del). Still ours only with the same create revision.
+    to_read.push_back(i);
+  }
+  // etcd refuses a Txn of more than --max-txn-ops operations (128 by default).
+  constexpr std::size_t most = 128;
+  for (std::size_t from = 0; from < to_read.size(); from += most) {
+    const auto to = std::min(to_read.size(), from + most);
+    pb::TxnRequest t;
+    for (auto k = from; k < to; ++k) *t.add_success() = range_op(key_range(Held::of(items[to_read[k]]).contender()->key));
+    auto resp = cluster_->txn(t);
+    for (auto k = from; k < to; ++k) {
+      const auto& kvs = resp.responses(static_cast<int>(k - from)).response_range();
+      auto* c = Held::of(items[to_read[k]]).contender();
+      if (kvs.kvs_size() == 0 || kvs.kvs(0).create_revision() != c->revision) continue;
+      answers[to_read[k]] = Renewal{true, std::chrono::duration_cast<milliseconds>(c->session->expiry() - sent)};
+    }
+  }
+  return answers;
+}
 
 std::shared_ptr<Session> Driver::session(milliseconds ttl, bool renewed) {
   if (!renewed) return std::make_shared<Session>(cluster_, lease_ttl(ttl), false);
@@ -190,7 +228,7 @@ Attempt Driver::try_acquire(AcquireRequest& r) {
   auto granted = [&](std::unique_ptr<Contender> held) {
     auto fence = static_cast<std::uint64_t>(held->revision);
     auto left = std::chrono::duration_cast<milliseconds>(held->session->expiry() - entered);
-    return Attempt{std::make_unique<Held>(std::move(held)), fence, left, nullptr};
+    return Attempt{std::make_unique<Held>(*this, std::move(held)), fence, left, nullptr};
   };
 
   // Our key from the previous attempt of this acquire (this driver's own QueuePlace).
@@ -300,7 +338,7 @@ Attempt Driver::try_acquire_shaped(AcquireRequest& r) {
   auto granted = [&](std::unique_ptr<Contender> held) {
     auto fence = static_cast<std::uint64_t>(held->revision);
     auto left = std::chrono::duration_cast<milliseconds>(held->session->expiry() - entered);
-    return Attempt{std::make_unique<Held>(std::move(held)), fence, left, nullptr};
+    return Attempt{std::make_unique<Held>(*this, std::move(held)), fence, left, nullptr};
   };
 
   std::unique_ptr<Contender> c(static_cast<Contender*>(r.place.release()));

@@ -10,7 +10,8 @@
 // AcquireRequest::wait), keeping its lease alive meanwhile; between the core's calls a
 // waiter's key is its QueuePlace, so it keeps its turn; once first, the key is the grant's
 // handle, renewed by keeping its lease alive. A key nobody wants any more is deleted, and
-// never kept alive (Session::give_up).
+// never kept alive (Session::give_up). The leases due at one tick are renewed together
+// (RenewalBatch): one keep-alive per lease and one Txn reading every key, not a read each.
 //
 // A key is named by its lease, so a lease holds at most one key per name: the Client's Gate
 // lets one thread per name contend exclusively at a time, so that is enough. A key of ours
@@ -30,6 +31,7 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "backends/etcd/etcd_cluster.hpp"
 #include "backends/etcd/etcd_session.hpp"
@@ -41,7 +43,7 @@ namespace dblock::detail::etcd {
 // its own minimum, 1.5 election timeouts rounded up: 2 s by default).
 seconds lease_ttl(milliseconds ttl);
 
-class Driver : public LockDriver {
+class Driver final : public LockDriver, private RenewalBatch {
  public:
   Driver(std::shared_ptr<Cluster> cluster, std::string root) : cluster_(std::move(cluster)), root_(std::move(root)) {}
 
@@ -50,6 +52,9 @@ class Driver : public LockDriver {
  private:
   struct Contender;
   class Held;
+  // Each item's key is a Held's (Held::batched): its lease kept alive once however many keys
+  // it holds, and every key read again in one Txn, to see that it is still ours.
+  std::vector<Renewal> renew(const std::vector<Item>& items) override;
   // A reader's or a semaphore contender's acquire (AcquireRequest::mode, permits).
   Attempt try_acquire_shaped(AcquireRequest& request);
   // A waiter's look, after the keep-alive its lease is due: its key and the keys `before`
