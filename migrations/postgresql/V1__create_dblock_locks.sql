@@ -2,9 +2,10 @@
 -- table (optionally schema.table), ${table_name} the same without the schema (index names
 -- take none). Later changes come as V2, V3, ... beside this file.
 --
--- Times are milliseconds since the Unix epoch on the server's clock. dblock's own statements
--- are texts sent by the client (src/backends/postgresql/pg_dialect.cpp); the functions here
--- are what a single statement cannot do. An account that only locks needs SELECT, INSERT,
+-- Times are milliseconds since the Unix epoch on the server's clock. dblock's statements are
+-- texts sent by the client (src/backends/postgresql/pg_dialect.cpp) and the functions here:
+-- what a single statement cannot do, and the lease strategies' hot statements (at the end),
+-- whose plans the server keeps. An account that only locks needs SELECT, INSERT,
 -- UPDATE and DELETE on the tables, USAGE and UPDATE on the sequence (setval, below), and
 -- EXECUTE on the functions (granted to PUBLIC by default).
 
@@ -337,5 +338,240 @@ BEGIN
         WHERE t.name = lock_name AND t.owner LIKE ':%';
     PERFORM pg_notify('dblock_${table}', lock_name), set_config('synchronous_commit', 'off', true);
     RETURN true;
+END
+$dblock$;
+
+-- The lease strategies' hot statements, as functions: PL/pgSQL keeps each statement's plan
+-- for the server session, where a statement sent as text is parsed and planned at every call
+-- (through a transaction pooler dblock cannot prepare by name: planning the grant took 0.4 ms
+-- and more, running it 0.14 ms). pg_dialect.cpp calls them on every connection. Each is the
+-- one statement it replaces, its $n the arguments and now_ms the clock at its start.
+
+-- ${table}_insert_acquire(name, owner, ttl_ms, ticket, wait_ms) -> (fence, remaining, holder):
+-- the insert strategy's grant. fence > 0: granted for remaining ms; 0: busy, held by `holder`
+-- for remaining ms. ticket: 0 asks unfairly, 9223372036854775807 fairly without a ticket,
+-- else the asker's ticket in ${table}_queue (deleted with the grant). Who may grant a name,
+-- and in which order fences are drawn:
+-- - nextval in VALUES would run before the conflict check, so two acquires could draw 41
+--   and 42 and be granted 42 first. Every grant of a name goes through here, and it draws
+--   the fence only while holding a transaction advisory lock on the name (its turn): draws
+--   and grants happen in one order.
+-- - The turn is *tried*, not waited for, and only when the snapshot shows no live holder
+--   other than us. The waiters one release wakes all race here; the losers fail the try and
+--   write nothing (a failed ON CONFLICT DO UPDATE would lock the row, which costs a
+--   transaction id and a WAL flush per loser), and go back to waiting for the next release.
+-- - The row lock is waited for up to wait_ms (lock_timeout, for this transaction): another
+--   transaction holding the row (a caller's check_in or lock_in, to its commit) makes the
+--   attempt busy by the acquire's deadline instead of at the statement timeout.
+-- - An owner taking over its own leftover waits for the turn instead (an attempt holds it
+--   for one statement), so that it never fails because someone else just tried.
+-- - A busy answer carries the holder's time left and name, from the same snapshot, so a
+--   waiter's attempt is one round trip.
+CREATE FUNCTION ${table}_insert_acquire(lock_name text, lock_owner text, ttl_ms bigint, lock_ticket bigint,
+                                        wait_ms bigint)
+    RETURNS TABLE (fence bigint, remaining bigint, holder text)
+    LANGUAGE plpgsql VOLATILE SECURITY INVOKER AS $dblock$
+#variable_conflict use_column
+DECLARE
+    now_ms bigint := (extract(epoch from now()) * 1000)::bigint;
+BEGIN
+    PERFORM set_config('lock_timeout', wait_ms || 'ms', true);
+    RETURN QUERY
+    WITH won AS (
+        INSERT INTO ${table} AS t (name, owner, fence, holds, acquired_at, valid_until, version)
+        SELECT lock_name, lock_owner, ${table}_fence_next(), 1, now_ms, now_ms + ttl_ms, 1
+        WHERE NOT EXISTS (SELECT 1 FROM ${table} AS live
+                          WHERE live.name = lock_name AND live.valid_until > now_ms AND live.owner <> lock_owner)
+          AND CASE WHEN EXISTS (SELECT 1 FROM ${table} AS mine
+                                WHERE mine.name = lock_name AND mine.owner = lock_owner AND mine.valid_until > now_ms)
+                   THEN (SELECT true FROM (SELECT pg_advisory_xact_lock(hashtextextended('${table}:' || lock_name, 0))) AS turn)
+                   WHEN EXISTS (SELECT 1 FROM ${table}_queue AS q WHERE q.name = lock_name AND q.ticket < lock_ticket
+                                AND q.owner <> lock_owner AND q.valid_until > now_ms) THEN false
+                   ELSE pg_try_advisory_xact_lock(hashtextextended('${table}:' || lock_name, 0)) END
+        ON CONFLICT (name) DO UPDATE SET fence = EXCLUDED.fence, holds = 1, acquired_at = EXCLUDED.acquired_at,
+            valid_until = EXCLUDED.valid_until, owner = EXCLUDED.owner, version = t.version + 1
+        WHERE t.valid_until <= now_ms OR (t.owner = EXCLUDED.owner AND t.holds > 0)
+        RETURNING t.fence, t.valid_until - now_ms AS remaining),
+    served AS (
+        DELETE FROM ${table}_queue AS q WHERE q.name = lock_name AND q.owner = lock_owner
+            AND lock_ticket BETWEEN 1 AND 9223372036854775806 AND EXISTS (SELECT 1 FROM won))
+    SELECT won.fence, won.remaining, ''::text FROM won
+    UNION ALL
+    SELECT 0::bigint, COALESCE(busy.valid_until - now_ms, 0), COALESCE(busy.owner, '')
+    FROM (SELECT 1) AS one LEFT JOIN ${table} AS busy ON busy.name = lock_name
+    WHERE NOT EXISTS (SELECT 1 FROM won);
+END
+$dblock$;
+
+-- ${table}_optimistic_take(name, owner, ttl_ms, version, ticket, wait_ms) -> (fence,
+-- remaining, holder): the optimistic strategy's compare-and-set of the row it read at
+-- `version`. The waiters one release wakes all read the same free version and race to take
+-- it; an UPDATE that loses that race waits for the winner's row lock and then locks the row
+-- itself to recheck it, which costs it a transaction id and a WAL flush. So the take first
+-- tries the name's turn, as ${table}_insert_acquire does (only on a row that still looks
+-- free), and a loser writes nothing. A busy answer says why: fence 0 with the holder's time
+-- left; 0 when someone else is taking the row right now (their release will notify); -1 when
+-- the row is free and nobody holds the turn (the version moved: read again).
+CREATE FUNCTION ${table}_optimistic_take(lock_name text, lock_owner text, ttl_ms bigint, read_version bigint,
+                                         lock_ticket bigint, wait_ms bigint)
+    RETURNS TABLE (fence bigint, remaining bigint, holder text)
+    LANGUAGE plpgsql VOLATILE SECURITY INVOKER AS $dblock$
+#variable_conflict use_column
+DECLARE
+    now_ms bigint := (extract(epoch from now()) * 1000)::bigint;
+BEGIN
+    PERFORM set_config('lock_timeout', wait_ms || 'ms', true);
+    RETURN QUERY
+    WITH won AS (
+        UPDATE ${table} AS t SET owner = lock_owner, fence = ${table}_fence_next(), holds = 1, acquired_at = now_ms,
+            valid_until = now_ms + ttl_ms, version = t.version + 1
+        WHERE t.name = lock_name
+          AND CASE WHEN t.version <> read_version OR t.valid_until > now_ms THEN false
+                   WHEN EXISTS (SELECT 1 FROM ${table}_queue AS q WHERE q.name = lock_name AND q.ticket < lock_ticket
+                                AND q.owner <> lock_owner AND q.valid_until > now_ms) THEN false
+                   ELSE pg_try_advisory_xact_lock(hashtextextended('${table}:' || lock_name, 0)) END
+        RETURNING t.fence, t.valid_until - now_ms AS remaining),
+    served AS (
+        DELETE FROM ${table}_queue AS q WHERE q.name = lock_name AND q.owner = lock_owner
+            AND lock_ticket BETWEEN 1 AND 9223372036854775806 AND EXISTS (SELECT 1 FROM won))
+    SELECT won.fence, won.remaining, ''::text FROM won
+    UNION ALL
+    SELECT 0::bigint,
+           CASE WHEN busy.valid_until > now_ms THEN busy.valid_until - now_ms
+                WHEN EXISTS (SELECT 1 FROM ${table}_queue AS q WHERE q.name = lock_name AND q.ticket < lock_ticket
+                             AND q.owner <> lock_owner AND q.valid_until > now_ms) THEN 0
+                WHEN pg_try_advisory_xact_lock(hashtextextended('${table}:' || lock_name, 0)) THEN -1 ELSE 0 END,
+           COALESCE(busy.owner, '')
+    FROM (SELECT 1) AS one LEFT JOIN ${table} AS busy ON busy.name = lock_name
+    WHERE NOT EXISTS (SELECT 1 FROM won);
+END
+$dblock$;
+
+-- ${table}_release(name, owner, fence, keep_row) -> the version the row was left at (0 when
+-- deleted); no row when the grant was not ours. A lease's release: its row deleted (insert)
+-- or freed with its version moved (optimistic, keep_row), expiring now, not at 0 (the
+-- sweeper picks rows in valid_until order). Committed without waiting for its WAL flush
+-- (synchronous_commit off for this transaction only); the waiters are notified at the
+-- commit, so a hand-off costs one flush (the grant's), not two. No guarantee depends on the
+-- release's flush: WAL is flushed in order, so the next grant's commit, which saw the
+-- release, is durable only together with it. A crash can only lose a release nobody built
+-- on yet, and then the row comes back held by its old owner until its TTL: exactly a client
+-- that died before releasing. The notification's payload is the name and, after a newline,
+-- the owner whose ticket comes next (empty when nobody queues): only that waiter is woken.
+CREATE FUNCTION ${table}_release(lock_name text, lock_owner text, lock_fence bigint, keep_row boolean)
+    RETURNS SETOF bigint
+    LANGUAGE plpgsql VOLATILE SECURITY INVOKER AS $dblock$
+DECLARE
+    now_ms bigint := (extract(epoch from now()) * 1000)::bigint;
+    left_version bigint := 0;
+BEGIN
+    IF keep_row THEN
+        UPDATE ${table} AS t SET owner = '', holds = 0, valid_until = now_ms, version = t.version + 1
+            WHERE t.name = lock_name AND t.owner = lock_owner AND t.fence = lock_fence
+            RETURNING t.version INTO left_version;
+    ELSE
+        DELETE FROM ${table} AS t WHERE t.name = lock_name AND t.owner = lock_owner AND t.fence = lock_fence;
+    END IF;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    PERFORM pg_notify('dblock_${table}', lock_name || E'\n' || COALESCE((SELECT q.owner FROM ${table}_queue AS q
+                      WHERE q.name = lock_name AND q.valid_until > now_ms ORDER BY q.ticket LIMIT 1), '')),
+            set_config('synchronous_commit', 'off', true);
+    RETURN NEXT left_version;
+END
+$dblock$;
+
+-- ${table}_hand_over(name, owner, fence, keep_row) -> -1 when it handed the row over, else
+-- as ${table}_release. The release of a grant made after waiting: with a live ticket of
+-- another owner in the name's queue, it grants the row to the lowest instead: new fence, the
+-- lease that waiter asked for (its TTL, lease_ms: a hand-over survives a stall as well as any
+-- grant), the ticket deleted, and the grant announced on the channel of hand-overs as
+-- "FENCE LEASE_MS TICKET OWNER_BYTES OWNER NAME" (one channel for every table, as an owner
+-- names one Client of one table; the ticket says which of the owner's acquires it was for).
+-- The ticket is deleted first and the row granted only if that DELETE returned it: a waiter
+-- that gave up deleted its ticket first, or waits for this commit and then frees the row
+-- handed to it (handed_free in pg_dialect.cpp). Not to the releaser's own ticket: a renewal
+-- crossing the hand-over that granted it writes it back. It commits synchronously, as every
+-- grant does (its fence must not be lost in a crash), and draws its fence without the name's
+-- turn: the row stays locked from our grant to the head's, so no other grant of the name can
+-- draw meanwhile. With no live ticket it releases as ${table}_release (its notification then
+-- names nobody next). It also deletes any ticket of the releaser's own: an owner is one
+-- thread of one Client, so a ticket of ours while we hold the name is a renewal that crossed
+-- the hand-over that granted it to us (its snapshot predated that commit). Left, it would
+-- put a waiter nobody is in the line ahead of every later one.
+CREATE FUNCTION ${table}_hand_over(lock_name text, lock_owner text, lock_fence bigint, keep_row boolean)
+    RETURNS SETOF bigint
+    LANGUAGE plpgsql VOLATILE SECURITY INVOKER AS $dblock$
+DECLARE
+    now_ms bigint := (extract(epoch from now()) * 1000)::bigint;
+    next_owner text;
+    next_ticket bigint;
+    next_lease bigint;
+    handed bigint;
+    left_version bigint := 0;
+BEGIN
+    WITH head AS (
+        SELECT q.owner, q.ticket FROM ${table}_queue AS q
+        WHERE q.name = lock_name AND q.owner <> lock_owner AND q.valid_until > now_ms
+          AND EXISTS (SELECT 1 FROM ${table} AS o WHERE o.name = lock_name AND o.owner = lock_owner AND o.fence = lock_fence)
+        ORDER BY q.ticket LIMIT 1)
+    DELETE FROM ${table}_queue AS q USING head WHERE q.name = lock_name AND q.owner = head.owner AND q.ticket = head.ticket
+        RETURNING q.owner, q.ticket, q.lease_ms INTO next_owner, next_ticket, next_lease;
+    DELETE FROM ${table}_queue AS q WHERE q.name = lock_name AND q.owner = lock_owner;
+    IF next_owner IS NOT NULL THEN
+        UPDATE ${table} AS t SET owner = next_owner, fence = ${table}_fence_next(), holds = 1, acquired_at = now_ms,
+            valid_until = now_ms + next_lease, version = t.version + 1
+            WHERE t.name = lock_name AND t.owner = lock_owner AND t.fence = lock_fence
+            RETURNING t.fence INTO handed;
+        IF handed IS NULL THEN
+            RETURN;
+        END IF;
+        PERFORM pg_notify('dblock handed', handed || ' ' || next_lease || ' ' || next_ticket || ' ' ||
+                          octet_length(next_owner) || ' ' || next_owner || lock_name);
+        RETURN NEXT -1;
+        RETURN;
+    END IF;
+    IF keep_row THEN
+        UPDATE ${table} AS t SET owner = '', holds = 0, valid_until = now_ms, version = t.version + 1
+            WHERE t.name = lock_name AND t.owner = lock_owner AND t.fence = lock_fence
+            RETURNING t.version INTO left_version;
+    ELSE
+        DELETE FROM ${table} AS t WHERE t.name = lock_name AND t.owner = lock_owner AND t.fence = lock_fence;
+    END IF;
+    IF NOT FOUND THEN
+        RETURN;
+    END IF;
+    PERFORM pg_notify('dblock_${table}', lock_name || E'\n'), set_config('synchronous_commit', 'off', true);
+    RETURN NEXT left_version;
+END
+$dblock$;
+
+-- ${table}_queue_join(name, owner, ticket_ms, ticket, lease_ms, wait_ms) -> ticket: a waiter's
+-- ticket, taken (ticket 0: the server's clock in us now) or renewed (its own ticket written
+-- back, so even a swept one keeps its place), alive for ticket_ms. A renewal after a release
+-- handed the row to its owner (and deleted the ticket) is not written back: the ticket would
+-- outlive the acquire it was for, holding up other owners' grants for its life. It answers
+-- no row then, and the waiter keeps its ticket for the hand-over's message or a grant that
+-- takes the row as its own leftover. (A renewal whose snapshot predates the release's
+-- commit still writes it back.)
+CREATE FUNCTION ${table}_queue_join(lock_name text, lock_owner text, ticket_ms bigint, lock_ticket bigint,
+                                    lease bigint, wait_ms bigint)
+    RETURNS SETOF bigint
+    LANGUAGE plpgsql VOLATILE SECURITY INVOKER AS $dblock$
+DECLARE
+    now_ms bigint := (extract(epoch from now()) * 1000)::bigint;
+BEGIN
+    PERFORM set_config('lock_timeout', wait_ms || 'ms', true);
+    RETURN QUERY
+    INSERT INTO ${table}_queue AS q (name, owner, ticket, valid_until, lease_ms)
+    SELECT lock_name, lock_owner,
+           CASE WHEN lock_ticket = 0 THEN (extract(epoch from clock_timestamp()) * 1000000)::bigint ELSE lock_ticket END,
+           now_ms + ticket_ms, lease
+    WHERE lock_ticket = 0 OR NOT EXISTS (SELECT 1 FROM ${table} AS t WHERE t.name = lock_name
+                                         AND t.owner = lock_owner AND t.holds > 0 AND t.valid_until > now_ms)
+    ON CONFLICT (name, owner) DO UPDATE SET ticket = EXCLUDED.ticket, valid_until = EXCLUDED.valid_until,
+        lease_ms = EXCLUDED.lease_ms
+    RETURNING q.ticket;
 END
 $dblock$;
