@@ -21,60 +21,27 @@ esac
 work=$(mktemp -d)
 account=fleet_$RANDOM$RANDOM
 table=fleet_$RANDOM$RANDOM
-# The URL's parts, and the same URL for the limited account (Python's URL parser, not sed).
-read -r host port user password database < <(/usr/bin/python3 -c '
-import sys, urllib.parse as u
-p = u.urlsplit(sys.argv[1])
-print(p.hostname, p.port, u.unquote(p.username), u.unquote(p.password), p.path.lstrip("/"))' "$admin_url")
-fleet_url="$backend://$account:$account-pw@$host:$port/$database"
-admin() {  # admin SQL: runs one statement as the test URL's user
-  if [ "$backend" = postgresql ]; then
-    PGPASSWORD=$password psql -qtAX -h "$host" -p "$port" -U "$user" -d "$database" -v ON_ERROR_STOP=1 -c "$1"
-  else
-    MYSQL_PWD=$password mariadb -h "$host" -P "$port" -u "$user" "$database" -N -e "$1"
-  fi
-}
+. "$(dirname "$0")/../support/server_admin.sh"
+server_admin "$backend" "$admin_url"
 server_pid=
 if [ "$backend" = mysql ] && [ -r "${DBLOCK_SERVICES_DIR:-/tmp/dblock-services}/mysql/run/mysqld.pid" ]; then
   server_pid=$(cat "${DBLOCK_SERVICES_DIR:-/tmp/dblock-services}/mysql/run/mysqld.pid")
 fi
 cleanup() {
   [ -z "$server_pid" ] || kill -CONT "$server_pid" 2>/dev/null || true  # never left stopped
-  admin "DROP $([ "$backend" = postgresql ] && echo "ROLE IF EXISTS $account" || echo "USER IF EXISTS '$account'@'%'")" \
-    >/dev/null 2>&1 || true
+  drop_account "$account"
   rm -rf "$work"
 }
 trap cleanup EXIT
-if [ "$backend" = postgresql ]; then
-  admin "CREATE ROLE $account LOGIN PASSWORD '$account-pw' CONNECTION LIMIT 200; GRANT $user TO $account"
-else
-  admin "CREATE USER '$account'@'%' IDENTIFIED BY '$account-pw' WITH MAX_USER_CONNECTIONS 200"
-  admin "GRANT ALL ON \`$database\`.* TO '$account'@'%'"
-fi
+limited_account "$account" 200
+fleet_url=$account_url
 DBLOCK_URL=$admin_url "$dblock" migrate --table "$table" >/dev/null
-
-connections() {  # the fleet account's connections now
-  if [ "$backend" = postgresql ]; then
-    admin "SELECT count(*) FROM pg_stat_activity WHERE usename = '$account'"
-  else
-    admin "SELECT count(*) FROM information_schema.PROCESSLIST WHERE USER = '$account'"
-  fi
-}
 
 failed=0
 for strategy in insert advisory; do
   echo 0 >"$work/counter"
   rm -f "$work"/*.rc
-  echo 0 >"$work/peak"
-  (  # samples until the fleet is done (the file `done` appears)
-    peak=0
-    while [ ! -e "$work/done" ]; do
-      n=$(connections 2>/dev/null || echo 0)
-      [ "$n" -gt "$peak" ] && peak=$n && echo "$peak" >"$work/peak"
-      sleep 0.05
-    done
-  ) &
-  sampler=$!
+  sample_peak "$account" "$work/peak" "$work/done"
   if [ -n "$server_pid" ] && [ "$strategy" = insert ]; then
     (sleep 1 && kill -STOP "$server_pid" && sleep 3.5; kill -CONT "$server_pid") &
   fi

@@ -33,50 +33,32 @@ esac
 [ $((threads % waiters)) -eq 0 ] || { echo "crowd_test.sh: THREADS must be a multiple of WAITERS" >&2; exit 64; }
 work=$(mktemp -d)
 table=crowd_$RANDOM$RANDOM
-read -r host port user password database < <(/usr/bin/python3 -c '
-import sys, urllib.parse as u
-p = u.urlsplit(sys.argv[1])
-print(p.hostname, p.port, u.unquote(p.username), u.unquote(p.password), p.path.lstrip("/"))' "$admin_url")
-admin() {  # admin SQL, as the test URL's user, on the server itself
-  if [ "$backend" = mysql ]; then
-    MYSQL_PWD=$password mariadb -h "$host" -P "$port" -u "$user" "$database" -N -e "$1"
-  else
-    PGPASSWORD=$password psql -qtAX -h "$host" -p "$port" -U "$user" -d "$database" -v ON_ERROR_STOP=1 -c "$1"
-  fi
-}
+. "$(dirname "$0")/../support/server_admin.sh"
 account=
 cleanup() {
   touch "$work/stop"
   sleep 0.5
-  [ -z "$account" ] || admin "DROP USER IF EXISTS '$account'@'%'" >/dev/null 2>&1 || true
+  [ -z "$account" ] || drop_account "$account"
   rm -rf "$work"
 }
 trap cleanup EXIT
 if [ "$backend" = mysql ]; then
+  server_admin mysql "$admin_url"
   account=crowd_$RANDOM$RANDOM
-  admin "CREATE USER '$account'@'%' IDENTIFIED BY '$account-pw' WITH MAX_USER_CONNECTIONS 300"
-  admin "GRANT ALL ON \`$database\`.* TO '$account'@'%'"
-  crowd_url="mysql://$account:$account-pw@$host:$port/$database"
+  limited_account "$account" 300
+  crowd_url=$account_url watched=$account
   bound=$((holders + waiters))
-  connections() { admin "SELECT count(*) FROM information_schema.PROCESSLIST WHERE USER = '$account'"; }
 else
+  # The server's sessions of the test URL's account: PgBouncer's and the LISTEN ones.
+  server_admin postgresql "$admin_url"
+  watched=$user
   bound=$((20 + waiters))
-  # The server's sessions of the account but this query's: PgBouncer's and the LISTEN ones.
-  connections() { admin "SELECT count(*) FROM pg_stat_activity WHERE usename = '$user' AND pid <> pg_backend_pid()"; }
 fi
 DBLOCK_URL=$admin_url "$dblock" migrate --table "$table" >/dev/null
 echo 0 >"$work/counter"
 : >"$work/fences"
 
-(  # samples the peak until `done` appears
-  peak=0
-  while [ ! -e "$work/done" ]; do
-    n=$(connections 2>/dev/null || echo 0)
-    [ "$n" -gt "$peak" ] && peak=$n && echo "$peak" >"$work/peak"
-    sleep 0.2
-  done
-) &
-echo 0 >"$work/peak"
+sample_peak "$watched" "$work/peak" "$work/done"
 start=$(date +%s)
 per_holder=$((leases / holders))
 for i in $(seq "$holders"); do

@@ -1,0 +1,66 @@
+# Shell helpers for the scripts that administer a test PostgreSQL or MariaDB and watch its
+# connections (tests/cli/fleet_test.sh, tests/torture/crowd_test.sh). Sourced, after set -u:
+#   server_admin postgresql|mysql URL  reads the URL with Python's parser (host, port, user,
+#                                      password, database); admin runs as that user from then on
+#   admin SQL                          one statement on the server itself, rows unadorned
+#   limited_account NAME LIMIT         creates account NAME (password NAME-pw) with the URL
+#                                      user's rights on the database and at most LIMIT
+#                                      connections; sets account_url, the URL as NAME
+#   drop_account NAME                  drops it, quietly (for a trap)
+#   connections_of NAME                the server's sessions of account NAME now, but admin's own
+#   sample_peak NAME FILE DONE         in the background: the most sessions of NAME seen, every
+#                                      50 ms, written to FILE until the file DONE exists
+
+server_admin() {
+  admin_backend=$1
+  read -r host port user password database < <(/usr/bin/python3 -c '
+import sys, urllib.parse as u
+p = u.urlsplit(sys.argv[1])
+print(p.hostname, p.port, u.unquote(p.username), u.unquote(p.password), p.path.lstrip("/"))' "$2")
+}
+
+admin() {
+  if [ "$admin_backend" = postgresql ]; then
+    PGPASSWORD=$password psql -qtAX -h "$host" -p "$port" -U "$user" -d "$database" -v ON_ERROR_STOP=1 -c "$1"
+  else
+    MYSQL_PWD=$password mariadb -h "$host" -P "$port" -u "$user" "$database" -N -e "$1"
+  fi
+}
+
+limited_account() {
+  if [ "$admin_backend" = postgresql ]; then
+    admin "CREATE ROLE $1 LOGIN PASSWORD '$1-pw' CONNECTION LIMIT $2; GRANT $user TO $1"
+  else
+    admin "CREATE USER '$1'@'%' IDENTIFIED BY '$1-pw' WITH MAX_USER_CONNECTIONS $2"
+    admin "GRANT ALL ON \`$database\`.* TO '$1'@'%'"
+  fi
+  account_url="$admin_backend://$1:$1-pw@$host:$port/$database"
+}
+
+drop_account() {
+  if [ "$admin_backend" = postgresql ]; then
+    admin "DROP ROLE IF EXISTS $1" >/dev/null 2>&1 || true
+  else
+    admin "DROP USER IF EXISTS '$1'@'%'" >/dev/null 2>&1 || true
+  fi
+}
+
+connections_of() {
+  if [ "$admin_backend" = postgresql ]; then
+    admin "SELECT count(*) FROM pg_stat_activity WHERE usename = '$1' AND pid <> pg_backend_pid()"
+  else
+    admin "SELECT count(*) FROM information_schema.PROCESSLIST WHERE USER = '$1' AND ID <> CONNECTION_ID()"
+  fi
+}
+
+sample_peak() {
+  echo 0 >"$2"
+  (
+    peak=0
+    while [ ! -e "$3" ]; do
+      n=$(connections_of "$1" 2>/dev/null || echo 0)
+      [ "$n" -gt "$peak" ] && peak=$n && echo "$peak" >"$2"
+      sleep 0.05
+    done
+  ) &
+}
