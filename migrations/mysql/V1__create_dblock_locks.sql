@@ -98,6 +98,7 @@ DROP PROCEDURE IF EXISTS ${table}_acquire_shared//
 DROP PROCEDURE IF EXISTS ${table}_release_shared//
 DROP PROCEDURE IF EXISTS ${table}_extend_shared//
 DROP PROCEDURE IF EXISTS ${table}_lock_in//
+DROP PROCEDURE IF EXISTS ${table}_try_share//
 DROP PROCEDURE IF EXISTS ${table}_check//
 
 -- ${table}_fence_cache: fences for grants that write no row (the session strategies, and
@@ -703,6 +704,25 @@ body: BEGIN
     ELSE
         SELECT 1;
     END IF;
+END//
+
+-- ${table}_try_share(name): the for-update strategy's reader tries the name's row with a share
+-- lock, in the caller's transaction: one row, or an error at once when a writer holds it or
+-- waits for it (InnoDB queues a share lock behind a waiting exclusive one). The two servers
+-- spell NOWAIT differently (MySQL 8 after FOR SHARE only; MariaDB, which has no FOR SHARE,
+-- after LOCK IN SHARE MODE), and a procedure's body must parse on the server that creates it:
+-- the statement is prepared at the call, for the server it runs on. So the library needs no
+-- connection to know its server before it opens (a full server does not fail Client::open).
+CREATE PROCEDURE ${table}_try_share(IN p_name VARBINARY(255))
+    READS SQL DATA SQL SECURITY INVOKER
+BEGIN
+    SET @dblock_share = IF(VERSION() LIKE '%MariaDB%',
+                           'SELECT 1 FROM ${table} WHERE name = ? LOCK IN SHARE MODE NOWAIT',
+                           'SELECT 1 FROM ${table} WHERE name = ? FOR SHARE NOWAIT'),
+        @dblock_share_name = p_name;
+    PREPARE dblock_share FROM @dblock_share;
+    EXECUTE dblock_share USING @dblock_share_name;
+    DEALLOCATE PREPARE dblock_share;
 END//
 
 -- ${table}_check(name, fence): the fence check for the service's own transactions, for code

@@ -22,13 +22,13 @@
 namespace dblock::test {
 
 // `drop_sessions` ends every connection of the account (an administrator's kill) and returns
-// once the server no longer counts them; `opens_when_full`: whether Client::open succeeds
-// with no slot free (PostgreSQL; MySQL asks the server's flavour at open). `squat` opens one
+// once the server no longer counts them. Client::open succeeds with no slot free (it asks
+// nothing of the server but a connection, which waits for the first acquire). `squat` opens one
 // connection of the account, kept until the result is destroyed, and throws the server's
 // refusal when it is full (by default a SQL session, server_connection).
 using Squatter = std::shared_ptr<void>;
 inline void check_waits_for_a_connection_slot(const std::string& url, const std::string& refusal, const ClientOptions& o,
-                                              const std::function<void()>& drop_sessions, bool opens_when_full,
+                                              const std::function<void()>& drop_sessions,
                                               std::function<Squatter()> squat = {}) {
   if (!squat) squat = [&url] { return Squatter(server_connection(url)); };
   using namespace std::chrono_literals;
@@ -48,11 +48,7 @@ inline void check_waits_for_a_connection_slot(const std::string& url, const std:
   CHECK_THROWS_AS(client->lock("slot-free").try_acquire(), UnavailableError);
   CHECK_THROWS_WITH(client->lock("slot-free").try_acquire(), Catch::Contains(refusal));
   CHECK_THROWS_WITH(client->lock("slot-free").try_acquire(300ms), Catch::Contains(refusal));  // not a busy answer
-  if (opens_when_full) {
-    CHECK_THROWS_WITH(Client::open(url, o)->lock("slot-free").try_acquire(), Catch::Contains(refusal));
-  } else {
-    CHECK_THROWS_WITH(Client::open(url, o), Catch::Contains(refusal));
-  }
+  CHECK_THROWS_WITH(Client::open(url, o)->lock("slot-free").try_acquire(), Catch::Contains(refusal));
 
   std::atomic<bool> left{false};
   std::thread leaving([&] {

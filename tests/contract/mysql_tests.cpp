@@ -696,7 +696,7 @@ TEST_CASE("mysql: a renewal crossing the hand-over does not write the ticket bac
   dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
   auto c = table.ns().open();
   auto raw = dblock::test::server_connection(table.url());
-  const auto d = sq::mysql_dialect_of(*raw).rendered(dblock::detail::parse_table_name(table.name()));
+  const auto d = sq::mysql_dialect().rendered(dblock::detail::parse_table_name(table.name()));
   dblock::test::check_handed_ticket(*c, *raw, d, table.name() + "_queue");
 }
 
@@ -706,7 +706,7 @@ TEST_CASE("mysql: a ticket written back across the hand-over goes with the holde
   dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
   auto c = table.ns().open();
   auto raw = dblock::test::server_connection(table.url());
-  const auto d = sq::mysql_dialect_of(*raw).rendered(dblock::detail::parse_table_name(table.name()));
+  const auto d = sq::mysql_dialect().rendered(dblock::detail::parse_table_name(table.name()));
   dblock::test::check_written_back_ticket(*c, *raw, d, table.name());
 }
 
@@ -753,10 +753,10 @@ TEST_CASE("mysql: a waiter that gives up after the row was handed to it frees it
   dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
   const auto url = table.url();
   auto raw = dblock::test::server_connection(url);
-  const auto d = sq::mysql_dialect_of(*raw).rendered(dblock::detail::parse_table_name(table.name()));
+  const auto d = sq::mysql_dialect().rendered(dblock::detail::parse_table_name(table.name()));
   sq::ConnectionPool::Open open = [url] { return dblock::test::server_connection(url); };
   sq::ConnectionPool pool(open, {2, 2, 10s, "test connections"});
-  sq::InsertDriver driver(pool, d, nullptr, sq::mysql_turn_keys(sq::mysql_dialect_of(*raw), dblock::detail::parse_table_name(table.name()), 2), 10s);
+  sq::InsertDriver driver(pool, d, nullptr, sq::mysql_turn_keys(sq::mysql_dialect(), dblock::detail::parse_table_name(table.name()), 2), 10s);
   auto c = table.ns().open();
   dblock::LockOptions o;
   o.auto_renew = false;  // the test takes the row away from this lease
@@ -920,8 +920,7 @@ TEST_CASE("mysql: an account with no connection slot left waits for one within t
                          .rows.at(0)
                          .at(0)) == 0;
         }));
-      },
-      false);
+      });
 }
 
 TEST_CASE("mysql: one Client's advisory locks share a few connections", "[mysql]") {

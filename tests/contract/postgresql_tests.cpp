@@ -751,8 +751,7 @@ TEST_CASE("postgresql: a role with no connection slot left waits for one within 
           return dblock::detail::sqldb::as_int(
                      admin->run("SELECT count(*) FROM pg_stat_activity WHERE usename = $1", {role}).rows.at(0).at(0)) == 0;
         }));
-      },
-      true);
+      });
 }
 
 TEST_CASE("postgresql: one Client's advisory locks share a few connections", "[postgresql]") {

@@ -229,7 +229,7 @@ TEST_CASE("redis: a server with no client slot left waits for one within the acq
           return info.find("connected_clients:1\r") != std::string::npos;
         }));
       },
-      true, [&] {
+      [&] {
         std::shared_ptr<redisContext> c(redisConnect(hp.host.c_str(), hp.port), [](redisContext* p) {
           if (p) redisFree(p);
         });

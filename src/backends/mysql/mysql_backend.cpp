@@ -107,24 +107,8 @@ std::unique_ptr<Backend> open_mysql(const Url& url, const ClientOptions& options
   auto connect = [t]() -> std::unique_ptr<sqldb::Connection> { return std::make_unique<sqldb::MySqlConnection>(t); };
   ClientOptions qualified = options;
   qualified.table = table.qualified();
-  // The server's flavour picks one text (mysql_dialect.hpp), asked on the first connection,
-  // which then is the pool's first (the one start() checks the server with).
-  struct First {
-    std::mutex mutex;
-    std::unique_ptr<sqldb::Connection> connection;
-  };
-  auto first = std::make_shared<First>();
-  first->connection = connect();
-  const auto& dialect = sqldb::mysql_dialect_of(*first->connection);
-  auto open = [connect, first]() -> std::unique_ptr<sqldb::Connection> {
-    {
-      std::lock_guard lk(first->mutex);
-      if (first->connection) return std::move(first->connection);
-    }
-    return connect();
-  };
-  auto backend =
-      std::make_unique<sqldb::SqlBackend>(dialect, table, open, qualified, nullptr, sqldb::mysql_turn_keys(dialect, table, options.pool_size));
+  auto backend = std::make_unique<sqldb::SqlBackend>(sqldb::mysql_dialect(), table, connect, qualified, nullptr,
+                                                     sqldb::mysql_turn_keys(sqldb::mysql_dialect(), table, options.pool_size));
   backend->start(options.auto_migrate.value_or(false));
   return backend;
 }

@@ -1,5 +1,5 @@
-// MySQL's and MariaDB's statement texts (one text for both, MySQL 8 and MariaDB 10.11, but
-// for a shared try's NOWAIT: mysql_dialect_of picks by the server's version).
+// MySQL's and MariaDB's statement texts (one text for both, MySQL 8 and MariaDB 10.11: where
+// they spell a statement differently, a procedure of the migration picks the spelling).
 //
 // MySQL has no RETURNING and no sequences, so an operation that must write and report is
 // several statements in one text, sent in one round trip (see MySqlConnection), or, for the
@@ -17,7 +17,7 @@ namespace dblock::detail::sqldb {
 
 namespace {
 
-Dialect make(bool mariadb) {
+Dialect make() {
   {
     using S = Statement;
     Dialect d;
@@ -145,10 +145,9 @@ Dialect make(bool mariadb) {
     d[S::for_update_wait] = "SELECT 1 FROM ${table} WHERE name = ?1 FOR UPDATE";
     // Readers: InnoDB queues a share lock behind a waiting exclusive one, so a waiting writer
     // keeps new readers out (checked on MariaDB 10.11: "once a writer waits..." in the shape
-    // contract). The try needs NOWAIT, which the two servers spell differently: MySQL 8 takes
-    // it after FOR SHARE only, MariaDB (which has no FOR SHARE) after LOCK IN SHARE MODE.
-    d[S::for_update_try_shared] = mariadb ? "SELECT 1 FROM ${table} WHERE name = ?1 LOCK IN SHARE MODE NOWAIT"
-                                          : "SELECT 1 FROM ${table} WHERE name = ?1 FOR SHARE NOWAIT";
+    // contract). The try needs NOWAIT, which the two servers spell differently: a procedure
+    // (${table}_try_share) picks the spelling where it runs.
+    d[S::for_update_try_shared] = "CALL ${table}_try_share(?1)";
     d[S::for_update_wait_shared] = "SELECT 1 FROM ${table} WHERE name = ?1 LOCK IN SHARE MODE";
     d[S::fence_next] = "CALL ${table}_fence_draw(1)";
     // In the caller's transaction (dblock/mysql.hpp): ${table}_lock_in locks the row, and the
@@ -216,6 +215,7 @@ Dialect make(bool mariadb) {
         "DROP PROCEDURE IF EXISTS ${table}_queue_join; DROP PROCEDURE IF EXISTS ${table}_turn_wait; "
         "DROP PROCEDURE IF EXISTS ${table}_turn_take; DROP PROCEDURE IF EXISTS ${table}_acquire_shared; "
         "DROP PROCEDURE IF EXISTS ${table}_release_shared; DROP PROCEDURE IF EXISTS ${table}_extend_shared; "
+        "DROP PROCEDURE IF EXISTS ${table}_try_share; "
         "DROP PROCEDURE IF EXISTS ${table}_lock_in; DROP PROCEDURE IF EXISTS ${table}_check";
     d[S::history_create] =
         "CREATE TABLE IF NOT EXISTS ${table}_schema_history ("
@@ -237,23 +237,13 @@ Dialect make(bool mariadb) {
 }  // namespace
 
 const Dialect& mysql_dialect() {
-  static const Dialect d = make(false);
+  static const Dialect d = make();
   return d;
 }
 
 std::string mysql_row_wait(const std::string& call, const std::string& wait) {
   return "SET @dblock_row_wait = @@SESSION.innodb_lock_wait_timeout, SESSION innodb_lock_wait_timeout = "
          "GREATEST(1, CEIL(" + wait + " / 1000)); " + call + "; SET SESSION innodb_lock_wait_timeout = @dblock_row_wait";
-}
-
-const Dialect& mariadb_dialect() {
-  static const Dialect d = make(true);
-  return d;
-}
-
-const Dialect& mysql_dialect_of(Connection& s) {
-  auto version = as_text(s.run("SELECT VERSION()").rows.at(0).at(0));
-  return version.find("MariaDB") != std::string::npos ? mariadb_dialect() : mysql_dialect();
 }
 
 }  // namespace dblock::detail::sqldb

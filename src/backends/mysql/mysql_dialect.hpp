@@ -9,11 +9,9 @@
 
 namespace dblock::detail::sqldb {
 
-// MySQL 8's texts, MariaDB's, and the one for the server `s` talks to. They differ in one
-// text only (for_update_try_shared); the migrations are the same.
+// The texts for MySQL 8 and MariaDB alike (where the two spell a statement differently, a
+// procedure of the migration picks the spelling on the server itself).
 const Dialect& mysql_dialect();
-const Dialect& mariadb_dialect();
-const Dialect& mysql_dialect_of(Connection& s);
 std::vector<SettingCheck> mysql_settings(Connection& s);
 // `call` bounded in its wait for a lock on the name's row by the parameter `wait` (in ms, as
 // InnoDB's whole seconds, at least one; Dialect::grant_waits_bounded), the session's
