@@ -447,46 +447,22 @@ BEGIN
 END
 $dblock$;
 
--- ${table}_release(name, owner, fence, keep_row) -> the version the row was left at (0 when
--- deleted); no row when the grant was not ours. A lease's release: its row deleted (insert)
--- or freed with its version moved (optimistic, keep_row), expiring now, not at 0 (the
--- sweeper picks rows in valid_until order). Committed without waiting for its WAL flush
--- (synchronous_commit off for this transaction only); the waiters are notified at the
--- commit, so a hand-off costs one flush (the grant's), not two. No guarantee depends on the
--- release's flush: WAL is flushed in order, so the next grant's commit, which saw the
--- release, is durable only together with it. A crash can only lose a release nobody built
--- on yet, and then the row comes back held by its old owner until its TTL: exactly a client
--- that died before releasing. The notification's payload is the name and, after a newline,
--- the owner whose ticket comes next (empty when nobody queues): only that waiter is woken.
-CREATE FUNCTION ${table}_release(lock_name text, lock_owner text, lock_fence bigint, keep_row boolean)
-    RETURNS SETOF bigint
-    LANGUAGE plpgsql VOLATILE SECURITY INVOKER AS $dblock$
-DECLARE
-    now_ms bigint := (extract(epoch from now()) * 1000)::bigint;
-    left_version bigint := 0;
-BEGIN
-    IF keep_row THEN
-        UPDATE ${table} AS t SET owner = '', holds = 0, valid_until = now_ms, version = t.version + 1
-            WHERE t.name = lock_name AND t.owner = lock_owner AND t.fence = lock_fence
-            RETURNING t.version INTO left_version;
-    ELSE
-        DELETE FROM ${table} AS t WHERE t.name = lock_name AND t.owner = lock_owner AND t.fence = lock_fence;
-    END IF;
-    IF NOT FOUND THEN
-        RETURN;
-    END IF;
-    PERFORM pg_notify('dblock_${table}', lock_name || E'\n' || COALESCE((SELECT q.owner FROM ${table}_queue AS q
-                      WHERE q.name = lock_name AND q.valid_until > now_ms ORDER BY q.ticket LIMIT 1), '')),
-            set_config('synchronous_commit', 'off', true);
-    RETURN NEXT left_version;
-END
-$dblock$;
-
--- ${table}_hand_over(name, owner, fence, keep_row) -> -1 when it handed the row over, else
--- as ${table}_release. The release of a grant made after waiting: with a live ticket of
--- another owner in the name's queue, it grants the row to the lowest instead: new fence, the
--- lease that waiter asked for (its TTL, lease_ms: a hand-over survives a stall as well as any
--- grant), the ticket deleted, and the grant announced on the channel of hand-overs as
+-- ${table}_release(name, owner, fence, keep_row, hand_over) -> the version the row was left at
+-- (0 when deleted), -1 when it handed the row over; no row when the grant was not ours.
+-- A lease's release: its row deleted (insert) or freed with its version moved (optimistic,
+-- keep_row), expiring now, not at 0 (the sweeper picks rows in valid_until order). Committed
+-- without waiting for its WAL flush (synchronous_commit off for this transaction only); the
+-- waiters are notified at the commit, so a hand-off costs one flush (the grant's), not two.
+-- No guarantee depends on the release's flush: WAL is flushed in order, so the next grant's
+-- commit, which saw the release, is durable only together with it. A crash can only lose a
+-- release nobody built on yet, and then the row comes back held by its old owner until its
+-- TTL: exactly a client that died before releasing. The notification's payload is the name
+-- and, after a newline, the owner whose ticket comes next (empty when nobody queues): only
+-- that waiter is woken.
+-- hand_over: the release of a grant made after waiting. With a live ticket of another owner
+-- in the name's queue, it grants the row to the lowest instead: new fence, the lease that
+-- waiter asked for (its TTL, lease_ms: a hand-over survives a stall as well as any grant),
+-- the ticket deleted, and the grant announced on the channel of hand-overs as
 -- "FENCE LEASE_MS TICKET OWNER_BYTES OWNER NAME" (one channel for every table, as an owner
 -- names one Client of one table; the ticket says which of the owner's acquires it was for).
 -- The ticket is deleted first and the row granted only if that DELETE returned it: a waiter
@@ -495,12 +471,13 @@ $dblock$;
 -- crossing the hand-over that granted it writes it back. It commits synchronously, as every
 -- grant does (its fence must not be lost in a crash), and draws its fence without the name's
 -- turn: the row stays locked from our grant to the head's, so no other grant of the name can
--- draw meanwhile. With no live ticket it releases as ${table}_release (its notification then
--- names nobody next). It also deletes any ticket of the releaser's own: an owner is one
--- thread of one Client, so a ticket of ours while we hold the name is a renewal that crossed
--- the hand-over that granted it to us (its snapshot predated that commit). Left, it would
--- put a waiter nobody is in the line ahead of every later one.
-CREATE FUNCTION ${table}_hand_over(lock_name text, lock_owner text, lock_fence bigint, keep_row boolean)
+-- draw meanwhile. With no live ticket it releases as above, its notification naming nobody
+-- next. It also deletes any ticket of the releaser's own: an owner is one thread of one
+-- Client, so a ticket of ours while we hold the name is a renewal that crossed the hand-over
+-- that granted it to us (its snapshot predated that commit). Left, it would put a waiter
+-- nobody is in the line ahead of every later one.
+CREATE FUNCTION ${table}_release(lock_name text, lock_owner text, lock_fence bigint, keep_row boolean,
+                                 hand_over boolean)
     RETURNS SETOF bigint
     LANGUAGE plpgsql VOLATILE SECURITY INVOKER AS $dblock$
 DECLARE
@@ -511,26 +488,30 @@ DECLARE
     handed bigint;
     left_version bigint := 0;
 BEGIN
-    WITH head AS (
-        SELECT q.owner, q.ticket FROM ${table}_queue AS q
-        WHERE q.name = lock_name AND q.owner <> lock_owner AND q.valid_until > now_ms
-          AND EXISTS (SELECT 1 FROM ${table} AS o WHERE o.name = lock_name AND o.owner = lock_owner AND o.fence = lock_fence)
-        ORDER BY q.ticket LIMIT 1)
-    DELETE FROM ${table}_queue AS q USING head WHERE q.name = lock_name AND q.owner = head.owner AND q.ticket = head.ticket
-        RETURNING q.owner, q.ticket, q.lease_ms INTO next_owner, next_ticket, next_lease;
-    DELETE FROM ${table}_queue AS q WHERE q.name = lock_name AND q.owner = lock_owner;
-    IF next_owner IS NOT NULL THEN
-        UPDATE ${table} AS t SET owner = next_owner, fence = ${table}_fence_next(), holds = 1, acquired_at = now_ms,
-            valid_until = now_ms + next_lease, version = t.version + 1
-            WHERE t.name = lock_name AND t.owner = lock_owner AND t.fence = lock_fence
-            RETURNING t.fence INTO handed;
-        IF handed IS NULL THEN
+    IF hand_over THEN
+        WITH head AS (
+            SELECT q.owner, q.ticket FROM ${table}_queue AS q
+            WHERE q.name = lock_name AND q.owner <> lock_owner AND q.valid_until > now_ms
+              AND EXISTS (SELECT 1 FROM ${table} AS o
+                          WHERE o.name = lock_name AND o.owner = lock_owner AND o.fence = lock_fence)
+            ORDER BY q.ticket LIMIT 1)
+        DELETE FROM ${table}_queue AS q USING head
+            WHERE q.name = lock_name AND q.owner = head.owner AND q.ticket = head.ticket
+            RETURNING q.owner, q.ticket, q.lease_ms INTO next_owner, next_ticket, next_lease;
+        DELETE FROM ${table}_queue AS q WHERE q.name = lock_name AND q.owner = lock_owner;
+        IF next_owner IS NOT NULL THEN
+            UPDATE ${table} AS t SET owner = next_owner, fence = ${table}_fence_next(), holds = 1,
+                acquired_at = now_ms, valid_until = now_ms + next_lease, version = t.version + 1
+                WHERE t.name = lock_name AND t.owner = lock_owner AND t.fence = lock_fence
+                RETURNING t.fence INTO handed;
+            IF handed IS NULL THEN
+                RETURN;
+            END IF;
+            PERFORM pg_notify('dblock handed', handed || ' ' || next_lease || ' ' || next_ticket || ' ' ||
+                              octet_length(next_owner) || ' ' || next_owner || lock_name);
+            RETURN NEXT -1;
             RETURN;
         END IF;
-        PERFORM pg_notify('dblock handed', handed || ' ' || next_lease || ' ' || next_ticket || ' ' ||
-                          octet_length(next_owner) || ' ' || next_owner || lock_name);
-        RETURN NEXT -1;
-        RETURN;
     END IF;
     IF keep_row THEN
         UPDATE ${table} AS t SET owner = '', holds = 0, valid_until = now_ms, version = t.version + 1
@@ -542,7 +523,10 @@ BEGIN
     IF NOT FOUND THEN
         RETURN;
     END IF;
-    PERFORM pg_notify('dblock_${table}', lock_name || E'\n'), set_config('synchronous_commit', 'off', true);
+    PERFORM pg_notify('dblock_${table}', lock_name || E'\n' || CASE WHEN hand_over THEN '' ELSE
+                      COALESCE((SELECT q.owner FROM ${table}_queue AS q WHERE q.name = lock_name
+                                AND q.valid_until > now_ms ORDER BY q.ticket LIMIT 1), '') END),
+            set_config('synchronous_commit', 'off', true);
     RETURN NEXT left_version;
 END
 $dblock$;

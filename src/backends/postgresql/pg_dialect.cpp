@@ -50,8 +50,8 @@ const Dialect& postgresql_dialect() {
     // call); what each does, and why, is said there.
     d[S::insert_acquire] =
         "SELECT fence, remaining, holder FROM ${table}_insert_acquire($1, $2, $3::bigint, $4::bigint, $5::bigint)";
-    d[S::insert_release] = "SELECT * FROM ${table}_release($1, $2, $3::bigint, false)";
-    d[S::insert_handover] = "SELECT * FROM ${table}_hand_over($1, $2, $3::bigint, false)";
+    d[S::insert_release] = "SELECT * FROM ${table}_release($1, $2, $3::bigint, false, false)";
+    d[S::insert_handover] = "SELECT * FROM ${table}_release($1, $2, $3::bigint, false, true)";
     d[S::handed_check] =
         "SELECT valid_until - ${now_ms} FROM ${table} WHERE name = $1 AND owner = $2 AND fence = $3::bigint "
         "AND valid_until > ${now_ms}";
@@ -64,8 +64,8 @@ const Dialect& postgresql_dialect() {
     d[S::optimistic_take] = "SELECT fence, remaining, holder FROM ${table}_optimistic_take($1, $2, $3::bigint, "
                             "$4::bigint, $5::bigint, $6::bigint)";
     // The version the release left is the answer's last column (-1: handed over).
-    d[S::optimistic_release] = "SELECT * FROM ${table}_release($1, $2, $3::bigint, true)";
-    d[S::optimistic_handover] = "SELECT * FROM ${table}_hand_over($1, $2, $3::bigint, true)";
+    d[S::optimistic_release] = "SELECT * FROM ${table}_release($1, $2, $3::bigint, true, false)";
+    d[S::optimistic_handover] = "SELECT * FROM ${table}_release($1, $2, $3::bigint, true, true)";
 
     // set_config(..., true) is SET LOCAL: it ends with the transaction. The statement
     // timeout is lifted past the lock wait, which lock_timeout bounds.
@@ -208,7 +208,7 @@ const Dialect& postgresql_dialect() {
         "${table}_acquire_shared(text, text, text, integer, bigint), ${table}_release_shared(text, text, bigint), "
         "${table}_fence_next(), ${table}_insert_acquire(text, text, bigint, bigint, bigint), "
         "${table}_optimistic_take(text, text, bigint, bigint, bigint, bigint), "
-        "${table}_release(text, text, bigint, boolean), ${table}_hand_over(text, text, bigint, boolean), "
+        "${table}_release(text, text, bigint, boolean, boolean), "
         "${table}_queue_join(text, text, bigint, bigint, bigint, bigint)";
     d[S::history_create] =
         "CREATE TABLE IF NOT EXISTS ${table}_schema_history ("
