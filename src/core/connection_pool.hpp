@@ -5,7 +5,10 @@
 #pragma once
 
 #include <chrono>
+#include <algorithm>
 #include <condition_variable>
+#include <cstdint>
+#include <deque>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -73,9 +76,20 @@ class ConnectionPool {
   // An idle connection the server still has, or a new one; waits up to Limits::wait while
   // max_open are borrowed, then throws TimeoutError. Connects, and checks an idle connection
   // (which may ask another server, as a Sentinel-managed Redis one does), without the lock.
+  // Waiters are served in the order they asked: a thread giving a connection back and asking
+  // again at once goes behind them (else, on a loaded machine, it took the connection back
+  // before the woken waiter ran, again and again: a lease's renewal waiting behind a loop of
+  // acquires timed out until the lease expired).
   Handle get() {
     std::unique_lock lk(mutex_);
-    if (!freed_.wait_for(lk, limits_.wait, [&] { return !idle_.empty() || open_count_ < limits_.max_open; }))
+    const auto ticket = next_ticket_++;
+    line_.push_back(ticket);
+    const bool turn = freed_.wait_for(lk, limits_.wait, [&] {
+      return line_.front() == ticket && (!idle_.empty() || open_count_ < limits_.max_open);
+    });
+    line_.erase(std::find(line_.begin(), line_.end(), ticket));
+    freed_.notify_all();  // the next in line may be served too, or becomes the front
+    if (!turn)
       throw TimeoutError(limits_.what + ": no free connection within " + std::to_string(limits_.wait.count()) +
                          " ms (pool of " + std::to_string(limits_.max_open) + ")");
     while (!idle_.empty()) {
@@ -94,7 +108,7 @@ class ConnectionPool {
     } catch (...) {
       lk.lock();
       --open_count_;
-      freed_.notify_one();
+      freed_.notify_all();
       throw;
     }
   }
@@ -107,7 +121,7 @@ class ConnectionPool {
       auto c = std::move(idle_.back());
       idle_.pop_back();
       --open_count_;
-      freed_.notify_one();
+      freed_.notify_all();
       lk.unlock();
       if (c->still_connected()) return c;
       c.reset();  // closed under us: dropped
@@ -139,7 +153,7 @@ class ConnectionPool {
       std::lock_guard lk(mutex_);
       --open_count_;
     }
-    freed_.notify_one();
+    freed_.notify_all();  // every waiter checks whether it is first in line
   }
   void give_back(std::unique_ptr<Conn> c) noexcept {
     std::unique_ptr<Conn> closing;  // closed outside the lock
@@ -152,7 +166,7 @@ class ConnectionPool {
         --open_count_;
       }
     }
-    freed_.notify_one();
+    freed_.notify_all();
   }
 
   const Open open_;
@@ -161,6 +175,8 @@ class ConnectionPool {
   std::condition_variable freed_;
   std::vector<std::unique_ptr<Conn>> idle_;
   std::size_t open_count_ = 0;  // borrowed + idle
+  std::deque<std::uint64_t> line_;  // the tickets of get()s waiting, in the order they came
+  std::uint64_t next_ticket_ = 0;
 };
 
 }  // namespace dblock::detail

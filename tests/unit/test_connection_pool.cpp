@@ -1,5 +1,8 @@
 // ConnectionPool<Conn> (src/core/connection_pool.hpp) with a stand-in connection: the bookkeeping alone (what is
 // reused, dropped, closed and waited for). The pools over real servers run in every suite.
+#include <sched.h>
+
+#include <atomic>
 #include <catch2/catch.hpp>
 #include <chrono>
 #include <thread>
@@ -77,4 +80,33 @@ TEST_CASE("ConnectionPool: discard closes the connection and frees its slot; max
   CHECK(f.closed == 2);
   auto e = f.pool.get();
   CHECK(e->id == 2);
+}
+
+TEST_CASE("ConnectionPool: waiters are served in turn; giving back and asking again at once goes behind them",
+          "[pool]") {
+  // A Client with pool_size 1 acquiring leases one after another while its renewal thread
+  // waited for the connection: the loop took it back at every give-back, before the woken
+  // renewal thread ran, and the renewals timed out until the leases expired (crowd_mysql).
+  Fixture f(1, 1);
+  // On one CPU, as on a loaded machine: the woken waiter does not run before the giver asks again.
+  cpu_set_t all, one;
+  sched_getaffinity(0, sizeof all, &all);
+  CPU_ZERO(&one);
+  CPU_SET(sched_getcpu(), &one);
+  sched_setaffinity(0, sizeof one, &one);
+  auto held = f.pool.get();
+  std::atomic<bool> waiting{false}, served{false};
+  std::thread waiter([&] {
+    waiting = true;
+    auto h = f.pool.get();
+    served = true;
+    std::this_thread::sleep_for(5ms);
+  });
+  while (!waiting) std::this_thread::yield();
+  std::this_thread::sleep_for(10ms);  // the waiter is in get() by now
+  held = {};                          // given back...
+  held = f.pool.get();                // ...and asked for again at once: after the waiter
+  CHECK(served);
+  waiter.join();
+  sched_setaffinity(0, sizeof all, &all);
 }
