@@ -114,12 +114,14 @@ class ConnectionPool {
   }
 
   // An idle connection the server still has, taken out of this pool for another to adopt;
-  // null when none is idle. Opens nothing.
-  std::unique_ptr<Conn> take_idle() {
+  // null when none is idle (or none `may` be taken). Opens nothing.
+  std::unique_ptr<Conn> take_idle(const std::function<bool(const Conn&)>& may = nullptr) {
     std::unique_lock lk(mutex_);
-    while (!idle_.empty()) {
-      auto c = std::move(idle_.back());
-      idle_.pop_back();
+    for (;;) {
+      auto it = std::find_if(idle_.rbegin(), idle_.rend(), [&](const auto& c) { return !may || may(*c); });
+      if (it == idle_.rend()) break;
+      auto c = std::move(*it);
+      idle_.erase(std::next(it).base());
       --open_count_;
       freed_.notify_all();
       lk.unlock();

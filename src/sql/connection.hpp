@@ -73,6 +73,9 @@ class Connection {
   // that fails to turn flushing back on is left unusable (the pool closes it): no later
   // commit on it, a grant's, may go unflushed.
   virtual void flush_commits(bool /*on*/) {}
+  // False for a connection shared with another user (PostgreSQL's, lent by the release
+  // listener): a session lock must not live in it, as closing it would not free the lock.
+  virtual bool may_pin() const noexcept { return true; }
   // How this connection reaches its server (`dblock doctor`); none for an embedded database.
   virtual std::optional<Transport> transport() { return std::nullopt; }
 };

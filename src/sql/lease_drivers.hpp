@@ -104,13 +104,17 @@ class LeaseDriver : public LockDriver {
         longest_row_wait_(std::max(milliseconds{1}, statement_timeout / 2)) {}
 
   std::unique_ptr<ReleaseWatch> watch(const std::string& name, const std::string& owner) override {
-    return notifier_ ? notifier_->watch(name, owner) : nullptr;
+    if (!notifier_) return nullptr;
+    offer_idle();
+    return notifier_->watch(name, owner);
   }
   // Where releases hand over: a waiter that finds the name busy then needs no second attempt
   // to be sure it missed nothing, and one attempt less is one statement less beside the
   // hand-off it waits for.
   std::unique_ptr<ReleaseWatch> early_watch(const std::string& name, const std::string& owner) override {
-    return hands_over() && notifier_ ? notifier_->watch_if_ready(name, owner) : nullptr;
+    if (!hands_over() || !notifier_) return nullptr;
+    if (notifier_->hears()) offer_idle();  // not before it listens: a connection offered then would wait idle
+    return notifier_->watch_if_ready(name, owner);
   }
 
   // A grant's renewal and release (its handle is a KeyedGrant). Renewal extends our row and
@@ -282,6 +286,11 @@ class LeaseDriver : public LockDriver {
                     Statement::shared_release_after};
 
  private:
+  // An idle connection of ours for the notifier to listen on, if it has none yet (it lends it
+  // back), or to close if the pool may borrow the notifier's instead (Notifier::offer).
+  void offer_idle() {
+    notifier_->offer([this] { return pool_.take_idle([](const Connection& c) { return c.may_pin(); }); });
+  }
   const Statement release_, handover_;
   const Strategy strategy_;
   const milliseconds longest_row_wait_;  // a grant's (grant_params)

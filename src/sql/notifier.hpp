@@ -4,12 +4,14 @@
 // to the waiting loop.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "core/driver.hpp"
 #include "core/wake_table.hpp"
+#include "sql/connection.hpp"
 
 namespace dblock::detail::sqldb {
 
@@ -30,6 +32,13 @@ class Notifier {
   // connection is away (a full server refused it): its waiters then poll as where nothing
   // notifies, or the head of a fair line would sleep through its turn.
   virtual bool hears() const noexcept { return true; }
+  // A waiter's pool offers an idle connection, which the notifier takes (calls take_idle) if
+  // it needs one to listen on and may lend it back, or closes if it listens already and the
+  // pool may borrow its connection instead (PostgreSQL's listener).
+  virtual void offer(const std::function<std::unique_ptr<Connection>()>& take_idle) { (void)take_idle; }
+  // A connection to run statements on that shares the notifier's own (a Client's shared pool
+  // asks before it connects); null when there is none or it is lent already.
+  virtual std::unique_ptr<Connection> lend() { return nullptr; }
   // A grant a release handed to `owner`'s watch of `name` (Statement::insert_handover), once.
   virtual std::optional<Handover> take_handover(const std::string& name, const std::string& owner) {
     (void)name;

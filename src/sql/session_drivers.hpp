@@ -42,9 +42,11 @@ class SessionDriver : public LockDriver {
   // and returns its fence; 0 when busy. Leaves s ready to unlock().
   virtual std::uint64_t lock(Connection& s, const std::string& name, milliseconds wait, Mode mode) = 0;
   virtual void unlock(Connection& s, const std::string& name, Mode mode) = 0;
-  // A session for a lock: the home pool's idle connection, else one of ours, else a new one.
+  // A session for a lock: the home pool's idle connection (not a lent one), else one of ours,
+  // else a new one.
   ConnectionPool::Handle session() {
-    if (auto c = home_.take_idle()) return connections_.adopt(std::move(c));
+    if (auto c = home_.take_idle([](const Connection& c) { return c.may_pin(); }))
+      return connections_.adopt(std::move(c));
     return connections_.get();
   }
   const Dialect& d_;

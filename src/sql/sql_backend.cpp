@@ -14,6 +14,21 @@
 
 namespace dblock::detail::sqldb {
 
+namespace {
+
+// The shared pool asks the release listener first: the connection it lends (its own, where it
+// reaches the same server) saves a waiting process a second one. The session strategies'
+// connections (factory_) are never lent ones: a session lock lives as long as its connection.
+ConnectionPool::Open borrowing(ConnectionPool::Open open, std::shared_ptr<Notifier> notifier) {
+  if (!notifier) return open;
+  return [open = std::move(open), notifier = std::move(notifier)]() -> std::unique_ptr<Connection> {
+    if (auto c = notifier->lend()) return c;
+    return open();
+  };
+}
+
+}  // namespace
+
 SqlBackend::SqlBackend(const Dialect& dialect, TableName table, ConnectionPool::Open factory,
                        const ClientOptions& options, std::shared_ptr<Notifier> notifier,
                        std::shared_ptr<ServerWaits> waits)
@@ -23,7 +38,7 @@ SqlBackend::SqlBackend(const Dialect& dialect, TableName table, ConnectionPool::
       factory_(factory),
       max_idle_(options.pool_size),
       statement_timeout_(options.statement_timeout),
-      pool_(std::move(factory), {options.pool_size, options.pool_size, options.connect_timeout + options.statement_timeout,
+      pool_(borrowing(std::move(factory), options.notifications ? notifier : nullptr), {options.pool_size, options.pool_size, options.connect_timeout + options.statement_timeout,
                                  dialect.name + " connections"}),
       notifier_(options.notifications ? std::move(notifier) : nullptr),
       waits_(std::move(waits)) {}

@@ -52,7 +52,7 @@ TEST_CASE("postgresql: a release wakes a waiter through LISTEN/NOTIFY", "[postgr
   auto url = table.url();
   dblock::detail::sqldb::PgListener listener(
       [url] { return std::make_unique<dblock::detail::sqldb::PgConnection>(url, "test", 10s); },
-      "dblock_" + table.name());
+      "dblock_" + table.name(), true);
   auto watch = listener.watch("job", "me");
   REQUIRE(watch);  // LISTEN is in place before watch() returns
   auto other = listener.watch("other", "me");
@@ -760,4 +760,81 @@ TEST_CASE("postgresql: one Client's advisory locks share a few connections", "[p
   dblock::test::check_multiplexed_advisory(table.ns(), [&](const std::string& name) {
     REQUIRE(dblock::test::terminate_lock_holders(*admin, table.url(), table.name(), name) == 1);
   });
+}
+
+// A waiting process held two connections: its pool's and its listener's. The listener now
+// listens on the pool's idle connection and lends it back for statements, one at a time.
+TEST_CASE("postgresql: a waiting Client keeps one connection, which its listener shares", "[postgresql]") {
+  dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::postgresql);
+  auto admin = dblock::test::server_connection(table.url());
+  const std::string app = "dblock_one_" + std::to_string(std::random_device{}());
+  auto waiter_ns = table.ns();  // its connections told apart by their application_name
+  waiter_ns.url += (waiter_ns.url.find('?') == std::string::npos ? "?" : "&") + std::string("application_name=") + app;
+  auto connections = [&] {
+    return dblock::detail::sqldb::as_int(
+        admin->run("SELECT count(*) FROM pg_stat_activity WHERE application_name = $1", {app}).rows.at(0).at(0));
+  };
+  auto holder = table.ns().open();
+  auto waiter = waiter_ns.open();
+  auto held = holder->lock("job").acquire();
+  std::atomic<bool> got{false};
+  std::uint64_t fence = 0;
+  std::optional<dblock::Lease> lease;
+  std::thread waiting([&] {
+    lease = waiter->lock("job").try_acquire(20s);
+    if (!lease) return;
+    fence = lease->fence();
+    got = true;
+  });
+  // While it waits (a few attempts, each on the lent connection): one connection, never two.
+  std::int64_t most = 0, seen = 0;
+  for (int i = 0; i < 30; ++i) {
+    auto n = connections();
+    most = std::max(most, n);
+    seen += n == 1;
+    std::this_thread::sleep_for(50ms);
+  }
+  CHECK(most == 1);
+  CHECK(seen > 0);
+  CHECK_FALSE(got);
+  const auto released_at = std::chrono::steady_clock::now();
+  held.release();  // the notification reaches the waiter on that same connection
+  REQUIRE(dblock::test::eventually([&] { return got.load(); }));
+  CHECK(std::chrono::steady_clock::now() - released_at < 2s);
+  waiting.join();
+  CHECK(fence > held.fence());
+  CHECK(connections() == 1);
+  // A session lock never lives in the lent connection: it gets one of its own.
+  dblock::LockOptions session;
+  session.strategy = dblock::Strategy::advisory;
+  auto pinned = waiter->lock("pinned", session).try_acquire();
+  REQUIRE(pinned);
+  CHECK(connections() == 2);
+  pinned->release();
+  // The shared connection killed (an administrator, a restart) while a waiter waits: the
+  // listener subscribes again on a connection of its own, and the waiter still wakes.
+  auto kill = [&] {
+    admin->run("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1", {app});
+  };
+  for (int round = 0; round < 2; ++round) {
+    auto busy = holder->lock("second").acquire();
+    std::optional<dblock::Lease> second;
+    std::thread again([&] { second = waiter->lock("second").try_acquire(20s); });
+    std::this_thread::sleep_for(300ms);
+    if (round == 0) {
+      kill();
+      std::this_thread::sleep_for(1s);  // the listener subscribes again (after 200 ms)
+    } else {
+      // The next wait gives up the idle connection the pool opened meanwhile: one again.
+      CHECK(connections() == 1);
+    }
+    const auto freed_at = std::chrono::steady_clock::now();
+    busy.release();
+    again.join();
+    REQUIRE(second);
+    CHECK(std::chrono::steady_clock::now() - freed_at < 2s);
+    second->release();
+  }
+  CHECK_FALSE(lease->lost());
+  lease->release();  // through the lent connection
 }

@@ -116,7 +116,7 @@ std::unique_ptr<Backend> open_postgresql(const Url& url, const ClientOptions& op
       return std::make_unique<sqldb::PgConnection>(listen_info, where, timeout, sslmode);
     };
     listener = process_shared<sqldb::PgListener>(listen_info + '\n' + channel, [&] {
-      return std::make_shared<sqldb::PgListener>(listen_connect, channel);
+      return std::make_shared<sqldb::PgListener>(listen_connect, channel, !pooled);
     });
   }
   auto backend = std::make_unique<sqldb::SqlBackend>(sqldb::postgresql_dialect(), table, connect, options, listener);
