@@ -507,7 +507,11 @@ BEGIN
             IF handed IS NULL THEN
                 RETURN;
             END IF;
-            PERFORM pg_notify('dblock handed', handed || ' ' || next_lease || ' ' || next_ticket || ' ' ||
+            -- On the channel of the head's process ('dblock handed <pid>', the pid from its
+            -- owner, host:pid:instance:thread): only that process's listener wakes, not
+            -- every waiting process's (each NOTIFY wakes every listening backend and client).
+            PERFORM pg_notify('dblock handed' || COALESCE(' ' || substring(next_owner from ':([0-9]+):[^:]*:[^:]*$'), ''),
+                              handed || ' ' || next_lease || ' ' || next_ticket || ' ' ||
                               octet_length(next_owner) || ' ' || next_owner || lock_name);
             RETURN NEXT -1;
             RETURN;

@@ -8,6 +8,8 @@
 #include <thread>
 #include <tuple>
 
+#include <pqxx/pqxx>
+
 #include "backends/postgresql/pg_dialect.hpp"
 #include "backends/postgresql/pg_listener.hpp"
 #include "backends/postgresql/pg_connection.hpp"
@@ -538,7 +540,7 @@ TEST_CASE("postgresql: a forged hand-over message starts nobody", "[postgresql][
   for (auto fence : {lease.fence(), lease.fence() + 1}) {
     auto payload = std::to_string(fence) + " 3000 " + std::to_string(ticket) + " " + std::to_string(owner.size()) +
                    " " + owner + "job";
-    raw.run("SELECT pg_notify('dblock handed', $1)", {payload});
+    raw.run("SELECT pg_notify($1, $2)", {dblock::detail::sqldb::handover_channel(), payload});
   }
   std::this_thread::sleep_for(1s);
   CHECK_FALSE(got);
@@ -837,4 +839,49 @@ TEST_CASE("postgresql: a waiting Client keeps one connection, which its listener
   }
   CHECK_FALSE(lease->lost());
   lease->release();  // through the lent connection
+}
+
+// Each NOTIFY wakes every backend listening on its channel, and their clients: a hand-over
+// told on one channel for all woke every waiting process for one of them to act.
+TEST_CASE("postgresql: a hand-over is told on the channel of its head's process only", "[postgresql][fair]") {
+  namespace sq = dblock::detail::sqldb;
+  struct Heard final : pqxx::notification_receiver {
+    Heard(pqxx::connection_base& c, const std::string& channel) : pqxx::notification_receiver(c, channel) {}
+    void operator()(const std::string& payload, int) override { payloads.push_back(payload); }
+    std::vector<std::string> payloads;
+  };
+  dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::postgresql);
+  sq::PgConnection spy(table.url(), "test", 10s);
+  Heard mine(spy.connection(), sq::handover_channel()), everyone(spy.connection(), "dblock handed");
+  spy.connection().get_notifs();
+  auto queued = [&](int n) {
+    return dblock::test::eventually([&] {
+      return spy.run("SELECT 1 FROM " + table.name() + "_queue WHERE name = 'job'", {}).rows.size() ==
+             static_cast<std::size_t>(n);
+    });
+  };
+  // A grant made after waiting hands the row over at its release: the first waiter's.
+  auto holder = table.ns().open(), first = table.ns().open(), second = table.ns().open();
+  auto lease = holder->lock("job").acquire();
+  std::promise<void> go;
+  auto first_done = std::async(std::launch::async, [&] {
+    auto l = first->lock("job").try_acquire(30s);
+    go.get_future().wait();
+    return l.has_value();
+  });
+  REQUIRE(queued(1));
+  auto second_done = std::async(std::launch::async, [&] { return second->lock("job").try_acquire(30s); });
+  REQUIRE(queued(2));
+  lease.release();
+  REQUIRE(queued(1));  // the first waiter holds it
+  go.set_value();      // and releases: handed to the second
+  REQUIRE(first_done.get());
+  auto handed = second_done.get();
+  REQUIRE(handed);
+  REQUIRE(dblock::test::eventually([&] {
+    spy.connection().get_notifs();
+    return !mine.payloads.empty();
+  }));
+  CHECK_THAT(mine.payloads.front(), Catch::StartsWith(std::to_string(handed->fence()) + " "));
+  CHECK(everyone.payloads.empty());
 }

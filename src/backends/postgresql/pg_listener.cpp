@@ -1,5 +1,7 @@
 #include "backends/postgresql/pg_listener.hpp"
 
+#include <unistd.h>
+
 #include <atomic>
 #include <stdexcept>
 
@@ -67,7 +69,7 @@ struct ListenSession {
                  [this](const std::string& p) {
                    if (auto t = table.load()) bump(*t, p);
                  }),
-        handed(conn, handover_channel,
+        handed(conn, handover_channel(),
                [this](const std::string& p) {
                  if (auto t = table.load()) hand_over(*t, p);
                }),
@@ -195,6 +197,8 @@ static bool lendable(ListenSession& s) {
   std::lock_guard use(s.use);
   return s.session->usable();
 }
+
+std::string handover_channel() { return "dblock handed " + std::to_string(getpid()); }
 
 PgListener::PgListener(std::function<std::unique_ptr<Connection>()> connect, std::string channel, bool lends)
     : connect_(std::move(connect)), channel_(std::move(channel)), lends_(lends), feed_({[this] { return subscribe(); }}) {}

@@ -2,8 +2,8 @@
 // the same statement (see pg_dialect.cpp). The process's ReleaseFeed (core/release_feed.hpp;
 // one per process, server and channel, shared by the Clients on them, pg_backend.cpp) keeps
 // one connection that LISTENs on that channel and wakes the waiters of the name; and on
-// 'dblock handed', where a release that granted the name to the next waiter says so
-// (handover_channel). Started at the first wait, so uncontended clients open no extra
+// 'dblock handed <pid>', where a release that granted the name to the next waiter of this
+// process says so (handover_channel). Started at the first wait, so uncontended clients open no extra
 // connection.
 //
 // Where the listener reaches the same server as the Clients (no pooler between), its
@@ -26,9 +26,11 @@
 
 namespace dblock::detail::sqldb {
 
-// The channel of hand-overs, one for every table: the owner a hand-over names is one Client's,
-// of one table (a space: no table's release channel has one).
-inline const std::string handover_channel = "dblock handed";
+// The channel of hand-overs to this process's waiters, one for every table: "dblock handed
+// <pid>" (a space: no table's release channel has one). The release names the pid from the
+// head's owner (host:pid:instance:thread), so a hand-over wakes one process, not all; a
+// process on another host with the same pid reads it and finds no waiter of that owner.
+std::string handover_channel();
 
 struct ListenSession;
 
