@@ -88,7 +88,7 @@ class ConnectionPool {
       return line_.front() == ticket && (!idle_.empty() || open_count_ < limits_.max_open);
     });
     line_.erase(std::find(line_.begin(), line_.end(), ticket));
-    freed_.notify_all();  // the next in line may be served too, or becomes the front
+    if (!line_.empty()) freed_.notify_all();  // the next in line may be served too, or is now first
     if (!turn)
       throw TimeoutError(limits_.what + ": no free connection within " + std::to_string(limits_.wait.count()) +
                          " ms (pool of " + std::to_string(limits_.max_open) + ")");
