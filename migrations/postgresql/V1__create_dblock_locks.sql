@@ -9,8 +9,8 @@
 -- UPDATE and DELETE on the tables, USAGE and UPDATE on the sequence (setval, below), and
 -- EXECUTE on the functions (granted to PUBLIC by default).
 
--- One row per lock name. A row is held while valid_until is in the future; the sweeper
--- deletes the others.
+-- One row per lock name. A row is held while valid_until is in the future, or while the
+-- Client row it names is valid (${table}_clients); the sweeper deletes the others.
 CREATE TABLE ${table} (
     name        text COLLATE "C" NOT NULL PRIMARY KEY,  -- the lock name: bytes, compared as bytes
     owner       text    NOT NULL,  -- host:pid:instance:thread; '' when free; ':readers' or
@@ -20,11 +20,25 @@ CREATE TABLE ${table} (
                                    -- its release (hold_at_least) or shared
     acquired_at bigint  NOT NULL,
     valid_until bigint  NOT NULL,
-    version     bigint  NOT NULL   -- bumped by every change: the optimistic strategy's compare-and-set
+    version     bigint  NOT NULL,  -- bumped by every change: the optimistic strategy's compare-and-set
+    client      text COLLATE "C"   -- a renewed lease's Client row, or NULL
 );
 
 -- The sweeper finds expired rows without scanning the table.
 CREATE INDEX ${table_name}_valid_until ON ${table} (valid_until);
+-- A Client's renewal reads back the leases its row keeps.
+CREATE INDEX ${table_name}_client ON ${table} (client) WHERE client IS NOT NULL;
+
+-- One row per Client and TTL whose leases it renews: a lease row naming it is held while
+-- either is valid, so one write per tick keeps all of a Client's leases of that TTL (a row
+-- per lease and tick wrote 20x more WAL). A Client row is only extended while still valid:
+-- once expired, its leases may have been taken over, and it stays expired (ids are never
+-- reused) until the sweeper deletes it. Every statement that gives a row to another owner,
+-- frees it or keeps it after its release sets client to NULL.
+CREATE TABLE ${table}_clients (
+    id          text COLLATE "C" NOT NULL PRIMARY KEY,
+    valid_until bigint NOT NULL
+);
 
 -- Fences: a sequence only grows, and nextval is never rolled back, so fences keep increasing
 -- across release, sweep, deleted rows, crashes and restarts. Drawn through ${table}_fence_next.
@@ -133,22 +147,22 @@ BEGIN
             PERFORM set_config('lock_timeout', wait_ms || 'ms', true);
             PERFORM pg_advisory_xact_lock(lock_key);
             PERFORM pg_advisory_xact_lock(hashtextextended('${table}:' || lock_name, 0));
-            SELECT valid_until - (extract(epoch from clock_timestamp()) * 1000)::bigint INTO left_ms
-            FROM ${table} WHERE name = lock_name FOR UPDATE;
+            SELECT ${until:t} - (extract(epoch from clock_timestamp()) * 1000)::bigint INTO left_ms
+            FROM ${table} AS t WHERE t.name = lock_name FOR UPDATE OF t;
         ELSE
             IF NOT pg_try_advisory_xact_lock(lock_key)
                OR NOT pg_try_advisory_xact_lock(hashtextextended('${table}:' || lock_name, 0)) THEN
                 RAISE EXCEPTION USING ERRCODE = '55P03';  -- lock_not_available: busy
             END IF;
-            SELECT valid_until - (extract(epoch from clock_timestamp()) * 1000)::bigint INTO left_ms
-            FROM ${table} WHERE name = lock_name FOR UPDATE NOWAIT;
+            SELECT ${until:t} - (extract(epoch from clock_timestamp()) * 1000)::bigint INTO left_ms
+            FROM ${table} AS t WHERE t.name = lock_name FOR UPDATE OF t NOWAIT;
         END IF;
         IF NOT FOUND THEN  -- the name's first lock: its row, locked by being ours uncommitted
             INSERT INTO ${table} (name, owner, fence, holds, acquired_at, valid_until, version)
             VALUES (lock_name, '', 0, 0, (extract(epoch from clock_timestamp()) * 1000)::bigint, 0, 0)
             ON CONFLICT (name) DO NOTHING;
-            SELECT valid_until - (extract(epoch from clock_timestamp()) * 1000)::bigint INTO left_ms
-            FROM ${table} WHERE name = lock_name FOR UPDATE;
+            SELECT ${until:t} - (extract(epoch from clock_timestamp()) * 1000)::bigint INTO left_ms
+            FROM ${table} AS t WHERE t.name = lock_name FOR UPDATE OF t;
         END IF;
         IF left_ms > 0 THEN
             RAISE EXCEPTION USING ERRCODE = 'DL002';  -- leased: undo the block, answer below
@@ -176,10 +190,10 @@ $dblock$;
 CREATE FUNCTION ${table}_check(lock_name text, lock_fence bigint) RETURNS bigint
     LANGUAGE plpgsql VOLATILE SECURITY INVOKER AS $dblock$
 BEGIN
-    PERFORM 1 FROM ${table}
-    WHERE name = lock_name AND fence = lock_fence AND holds > 0
-      AND valid_until > (extract(epoch from clock_timestamp()) * 1000)::bigint
-    FOR SHARE;
+    PERFORM 1 FROM ${table} AS t
+    WHERE t.name = lock_name AND t.fence = lock_fence AND t.holds > 0
+      AND ${until:t} > (extract(epoch from clock_timestamp()) * 1000)::bigint
+    FOR SHARE OF t;
     IF NOT FOUND THEN
         RAISE EXCEPTION USING ERRCODE = 'DL001',
             MESSAGE = format('dblock: lock %L is not held with fence %s (released, expired or taken over)',
@@ -252,8 +266,8 @@ BEGIN
         VALUES (lock_name, summary, 0, 0, now_ms, 0, 1) ON CONFLICT (name) DO NOTHING;
     IF lock_mode = 's' THEN
         BEGIN  -- a subtransaction: leaving it by the exception gives the shared row lock back
-            SELECT t.owner, t.valid_until INTO row_owner, row_until FROM ${table} AS t
-                WHERE t.name = lock_name FOR SHARE;
+            SELECT t.owner, ${until:t} INTO row_owner, row_until FROM ${table} AS t
+                WHERE t.name = lock_name FOR SHARE OF t;
             IF NOT FOUND OR row_owner <> ':readers' OR row_until < now_ms + ttl_ms THEN
                 RAISE EXCEPTION USING ERRCODE = 'DBL01';  -- the row must change: lock it exclusively
             END IF;
@@ -265,7 +279,8 @@ BEGIN
         END;
     END IF;
     IF NOT beside THEN
-        SELECT t.owner, t.valid_until INTO row_owner, row_until FROM ${table} AS t WHERE t.name = lock_name FOR UPDATE;
+        SELECT t.owner, ${until:t} INTO row_owner, row_until FROM ${table} AS t WHERE t.name = lock_name
+            FOR UPDATE OF t;
         IF NOT FOUND THEN  -- deleted right after the insert found it: look again at the next attempt
             fence := 0;
             remaining := 0;
@@ -305,7 +320,7 @@ BEGIN
         UPDATE ${table} AS t SET
             acquired_at = CASE WHEN row_owner LIKE ':%' AND row_until > now_ms THEN t.acquired_at ELSE now_ms END,
             valid_until = GREATEST(CASE WHEN row_owner LIKE ':%' THEN row_until ELSE 0 END, now_ms + ttl_ms + slack),
-            owner = summary, fence = granted, holds = 0, version = t.version + 1
+            owner = summary, fence = granted, holds = 0, version = t.version + 1, client = NULL
             WHERE t.name = lock_name;
     END IF;
     fence := granted;
@@ -381,23 +396,23 @@ BEGIN
         INSERT INTO ${table} AS t (name, owner, fence, holds, acquired_at, valid_until, version)
         SELECT lock_name, lock_owner, ${table}_fence_next(), 1, now_ms, now_ms + ttl_ms, 1
         WHERE NOT EXISTS (SELECT 1 FROM ${table} AS live
-                          WHERE live.name = lock_name AND live.valid_until > now_ms AND live.owner <> lock_owner)
+                          WHERE live.name = lock_name AND ${until:live} > now_ms AND live.owner <> lock_owner)
           AND CASE WHEN EXISTS (SELECT 1 FROM ${table} AS mine
-                                WHERE mine.name = lock_name AND mine.owner = lock_owner AND mine.valid_until > now_ms)
+                                WHERE mine.name = lock_name AND mine.owner = lock_owner AND ${until:mine} > now_ms)
                    THEN (SELECT true FROM (SELECT pg_advisory_xact_lock(hashtextextended('${table}:' || lock_name, 0))) AS turn)
                    WHEN EXISTS (SELECT 1 FROM ${table}_queue AS q WHERE q.name = lock_name AND q.ticket < lock_ticket
                                 AND q.owner <> lock_owner AND q.valid_until > now_ms) THEN false
                    ELSE pg_try_advisory_xact_lock(hashtextextended('${table}:' || lock_name, 0)) END
         ON CONFLICT (name) DO UPDATE SET fence = EXCLUDED.fence, holds = 1, acquired_at = EXCLUDED.acquired_at,
-            valid_until = EXCLUDED.valid_until, owner = EXCLUDED.owner, version = t.version + 1
-        WHERE t.valid_until <= now_ms OR (t.owner = EXCLUDED.owner AND t.holds > 0)
+            valid_until = EXCLUDED.valid_until, owner = EXCLUDED.owner, version = t.version + 1, client = NULL
+        WHERE ${until:t} <= now_ms OR (t.owner = EXCLUDED.owner AND t.holds > 0)
         RETURNING t.fence, t.valid_until - now_ms AS remaining),
     served AS (
         DELETE FROM ${table}_queue AS q WHERE q.name = lock_name AND q.owner = lock_owner
             AND lock_ticket BETWEEN 1 AND 9223372036854775806 AND EXISTS (SELECT 1 FROM won))
     SELECT won.fence, won.remaining, ''::text FROM won
     UNION ALL
-    SELECT 0::bigint, COALESCE(busy.valid_until - now_ms, 0), COALESCE(busy.owner, '')
+    SELECT 0::bigint, COALESCE(${until:busy} - now_ms, 0), COALESCE(busy.owner, '')
     FROM (SELECT 1) AS one LEFT JOIN ${table} AS busy ON busy.name = lock_name
     WHERE NOT EXISTS (SELECT 1 FROM won);
 END
@@ -424,9 +439,9 @@ BEGIN
     RETURN QUERY
     WITH won AS (
         UPDATE ${table} AS t SET owner = lock_owner, fence = ${table}_fence_next(), holds = 1, acquired_at = now_ms,
-            valid_until = now_ms + ttl_ms, version = t.version + 1
+            valid_until = now_ms + ttl_ms, version = t.version + 1, client = NULL
         WHERE t.name = lock_name
-          AND CASE WHEN t.version <> read_version OR t.valid_until > now_ms THEN false
+          AND CASE WHEN t.version <> read_version OR ${until:t} > now_ms THEN false
                    WHEN EXISTS (SELECT 1 FROM ${table}_queue AS q WHERE q.name = lock_name AND q.ticket < lock_ticket
                                 AND q.owner <> lock_owner AND q.valid_until > now_ms) THEN false
                    ELSE pg_try_advisory_xact_lock(hashtextextended('${table}:' || lock_name, 0)) END
@@ -437,7 +452,7 @@ BEGIN
     SELECT won.fence, won.remaining, ''::text FROM won
     UNION ALL
     SELECT 0::bigint,
-           CASE WHEN busy.valid_until > now_ms THEN busy.valid_until - now_ms
+           CASE WHEN ${until:busy} > now_ms THEN ${until:busy} - now_ms
                 WHEN EXISTS (SELECT 1 FROM ${table}_queue AS q WHERE q.name = lock_name AND q.ticket < lock_ticket
                              AND q.owner <> lock_owner AND q.valid_until > now_ms) THEN 0
                 WHEN pg_try_advisory_xact_lock(hashtextextended('${table}:' || lock_name, 0)) THEN -1 ELSE 0 END,
@@ -501,7 +516,7 @@ BEGIN
         DELETE FROM ${table}_queue AS q WHERE q.name = lock_name AND q.owner = lock_owner;
         IF next_owner IS NOT NULL THEN
             UPDATE ${table} AS t SET owner = next_owner, fence = ${table}_fence_next(), holds = 1,
-                acquired_at = now_ms, valid_until = now_ms + next_lease, version = t.version + 1
+                acquired_at = now_ms, valid_until = now_ms + next_lease, version = t.version + 1, client = NULL
                 WHERE t.name = lock_name AND t.owner = lock_owner AND t.fence = lock_fence
                 RETURNING t.fence INTO handed;
             IF handed IS NULL THEN
@@ -518,7 +533,7 @@ BEGIN
         END IF;
     END IF;
     IF keep_row THEN
-        UPDATE ${table} AS t SET owner = '', holds = 0, valid_until = now_ms, version = t.version + 1
+        UPDATE ${table} AS t SET owner = '', holds = 0, valid_until = now_ms, version = t.version + 1, client = NULL
             WHERE t.name = lock_name AND t.owner = lock_owner AND t.fence = lock_fence
             RETURNING t.version INTO left_version;
     ELSE
@@ -557,7 +572,7 @@ BEGIN
            CASE WHEN lock_ticket = 0 THEN (extract(epoch from clock_timestamp()) * 1000000)::bigint ELSE lock_ticket END,
            now_ms + ticket_ms, lease
     WHERE lock_ticket = 0 OR NOT EXISTS (SELECT 1 FROM ${table} AS t WHERE t.name = lock_name
-                                         AND t.owner = lock_owner AND t.holds > 0 AND t.valid_until > now_ms)
+                                         AND t.owner = lock_owner AND t.holds > 0 AND ${until:t} > now_ms)
     ON CONFLICT (name, owner) DO UPDATE SET ticket = EXCLUDED.ticket, valid_until = EXCLUDED.valid_until,
         lease_ms = EXCLUDED.lease_ms
     RETURNING q.ticket;

@@ -19,6 +19,20 @@ std::string render(std::string_view text, const TableName& table, std::string_vi
     if (replace("${table}", table.qualified()) || replace("${table_name}", table.table) ||
         replace("${now_ms}", now_ms))
       continue;
+    if (constexpr std::string_view until = "${until:"; text.substr(i, until.size()) == until) {
+      const auto end = text.find('}', i);
+      if (end == std::string_view::npos) throw InternalError("render: ${until: without its }");
+      const std::string row(text.substr(i + until.size(), end - i - until.size()));
+      // Standard SQL, the same in every dialect that has Client rows (their statements alone
+      // use it): the row's own time, or its Client row's when that is later.
+      out += render("CASE WHEN " + row + ".client IS NULL THEN " + row + ".valid_until ELSE COALESCE((SELECT "
+                    "CASE WHEN c.valid_until > " + row + ".valid_until THEN c.valid_until ELSE " + row +
+                    ".valid_until END FROM ${table}_clients AS c WHERE c.id = " + row + ".client), " + row +
+                    ".valid_until) END",
+                    table, now_ms);
+      i = end + 1;
+      continue;
+    }
     out += text[i++];
   }
   return out;
@@ -41,7 +55,8 @@ namespace {
 
 // For check()'s message; the size check catches a statement added without its name.
 constexpr std::array<std::string_view, static_cast<std::size_t>(Statement::count_)> statement_names{
-    "holder",           "renew",           "renew_batch",      "insert_acquire",   "insert_release",        "release_after",
+    "holder",           "renew",           "renew_batch",      "client_create",    "client_renew",
+    "insert_acquire",   "insert_release",        "release_after",
     "optimistic_read",
     "optimistic_take",  "optimistic_release", "insert_handover", "optimistic_handover", "session_wait",
     "ping",             "for_update_create", "for_update_try", "for_update_wait",
@@ -79,6 +94,8 @@ bool required(const Dialect& d, Statement s) {
     case Statement::check_in:
     case Statement::migration_lock:
     case Statement::migration_unlock:
+    case Statement::client_create:
+    case Statement::client_renew:
       return false;
     case Statement::session_wait:
     case Statement::ping:

@@ -6,12 +6,17 @@
 //   ${table}       the lock table, schema-qualified if it was given so
 //   ${table_name}  the lock table without its schema
 //   ${now_ms}      an expression for the database clock in milliseconds since the epoch
+//   ${until:ROW}   where the dialect has Client rows: until when the lock table's row ROW (an
+//                  alias) is held, its own valid_until or its Client row's, the later
 // Parameters are positional, in the dialect's own marker syntax (?1 in SQLite, $1 in
 // PostgreSQL), in the order given beside each statement.
 //
 // Lock table columns (migrations/<dialect>/V1__...): name, owner, fence, holds,
 // acquired_at, valid_until (both ms on the database clock) and version. A row is held while
-// valid_until > now; a free optimistic row has owner '' and valid_until 0. Fences come from
+// valid_until > now; a free optimistic row has owner '' and valid_until 0. Where the dialect
+// has Client rows (client_renew), a renewed lease's row also names its Client's row in
+// ${table}_clients (column client), and is held while either is valid: one write per Client
+// and tick keeps all its leases (docs/ARCHITECTURE.md, "Renewal"). Fences come from
 // a per-table counter (${table}_fence) that only grows, so they survive release, sweep and
 // row deletion.
 #pragma once
@@ -44,8 +49,16 @@ enum class Statement : std::size_t {
   renew,
   // (items) -> name, fence, remaining_ms per row renewed: renew for many rows in one statement
   // (a Client's leases due at one renewal tick). `items` is a JSON array of
-  // [name, owner, fence, ttl_ms, holds]; a row not answered is not ours.
+  // [name, owner, fence, ttl_ms, holds, client]; a row not answered is not ours. Where the
+  // dialect has Client rows, each row renewed names `client` from then on.
   renew_batch,
+  // Optional, both or neither: Client rows (${table}_clients), one per Client and TTL.
+  client_create,  // (client, ttl_ms): a new row, valid ttl_ms from now
+  // (client, ttl_ms) -> name, fence, remaining_ms per lease row naming the client, after
+  // extending its row to ttl_ms from now, only while it is still valid (an expired one stays
+  // so: its leases may have been taken over); one row with name '' when it names none; no
+  // row when it had expired.
+  client_renew,
 
   // insert: a row per held lock; an upsert wins it, takes over an expired row or a leftover
   // of the same owner's (always with a new fence: the core never acquires afresh what it

@@ -1,6 +1,10 @@
 #include "sql/lease_drivers.hpp"
 
 #include <map>
+#include <random>
+#include <set>
+
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 namespace dblock::detail::sqldb {
@@ -19,9 +23,91 @@ Renewal GrantRows::renew(const std::string& name, const std::string& owner, std:
 }
 
 std::vector<Renewal> GrantRows::renew(const std::vector<Item>& items) {
+  if (!d_.offers(Statement::client_renew)) return renew_rows(items, std::string());
+  std::map<milliseconds, std::vector<const Item*>> by_ttl;
+  for (const auto& i : items) by_ttl[i.ttl].push_back(&i);
+  std::map<RowKey, Renewal> answers;
+  {
+    // Held through the statements: a release's erase (free) waits for the tick, so that no
+    // entry of a lease released meanwhile is written back after it.
+    std::lock_guard<std::mutex> lk(clients_mutex_);
+    for (const auto& [ttl, group] : by_ttl) renew_for_ttl(ttl, group, answers);
+  }
+  std::vector<Renewal> out;
+  out.reserve(items.size());
+  for (const auto& i : items) {
+    auto it = answers.find({i.key->name, i.key->fence});
+    out.push_back(it == answers.end() ? Renewal{false, milliseconds{0}} : it->second);
+  }
+  return out;
+}
+
+namespace {
+std::string new_client_id() {
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  return fmt::format("{:016x}{:016x}", rng(), rng());
+}
+}  // namespace
+
+void GrantRows::renew_for_ttl(milliseconds ttl, const std::vector<const Item*>& items,
+                              std::map<RowKey, Renewal>& out) {
+  auto& row = clients_[ttl];
+  if (row.id.empty()) row.id = new_client_id();
+  // The attached leases whose hold count the server has: renewing the Client row keeps them.
+  std::vector<const Item*> rest;
+  std::vector<const Item*> kept;
+  for (const auto* i : items) {
+    auto a = attached_.find({i->key->name, i->key->fence});
+    (a != attached_.end() && a->second.client == row.id && a->second.holds == i->holds ? kept : rest).push_back(i);
+  }
+  auto s = pool_.get();
+  if (!kept.empty()) {
+    auto r = s->run(d_[Statement::client_renew], {row.id, std::int64_t{ttl.count()}});
+    if (r.rows.empty()) {
+      // Expired (this process stalled past the TTL): its leases may have been taken over,
+      // and a row found expired is never extended. A new Client row; each lease is renewed
+      // by its own row's time below, or is lost.
+      row = ClientRow{new_client_id(), false};
+      rest.insert(rest.end(), kept.begin(), kept.end());
+    } else {
+      const milliseconds left{as_int(r.rows.front().at(2))};
+      std::set<RowKey> named;
+      for (const auto& l : r.rows) named.emplace(as_text(l.at(0)), static_cast<std::uint64_t>(as_int(l.at(1))));
+      for (const auto* i : kept) {
+        RowKey key{i->key->name, i->key->fence};
+        if (named.count(key)) {
+          out[key] = Renewal{true, left};
+        } else {  // taken from us (released by force, swept): lost
+          attached_.erase(key);
+          out[key] = Renewal{false, milliseconds{0}};
+        }
+      }
+    }
+  }
+  if (rest.empty()) return;
+  if (!row.created) {
+    s->run(d_[Statement::client_create], {row.id, std::int64_t{ttl.count()}});
+    row.created = true;
+  }
+  std::vector<Item> attach;
+  attach.reserve(rest.size());
+  for (const auto* i : rest) attach.push_back(*i);
+  auto renewed = renew_rows(attach, row.id);
+  for (std::size_t k = 0; k < rest.size(); ++k) {
+    RowKey key{rest[k]->key->name, rest[k]->key->fence};
+    if (renewed[k].held)
+      attached_[key] = Attached{row.id, rest[k]->holds};
+    else
+      attached_.erase(key);
+    out[key] = renewed[k];
+  }
+}
+
+std::vector<Renewal> GrantRows::renew_rows(const std::vector<Item>& items, const std::string& client) {
   auto batch = nlohmann::json::array();
   for (const auto& i : items)
-    batch.push_back({i.key->name, i.key->owner, i.key->fence, std::int64_t{i.ttl.count()}, std::int64_t{i.holds}});
+    batch.push_back(
+        {i.key->name, i.key->owner, i.key->fence, std::int64_t{i.ttl.count()}, std::int64_t{i.holds}, client});
   auto s = pool_.get();
   auto r = s->run(d_[*renew_batch_], {batch.dump()});
   // Fences are unique in a table: (name, fence) finds the item a row answers.
@@ -37,8 +123,15 @@ std::vector<Renewal> GrantRows::renew(const std::vector<Item>& items) {
   return out;
 }
 
+void GrantRows::forget(const std::string& name, std::uint64_t fence) {
+  if (!d_.offers(Statement::client_renew)) return;
+  std::lock_guard<std::mutex> lk(clients_mutex_);
+  attached_.erase({name, fence});
+}
+
 std::optional<Result> GrantRows::free(const std::string& name, const std::string& owner, std::uint64_t fence,
                                       Statement release) {
+  forget(name, fence);
   auto s = pool_.get();
   auto freed = s->run(d_[release], {name, owner, static_cast<std::int64_t>(fence)});
   if (!done(freed)) return std::nullopt;
@@ -49,6 +142,7 @@ std::optional<Result> GrantRows::free(const std::string& name, const std::string
 
 bool GrantRows::release_after(const std::string& name, const std::string& owner, std::uint64_t fence,
                               milliseconds keep) {
+  forget(name, fence);
   auto s = pool_.get();
   return done(s->run(d_[release_after_], {name, owner, static_cast<std::int64_t>(fence), std::int64_t{keep.count()}}));
 }

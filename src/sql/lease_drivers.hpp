@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <unordered_map>
@@ -31,7 +32,10 @@ class GrantRows final : public RenewalBatch {
         release_after_(release_after), renew_batch_(renew_batch) {}
   // Extends our row to at least ttl from now and writes the owner's hold count.
   Renewal renew(const std::string& name, const std::string& owner, std::uint64_t fence, milliseconds ttl, int holds);
-  // The same for many rows of this kind, in one statement (the items, as a JSON array).
+  // The same for many rows of this kind: in one statement (the items, as a JSON array), or,
+  // where the dialect has Client rows, by renewing the Client's row for their TTL, which keeps
+  // every lease already attached to it (one row written per tick, however many leases), and
+  // attaching the others in that one statement.
   std::vector<Renewal> renew(const std::vector<Item>& items) override;
   RenewalBatch* renewal_batch() noexcept { return renew_batch_ ? this : nullptr; }
   bool release(const std::string& name, const std::string& owner, std::uint64_t fence) {
@@ -54,6 +58,26 @@ class GrantRows final : public RenewalBatch {
   std::shared_ptr<Notifier> notifier_;
   const Statement renew_, release_, release_after_;
   const std::optional<Statement> renew_batch_;
+
+  // Client rows (Statement::client_renew): this Client's row per TTL, and the leases whose
+  // rows name one, with the hold count written then (a changed count is written again, by
+  // the statement that attaches).
+  struct ClientRow {
+    std::string id;  // random, never reused: an expired row stays expired
+    bool created = false;
+  };
+  struct Attached {
+    std::string client;
+    int holds = 0;
+  };
+  using RowKey = std::pair<std::string, std::uint64_t>;  // (name, fence): unique in a table
+  // The items of one TTL: renews the Client row, then attaches the rest.
+  void renew_for_ttl(milliseconds ttl, const std::vector<const Item*>& items, std::map<RowKey, Renewal>& out);
+  std::vector<Renewal> renew_rows(const std::vector<Item>& items, const std::string& client);
+  void forget(const std::string& name, std::uint64_t fence);  // a lease released: no longer attached
+  std::mutex clients_mutex_;
+  std::map<milliseconds, ClientRow> clients_;
+  std::map<RowKey, Attached> attached_;
 };
 
 // What an exclusive lease acquire keeps between its attempts (the core's QueuePlace): its

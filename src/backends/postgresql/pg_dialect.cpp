@@ -27,23 +27,34 @@ const Dialect& postgresql_dialect() {
              "ORDER BY q.ticket LIMIT 1), '')), set_config('synchronous_commit', 'off', true) FROM " + freed;
     };
 
-    d[S::holder] = "SELECT owner, valid_until - ${now_ms} FROM ${table} WHERE name = $1 AND valid_until > ${now_ms}";
+    // ${until:t}: a row is held until its own valid_until or its Client row's (dialect.hpp).
+    d[S::holder] =
+        "SELECT t.owner, ${until:t} - ${now_ms} FROM ${table} AS t WHERE t.name = $1 AND ${until:t} > ${now_ms}";
     // now() is the transaction's start: a renewal that waited for the row lock extends from
     // before the wait, so by less than its TTL, as the core measures it too (from when it
     // sent the renewal). It may extend a row that expired during the wait: harmless, as the
     // blocker held the row and nobody could take it (docs/ARCHITECTURE.md).
     d[S::renew] =
-        "UPDATE ${table} SET valid_until = GREATEST(valid_until, ${now_ms} + $4::bigint), holds = $5::integer, "
-        "version = version + 1 "
-        "WHERE name = $1 AND owner = $2 AND fence = $3::bigint AND valid_until > ${now_ms} "
-        "RETURNING valid_until - ${now_ms}";
+        "UPDATE ${table} AS t SET valid_until = GREATEST(t.valid_until, ${now_ms} + $4::bigint), holds = $5::integer, "
+        "version = t.version + 1 "
+        "WHERE t.name = $1 AND t.owner = $2 AND t.fence = $3::bigint AND ${until:t} > ${now_ms} "
+        "RETURNING ${until:t} - ${now_ms}";
     // One statement, one commit for a Client's leases due at one tick: each row found by its
-    // primary key, as renew's.
+    // primary key, as renew's, and attached to the Client's row, which renews it from then on.
     d[S::renew_batch] =
         "UPDATE ${table} AS t SET valid_until = GREATEST(t.valid_until, ${now_ms} + (i.e->>3)::bigint), "
-        "holds = (i.e->>4)::integer, version = t.version + 1 FROM json_array_elements($1::json) AS i(e) "
-        "WHERE t.name = i.e->>0 AND t.owner = i.e->>1 AND t.fence = (i.e->>2)::bigint AND t.valid_until > ${now_ms} "
+        "holds = (i.e->>4)::integer, version = t.version + 1, client = NULLIF(i.e->>5, '') "
+        "FROM json_array_elements($1::json) AS i(e) "
+        "WHERE t.name = i.e->>0 AND t.owner = i.e->>1 AND t.fence = (i.e->>2)::bigint AND ${until:t} > ${now_ms} "
         "RETURNING t.name, t.fence, t.valid_until - ${now_ms}";
+    // A Client row is a few dozen bytes of WAL per tick for all of the Client's leases of its
+    // TTL (the read of the leases that name it writes nothing).
+    d[S::client_create] = "INSERT INTO ${table}_clients (id, valid_until) VALUES ($1, ${now_ms} + $2::bigint)";
+    d[S::client_renew] =
+        "WITH c AS (UPDATE ${table}_clients AS c SET valid_until = GREATEST(c.valid_until, ${now_ms} + $2::bigint) "
+        "WHERE c.id = $1 AND c.valid_until > ${now_ms} RETURNING c.valid_until - ${now_ms} AS remaining) "
+        "SELECT COALESCE(t.name, ''), COALESCE(t.fence, 0), c.remaining FROM c LEFT JOIN ${table} AS t "
+        "ON t.client = $1";
 
     // The hot statements of the lease strategies are functions of the migration, whose plans the
     // server keeps (a statement sent as text through a transaction pooler is planned at every
@@ -53,14 +64,15 @@ const Dialect& postgresql_dialect() {
     d[S::insert_release] = "SELECT * FROM ${table}_release($1, $2, $3::bigint, false, false)";
     d[S::insert_handover] = "SELECT * FROM ${table}_release($1, $2, $3::bigint, false, true)";
     d[S::handed_check] =
-        "SELECT valid_until - ${now_ms} FROM ${table} WHERE name = $1 AND owner = $2 AND fence = $3::bigint "
-        "AND valid_until > ${now_ms}";
+        "SELECT ${until:t} - ${now_ms} FROM ${table} AS t WHERE t.name = $1 AND t.owner = $2 AND t.fence = $3::bigint "
+        "AND ${until:t} > ${now_ms}";
 
+    // Kept for keep_ms from now by its own time alone: not by the Client row any more.
     d[S::release_after] =
-        "UPDATE ${table} SET valid_until = ${now_ms} + $4::bigint, holds = 0, version = version + 1 "
-        "WHERE name = $1 AND owner = $2 AND fence = $3::bigint AND valid_until > ${now_ms}";
+        "UPDATE ${table} AS t SET valid_until = ${now_ms} + $4::bigint, holds = 0, version = t.version + 1, "
+        "client = NULL WHERE t.name = $1 AND t.owner = $2 AND t.fence = $3::bigint AND ${until:t} > ${now_ms}";
 
-    d[S::optimistic_read] = "SELECT owner, version, valid_until - ${now_ms} FROM ${table} WHERE name = $1";
+    d[S::optimistic_read] = "SELECT t.owner, t.version, ${until:t} - ${now_ms} FROM ${table} AS t WHERE t.name = $1";
     d[S::optimistic_take] = "SELECT fence, remaining, holder FROM ${table}_optimistic_take($1, $2, $3::bigint, "
                             "$4::bigint, $5::bigint, $6::bigint)";
     // The version the release left is the answer's last column (-1: handed over).
@@ -165,8 +177,9 @@ const Dialect& postgresql_dialect() {
     // waits for it, so the owner alone names that row; the ticket is not stored in it here.
     // Freed as the optimistic release frees (the insert grant takes over an expired row).
     d[S::handed_free] =
-        "WITH freed AS (UPDATE ${table} SET owner = '', holds = 0, valid_until = ${now_ms}, version = version + 1 "
-        "WHERE name = $1 AND owner = $2 AND holds > 0 AND $3::bigint <> 0 RETURNING name) " + notify_async("freed");
+        "WITH freed AS (UPDATE ${table} SET owner = '', holds = 0, valid_until = ${now_ms}, version = version + 1, "
+        "client = NULL WHERE name = $1 AND owner = $2 AND holds > 0 AND $3::bigint <> 0 RETURNING name) " +
+        notify_async("freed");
     d[S::sweep_queue] =
         "DELETE FROM ${table}_queue WHERE (name, owner) = ANY(ARRAY(SELECT (name, owner) FROM ${table}_queue "
         "WHERE valid_until <= ${now_ms} LIMIT $1::bigint FOR UPDATE SKIP LOCKED))";
@@ -177,12 +190,12 @@ const Dialect& postgresql_dialect() {
     // ${table}_check's own statement, without the PL/pgSQL call (about half the check's cost):
     // no row means not held, which the driver reports.
     d[S::check_in] =
-        "SELECT fence FROM ${table} WHERE name = $1 AND fence = $2::bigint AND holds > 0 "
-        "AND valid_until > (extract(epoch from clock_timestamp()) * 1000)::bigint FOR SHARE";
+        "SELECT t.fence FROM ${table} AS t WHERE t.name = $1 AND t.fence = $2::bigint AND t.holds > 0 "
+        "AND ${until:t} > (extract(epoch from clock_timestamp()) * 1000)::bigint FOR SHARE OF t";
 
     d[S::list] =
-        "SELECT name, owner, fence, holds, acquired_at, valid_until, 'exclusive' FROM ${table} "
-        "WHERE valid_until > ${now_ms} AND owner NOT LIKE ':%' UNION ALL "
+        "SELECT x.name, x.owner, x.fence, x.holds, x.acquired_at, ${until:x}, 'exclusive' FROM ${table} AS x "
+        "WHERE ${until:x} > ${now_ms} AND x.owner NOT LIKE ':%' UNION ALL "
         "SELECT h.name, h.owner, h.fence, h.holds, h.acquired_at, h.valid_until, "
         "CASE h.mode WHEN 's' THEN 'shared' ELSE 'exclusive' END FROM ${table}_holders AS h JOIN ${table} AS t "
         "ON t.name = h.name AND t.owner LIKE ':%' AND t.valid_until > ${now_ms} "
@@ -191,18 +204,23 @@ const Dialect& postgresql_dialect() {
     // go through ARRAY(...), an InitPlan run once, so the DELETE finds them by primary key:
     // written `name IN (SELECT ...)` the planner hash-joined the subquery with a sequential
     // scan of the whole table, every batch (105 ms per 1000 rows out of 200k, against 10 ms).
-    // The picked rows stay locked until the DELETE: no one can have taken them over.
+    // The picked rows stay locked until the DELETE: no one can have taken them over. A row
+    // past its own time may be kept by its Client row (the index finds the first, the filter
+    // the second); expired Client rows go in the same statement (an expired one is never
+    // extended again, so nothing it named needs it).
     d[S::sweep] =
-        "DELETE FROM ${table} WHERE name = ANY(ARRAY(SELECT name FROM ${table} WHERE valid_until <= ${now_ms} "
-        "LIMIT $1::bigint FOR UPDATE SKIP LOCKED))";
+        "WITH clients AS (DELETE FROM ${table}_clients WHERE id = ANY(ARRAY(SELECT id FROM ${table}_clients "
+        "WHERE valid_until <= ${now_ms} LIMIT $1::bigint FOR UPDATE SKIP LOCKED))) "
+        "DELETE FROM ${table} WHERE name = ANY(ARRAY(SELECT t.name FROM ${table} AS t WHERE t.valid_until <= ${now_ms} "
+        "AND ${until:t} <= ${now_ms} LIMIT $1::bigint FOR UPDATE OF t SKIP LOCKED))";
     // The name's row first, then its holders (the order every shaped statement locks them in).
     d[S::force_release] =
-        "WITH gone AS (DELETE FROM ${table} WHERE name = $1 AND valid_until > ${now_ms} RETURNING name), "
+        "WITH gone AS (DELETE FROM ${table} AS t WHERE t.name = $1 AND ${until:t} > ${now_ms} RETURNING t.name), "
         "holders AS (DELETE FROM ${table}_holders WHERE name IN (SELECT name FROM gone)) " + notify + "gone";
 
     d[S::migration_lock] = "SELECT pg_advisory_xact_lock(hashtext('dblock migrate ${table}'))";
     d[S::drop_schema] =
-        "DROP TABLE IF EXISTS ${table}, ${table}_holders, ${table}_queue, ${table}_schema_history; "
+        "DROP TABLE IF EXISTS ${table}, ${table}_holders, ${table}_queue, ${table}_clients, ${table}_schema_history; "
         "DROP SEQUENCE IF EXISTS ${table}_fence; "
         "DROP FUNCTION IF EXISTS ${table}_lock_in(text, bigint, bigint), ${table}_check(text, bigint), "
         "${table}_acquire_shared(text, text, text, integer, bigint), ${table}_release_shared(text, text, bigint), "
