@@ -23,15 +23,22 @@ Renewal GrantRows::renew(const std::string& name, const std::string& owner, std:
 }
 
 std::vector<Renewal> GrantRows::renew(const std::vector<Item>& items) {
-  if (!d_.offers(Statement::client_renew)) return renew_rows(items, std::string());
+  if (!d_.offers(Statement::client_renew)) {
+    auto s = pool_.get();
+    return renew_rows(*s, items, std::string());
+  }
   std::map<milliseconds, std::vector<const Item*>> by_ttl;
   for (const auto& i : items) by_ttl[i.ttl].push_back(&i);
   std::map<RowKey, Renewal> answers;
   {
-    // Held through the statements: a release's erase (free) waits for the tick, so that no
-    // entry of a lease released meanwhile is written back after it.
+    // Held through the statements (one renewal thread per Client: nobody waits for it but
+    // releases that find it busy, which leave their key for the end of this tick instead).
     std::lock_guard<std::mutex> lk(clients_mutex_);
-    for (const auto& [ttl, group] : by_ttl) renew_for_ttl(ttl, group, answers);
+    auto s = pool_.get();
+    for (const auto& [ttl, group] : by_ttl) renew_for_ttl(*s, ttl, group, answers);
+    std::lock_guard<std::mutex> fk(forgotten_mutex_);
+    for (const auto& key : forgotten_) attached_.erase(key);
+    forgotten_.clear();
   }
   std::vector<Renewal> out;
   out.reserve(items.size());
@@ -49,7 +56,7 @@ std::string new_client_id() {
 }
 }  // namespace
 
-void GrantRows::renew_for_ttl(milliseconds ttl, const std::vector<const Item*>& items,
+void GrantRows::renew_for_ttl(Connection& s, milliseconds ttl, const std::vector<const Item*>& items,
                               std::map<RowKey, Renewal>& out) {
   auto& row = clients_[ttl];
   if (row.id.empty()) row.id = new_client_id();
@@ -60,9 +67,8 @@ void GrantRows::renew_for_ttl(milliseconds ttl, const std::vector<const Item*>& 
     auto a = attached_.find({i->key->name, i->key->fence});
     (a != attached_.end() && a->second.client == row.id && a->second.holds == i->holds ? kept : rest).push_back(i);
   }
-  auto s = pool_.get();
   if (!kept.empty()) {
-    auto r = s->run(d_[Statement::client_renew], {row.id, std::int64_t{ttl.count()}});
+    auto r = s.run(d_[Statement::client_renew], {row.id, std::int64_t{ttl.count()}});
     if (r.rows.empty()) {
       // Expired (this process stalled past the TTL): its leases may have been taken over,
       // and a row found expired is never extended. A new Client row; each lease is renewed
@@ -86,13 +92,13 @@ void GrantRows::renew_for_ttl(milliseconds ttl, const std::vector<const Item*>& 
   }
   if (rest.empty()) return;
   if (!row.created) {
-    s->run(d_[Statement::client_create], {row.id, std::int64_t{ttl.count()}});
+    s.run(d_[Statement::client_create], {row.id, std::int64_t{ttl.count()}});
     row.created = true;
   }
   std::vector<Item> attach;
   attach.reserve(rest.size());
   for (const auto* i : rest) attach.push_back(*i);
-  auto renewed = renew_rows(attach, row.id);
+  auto renewed = renew_rows(s, attach, row.id);
   for (std::size_t k = 0; k < rest.size(); ++k) {
     RowKey key{rest[k]->key->name, rest[k]->key->fence};
     if (renewed[k].held)
@@ -103,13 +109,12 @@ void GrantRows::renew_for_ttl(milliseconds ttl, const std::vector<const Item*>& 
   }
 }
 
-std::vector<Renewal> GrantRows::renew_rows(const std::vector<Item>& items, const std::string& client) {
+std::vector<Renewal> GrantRows::renew_rows(Connection& s, const std::vector<Item>& items, const std::string& client) {
   auto batch = nlohmann::json::array();
   for (const auto& i : items)
     batch.push_back(
         {i.key->name, i.key->owner, i.key->fence, std::int64_t{i.ttl.count()}, std::int64_t{i.holds}, client});
-  auto s = pool_.get();
-  auto r = s->run(d_[*renew_batch_], {batch.dump()});
+  auto r = s.run(d_[*renew_batch_], {batch.dump()});
   // Fences are unique in a table: (name, fence) finds the item a row answers.
   std::map<std::pair<std::string, std::uint64_t>, milliseconds> held;
   for (const auto& row : r.rows)
@@ -125,8 +130,15 @@ std::vector<Renewal> GrantRows::renew_rows(const std::vector<Item>& items, const
 
 void GrantRows::forget(const std::string& name, std::uint64_t fence) {
   if (!d_.offers(Statement::client_renew)) return;
-  std::lock_guard<std::mutex> lk(clients_mutex_);
-  attached_.erase({name, fence});
+  // Never waits for a tick under way (the caller may hold the pool's last connection, which
+  // the tick waits for): the tick erases what it was left.
+  if (clients_mutex_.try_lock()) {
+    attached_.erase({name, fence});
+    clients_mutex_.unlock();
+  } else {
+    std::lock_guard<std::mutex> fk(forgotten_mutex_);
+    forgotten_.emplace_back(name, fence);
+  }
 }
 
 std::optional<Result> GrantRows::free(const std::string& name, const std::string& owner, std::uint64_t fence,

@@ -25,6 +25,7 @@ Attempt LeaseDriver::granted(AcquireRequest& r, const Row& row) {
 bool LeaseDriver::release_then(Connection& s, const std::string& name, const std::string& owner,
                                std::uint64_t fence, const std::string& then) {
   const auto release = hands_over() ? handover_ : release_;  // the owner waited: others are likely queued
+  rows_.forget(name, fence);
   auto answer = s.run(d_[release] + "; " + then, {name, owner, static_cast<std::int64_t>(fence)});
   if (!GrantRows::done(answer)) return false;
   released(name, release, answer);

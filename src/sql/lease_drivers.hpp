@@ -51,6 +51,8 @@ class GrantRows final : public RenewalBatch {
   // Whether a release or keep statement's result says the row was ours.
   static bool done(const Result& r);
   bool release_after(const std::string& name, const std::string& owner, std::uint64_t fence, milliseconds keep);
+  // A lease released another way (LeaseDriver::release_then): no longer attached to a Client row.
+  void forget(const std::string& name, std::uint64_t fence);
 
  private:
   ConnectionPool& pool_;
@@ -72,12 +74,14 @@ class GrantRows final : public RenewalBatch {
   };
   using RowKey = std::pair<std::string, std::uint64_t>;  // (name, fence): unique in a table
   // The items of one TTL: renews the Client row, then attaches the rest.
-  void renew_for_ttl(milliseconds ttl, const std::vector<const Item*>& items, std::map<RowKey, Renewal>& out);
-  std::vector<Renewal> renew_rows(const std::vector<Item>& items, const std::string& client);
-  void forget(const std::string& name, std::uint64_t fence);  // a lease released: no longer attached
+  void renew_for_ttl(Connection& s, milliseconds ttl, const std::vector<const Item*>& items,
+                     std::map<RowKey, Renewal>& out);
+  std::vector<Renewal> renew_rows(Connection& s, const std::vector<Item>& items, const std::string& client);
   std::mutex clients_mutex_;
   std::map<milliseconds, ClientRow> clients_;
   std::map<RowKey, Attached> attached_;
+  std::mutex forgotten_mutex_;
+  std::vector<RowKey> forgotten_;  // released while a tick ran (forget)
 };
 
 // What an exclusive lease acquire keeps between its attempts (the core's QueuePlace): its
