@@ -24,8 +24,10 @@ std::string render(std::string_view text, const TableName& table, std::string_vi
       if (end == std::string_view::npos) throw InternalError("render: ${until: without its }");
       const std::string row(text.substr(i + until.size(), end - i - until.size()));
       // Standard SQL, the same in every dialect that has Client rows (their statements alone
-      // use it): the row's own time, or its Client row's when that is later.
-      out += render("CASE WHEN " + row + ".client IS NULL THEN " + row + ".valid_until ELSE COALESCE((SELECT "
+      // use it): the row's own time, or its Client row's when that is later. A row naming
+      // none (NULL, or '' where the column is fixed-width) costs no lookup.
+      out += render("CASE WHEN " + row + ".client IS NULL OR " + row + ".client = '' THEN " + row +
+                    ".valid_until ELSE COALESCE((SELECT "
                     "CASE WHEN c.valid_until > " + row + ".valid_until THEN c.valid_until ELSE " + row +
                     ".valid_until END FROM ${table}_clients AS c WHERE c.id = " + row + ".client), " + row +
                     ".valid_until) END",

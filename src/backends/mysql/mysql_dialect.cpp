@@ -27,25 +27,49 @@ Dialect make() {
     // GET_LOCK and innodb_lock_wait_timeout count whole seconds; shorter waits are polled.
     d.wait_unit = std::chrono::milliseconds{1000};
 
-    d[S::holder] = "SELECT owner, valid_until - ${now_ms} FROM ${table} WHERE name = ?1 AND valid_until > ${now_ms}";
+    // ${until:t}: a row is held until its own valid_until or its Client row's (dialect.hpp).
+    // A row that names no Client row has client '' here, not NULL (fixed width: naming one
+    // updates the row in place; migrations/mysql/V1__create_dblock_locks.sql), which
+    // ${until:t} reads the same: no such Client row, the row's own time.
+    // Shaped rows (owner ':readers', ':semaphore') and the holders' and queue's rows never name
+    // a Client row: their own valid_until is theirs.
+    d[S::holder] =
+        "SELECT t.owner, ${until:t} - ${now_ms} FROM ${table} AS t WHERE t.name = ?1 AND ${until:t} > ${now_ms}";
     // ROW_COUNT() is the previous statement's count: whether the UPDATE matched.
     d[S::renew] =
-        "UPDATE ${table} SET valid_until = GREATEST(valid_until, ${now_ms} + ?4), holds = ?5, version = version + 1 "
-        "WHERE name = ?1 AND owner = ?2 AND fence = ?3 AND valid_until > ${now_ms}; "
+        "UPDATE ${table} AS t SET valid_until = GREATEST(t.valid_until, ${now_ms} + ?4), holds = ?5, "
+        "version = t.version + 1 WHERE t.name = ?1 AND t.owner = ?2 AND t.fence = ?3 AND ${until:t} > ${now_ms}; "
         "SET @dblock_won = ROW_COUNT(); "
-        "SELECT valid_until - ${now_ms} FROM ${table} WHERE name = ?1 AND @dblock_won = 1";
+        "SELECT ${until:t} - ${now_ms} FROM ${table} AS t WHERE t.name = ?1 AND @dblock_won = 1";
     // renew for a Client's leases due at one tick: one UPDATE (one commit) joined to the items,
-    // each row found by its primary key; then the rows that are ours and live, as renewed.
+    // each row found by its primary key, and attached to the Client's row (the 6th element),
+    // which renews it from then on; then the rows that are ours and live, as renewed, with
+    // the time they are held for. A row's own valid_until is left alone when the Client row
+    // it comes to name lasts at least 9/10 of the TTL from now already (just created or
+    // renewed this tick: the row is then renewed as the Client's others are): the change to
+    // the valid_until index, and its purge, were over half of an attach's redo log.
     const std::string items =
         "JSON_TABLE(?1, '$[*]' COLUMNS (name VARCHAR(255) PATH '$[0]', owner VARCHAR(512) PATH '$[1]', "
-        "fence BIGINT PATH '$[2]', ttl BIGINT PATH '$[3]', holds INT PATH '$[4]')) AS i "
-        "ON t.name = i.name AND t.owner = i.owner AND t.fence = i.fence";
+        "fence BIGINT PATH '$[2]', ttl BIGINT PATH '$[3]', holds INT PATH '$[4]', client VARCHAR(64) PATH '$[5]')) "
+        "AS i ON t.name = i.name AND t.owner = i.owner AND t.fence = i.fence";
     d[S::renew_batch] =
         "UPDATE ${table} AS t JOIN " + items +
-        " SET t.valid_until = GREATEST(t.valid_until, ${now_ms} + i.ttl), t.holds = i.holds, "
-        "t.version = t.version + 1 WHERE t.valid_until > ${now_ms}; "
-        "SELECT t.name, t.fence, t.valid_until - ${now_ms} FROM ${table} AS t JOIN " + items +
-        " WHERE t.valid_until > ${now_ms}";
+        " SET t.valid_until = IF(IFNULL((SELECT c.valid_until FROM ${table}_clients AS c WHERE c.id = i.client), 0) "
+        ">= ${now_ms} + i.ttl - i.ttl DIV 10, t.valid_until, GREATEST(t.valid_until, ${now_ms} + i.ttl)), "
+        "t.holds = i.holds, t.version = t.version + 1, t.client = IFNULL(i.client, '') WHERE ${until:t} > ${now_ms}; "
+        "SELECT t.name, t.fence, ${until:t} - ${now_ms} FROM ${table} AS t JOIN " + items +
+        " WHERE ${until:t} > ${now_ms}";
+    // A Client row: one row written per tick for all of the Client's leases of its TTL (the
+    // read of the leases that name it writes nothing). It is extended only while still valid;
+    // the answer's test of its time, rather than ROW_COUNT(), tells whether it was (an
+    // extension that changed nothing, GREATEST keeping the row's time, counts no row), and
+    // its one row with name '' stands for a Client row that keeps no lease.
+    d[S::client_create] = "INSERT INTO ${table}_clients (id, valid_until) VALUES (?1, ${now_ms} + ?2)";
+    d[S::client_renew] =
+        "UPDATE ${table}_clients SET valid_until = GREATEST(valid_until, ${now_ms} + ?2) "
+        "WHERE id = ?1 AND valid_until > ${now_ms}; "
+        "SELECT COALESCE(t.name, ''), COALESCE(t.fence, 0), c.valid_until - ${now_ms} FROM ${table}_clients AS c "
+        "LEFT JOIN ${table} AS t ON t.client = c.id WHERE c.id = ?1 AND c.valid_until > ${now_ms}";
 
     // The two lease acquires are stored procedures (${table}_lease_grant and _lease_take,
     // where their logic is explained): as texts of six statements each, parsing alone cost
@@ -66,21 +90,22 @@ Dialect make() {
     d.grant_waits_bounded = true;
     d[S::insert_acquire] = row_wait("CALL ${table}_lease_grant(?1, ?2, ?3, ?4)", "?5");
     d[S::insert_release] =
-        "UPDATE ${table} SET owner = '', holds = 0, valid_until = ${now_ms}, version = version + 1 "
+        "UPDATE ${table} SET owner = '', holds = 0, valid_until = ${now_ms}, version = version + 1, client = '' "
         "WHERE name = ?1 AND owner = ?2 AND fence = ?3";
 
+    // Kept for keep_ms from now by its own time alone: not by the Client row any more.
     d[S::release_after] =
-        "UPDATE ${table} SET valid_until = ${now_ms} + ?4, holds = 0, version = version + 1 "
-        "WHERE name = ?1 AND owner = ?2 AND fence = ?3 AND valid_until > ${now_ms}";
+        "UPDATE ${table} AS t SET valid_until = ${now_ms} + ?4, holds = 0, version = t.version + 1, client = '' "
+        "WHERE t.name = ?1 AND t.owner = ?2 AND t.fence = ?3 AND ${until:t} > ${now_ms}";
 
-    d[S::optimistic_read] = "SELECT owner, version, valid_until - ${now_ms} FROM ${table} WHERE name = ?1";
+    d[S::optimistic_read] = "SELECT t.owner, t.version, ${until:t} - ${now_ms} FROM ${table} AS t WHERE t.name = ?1";
     d[S::optimistic_take] = row_wait("CALL ${table}_lease_take(?1, ?2, ?3, ?4, ?5)", "?6");
     // Answers the version it left (LAST_INSERT_ID(expr) remembers expr for this session, as
     // the fence draws do), so that this Client's next acquire of the name can try the
     // compare-and-set at once instead of reading first (OptimisticDriver's hint).
     d[S::optimistic_release] =
-        "UPDATE ${table} SET owner = '', holds = 0, valid_until = ${now_ms}, version = LAST_INSERT_ID(version + 1) "
-        "WHERE name = ?1 AND owner = ?2 AND fence = ?3; "
+        "UPDATE ${table} SET owner = '', holds = 0, valid_until = ${now_ms}, version = LAST_INSERT_ID(version + 1), "
+        "client = '' WHERE name = ?1 AND owner = ?2 AND fence = ?3; "
         "SELECT LAST_INSERT_ID() FROM DUAL WHERE ROW_COUNT() >= 1";
     // The hand-over (${table}_lease_release): the release of a grant made after waiting grants a marked
     // row to the lowest live ticket's owner (a new fence, the TTL that waiter asked for, the
@@ -124,8 +149,8 @@ Dialect make() {
     // release handing it over deletes the ticket first, so queue_leave's DELETE waits for that
     // release's commit, and this UPDATE then sees the row it handed.
     d[S::handed_free] =
-        "UPDATE ${table} SET owner = '', holds = 0, valid_until = ${now_ms}, version = version + 1, handed_to = 0 "
-        "WHERE name = ?1 AND owner = ?2 AND handed_to = ?3 AND holds > 0";
+        "UPDATE ${table} SET owner = '', holds = 0, valid_until = ${now_ms}, version = version + 1, handed_to = 0, "
+        "client = '' WHERE name = ?1 AND owner = ?2 AND handed_to = ?3 AND holds > 0";
     d[S::sweep_queue] = "DELETE FROM ${table}_queue WHERE valid_until <= ${now_ms} LIMIT ?1";
     // The turn keys' statements are theirs (mysql_turn_keys.cpp).
 
@@ -157,8 +182,8 @@ Dialect make() {
     d.in_transaction_waits_for_leases = false;
     d[S::lock_in] = "CALL ${table}_lock_in(?1, ?2, ?3)";
     d[S::check_in] =
-        "SELECT fence FROM ${table} WHERE name = ?1 AND fence = ?2 AND holds > 0 AND valid_until > ${now_ms} "
-        "LOCK IN SHARE MODE";
+        "SELECT t.fence FROM ${table} AS t WHERE t.name = ?1 AND t.fence = ?2 AND t.holds > 0 "
+        "AND ${until:t} > ${now_ms} LOCK IN SHARE MODE";
     // GET_LOCK names are server-wide, at most 64 characters and case-insensitive: the key
     // is "dblock:" and the 16 hex digits of advisory_key(<database>.<table>, name).
     // GET_LOCK is not transactional, so the fence is drawn after it, in the same text; the
@@ -178,8 +203,8 @@ Dialect make() {
     d[S::advisory_unlock] = "DO RELEASE_LOCK(" + lock_name + ")";
 
     d[S::list] =
-        "SELECT name, owner, fence, holds, acquired_at, valid_until, 'exclusive' FROM ${table} "
-        "WHERE valid_until > ${now_ms} AND owner NOT LIKE ':%' UNION ALL "
+        "SELECT x.name, x.owner, x.fence, x.holds, x.acquired_at, ${until:x}, 'exclusive' FROM ${table} AS x "
+        "WHERE ${until:x} > ${now_ms} AND x.owner NOT LIKE ':%' UNION ALL "
         "SELECT h.name, h.owner, h.fence, h.holds, h.acquired_at, h.valid_until, "
         "IF(h.mode = 's', 'shared', 'exclusive') FROM ${table}_holders AS h JOIN ${table} AS t "
         "ON t.name = h.name AND t.owner LIKE ':%' AND t.valid_until > ${now_ms} "
@@ -191,24 +216,35 @@ Dialect make() {
     // can have taken them over): a live lease is never swept. At most 1000 names per
     // DELETE: each is spliced in as a hex literal (up to 512 bytes), which must stay well
     // under max_allowed_packet.
-    // A free row marked by a waiter stays (waited_until): it says the name has a queue.
+    // A free row marked by a waiter stays (waited_until): it says the name has a queue. A row
+    // past its own time may be kept by its Client row (the index finds the first, the filter
+    // the second; the subquery's Client row is read without a lock). Expired Client rows go
+    // with each pick, first (an expired one is never extended again, so nothing it named
+    // needs it: a row naming a missing Client row is held by its own time alone).
     d[S::sweep_pick] =
-        "SELECT name FROM ${table} WHERE valid_until <= ${now_ms} AND waited_until <= ${now_ms} LIMIT ?1 "
-        "FOR UPDATE SKIP LOCKED";
+        "DELETE FROM ${table}_clients WHERE valid_until <= ${now_ms} LIMIT ?1; "
+        "SELECT t.name FROM ${table} AS t WHERE t.valid_until <= ${now_ms} AND ${until:t} <= ${now_ms} "
+        "AND t.waited_until <= ${now_ms} LIMIT ?1 FOR UPDATE SKIP LOCKED";
+    // The DELETE's Client test is ${until} <= now spelled out for a row past its own time:
+    // MariaDB has no alias in a single-table DELETE, and its multi-table DELETE turns the list
+    // of 1000 names into a join, which scanned the valid_until index and waited for the rows
+    // a session lock held.
     d[S::sweep_delete] =
-        "DELETE FROM ${table} WHERE name IN (${names}) AND valid_until <= ${now_ms} AND waited_until <= ${now_ms}";
+        "DELETE FROM ${table} WHERE name IN (${names}) AND valid_until <= ${now_ms} AND waited_until <= ${now_ms} "
+        "AND NOT EXISTS (SELECT 1 FROM ${table}_clients AS c WHERE c.id = ${table}.client "
+        "AND c.valid_until > ${now_ms})";
     d.sweep_batch_max = 1000;
     // The held name's row and its holders and marks, in one statement (affected counts both).
     d[S::force_release] =
         "DELETE t, h FROM ${table} AS t LEFT JOIN ${table}_holders AS h ON h.name = t.name "
-        "WHERE t.name = ?1 AND t.valid_until > ${now_ms}";
+        "WHERE t.name = ?1 AND ${until:t} > ${now_ms}";
 
     // GET_LOCK is held by the connection, so it is released explicitly after migrating.
     d[S::migration_lock] = "SELECT GET_LOCK(CONCAT('dblock:migrate:', LEFT(SHA1('${table}'), 24)), 60)";
     d[S::migration_unlock] = "DO RELEASE_LOCK(CONCAT('dblock:migrate:', LEFT(SHA1('${table}'), 24)))";
     d[S::drop_schema] =
         "DROP TABLE IF EXISTS ${table}, ${table}_schema_history, ${table}_fence, ${table}_fence_cache, "
-        "${table}_holders, ${table}_queue; "
+        "${table}_holders, ${table}_queue, ${table}_clients; "
         "DROP PROCEDURE IF EXISTS ${table}_fence_draw; DROP PROCEDURE IF EXISTS ${table}_lease_grant; "
         "DROP PROCEDURE IF EXISTS ${table}_lease_take; DROP PROCEDURE IF EXISTS ${table}_lease_release; "
         "DROP PROCEDURE IF EXISTS ${table}_handed_grant; DROP PROCEDURE IF EXISTS ${table}_handed_take; "
