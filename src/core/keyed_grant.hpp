@@ -6,6 +6,7 @@
 
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "core/driver.hpp"
@@ -14,7 +15,14 @@ namespace dblock::detail {
 
 // Driver: renew(name, owner, fence, ttl, holds) -> Renewal; release(name, owner, fence) -> bool;
 // release_after(name, owner, fence, keep) -> bool; renewal_batch() -> RenewalBatch* (null:
-// each grant renews alone).
+// each grant renews alone); optionally forget(name, fence), told of a grant the core declared
+// lost (no I/O: it runs on the renewal thread).
+template <class Driver, class = void>
+struct forgets : std::false_type {};
+template <class Driver>
+struct forgets<Driver, std::void_t<decltype(std::declval<Driver&>().forget(std::string(), std::uint64_t{}))>>
+    : std::true_type {};
+
 template <class Driver>
 class KeyedGrant final : public GrantHandle {
  public:
@@ -28,6 +36,9 @@ class KeyedGrant final : public GrantHandle {
     return driver_.release_after(key_.name, key_.owner, key_.fence, keep);
   }
   Batched batched() noexcept override { return {driver_.renewal_batch(), &key_}; }
+  void lost() noexcept override {
+    if constexpr (forgets<Driver>::value) driver_.forget(key_.name, key_.fence);
+  }
 
  private:
   Driver& driver_;  // the core that owns the driver outlives every grant

@@ -275,15 +275,20 @@ bool Watchdog::settle(State& st, Grant& g, Clock::time_point sent, const std::op
       it->renewing = false;
       bool late = it->late_check_until != Clock::time_point::min();
       it->late_check_until = Clock::time_point::min();
-      if (r && r->held) {
+      // A renewal answered after the grant's deadline does not revive it, unless it was the
+      // late check of a frozen process: the deadline thread may not have run yet, but a Client
+      // row's extension committed that late may have crossed a takeover (ARCHITECTURE,
+      // "Client rows"); the late check renews the lease's own row, which cannot.
+      const bool in_time = late || Clock::now() < g.deadline();
+      if (r && r->held && in_time) {
         g.set_deadline(sent, r->remaining);
         it->next_renew = sent + g.renew_every;
         it->failing = false;
         renewed = true;
-      } else if (r || late) {  // the backend says it is not ours, or cannot say past the deadline: lost
+      } else if (r || late) {  // not ours, too late, or no answer past the deadline: lost
         st.entries.erase(it);
         lose = true;
-        cleanup = !r;  // it may still be ours on the server: the driver lets it go
+        cleanup = !r || r->held;  // it may still be ours on the server: the driver lets it go
       } else {
         it->next_renew = Clock::now() + std::max(milliseconds{20}, g.renew_every / 4);
         it->failing = true;

@@ -57,7 +57,7 @@ namespace {
 
 // For check()'s message; the size check catches a statement added without its name.
 constexpr std::array<std::string_view, static_cast<std::size_t>(Statement::count_)> statement_names{
-    "holder",           "renew",           "renew_batch",      "client_create",    "client_renew",
+    "holder",           "renew",           "renew_batch",      "client_create",    "client_renew",    "client_detach",
     "insert_acquire",   "insert_release",        "release_after",
     "optimistic_read",
     "optimistic_take",  "optimistic_release", "insert_handover", "optimistic_handover", "session_wait",
@@ -98,6 +98,7 @@ bool required(const Dialect& d, Statement s) {
     case Statement::migration_unlock:
     case Statement::client_create:
     case Statement::client_renew:
+    case Statement::client_detach:
       return false;
     case Statement::session_wait:
     case Statement::ping:

@@ -59,6 +59,9 @@ enum class Statement : std::size_t {
   // so: its leases may have been taken over); one row with name '' when it names none; no
   // row when it had expired.
   client_renew,
+  // (client, name, fence): the row stops naming the Client row (a lease the Client declared
+  // lost); it is held by its own valid_until alone from then on.
+  client_detach,
 
   // insert: a row per held lock; an upsert wins it, takes over an expired row or a leftover
   // of the same owner's (always with a new fence: the core never acquires afresh what it

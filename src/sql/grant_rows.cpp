@@ -78,7 +78,18 @@ void GrantRows::renew_for_ttl(Connection& s, milliseconds ttl, const std::vector
     } else {
       const milliseconds left{as_int(r.rows.front().at(2))};
       std::set<RowKey> named;
-      for (const auto& l : r.rows) named.emplace(as_text(l.at(0)), static_cast<std::uint64_t>(as_int(l.at(1))));
+      for (const auto& l : r.rows) {
+        RowKey key{as_text(l.at(0)), static_cast<std::uint64_t>(as_int(l.at(1)))};
+        if (key.first.empty()) continue;  // the Client row keeps no lease
+        auto a = attached_.find(key);
+        if (a == attached_.end() || a->second.client != row.id) {
+          // Declared lost here (a tick's answer came after its deadline, or never came):
+          // held on the server by our Client row as long as it lives, unless let go.
+          s.run(d_[Statement::client_detach], {row.id, key.first, static_cast<std::int64_t>(key.second)});
+          continue;
+        }
+        named.insert(std::move(key));
+      }
       for (const auto* i : kept) {
         RowKey key{i->key->name, i->key->fence};
         if (named.count(key)) {

@@ -51,7 +51,9 @@ class GrantRows final : public RenewalBatch {
   // Whether a release or keep statement's result says the row was ours.
   static bool done(const Result& r);
   bool release_after(const std::string& name, const std::string& owner, std::uint64_t fence, milliseconds keep);
-  // A lease released another way (LeaseDriver::release_then): no longer attached to a Client row.
+  // A lease released another way (LeaseDriver::release_then), or declared lost by the core: not
+  // ours to keep alive any more. A tick detaches a row that names our Client row and is not
+  // among the leases attached (Statement::client_detach).
   void forget(const std::string& name, std::uint64_t fence);
 
  private:
@@ -152,6 +154,9 @@ class LeaseDriver : public LockDriver {
     return rows_.renew(name, owner, fence, ttl, holds);
   }
   RenewalBatch* renewal_batch() noexcept { return rows_.renewal_batch(); }
+  // A grant the core declared lost: its row is detached from the Client row at the next tick
+  // (GrantRows::forget), or that row would keep it held for as long as the Client renews.
+  void forget(const std::string& name, std::uint64_t fence) { rows_.forget(name, fence); }
   bool release(const std::string& name, const std::string& owner, std::uint64_t fence) {
     return release_with(name, owner, fence, release_);
   }

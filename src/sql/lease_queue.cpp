@@ -79,6 +79,7 @@ class HandingGrant final : public GrantHandle {
   Batched batched() noexcept override { return lease_->batched(); }
   bool release() override { return driver_.release_with(name_, owner_, fence_, handover_); }
   bool release_after(milliseconds keep) override { return lease_->release_after(keep); }
+  void lost() noexcept override { lease_->lost(); }
 
  private:
   LeaseDriver& driver_;  // the core that owns the driver outlives every grant

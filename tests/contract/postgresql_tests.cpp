@@ -14,6 +14,7 @@
 #include "backends/postgresql/pg_listener.hpp"
 #include "backends/postgresql/pg_connection.hpp"
 #include "contract/share_lock_check.hpp"
+#include "contract/client_rows_check.hpp"
 #include "contract/dead_ticket_check.hpp"
 #include "contract/handed_ticket_check.hpp"
 #include "contract/connection_slot_check.hpp"
@@ -886,57 +887,14 @@ TEST_CASE("postgresql: a hand-over is told on the channel of its head's process 
   CHECK(everyone.payloads.empty());
 }
 
-// Renewal by Client row (ARCHITECTURE, "Renewal"): after its first renewal a lease's row names
-// its Client's row, and the Client's ticks write that one row, not the lease's. Expiring the
-// Client row (a process that stalled past the TTL) frees every lease it kept, and the holder
-// is told each is lost; a lease released or kept after release stops naming it.
+
+// Renewal by Client row (client_rows_check.hpp).
 TEST_CASE("postgresql: one Client row keeps a Client's leases, and its expiry loses them all", "[postgresql]") {
   dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::postgresql);
-  auto a = table.ns().open(), b = table.ns().open();
-  auto sql = dblock::test::server_connection(table.url());
-  using dblock::detail::sqldb::as_int;
-  std::atomic<int> lost{0};
-  for (auto strategy : {dblock::Strategy::insert, dblock::Strategy::optimistic}) {
-    INFO(dblock::to_string(strategy));
-    lost = 0;
-    dblock::LockOptions o;
-    o.strategy = strategy;
-    o.ttl = 900ms;  // renewed every 300 ms
-    o.on_lost = [&](const std::string&, std::uint64_t) { ++lost; };
-    std::vector<dblock::Lease> held;
-    for (int i = 0; i < 5; ++i) held.push_back(a->lock("job" + std::to_string(i), o).acquire());
-    const auto attached = [&] {
-      return as_int(sql->run("SELECT count(*) FROM " + table.name() + " WHERE client IS NOT NULL").rows.at(0).at(0));
-    };
-    REQUIRE(dblock::test::eventually([&] { return attached() == 5; }, 3s));
-    // Held past their own valid_until, by the Client row alone.
-    std::this_thread::sleep_for(1200ms);
-    CHECK(as_int(sql->run("SELECT count(*) FROM " + table.name() + " WHERE valid_until > "
-                          "(extract(epoch from now()) * 1000)::bigint").rows.at(0).at(0)) == 0);
-    CHECK(as_int(sql->run("SELECT count(DISTINCT client) FROM " + table.name()).rows.at(0).at(0)) == 1);
-    CHECK_FALSE(b->lock("job0", o).try_acquire(0ms));
-    CHECK(lost == 0);
-    // A released optimistic row and one kept after its release name no Client row.
-    held[4].release();
-    held.pop_back();
-    CHECK(b->lock("job4", o).try_acquire(0ms));
-    // The Client row expires (the process stalled): every lease it kept is free, and lost.
-    sql->run("UPDATE " + table.name() + "_clients SET valid_until = 0");
-    auto taken = b->lock("job0", o).try_acquire(0ms);
-    CHECK(taken);
-    REQUIRE(dblock::test::eventually([&] { return lost.load() == 4; }, 3s));
-    for (auto& l : held) CHECK(l.lost());
-    CHECK_THROWS_AS(held[0].release(), dblock::LockLostError);  // taken over
-    for (auto& l : held) {
-      try {
-        l.release();  // expired, not taken: the row is still ours to delete
-      } catch (const dblock::LockLostError&) {
-      }
-    }
-    // The sweep deletes the expired Client row.
-    if (taken) taken->release();
-    b->sweep();
-    CHECK(as_int(sql->run("SELECT count(*) FROM " + table.name() + "_clients WHERE valid_until = 0").rows.at(0).at(0)) ==
-          0);
-  }
+  dblock::test::check_client_rows(table, "client IS NOT NULL", dblock::detail::sqldb::postgresql_dialect().now_ms);
+}
+
+TEST_CASE("postgresql: a lease declared lost is let go by its Client row", "[postgresql]") {
+  dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::postgresql);
+  dblock::test::check_lost_lease_detached(table, "client IS NOT NULL");
 }

@@ -65,6 +65,8 @@ Dialect make() {
     // extension that changed nothing, GREATEST keeping the row's time, counts no row), and
     // its one row with name '' stands for a Client row that keeps no lease.
     d[S::client_create] = "INSERT INTO ${table}_clients (id, valid_until) VALUES (?1, ${now_ms} + ?2)";
+    d[S::client_detach] =
+        "UPDATE ${table} SET client = '', version = version + 1 WHERE name = ?2 AND fence = ?3 AND client = ?1";
     d[S::client_renew] =
         "UPDATE ${table}_clients SET valid_until = GREATEST(valid_until, ${now_ms} + ?2) "
         "WHERE id = ?1 AND valid_until > ${now_ms}; "

@@ -122,6 +122,7 @@ class TurnGrant final : public GrantHandle {
     let_go();
     return ours;
   }
+  void lost() noexcept override { lease_->lost(); }
 
  private:
   void let_go() noexcept { let_key_go(driver_.pool(), turn_, t_, name_, owner_); }

@@ -55,6 +55,8 @@ const Dialect& postgresql_dialect() {
         "WHERE c.id = $1 AND c.valid_until > ${now_ms} RETURNING c.valid_until - ${now_ms} AS remaining) "
         "SELECT COALESCE(t.name, ''), COALESCE(t.fence, 0), c.remaining FROM c LEFT JOIN ${table} AS t "
         "ON t.client = $1";
+    d[S::client_detach] =
+        "UPDATE ${table} SET client = NULL, version = version + 1 WHERE name = $2 AND fence = $3::bigint AND client = $1";
 
     // The hot statements of the lease strategies are functions of the migration, whose plans the
     // server keeps (a statement sent as text through a transaction pooler is planned at every
