@@ -64,14 +64,18 @@ Dialect make() {
     // the answer's test of its time, rather than ROW_COUNT(), tells whether it was (an
     // extension that changed nothing, GREATEST keeping the row's time, counts no row), and
     // its one row with name '' stands for a Client row that keeps no lease.
-    d[S::client_create] = "INSERT INTO ${table}_clients (id, valid_until) VALUES (?1, ${now_ms} + ?2)";
-    d[S::client_detach] =
-        "UPDATE ${table} SET client = '', version = version + 1 WHERE name = ?2 AND fence = ?3 AND client = ?1";
-    d[S::client_renew] =
-        "UPDATE ${table}_clients SET valid_until = GREATEST(valid_until, ${now_ms} + ?2) "
-        "WHERE id = ?1 AND valid_until > ${now_ms}; "
-        "SELECT COALESCE(t.name, ''), COALESCE(t.fence, 0), c.valid_until - ${now_ms} FROM ${table}_clients AS c "
-        "LEFT JOIN ${table} AS t ON t.client = c.id WHERE c.id = ?1 AND c.valid_until > ${now_ms}";
+    // Not given yet (so MySQL renews each lease's row, in one statement per tick): with them,
+    // the full-size crowd run (RELIABILITY, "The crowd") lost leases in 74 of 200 holder
+    // processes, pool_size 1, while the half-size one in CI passed. Kept here, to be put back
+    // once that is understood:
+    // d[S::client_create] = "INSERT INTO ${table}_clients (id, valid_until) VALUES (?1, ${now_ms} + ?2)";
+    // d[S::client_detach] =
+    // "UPDATE ${table} SET client = '', version = version + 1 WHERE name = ?2 AND fence = ?3 AND client = ?1";
+    // d[S::client_renew] =
+    // "UPDATE ${table}_clients SET valid_until = GREATEST(valid_until, ${now_ms} + ?2) "
+    // "WHERE id = ?1 AND valid_until > ${now_ms}; "
+    // "SELECT COALESCE(t.name, ''), COALESCE(t.fence, 0), c.valid_until - ${now_ms} FROM ${table}_clients AS c "
+    // "LEFT JOIN ${table} AS t ON t.client = c.id WHERE c.id = ?1 AND c.valid_until > ${now_ms}";
 
     // The two lease acquires are stored procedures (${table}_lease_grant and _lease_take,
     // where their logic is explained): as texts of six statements each, parsing alone cost
