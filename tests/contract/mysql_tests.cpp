@@ -10,6 +10,7 @@
 #include "backends/mysql/mysql_connection.hpp"
 #include "backends/mysql/mysql_turn_keys.hpp"
 #include "contract/share_lock_check.hpp"
+#include "contract/client_rows_check.hpp"
 #include "contract/dead_ticket_check.hpp"
 #include "contract/handed_ticket_check.hpp"
 #include "contract/connection_slot_check.hpp"
@@ -929,4 +930,20 @@ TEST_CASE("mysql: one Client's advisory locks share a few connections", "[mysql]
   dblock::test::check_multiplexed_advisory(table.ns(), [&](const std::string& name) {
     REQUIRE(dblock::test::terminate_lock_holders(*admin, table.url(), table.name(), name) >= 1);
   });
+}
+
+// Renewal by Client row (client_rows_check.hpp).
+TEST_CASE("mysql: one Client row keeps a Client's leases, and its expiry loses them all", "[mysql]") {
+  dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
+  dblock::test::check_client_rows(table, "client <> ''", dblock::detail::sqldb::mysql_dialect().now_ms);
+}
+
+TEST_CASE("mysql: a lease declared lost is let go by its Client row", "[mysql]") {
+  dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
+  dblock::test::check_lost_lease_detached(table, "client <> ''");
+}
+
+TEST_CASE("mysql: a renewal waits for no other Client's row", "[mysql]") {
+  dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
+  dblock::test::check_renewal_reads_its_own_row(table, "client <> ''", dblock::detail::sqldb::mysql_dialect().now_ms);
 }

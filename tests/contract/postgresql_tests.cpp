@@ -898,3 +898,9 @@ TEST_CASE("postgresql: a lease declared lost is let go by its Client row", "[pos
   dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::postgresql);
   dblock::test::check_lost_lease_detached(table, "client IS NOT NULL");
 }
+
+TEST_CASE("postgresql: a renewal waits for no other Client's row", "[postgresql]") {
+  dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::postgresql);
+  dblock::test::check_renewal_reads_its_own_row(table, "client IS NOT NULL",
+                                                dblock::detail::sqldb::postgresql_dialect().now_ms);
+}

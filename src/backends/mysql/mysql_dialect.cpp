@@ -48,9 +48,15 @@ Dialect make() {
     // it comes to name lasts at least 9/10 of the TTL from now already (just created or
     // renewed this tick: the row is then renewed as the Client's others are): the change to
     // the valid_until index, and its purge, were over half of an attach's redo log.
+    // The items' client is typed as the Client row's key: InnoDB reads the tables of a
+    // multi-table UPDATE's subqueries with share locks even under READ COMMITTED, and a
+    // VARCHAR of another character set could not use the key, so each renewal scanned every
+    // Client's row and waited for every other Client's tick (the full-size crowd run lost
+    // whole Clients' leases that way).
     const std::string items =
         "JSON_TABLE(?1, '$[*]' COLUMNS (name VARCHAR(255) PATH '$[0]', owner VARCHAR(512) PATH '$[1]', "
-        "fence BIGINT PATH '$[2]', ttl BIGINT PATH '$[3]', holds INT PATH '$[4]', client VARCHAR(64) PATH '$[5]')) "
+        "fence BIGINT PATH '$[2]', ttl BIGINT PATH '$[3]', holds INT PATH '$[4]', "
+        "client CHAR(32) CHARACTER SET ascii COLLATE ascii_bin PATH '$[5]')) "
         "AS i ON t.name = i.name AND t.owner = i.owner AND t.fence = i.fence";
     d[S::renew_batch] =
         "UPDATE ${table} AS t JOIN " + items +
@@ -64,18 +70,14 @@ Dialect make() {
     // the answer's test of its time, rather than ROW_COUNT(), tells whether it was (an
     // extension that changed nothing, GREATEST keeping the row's time, counts no row), and
     // its one row with name '' stands for a Client row that keeps no lease.
-    // Not given yet (so MySQL renews each lease's row, in one statement per tick): with them,
-    // the full-size crowd run (RELIABILITY, "The crowd") lost leases in 74 of 200 holder
-    // processes, pool_size 1, while the half-size one in CI passed. Kept here, to be put back
-    // once that is understood:
-    // d[S::client_create] = "INSERT INTO ${table}_clients (id, valid_until) VALUES (?1, ${now_ms} + ?2)";
-    // d[S::client_detach] =
-    // "UPDATE ${table} SET client = '', version = version + 1 WHERE name = ?2 AND fence = ?3 AND client = ?1";
-    // d[S::client_renew] =
-    // "UPDATE ${table}_clients SET valid_until = GREATEST(valid_until, ${now_ms} + ?2) "
-    // "WHERE id = ?1 AND valid_until > ${now_ms}; "
-    // "SELECT COALESCE(t.name, ''), COALESCE(t.fence, 0), c.valid_until - ${now_ms} FROM ${table}_clients AS c "
-    // "LEFT JOIN ${table} AS t ON t.client = c.id WHERE c.id = ?1 AND c.valid_until > ${now_ms}";
+    d[S::client_create] = "INSERT INTO ${table}_clients (id, valid_until) VALUES (?1, ${now_ms} + ?2)";
+    d[S::client_detach] =
+        "UPDATE ${table} SET client = '', version = version + 1 WHERE name = ?2 AND fence = ?3 AND client = ?1";
+    d[S::client_renew] =
+        "UPDATE ${table}_clients SET valid_until = GREATEST(valid_until, ${now_ms} + ?2) "
+        "WHERE id = ?1 AND valid_until > ${now_ms}; "
+        "SELECT COALESCE(t.name, ''), COALESCE(t.fence, 0), c.valid_until - ${now_ms} FROM ${table}_clients AS c "
+        "LEFT JOIN ${table} AS t ON t.client = c.id WHERE c.id = ?1 AND c.valid_until > ${now_ms}";
 
     // The two lease acquires are stored procedures (${table}_lease_grant and _lease_take,
     // where their logic is explained): as texts of six statements each, parsing alone cost
