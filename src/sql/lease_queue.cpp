@@ -109,8 +109,11 @@ std::optional<Attempt> LeaseDriver::take_handover(AcquireRequest& r) {
   // the next attempt asks the server as usual.
   if (!d_.offers(Statement::handed_check)) return std::nullopt;
   const auto sent = Clock::now();
-  auto s = pool_.get();
-  auto seen = s->run(d_[Statement::handed_check], {r.name, r.owner, static_cast<std::int64_t>(handed->fence)});
+  auto read = [&](Connection& s) {
+    return s.run(d_[Statement::handed_check], {r.name, r.owner, static_cast<std::int64_t>(handed->fence)});
+  };
+  auto beside = notifier_->lend_for_read();
+  auto seen = beside ? read(*beside) : read(*pool_.get());
   if (seen.rows.empty()) return std::nullopt;
   const auto left = milliseconds{as_int(seen.rows.front()[0])} -
                     std::chrono::duration_cast<milliseconds>(Clock::now() - sent);

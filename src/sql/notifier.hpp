@@ -39,6 +39,10 @@ class Notifier {
   // A connection to run statements on that shares the notifier's own (a Client's shared pool
   // asks before it connects); null when there is none or it is lent already.
   virtual std::unique_ptr<Connection> lend() { return nullptr; }
+  // The notifier's own connection for one short read, even where pools may not share it
+  // (through a transaction pooler it reaches the server itself: one hop less for a woken
+  // waiter's confirmation); null when there is none free.
+  virtual std::unique_ptr<Connection> lend_for_read() { return nullptr; }
   // A grant a release handed to `owner`'s watch of `name` (Statement::insert_handover), once.
   virtual std::optional<Handover> take_handover(const std::string& name, const std::string& owner) {
     (void)name;

@@ -238,8 +238,7 @@ void PgListener::offer(const std::function<std::unique_ptr<Connection>()>& take_
   if (!offered_) offered_ = std::move(c);  // else a second offer won: this one closes
 }
 
-std::unique_ptr<Connection> PgListener::lend() {
-  if (!lends_) return nullptr;
+std::unique_ptr<Connection> PgListener::lend_for_read() {
   std::lock_guard lk(mutex_);
   auto s = listening_.lock();
   if (!s || !lendable(*s)) return nullptr;

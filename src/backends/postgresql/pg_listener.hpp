@@ -50,7 +50,8 @@ class PgListener final : public Notifier {
   }
   bool hears() const noexcept override { return feed_.live(); }
   void offer(const std::function<std::unique_ptr<Connection>()>& take_idle) override;
-  std::unique_ptr<Connection> lend() override;
+  std::unique_ptr<Connection> lend() override { return lends_ ? lend_for_read() : nullptr; }
+  std::unique_ptr<Connection> lend_for_read() override;
 
  private:
   std::unique_ptr<Subscription> subscribe();
