@@ -3,6 +3,7 @@
 // of this process in the order they first took a lock.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 namespace dblock::detail {
@@ -10,5 +11,10 @@ namespace dblock::detail {
 std::string make_client_identity();          // host:pid:instance
 std::string thread_suffix();                 // ":t<N>" for the calling thread
 std::string host_name();
+// Ids that must not meet another process's (a Client's instance, its Client rows, a ZooKeeper
+// node's prefix, an etcd lease): 64 random bits, or 128 as 32 lowercase hex digits. A
+// generator per thread, seeded once (std::random_device costs tens of microseconds a call).
+std::uint64_t random64();
+std::string random_hex128();
 
 }  // namespace dblock::detail

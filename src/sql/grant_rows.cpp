@@ -1,11 +1,11 @@
 #include "sql/lease_drivers.hpp"
 
 #include <map>
-#include <random>
 #include <set>
 
-#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include "core/owner.hpp"
 
 namespace dblock::detail::sqldb {
 
@@ -49,17 +49,10 @@ std::vector<Renewal> GrantRows::renew(const std::vector<Item>& items) {
   return out;
 }
 
-namespace {
-std::string new_client_id() {
-  thread_local std::mt19937_64 rng(std::random_device{}());
-  return fmt::format("{:016x}{:016x}", rng(), rng());
-}
-}  // namespace
-
 void GrantRows::renew_for_ttl(Connection& s, milliseconds ttl, const std::vector<const Item*>& items,
                               std::map<RowKey, Renewal>& out) {
   auto& row = clients_[ttl];
-  if (row.id.empty()) row.id = new_client_id();
+  if (row.id.empty()) row.id = random_hex128();
   // The attached leases whose hold count the server has: renewing the Client row keeps them.
   std::vector<const Item*> rest;
   std::vector<const Item*> kept;
@@ -73,7 +66,7 @@ void GrantRows::renew_for_ttl(Connection& s, milliseconds ttl, const std::vector
       // Expired (this process stalled past the TTL): its leases may have been taken over,
       // and a row found expired is never extended. A new Client row; each lease is renewed
       // by its own row's time below, or is lost.
-      row = ClientRow{new_client_id(), false};
+      row = ClientRow{random_hex128(), false};
       rest.insert(rest.end(), kept.begin(), kept.end());
     } else {
       const milliseconds left{as_int(r.rows.front().at(2))};

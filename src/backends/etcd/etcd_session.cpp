@@ -1,18 +1,13 @@
 #include "backends/etcd/etcd_session.hpp"
 
 #include <algorithm>
-#include <random>
 
 #include "backends/etcd/etcd_keys.hpp"
+#include "core/owner.hpp"
 
 namespace dblock::detail::etcd {
 
 namespace {
-
-std::uint64_t random64() {
-  thread_local std::mt19937_64 rng(std::random_device{}());
-  return rng();
-}
 
 // A lease id of our own choosing: positive, never 0 (which asks the server to choose).
 std::int64_t random_lease_id() {

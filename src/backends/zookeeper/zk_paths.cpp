@@ -1,7 +1,6 @@
 #include "backends/zookeeper/zk_paths.hpp"
 
 #include <algorithm>
-#include <random>
 
 #include "dblock/errors.hpp"
 
@@ -152,17 +151,6 @@ std::vector<Contender> holders(const std::vector<Contender>& list) {
     out.push_back(c);
   }
   return out;
-}
-
-std::string random_prefix() {
-  thread_local std::mt19937_64 rng(std::random_device{}());
-  static const char* hex = "0123456789abcdef";
-  std::string s(32, '0');
-  for (int half = 0; half < 2; ++half) {
-    auto r = rng();
-    for (int i = 0; i < 16; ++i) s[half * 16 + i] = hex[(r >> (4 * i)) & 0xF];
-  }
-  return s;
 }
 
 }  // namespace dblock::detail::zk

@@ -16,6 +16,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/owner.hpp"
+
 namespace dblock::detail::zk {
 
 // The URL's path (without its leading '/') as an absolute ZooKeeper path; throws UsageError
@@ -60,6 +62,6 @@ std::vector<Contender> holders(const std::vector<Contender>& list);
 
 // A random 32-hex-digit prefix (a uuid4's hex, as Kazoo uses) that finds our node again
 // after a create whose answer was lost.
-std::string random_prefix();
+inline std::string random_prefix() { return random_hex128(); }
 
 }  // namespace dblock::detail::zk
