@@ -27,11 +27,13 @@ class WakeWatch;
 // What a message says a release did: it granted the name to the next owner in its queue (a
 // hand-over), with this fence, for one of the owner's acquires (the ticket's token: a
 // hand-over to an acquire that gave up, whose message came late, must not be taken by the
-// owner's next acquire of the name). A claim anyone who may send on the channel can make:
-// the waiter grants itself only what the server confirms.
+// owner's next acquire of the name). On PostgreSQL a claim anyone who may NOTIFY can make:
+// the waiter grants itself only what the server confirms. Redis's come from a key only those
+// who may write the lock's keys can push to, with the lease granted.
 struct Handover {
   std::uint64_t fence = 0;
   std::string token;
+  milliseconds lease{0};  // Redis: the hand-over's lease, counted from the release
 };
 
 struct WakeTable {

@@ -965,7 +965,7 @@ namespace r = dblock::detail::redis;
 
 // A ticket written behind the library's back, as a waiter that died leaves it: `owner` at
 // `place` in the name's line, live for `life_ms` more on the server's clock, taking
-// hand-overs as `lease` says ("LEASE_MS TOKEN"; "": none, as an older client's).
+// hand-overs as `lease` says ("LEASE_MS TOKEN LIST"; "": none).
 void write_ticket(const Node& node, const std::string& name, const std::string& owner, int place, int life_ms,
                   const std::string& lease = "") {
   REQUIRE(raw(node, {"EVAL", R"lua(
@@ -1043,11 +1043,11 @@ TEST_CASE("redis: a dead waiter's ticket holds the others up no longer than it l
 }
 
 // A release of a grant fair waiters wait for hands the name to the head of the line in the
-// same script (queue_helpers' pass_on): the head's process learns it from the message and,
-// once the record confirms it, holds the lease without asking again. The lease it gets is the
-// TTL it asked for (a ticket's life, 3 s, was too short to survive a stall). Anyone who may
-// PUBLISH can send such a message, naming the head's owner and token (read from the queue's
-// keys): a forged one, sent while the holder holds, must not start the head.
+// same script (queue_helpers' pass_on): the head's process learns it from its hand-over list
+// and holds the lease without asking again. The lease it gets is the TTL it asked for (a
+// ticket's life, 3 s, was too short to survive a stall). Anyone who may PUBLISH can send a
+// hand-over's message on the channel, naming the head's owner and token (read from the
+// queue's keys): a forged one, sent while the holder holds, must not start the head.
 TEST_CASE("redis: a release hands the name to the head of the line, for the TTL it asked; a forged "
           "message does not", "[redis]") {
   using namespace dblock::detail::redis;
@@ -1066,8 +1066,10 @@ TEST_CASE("redis: a release hands the name to the head of the line, for the TTL 
   CHECK(raw(node, {"HLEN", keys::alive("line")}) == "2");  // the ticket, and the lease it takes
   const auto owner = raw(node, {"EVAL", "return redis.call('ZRANGE', KEYS[1], 0, 0)[1]", "1", keys::queue("line")});
   const auto lease = raw(node, {"HGET", keys::alive("line"), std::string(1, '\0') + owner});
-  REQUIRE(lease.find(' ') != std::string::npos);
-  const auto token = lease.substr(lease.find(' ') + 1);
+  const auto space = lease.find(' '), last = lease.rfind(' ');
+  REQUIRE(space < last);
+  const auto token = lease.substr(space + 1, last - space - 1);
+  CHECK(lease.compare(last + 1, keys::handed_prefix.size(), keys::handed_prefix) == 0);
   for (auto forged : {held.fence(), held.fence() + 1})
     raw(node, {"PUBLISH", keys::channel,
                "line" + std::string(2, '\0') + std::to_string(forged) + " 3000 " + token + " " + owner});
@@ -1085,6 +1087,39 @@ TEST_CASE("redis: a release hands the name to the head of the line, for the TTL 
   CHECK_FALSE(got->lost());
   got->release();
   CHECK(raw(node, {"EXISTS", "line"}) == "0");
+}
+
+// A hand-over is believed without a read only for the waiter's last attempt (each writes a new
+// token into its ticket): the lease counts from that attempt's sending, which came before the
+// release that read it. One naming an earlier attempt (a message that came late) is ignored.
+TEST_CASE("redis: a hand-over naming an earlier attempt of the waiter is not taken", "[redis]") {
+  using namespace dblock::detail::redis;
+  dblock::test::RedisLock f;
+  auto ns = f.make();
+  const auto node = data_node(f.url);
+  auto h = ns.open(), w = ns.open();
+  auto held = h->lock("line", opts(Strategy::redis)).acquire();
+  CHECK_FALSE(w->lock("line", opts(Strategy::redis)).try_acquire(300ms));  // subscribed from here on
+  auto waiter = std::async(std::launch::async, [&] { return w->lock("line", opts(Strategy::redis)).try_acquire(60s); });
+  REQUIRE(eventually([&] { return queued(node, "line") == "1"; }, 20s));
+  const auto owner = raw(node, {"EVAL", "return redis.call('ZRANGE', KEYS[1], 0, 0)[1]", "1", keys::queue("line")});
+  const auto ticket = [&] { return raw(node, {"HGET", keys::alive("line"), std::string(1, '\0') + owner}); };
+  const auto first = ticket();
+  const auto space = first.find(' '), last = first.rfind(' ');
+  REQUIRE(space < last);
+  const auto token = first.substr(space + 1, last - space - 1), list = first.substr(last + 1);
+  REQUIRE(eventually([&] { return ticket() != first; }, 10s));  // its next attempt (at most 1 s later)
+  raw(node, {"RPUSH", list, "line" + std::string(2, '\0') + std::to_string(held.fence() + 1) + " 30000 " + token +
+                                " " + owner});
+  CHECK(waiter.wait_for(1500ms) == std::future_status::timeout);
+  CHECK_FALSE(held.lost());
+  const auto fence = held.fence();
+  held.release();
+  auto got = waiter.get();
+  REQUIRE(got);
+  CHECK(got->fence() > fence);
+  CHECK(got->fence() != fence + 1);
+  got->release();
 }
 
 // A waiter the core does not renew (auto_renew off) takes hand-overs too: its ticket asks for
@@ -1123,7 +1158,7 @@ TEST_CASE("redis: a dead waiter handed the name holds it no longer than the leas
   const auto node = data_node(f.url);
   auto h = ns.open(), c = ns.open();
   auto held = h->lock("line", opts(Strategy::redis)).acquire();
-  write_ticket(node, "line", "ghost", 1, 60000, "2000 1");
+  write_ticket(node, "line", "ghost", 1, 60000, "2000 1 " + keys::handed_prefix + "ghost");
   // A flagged grant: the ghost found it held (as a live waiter's attempt would have flagged it).
   auto w = c->lock("line", opts(Strategy::redis)).try_acquire(1ms);
   CHECK_FALSE(w);
@@ -1157,12 +1192,13 @@ TEST_CASE("redis: a ticket dropped after the name was handed to it passes the na
   REQUIRE(a.place);
   // As a subscribed waiter's ticket: it takes hand-overs, and it flagged the holder's record;
   // and one more waiter is behind it.
-  REQUIRE(raw(node, {"HSET", r::keys::alive(name), std::string(1, '\0') + owner, "3000 1"}) == "1");
+  const auto list = r::keys::handed_prefix + "test";
+  REQUIRE(raw(node, {"HSET", r::keys::alive(name), std::string(1, '\0') + owner, "3000 1 " + list}) == "1");
   REQUIRE(raw(node, {"EVAL", R"lua(
 local f, h, at, w, rest = string.match(redis.call('GET', KEYS[1]), '^(%S+) (%S+) (%S+) (%S) (.*)$')
 return redis.call('SET', KEYS[1], f .. ' ' .. h .. ' ' .. at .. ' 3 ' .. rest, 'KEEPTTL').ok
 )lua", "1", name}) == "OK");
-  write_ticket(node, name, "next", 2, 60000, "3000 1");
+  write_ticket(node, name, "next", 2, 60000, "3000 1 " + list);
   held.release();
   auto record = raw(node, {"GET", name});
   REQUIRE(record.size() > owner.size());
@@ -1174,6 +1210,31 @@ return redis.call('SET', KEYS[1], f .. ' ' .. h .. ' ' .. at .. ' 3 ' .. rest, '
   CHECK(record.substr(record.size() - 5) == " next");
   CHECK(std::stoull(record.substr(0, record.find(' '))) > fence);
   CHECK(queued(node, name) == "0");
+  // Each hand-over was pushed on the list the ticket named, which expires with its process.
+  CHECK(raw(node, {"LLEN", list}) == "2");
+  const auto first = raw(node, {"LINDEX", list, "0"});
+  CHECK(first.substr(0, name.size() + 2) == name + std::string(2, '\0'));
+  CHECK(first.substr(first.size() - owner.size()) == owner);
+  CHECK(std::stoll(raw(node, {"PTTL", list})) > 50000);
+}
+
+// A ticket of an older dblock names no list ("LEASE_MS TOKEN"): its release wakes that
+// waiter to ask (it confirmed hand-overs by a read, which a newer release no longer sends
+// it on the channel), and the name is left free for it.
+TEST_CASE("redis: an older client's ticket is woken, not handed the name", "[redis]") {
+  dblock::test::RedisLock f;
+  auto ns = f.make();
+  const auto node = data_node(f.url);
+  auto c = ns.open();
+  auto held = c->lock("line", opts(Strategy::redis)).acquire();
+  write_ticket(node, "line", "older", 1, 60000, "3000 1");
+  REQUIRE(raw(node, {"EVAL", R"lua(
+local f, h, at, w, rest = string.match(redis.call('GET', KEYS[1]), '^(%S+) (%S+) (%S+) (%S) (.*)$')
+return redis.call('SET', KEYS[1], f .. ' ' .. h .. ' ' .. at .. ' 3 ' .. rest, 'KEEPTTL').ok
+)lua", "1", "line"}) == "OK");
+  held.release();
+  CHECK(raw(node, {"EXISTS", "line"}) == "0");
+  CHECK(queued(node, "line") == "1");  // still first in line, to take it at its next attempt
 }
 
 // The TLS-only server (scripts/services start redis-tls): what each wrong setup answers, the

@@ -91,7 +91,7 @@ class RedisBackend final : public Backend {
  public:
   RedisBackend(Target t, const ClientOptions& o, Failover failover = {})
       : pool_(opener(t), pool_limits(t, o.pool_size)),
-        feed_(o.notifications ? shared_release_feed(std::vector<Target>{t}, keys::channel) : nullptr),
+        feed_(o.notifications ? shared_release_feed(std::vector<Target>{t}, keys::channel, true) : nullptr),
         failover_(failover),
         name_(t.sentinels ? "redis-sentinel" : "redis") {
     pool_.get();  // connect now: an unreachable server or refused credentials fail here
@@ -135,7 +135,7 @@ class RedisBackend final : public Backend {
 
  private:
   ConnectionPool pool_;
-  std::shared_ptr<ReleaseFeed> feed_;  // shared with the process's other Clients on this server
+  std::shared_ptr<RedisFeed> feed_;  // shared with the process's other Clients on this server
   const Failover failover_;
   const std::string name_;
 };
@@ -145,7 +145,7 @@ class RedlockBackend final : public Backend {
   RedlockBackend(std::vector<Target> nodes, const ClientOptions& o)
       : nodes_(nodes, o.pool_size),
         statement_timeout_(o.statement_timeout),
-        feed_(o.notifications ? shared_release_feed(nodes, keys::channel) : nullptr) {
+        feed_(o.notifications ? shared_release_feed(nodes, keys::channel, false) : nullptr) {
     nodes_.connect_all();
   }
   std::string_view name() const noexcept override { return "redlock"; }
@@ -154,7 +154,7 @@ class RedlockBackend final : public Backend {
   std::unique_ptr<LockDriver> make_driver(Strategy s) override {
     if (s != Strategy::redlock)
       throw UsageError("the redlock backend offers strategy redlock only, not " + std::string(to_string(s)));
-    return std::make_unique<RedlockDriver>(nodes_, feed_.get(), statement_timeout_);
+    return std::make_unique<RedlockDriver>(nodes_, feed_ ? &feed_->feed : nullptr, statement_timeout_);
   }
   std::vector<std::string> migrate() override { return {}; }
   std::size_t sweep(std::size_t) override { return 0; }
@@ -216,7 +216,7 @@ class RedlockBackend final : public Backend {
  private:
   Nodes nodes_;
   milliseconds statement_timeout_;
-  std::shared_ptr<ReleaseFeed> feed_;  // shared with the process's other Clients on these nodes
+  std::shared_ptr<RedisFeed> feed_;  // shared with the process's other Clients on these nodes
 };
 
 }  // namespace

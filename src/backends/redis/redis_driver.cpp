@@ -129,8 +129,8 @@ class ShapedGrant final : public GrantHandle {
 // fails, the ticket lapses within ticket_life.
 class Ticket final : public QueuePlace {
  public:
-  Ticket(ConnectionPool& pool, const std::string& name, const std::string& owner, std::string token)
-      : token(std::move(token)), pool_(pool), name_(name), owner_(owner) {}
+  Ticket(ConnectionPool& pool, const std::string& name, const std::string& owner)
+      : pool_(pool), name_(name), owner_(owner) {}
   ~Ticket() override {
     if (!held) return;
     try {
@@ -141,16 +141,18 @@ class Ticket final : public QueuePlace {
     }
   }
   bool held = true;  // false once a grant or a last attempt took the ticket away on the server
-  // Which of its owner's acquires of the name this ticket is, as a hand-over names it.
-  const std::string token;
+  // The last attempt that kept it: its token, as a hand-over names it, and when it was sent
+  // (see take_handover).
+  std::string token;
+  Clock::time_point sent{};
 
  private:
   ConnectionPool& pool_;  // the backend's, which outlives every acquire
   const std::string name_, owner_;
 };
 
-// A ticket's token: unique within the process, which with the owner (one Client's thread)
-// makes it unique to one acquire.
+// An attempt's token: unique within the process, which with the owner (one Client's thread)
+// makes it unique to one attempt of one acquire.
 std::string next_token() {
   static std::atomic<std::uint64_t> n{0};
   return std::to_string(++n);
@@ -171,41 +173,39 @@ Attempt RedisDriver::try_acquire(AcquireRequest& r) {
 // renew gets the TTL it asked for, as any grant does. Not where a grant must wait for
 // replicas (the release's write is not the waiter's to confirm).
 milliseconds RedisDriver::handover_lease(const AcquireRequest& r) const {
-  if (!feed_ || failover_.replicas > 0 || r.wait.count() == 0) return milliseconds{0};
+  if (!feed_ || handed_list_.empty() || failover_.replicas > 0 || r.wait.count() == 0) return milliseconds{0};
   return r.ttl;
 }
 
-std::optional<Attempt> RedisDriver::take_handover(AcquireRequest& r, Connection& c) {
+// The message says the release granted us the name, for its lease from when the release ran;
+// it came from our process's list, which only those who may write the lock's keys can push
+// to, so it is taken without reading the record back. When the release ran is not known
+// here, only that it read the ticket our last attempt wrote (the message names that
+// attempt's token: each attempt writes a new one), so it ran after that attempt was sent, and
+// the lease counts from that send. A message naming an earlier attempt is stale (the attempt
+// after it came after the release, found the record ours and took it over; or the lease
+// lapsed meanwhile and someone else holds the name). A lease half gone by then (a long
+// stall) is left to the next attempt, which takes the record over if it is still ours.
+std::optional<Attempt> RedisDriver::take_handover(AcquireRequest& r) {
   if (!r.fair || !r.place || !feed_) return std::nullopt;
   auto handed = feed_->take_handover(r.name, r.owner);
   auto& ticket = static_cast<Ticket&>(*r.place);
-  // Another acquire's (one that gave up, its ticket's leave passed the name on): not ours.
   if (!handed || handed->token != ticket.token) return std::nullopt;
-  // A message is a claim, not a grant: anyone who may PUBLISH can send one naming a queued
-  // waiter's owner and token (both in the queue's keys). Granted only when the record says
-  // so, read with one script (describe); the lease left counts from its sending. Otherwise
-  // the next attempt asks the server, which takes our record over as a leftover if it is one.
-  const auto sent = Clock::now();
-  auto record = c.eval(describe_script(), {r.name}, {});
-  if (record->type != REDIS_REPLY_ARRAY || record->elements != 2) return std::nullopt;
-  const auto& h = *record->element[1];
-  if (h.type != REDIS_REPLY_ARRAY || h.elements != 6 || std::string(h.element[0]->str, h.element[0]->len) != r.owner ||
-      static_cast<std::uint64_t>(as_int(*h.element[1])) != handed->fence)
-    return std::nullopt;
-  const auto left = milliseconds{as_int(*h.element[4])} - std::chrono::duration_cast<milliseconds>(Clock::now() - sent);
-  if (left <= milliseconds{0}) return std::nullopt;
+  const auto lease = std::min(handed->lease, handover_lease(r));
+  const auto left = std::chrono::duration_cast<milliseconds>(ticket.sent + lease - Clock::now());
+  if (left < lease / 2) return std::nullopt;
   ticket.held = false;  // the release took it off the queue
   return keyed_grant(*this, r, handed->fence, left);
 }
 
 Attempt RedisDriver::attempt(AcquireRequest& r) {
+  if (auto handed = take_handover(r)) return std::move(*handed);  // no connection needed
   auto c = pool_.get();
   // A grant too few replicas have is given back at once (else its TTL frees it).
   auto replicated = [&](const Script& undo, const std::vector<std::string>& args) {
     confirm_replicated(*c, failover_, r.ttl, [&](Connection& on) { on.eval(undo, {r.name}, args); });
   };
   if (r.mode == Mode::exclusive && r.permits == 1) {
-    if (auto handed = take_handover(r, *c)) return std::move(*handed);
     // The plain record (redis-py's key). Attempt "-": nothing undoes a single server's grant.
     // Fence floor "": the server's clock. Fair: the name's queue too, how long a busy answer
     // keeps our ticket (0 when this attempt is a try or the acquire's last: the wait ends
@@ -218,18 +218,22 @@ Attempt RedisDriver::attempt(AcquireRequest& r) {
     if (r.fair) {
       on.insert(on.end(), {keys::queue(r.name), keys::alive(r.name)});
       args.push_back(std::to_string(r.wait.count() > 0 ? ticket_life.count() : 0));
-      token = r.place ? static_cast<Ticket&>(*r.place).token : next_token();
+      token = next_token();
       const auto lease = handover_lease(r);
-      args.push_back(lease.count() > 0 ? std::to_string(lease.count()) + " " + token : "0");
+      args.push_back(lease.count() > 0 ? std::to_string(lease.count()) + " " + token + " " + handed_list_ : "0");
     }
+    const auto sent = Clock::now();
     auto reply = c->eval(acquire_script(), on, args);
     refuse_mismatch(*reply, r);
     auto a = parse_answer(*reply, r.ttl);
     if (!a.granted) {
       auto busy = Attempt::busy(a.remaining);
-      if (r.fair && r.wait.count() > 0)
-        busy.place = r.place ? std::move(r.place) : std::make_unique<Ticket>(pool_, r.name, r.owner, token);
-      else if (r.place)
+      if (r.fair && r.wait.count() > 0) {
+        busy.place = r.place ? std::move(r.place) : std::make_unique<Ticket>(pool_, r.name, r.owner);
+        auto& ticket = static_cast<Ticket&>(*busy.place);
+        ticket.token = token;
+        ticket.sent = sent;
+      } else if (r.place)
         static_cast<Ticket&>(*r.place).held = false;
       return busy;
     }

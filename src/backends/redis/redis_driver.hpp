@@ -29,8 +29,9 @@ struct Failover {
 class RedisDriver final : public LockDriver, private RenewalBatch {
  public:
   // feed: null when notifications are off (waiters poll).
-  RedisDriver(ConnectionPool& pool, ReleaseFeed* feed, Failover failover = {})
-      : pool_(pool), feed_(feed), failover_(failover) {}
+  RedisDriver(ConnectionPool& pool, RedisFeed* feed, Failover failover = {})
+      : pool_(pool), feed_(feed ? &feed->feed : nullptr), handed_list_(feed ? feed->handed_list : ""),
+        failover_(failover) {}
   Attempt try_acquire(AcquireRequest& r) override;
   // A grant's renewal and release (its handle is a KeyedGrant).
   Renewal renew(const std::string& name, const std::string& owner, std::uint64_t fence, milliseconds ttl,
@@ -52,11 +53,11 @@ class RedisDriver final : public LockDriver, private RenewalBatch {
   std::vector<Renewal> renew(const std::vector<Item>& items) override;
   Attempt attempt(AcquireRequest& r);
   milliseconds handover_lease(const AcquireRequest& r) const;
-  // The grant a release handed this waiter, if its message came and the record, read on `c`
-  // (the attempt's connection), confirms it.
-  std::optional<Attempt> take_handover(AcquireRequest& r, Connection& c);
+  // The grant a release handed this waiter, if its message came (on the hand-over list).
+  std::optional<Attempt> take_handover(AcquireRequest& r);
   ConnectionPool& pool_;
   ReleaseFeed* feed_;
+  const std::string handed_list_;  // where a release tells this process of a hand-over
   const Failover failover_;
 };
 

@@ -6,10 +6,10 @@
 namespace dblock::detail::redis {
 
 void keys::check_name(const std::string& name) {
-  for (const auto* prefix : {&fence_prefix, &queue_prefix, &alive_prefix})
+  for (const auto* prefix : {&fence_prefix, &queue_prefix, &alive_prefix, &handed_prefix})
     if (name.compare(0, prefix->size(), *prefix) == 0)
       throw UsageError("bad lock name '" + name + "': names beginning '" + *prefix +
-                       "' are keys of the redis and redlock backends' own (fence counters, wait queues)");
+                       "' are keys of the redis and redlock backends' own (fence counters, wait queues, hand-overs)");
 }
 
 // Each script is a file under lua/ (its documentation there, as Lua comments), compiled in

@@ -23,16 +23,20 @@
 //   dblock_locks:queue:NAME      fair waiters (redis strategy, exclusive, LockOptions::fair):
 //                                a sorted set, owner -> place in line (1, 2, ...)
 //   dblock_locks:alive:NAME      a hash, owner -> until when its ticket holds (server ms);
-//                                each wait renews it; and "\0" owner -> "LEASE_MS TOKEN",
-//                                the lease a release may hand the name over with and the
-//                                acquire it is for, for a waiter that takes hand-overs.
-//                                Both keys expire with their last ticket.
+//                                each wait renews it; and "\0" owner -> "LEASE_MS TOKEN
+//                                LIST", the lease a release may hand the name over with,
+//                                the attempt that wrote it and where to say so, for a waiter
+//                                that takes hand-overs. Both keys expire with their last
+//                                ticket.
 //   dblock_locks:released        pub/sub channel; a release that frees NAME publishes NAME
 //                                if someone waits (the record's `waiting` flag). When fair
 //                                waiters do (waiting 3) it passes NAME to the oldest live
-//                                ticket's OWNER: "NAME\0\0FENCE LEASE TOKEN OWNER" when it granted
-//                                NAME to OWNER itself (a hand-over), else "NAME\0OWNER",
-//                                whose watch alone wakes to try.
+//                                ticket's OWNER: "NAME\0OWNER", whose watch alone wakes to
+//                                try, unless it granted NAME to OWNER itself (a hand-over).
+//   dblock_locks:handed:ID       a list per process (its release feed's, ID random): a
+//                                hand-over to one of its waiters pushes
+//                                "NAME\0\0FENCE LEASE TOKEN OWNER" there, and the feed's
+//                                BLPOP takes it; it expires a minute after its last push.
 //
 // One lock has one counter and one channel, whatever ClientOptions::table says: the lock
 // key is the bare name for every client, so a counter per namespace would let two
@@ -55,6 +59,7 @@ namespace keys {
 inline const std::string fence_prefix = "dblock_locks:fence:";
 inline const std::string queue_prefix = "dblock_locks:queue:";
 inline const std::string alive_prefix = "dblock_locks:alive:";
+inline const std::string handed_prefix = "dblock_locks:handed:";
 inline const std::string channel = "dblock_locks:released";
 inline std::string fence(const std::string& name) { return fence_prefix + name; }
 inline std::string queue(const std::string& name) { return queue_prefix + name; }

@@ -30,7 +30,7 @@
 -- ticket, and marks the record waiting (3) when others are still queued, so that its release
 -- passes the name on. Not its turn: busy, for no longer than the head's ticket may stay (a
 -- dead head blocks nobody past it). A busy answer joins the queue or keeps the asker's place
--- for ARGV[8] ms, taking hand-overs as ARGV[9] says ("LEASE_MS TOKEN"; absent or 0: none);
+-- for ARGV[8] ms, taking hand-overs as ARGV[9] says ("LEASE_MS TOKEN LIST"; absent or 0: none);
 -- ARGV[8] = 0 (a try, or the acquire's last attempt) leaves it and writes nothing else. A subscribed fair waiter
 -- flags the holder's record 3: its release then hands the name to the head, or wakes it
 -- (pass_on).

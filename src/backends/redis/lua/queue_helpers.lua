@@ -3,16 +3,22 @@
 -- when it holds, the lease it takes as a hand-over (nil: none) and whether another ticket is
 -- behind it (nil when none), removing lapsed tickets found in front of it (the asker's own,
 -- `me`, is live: it is asking); join(...) takes a place at the back or keeps ours, valid
--- for `life` ms more, taking hand-overs as `lease` says ("LEASE_MS TOKEN"; nil: none);
--- leave(q, a, owner) -> whether we had one. Both keys live as long as their longest ticket could, so nothing is
--- left behind when every waiter dies. A ticket's hand-over lease is a field of its own
--- ("\0" .. owner): an older client reads only the owner's field, a number.
+-- for `life` ms more, taking hand-overs as `lease` says ("LEASE_MS TOKEN LIST"; nil: none);
+-- leave(q, a, owner) -> whether we had one. Both keys live at least as long as their longest
+-- ticket could (at most twice that), so nothing is left behind when every waiter dies. A
+-- ticket's hand-over lease is a field of its own ("\0" .. owner): an older client reads only
+-- the owner's field, a number.
 -- pass_on(...): the caller let the name (key) go: hand it to the head (a grant made here over
 -- whatever the key held, the fence drawn as the acquire script draws it, for the lease its
--- ticket asks, "LEASE_MS TOKEN"; the message "NAME\0\0FENCE LEASE_MS TOKEN OWNER" tells the
--- head's process it holds it, and the token which of its owner's acquires the ticket was),
--- or, when the head takes no hand-over, delete the key and wake the head to try
--- ("NAME\0OWNER"). Answers whether there was a head (if not, the key is left as it was).
+-- ticket asks, "LEASE_MS TOKEN LIST"; the message "NAME\0\0FENCE LEASE_MS TOKEN OWNER",
+-- pushed on the head's process's list LIST, tells it that it holds the name, and the token
+-- which attempt of its owner wrote the ticket), or, when the head takes no hand-over, delete
+-- the key and wake the head to try ("NAME\0OWNER", published). The list is a key, not the
+-- channel: only who may write the lock's keys (and so could take the lock anyway) can put a
+-- grant there, where anyone who may PUBLISH could forge one on the channel, so the head takes
+-- it without reading the record back. It expires a minute after its last push, when its
+-- process died. A ticket of an older dblock ("LEASE_MS TOKEN") is woken, not handed the name.
+-- Answers whether there was a head (if not, the key is left as it was).
 
 local function head(q, a, now, me)
   while true do
@@ -37,8 +43,10 @@ local function join(q, a, owner, now, life, lease)
   else
     redis.call('HSET', a, owner, string.format('%d', now + life))
   end
-  redis.call('PEXPIRE', q, life)
-  redis.call('PEXPIRE', a, life)
+  -- A write costs the server (and its append-only file) several times a read, so the keys'
+  -- expiry is pushed out only when it comes within a ticket's life: to twice that.
+  if redis.call('PTTL', q) < life then redis.call('PEXPIRE', q, 2 * life) end
+  if redis.call('PTTL', a) < life then redis.call('PEXPIRE', a, 2 * life) end
 end
 local function leave(q, a, owner)
   redis.call('HDEL', a, owner, '\0' .. owner)
@@ -50,7 +58,7 @@ local function pass_on(key, fkey, q, a, channel)
   local now = math.floor(us / 1000)
   local first, _, lease, more = head(q, a, now)
   if not first then return false end
-  local ms, token = string.match(lease or '', '^(%d+) (%S+)$')
+  local ms, token, list = string.match(lease or '', '^(%d+) (%S+) (%S+)$')
   if not ms then
     redis.call('DEL', key)
     redis.call('PUBLISH', channel, key .. '\0' .. first)
@@ -62,6 +70,7 @@ local function pass_on(key, fkey, q, a, channel)
   redis.call('SET', key, record(fs, '1', string.format('%d', now), more and '3' or '0', '-', first), 'PX', ms)
   redis.call('SET', fkey, fs)
   leave(q, a, first)
-  redis.call('PUBLISH', channel, key .. '\0\0' .. fs .. ' ' .. ms .. ' ' .. token .. ' ' .. first)
+  redis.call('RPUSH', list, key .. '\0\0' .. fs .. ' ' .. ms .. ' ' .. token .. ' ' .. first)
+  redis.call('PEXPIRE', list, 60000)
   return true
 end
