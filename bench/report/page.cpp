@@ -189,6 +189,12 @@ void header(Page& p, const RunReport& run, const Options& opt, std::chrono::syst
   p.text(f.command);
   p.text("```");
   p.text("");
+  p.text("The servers' flush (the **Servers** lines below say which) and the vCPUs (`--keep-awake`) are the run's");
+  p.text("two conditions. With the flush off, the databases' commits do not wait for the disk: start the servers");
+  p.text("with `DBLOCK_SERVICES_FLUSH=off` (PostgreSQL `fsync = off`, MariaDB");
+  p.text("`innodb_flush_log_at_trx_commit = 2`; `scripts/services restart postgresql mysql` to change running ones)");
+  p.text("and run the bench under `eatmydata` (Debian's package: SQLite's fsync returns at once).");
+  p.text("");
   p.line("- **Command**: `{}`", f.command);
   p.line("- **Date**: {} to {} UTC ({} min; the end is when this page was written)", utc(f.started, "%Y-%m-%d %H:%M"),
          utc(ended, "%H:%M"), minutes);

@@ -5,7 +5,9 @@
 # A MariaDB server (Debian's mariadb-server), started with --no-defaults so that nothing
 # in /etc/mysql or ~/.my.cnf applies. As root it runs as the `mysql` OS user (--user=mysql).
 # Durable like a production server (innodb_flush_log_at_trx_commit=1, the benchmarks rely on
-# it), but small: 64M buffer pool, no performance_schema, no binlog.
+# it), but small: 64M buffer pool, no performance_schema, no binlog. DBLOCK_SERVICES_FLUSH=off
+# at its start: innodb_flush_log_at_trx_commit=2 (the redo log flushed once a second, not at
+# each commit; for the benchmarks' flush-off runs, never for the tests).
 # mysql-replicated.sh uses my_server, my_admin, my_setup_sql and my_launched_alive from here;
 # mysql-tls.sh the whole of it, for a second server (my_use).
 
@@ -166,7 +168,8 @@ start_mysql() {
     --tmpdir="$my_tmp"
     --bind-address=127.0.0.1 --port="$my_port" --skip-name-resolve
     --max-connections=600
-    --innodb-buffer-pool-size=64M --innodb-flush-log-at-trx-commit=1 --performance-schema=OFF
+    --innodb-buffer-pool-size=64M --performance-schema=OFF
+    --innodb-flush-log-at-trx-commit="$([ "${DBLOCK_SERVICES_FLUSH:-on}" = off ] && echo 2 || echo 1)"
     --skip-log-bin
     --character-set-server=utf8mb4 --collation-server=utf8mb4_bin
     --default-time-zone=+00:00 "${my_opts[@]}")

@@ -2,7 +2,8 @@
 # postgresql: PostgreSQL 15 on ${DBLOCK_PG_PORT:-54329} (DBLOCK_PG_BINDIR picks another server):
 #   postgresql://dblock:dblock@127.0.0.1:54329/dblock, and DBLOCK_TEST_PG_RESTART, a command
 #   that restarts this very server. `crash` is an immediate stop (no checkpoint, as in a crash),
-#   then a start (crash recovery).
+#   then a start (crash recovery). DBLOCK_SERVICES_FLUSH=off at its start: fsync = off (commits
+#   do not wait for the disk; for the benchmarks' flush-off runs, never for the tests).
 # postgresql-replicated.sh and postgresql-async.sh use pg_bin from here; postgresql-tls.sh
 # the whole of it, for a second server (pg_use).
 
@@ -109,7 +110,7 @@ listen_addresses = '127.0.0.1'
 port = $pg_port
 unix_socket_directories = '$pg_sock'
 max_connections = 400
-fsync = on
+fsync = $([ "${DBLOCK_SERVICES_FLUSH:-on}" = off ] && echo off || echo on)
 password_encryption = 'scram-sha-256'
 timezone = 'UTC'
 log_timezone = 'UTC'
