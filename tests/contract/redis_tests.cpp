@@ -979,6 +979,28 @@ return redis.call('PEXPIRE', KEYS[2], ARGV[3])
                      lease}) == "1");
 }
 
+// The owner first in `name`'s line, and its ticket's hand-over field, "LEASE_MS TOKEN LIST"
+// (what a release reads to hand it the name), split in three.
+std::string head_owner(const Node& node, const std::string& name) {
+  return raw(node, {"EVAL", "return redis.call('ZRANGE', KEYS[1], 0, 0)[1]", "1", r::keys::queue(name)});
+}
+struct HandoverField {
+  std::string whole, lease, token, list;
+};
+std::string handover_text(const Node& node, const std::string& name, const std::string& owner) {
+  return raw(node, {"HGET", r::keys::alive(name), std::string(1, '\0') + owner});
+}
+HandoverField handover_field(const Node& node, const std::string& name, const std::string& owner) {
+  HandoverField f;
+  f.whole = handover_text(node, name, owner);
+  const auto space = f.whole.find(' '), last = f.whole.rfind(' ');
+  REQUIRE(space < last);
+  f.lease = f.whole.substr(0, space);
+  f.token = f.whole.substr(space + 1, last - space - 1);
+  f.list = f.whole.substr(last + 1);
+  return f;
+}
+
 // The redis strategy's driver alone on a fixture's server: no Client around it, no
 // subscriber, so a test drives the queue's scripts one attempt at a time.
 struct BareDriver {
@@ -1064,12 +1086,10 @@ TEST_CASE("redis: a release hands the name to the head of the line, for the TTL 
   auto waiter = std::async(std::launch::async, [&] { return w->lock("line", opts(Strategy::redis)).try_acquire(60s); });
   REQUIRE(eventually([&] { return queued(node, "line") == "1"; }, 20s));
   CHECK(raw(node, {"HLEN", keys::alive("line")}) == "2");  // the ticket, and the lease it takes
-  const auto owner = raw(node, {"EVAL", "return redis.call('ZRANGE', KEYS[1], 0, 0)[1]", "1", keys::queue("line")});
-  const auto lease = raw(node, {"HGET", keys::alive("line"), std::string(1, '\0') + owner});
-  const auto space = lease.find(' '), last = lease.rfind(' ');
-  REQUIRE(space < last);
-  const auto token = lease.substr(space + 1, last - space - 1);
-  CHECK(lease.compare(last + 1, keys::handed_prefix.size(), keys::handed_prefix) == 0);
+  const auto owner = head_owner(node, "line");
+  const auto field = handover_field(node, "line", owner);
+  CHECK(field.list.compare(0, keys::handed_prefix.size(), keys::handed_prefix) == 0);
+  const auto& token = field.token;
   for (auto forged : {held.fence(), held.fence() + 1})
     raw(node, {"PUBLISH", keys::channel,
                "line" + std::string(2, '\0') + std::to_string(forged) + " 3000 " + token + " " + owner});
@@ -1102,15 +1122,12 @@ TEST_CASE("redis: a hand-over naming an earlier attempt of the waiter is not tak
   CHECK_FALSE(w->lock("line", opts(Strategy::redis)).try_acquire(300ms));  // subscribed from here on
   auto waiter = std::async(std::launch::async, [&] { return w->lock("line", opts(Strategy::redis)).try_acquire(60s); });
   REQUIRE(eventually([&] { return queued(node, "line") == "1"; }, 20s));
-  const auto owner = raw(node, {"EVAL", "return redis.call('ZRANGE', KEYS[1], 0, 0)[1]", "1", keys::queue("line")});
-  const auto ticket = [&] { return raw(node, {"HGET", keys::alive("line"), std::string(1, '\0') + owner}); };
-  const auto first = ticket();
-  const auto space = first.find(' '), last = first.rfind(' ');
-  REQUIRE(space < last);
-  const auto token = first.substr(space + 1, last - space - 1), list = first.substr(last + 1);
-  REQUIRE(eventually([&] { return ticket() != first; }, 10s));  // its next attempt (at most 1 s later)
-  raw(node, {"RPUSH", list, "line" + std::string(2, '\0') + std::to_string(held.fence() + 1) + " 30000 " + token +
-                                " " + owner});
+  const auto owner = head_owner(node, "line");
+  const auto first = handover_field(node, "line", owner);
+  // its next attempt (at most 1 s later)
+  REQUIRE(eventually([&] { return handover_text(node, "line", owner) != first.whole; }, 10s));
+  raw(node, {"RPUSH", first.list, "line" + std::string(2, '\0') + std::to_string(held.fence() + 1) + " 30000 " +
+                                      first.token + " " + owner});
   CHECK(waiter.wait_for(1500ms) == std::future_status::timeout);
   CHECK_FALSE(held.lost());
   const auto fence = held.fence();
@@ -1137,9 +1154,7 @@ TEST_CASE("redis: a waiter that renews nothing is handed the name for the TTL it
   CHECK_FALSE(w->lock("line", o).try_acquire(300ms));  // the process is subscribed from here on
   auto waiter = std::async(std::launch::async, [&] { return w->lock("line", o).try_acquire(60s); });
   REQUIRE(eventually([&] { return queued(node, "line") == "1"; }, 20s));
-  const auto owner = raw(node, {"EVAL", "return redis.call('ZRANGE', KEYS[1], 0, 0)[1]", "1", keys::queue("line")});
-  const auto lease = raw(node, {"HGET", keys::alive("line"), std::string(1, '\0') + owner});
-  CHECK(lease.substr(0, lease.find(' ')) == "20000");  // 0 would refuse hand-overs
+  CHECK(handover_field(node, "line", head_owner(node, "line")).lease == "20000");  // 0 would refuse hand-overs
   held.release();
   auto got = waiter.get();
   REQUIRE(got);

@@ -173,7 +173,8 @@ Attempt RedisDriver::try_acquire(AcquireRequest& r) {
 // renew gets the TTL it asked for, as any grant does. Not where a grant must wait for
 // replicas (the release's write is not the waiter's to confirm).
 milliseconds RedisDriver::handover_lease(const AcquireRequest& r) const {
-  if (!feed_ || handed_list_.empty() || failover_.replicas > 0 || r.wait.count() == 0) return milliseconds{0};
+  // No feed (notifications off), or redlock's: no list to be told on.
+  if (handed_list_.empty() || failover_.replicas > 0 || r.wait.count() == 0) return milliseconds{0};
   return r.ttl;
 }
 

@@ -65,8 +65,8 @@ class RedisSubscription final : public Subscription {
 
 // The process's hand-over list: one BLPOP outstanding at a time, sent again after each answer.
 // What is pushed while none is outstanding (or while the connection is re-made) waits in the
-// list, so nothing is missed that way; a message that comes after its waiter gave up is
-// ignored (the token names another acquire).
+// list, so nothing is missed that way; a message that comes late is ignored (its token names
+// an earlier attempt, RedisDriver::take_handover).
 class HandedList final : public Subscription {
  public:
   HandedList(const Target& target, std::string key)
