@@ -100,8 +100,8 @@ BackendReport run_mysql(const Options& opt) {
   Conn aux(url, client_options, "baseline (fence connection)");
   const std::string& t = table.name();
   const std::string bump = fmt::format("UPDATE {}_fence SET value = LAST_INSERT_ID(value + 1) WHERE id = 1", t);
-  // The session strategies' draw (<table>_fence_draw, migrations/mysql): from a block of
-  // the counter reserved ahead, one durable reservation per 100 draws.
+  // The session strategies' draw (<table>_fence_draw, migrations/mysql): MariaDB's sequence,
+  // one durable commit per block of 1000 draws (MySQL 8: the counter's blocks of 100).
   const std::string draw = fmt::format("CALL {}_fence_draw", t);
   // The bare statements each strategy cannot avoid, on dblock's own lock table (same
   // indexes, same row shape), each baseline on a name of its own.
@@ -252,8 +252,8 @@ BackendReport run_mysql(const Options& opt) {
       "mysql baselines (Connector/C++ sql::Statement text on one connection with dblock's connect options and "
       "session settings: multi-statements, utf8mb4, READ COMMITTED; autocommit unless said; on the lock table `t` = "
       "{0}, each on a name of its own; `bump` = `UPDATE t_fence SET value = LAST_INSERT_ID(value + 1) WHERE id = 1`, "
-      "a lease grant's fence draw; `draw` = `CALL t_fence_draw`, a session lock's, from a block of the counter "
-      "reserved ahead, one commit per 100 draws): `select1` = `SELECT 1` (1 round trip, no commit); `getlock-pair` "
+      "a lease grant's fence draw on MySQL 8; `draw` = `CALL t_fence_draw`, a session lock's, on MariaDB from the "
+      "table's sequence, one commit per block of 1000 draws): `select1` = `SELECT 1` (1 round trip, no commit); `getlock-pair` "
       "= `SELECT GET_LOCK('k', 0)` + `SELECT RELEASE_LOCK('k')` (2 round trips, no commit) and `getlock-pair+fence` "
       "= `SET @g = GET_LOCK('k', 0); draw(@g)` (one text) + `SELECT RELEASE_LOCK('k')` (2 round trips) for "
       "`advisory`; `bare-insert` = `INSERT INTO t (name, owner, fence, holds, "

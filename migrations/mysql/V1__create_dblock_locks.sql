@@ -56,11 +56,18 @@ CREATE TABLE ${table}_clients (
     valid_until BIGINT NOT NULL
 ) ENGINE=InnoDB DEFAULT CHARSET=utf8mb4;
 
--- The fence counter: one row, bumped with LAST_INSERT_ID(value + n), which hands the new
--- value to this session alone. A committed InnoDB row survives release, sweep, deleted lock
--- rows, crashes and restarts on both servers; an AUTO_INCREMENT counter would not (before
--- MySQL 8 and MariaDB 10.2.4 it restarted from MAX(id) + 1, and MySQL 8 may reuse values
--- lost in a crash). Every fence ever handed out is at most its committed value.
+-- Fences. On MariaDB they come from a SEQUENCE, ${table}_fence_seq (created below), drawn
+-- with NEXTVAL while the grant holds the name's row: a draw takes no lock, inside any
+-- transaction, so no grant waits for another's commit to draw, and lock_in draws in the
+-- caller's own transaction. Its values are never handed out twice: a block of 1000 is
+-- reserved by a write of the sequence's row, logged and replicated as a transaction of its
+-- own and acknowledged by a semi-synchronous replica, before the first value of it is
+-- returned (a restart starts above the block; gaps are fine, fences need only grow).
+-- MySQL 8 has no SEQUENCE: there the fence is this one-row counter, bumped with
+-- LAST_INSERT_ID(value + n), which hands the new value to this session alone, in the
+-- grant's transaction. A committed InnoDB row survives release, sweep, deleted lock rows,
+-- crashes and restarts; an AUTO_INCREMENT counter would not (MySQL 8 may reuse values lost
+-- in a crash). The procedures choose by the server they run on (${table}_fence_next).
 CREATE TABLE ${table}_fence (
     id    TINYINT NOT NULL PRIMARY KEY,
     value BIGINT  NOT NULL
@@ -104,7 +111,8 @@ CREATE TABLE ${table}_queue (
 DELIMITER //
 
 -- Leftovers of a lock table dropped by hand would make CREATE PROCEDURE fail.
-DROP PROCEDURE IF EXISTS ${table}_fence_cache_create//
+DROP PROCEDURE IF EXISTS ${table}_fence_source_create//
+DROP PROCEDURE IF EXISTS ${table}_fence_next//
 DROP PROCEDURE IF EXISTS ${table}_fence_draw//
 DROP PROCEDURE IF EXISTS ${table}_lease_grant//
 DROP PROCEDURE IF EXISTS ${table}_lease_take//
@@ -121,47 +129,86 @@ DROP PROCEDURE IF EXISTS ${table}_lock_in//
 DROP PROCEDURE IF EXISTS ${table}_try_share//
 DROP PROCEDURE IF EXISTS ${table}_check//
 
--- ${table}_fence_cache: fences for grants that write no row (the session strategies, and
--- readers beside live readers) without a durable commit each. Such a draw was a grant's
--- only write, and its commit waited for the redo log flush (0.45 of a 0.6 ms advisory
--- acquire and release). A draw reserves a block of 100 by raising ${table}_fence in a
--- committed transaction of its own and keeps the rest here, in server memory (no redo log);
--- later draws take the next value under the table's lock. The cache is used only while it
--- covers the counter (reserved_to >= value): a lease grant bumps the counter, and the next
--- draw then reserves above it, so fences grow per table across every strategy. A restart
--- empties it and the next draw reserves above the counter, so no value is handed out twice
--- (gaps are fine: fences need only grow). Where MEMORY tables cannot be made or written
--- (InnoDB Cluster lists MEMORY in disabled_storage_engines; Group Replication rejects writes
--- to non-InnoDB tables) the table is not created, the draws' handlers swallow the errors,
--- and every draw bumps the counter by one, committed. Hence a procedure: so that a server
--- refusing the CREATE does not fail the migration.
-CREATE PROCEDURE ${table}_fence_cache_create()
+-- ${table}_fence_seq on MariaDB; on MySQL 8, ${table}_fence_cache: fences for grants that
+-- write no row (the session strategies, and readers beside live readers) without a durable
+-- commit each. Such a draw was a grant's only write, and its commit waited for the redo log
+-- flush (0.45 of a 0.6 ms advisory acquire and release). A draw reserves a block of 100 by
+-- raising ${table}_fence in a committed transaction of its own and keeps the rest here, in
+-- server memory (no redo log); later draws take the next value under the table's lock. The
+-- cache is used only while it covers the counter (reserved_to >= value): a lease grant bumps
+-- the counter, and the next draw then reserves above it, so fences grow per table across
+-- every strategy. A restart empties it and the next draw reserves above the counter, so no
+-- value is handed out twice. Where MEMORY tables cannot be made or written (InnoDB Cluster
+-- lists MEMORY in disabled_storage_engines; Group Replication rejects writes to non-InnoDB
+-- tables) the table is not created, the draws' handlers swallow the errors, and every draw
+-- bumps the counter by one, committed. Hence a procedure: so that a server refusing the
+-- CREATE does not fail the migration; and the SEQUENCE is prepared text, which MySQL 8
+-- could not parse.
+CREATE PROCEDURE ${table}_fence_source_create()
 BEGIN
-    DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END;
-    CREATE TABLE ${table}_fence_cache (
-        id          TINYINT NOT NULL PRIMARY KEY,
-        given       BIGINT  NOT NULL,  -- the last value handed out from the block
-        reserved_to BIGINT  NOT NULL   -- the block's last value: the counter when it was reserved
-    ) ENGINE=MEMORY;
+    IF VERSION() LIKE '%MariaDB%' THEN
+        SET @dblock_ddl = 'CREATE SEQUENCE ${table}_fence_seq CACHE 1000';
+        PREPARE dblock_ddl FROM @dblock_ddl;
+        EXECUTE dblock_ddl;
+        DEALLOCATE PREPARE dblock_ddl;
+    ELSE
+        BEGIN
+            DECLARE CONTINUE HANDLER FOR SQLEXCEPTION BEGIN END;
+            CREATE TABLE ${table}_fence_cache (
+                id          TINYINT NOT NULL PRIMARY KEY,
+                given       BIGINT  NOT NULL,  -- the last value handed out from the block
+                reserved_to BIGINT  NOT NULL   -- the block's last value: the counter when it was reserved
+            ) ENGINE=MEMORY;
+        END;
+    END IF;
 END//
-CALL ${table}_fence_cache_create()//
-DROP PROCEDURE ${table}_fence_cache_create//
+CALL ${table}_fence_source_create()//
+DROP PROCEDURE ${table}_fence_source_create//
 
--- ${table}_fence_draw(won) -> the next fence from the cache (see above), or 0 when won is
--- not 1: it follows GET_LOCK in the advisory strategy's text, so that the lock and its fence
--- are one round trip. Called by the session strategies (for-update, advisory) once they hold
--- the name, and after lock_in, outside a transaction only (the reservation's START
--- TRANSACTION would commit the caller's). Two draws reserving at once install their blocks
--- in counter order only; the one not installed still answers its block's first value,
--- above everything handed out before its draw began.
+-- ${table}_fence_next(): the next fence into LAST_INSERT_ID(), for a grant that holds the
+-- name's row (on MySQL 8 inside its transaction: the counter's row lock, held to the commit,
+-- orders the draws as the grants).
+CREATE PROCEDURE ${table}_fence_next()
+    MODIFIES SQL DATA SQL SECURITY INVOKER
+BEGIN
+    IF VERSION() LIKE '%MariaDB%' THEN
+        DO LAST_INSERT_ID(NEXTVAL(${table}_fence_seq));
+    ELSE
+        UPDATE ${table}_fence SET value = LAST_INSERT_ID(value + 1) WHERE id = 1;
+    END IF;
+END//
+
+-- ${table}_fence_draw(won) -> the next fence (on MySQL 8 from the cache, see above), or 0
+-- when won is not 1: it follows GET_LOCK in the advisory strategy's text, so that the lock
+-- and its fence are one round trip. Called by the session strategies (for-update, advisory)
+-- once they hold the name, and on MySQL 8 after lock_in, outside a transaction only (the
+-- reservation's START TRANSACTION would commit the caller's). Two draws reserving at once
+-- install their blocks in counter order only; the one not installed still answers its
+-- block's first value, above everything handed out before its draw began.
 CREATE PROCEDURE ${table}_fence_draw(IN p_won INT)
     MODIFIES SQL DATA SQL SECURITY INVOKER
 BEGIN
     DECLARE broken INT DEFAULT 0;  -- the cache cannot be used here
     DECLARE hit INT DEFAULT 0;
     DECLARE block_end BIGINT;
+    DECLARE drawn BIGINT;
     IF p_won IS NULL OR p_won <> 1 THEN
         SELECT 0;
+    ELSEIF VERSION() LIKE '%MariaDB%' THEN
+        -- A block's reservation is a write of the sequence's row that InnoDB makes durable
+        -- only with the next commit's log flush (a crash test saw a session lock's fence
+        -- handed out again after the restart). A lease's draw is flushed with its grant's
+        -- commit; this one commits nothing, so the first draws of a block, which find the
+        -- counter below them, commit the block's end there, and that commit flushes the log
+        -- past the reservation. So on MariaDB the counter says how far fences are durable.
+        SET drawn = NEXTVAL(${table}_fence_seq);
+        IF drawn > (SELECT value FROM ${table}_fence WHERE id = 1) THEN
+            START TRANSACTION;
+            UPDATE ${table}_fence SET value = GREATEST(value, (SELECT next_not_cached_value - 1 FROM ${table}_fence_seq))
+            WHERE id = 1;
+            COMMIT;
+        END IF;
+        SELECT drawn;
     ELSE
         BEGIN
             DECLARE CONTINUE HANDLER FOR SQLEXCEPTION SET broken = 1;
@@ -203,8 +250,11 @@ END//
 -- Answers (fence, ttl_ms) when granted; (0, holder's ms left, holder) when busy (a writer
 -- busy behind readers learns so and marks the name); (0, 0, '') when a ticket is ahead;
 -- no row when a rival's new row is not committed yet (busy too).
--- Fences follow grant order: the counter's row lock, held to the commit, orders draws as
--- the grants. A fair asker finding the row free and unmarked draws the fence first and
+-- Fences follow grant order. On MariaDB the UPDATE that takes the row draws from the
+-- sequence once the row is locked (NEXTVAL in its SET, evaluated for the row it changes), so
+-- a grant is one statement and waits for no other name's commit. On MySQL 8 the counter's
+-- row lock, held to the commit, orders draws as the grants: a fair asker finding the row
+-- free and unmarked draws the fence first and
 -- writes it in the UPDATE that grants (one statement fewer, about 40 us of a cycle); a
 -- rival taking the row in between leaves that fence unused and the answer busy. Every
 -- other grant takes the row first, with fence -1 (no fence is negative), then draws: unfair
@@ -225,20 +275,12 @@ BEGIN
     DECLARE won BIGINT DEFAULT 0;
     DECLARE CONTINUE HANDLER FOR 1062 SET won = 0;  -- the rival's row: busy
     START TRANSACTION;
-    UPDATE ${table}_fence SET value = LAST_INSERT_ID(value + 1) WHERE id = 1 AND p_ticket <> 0 AND EXISTS (
-        SELECT 1 FROM ${table} AS t WHERE t.name = p_name AND ${until:t} <= now_ms AND t.waited_until <= now_ms);
-    IF ROW_COUNT() > 0 THEN
-        UPDATE ${table} AS t SET owner = p_owner, fence = LAST_INSERT_ID(), holds = 1, acquired_at = now_ms,
-            valid_until = now_ms + p_ttl, version = t.version + 1, client = ''
-        WHERE t.name = p_name AND ${until:t} <= now_ms AND t.waited_until <= now_ms;
-        SET won = ROW_COUNT();
-    END IF;
-    IF won = 0 THEN
-        UPDATE ${table} AS t SET owner = p_owner, fence = -1, holds = 1, acquired_at = now_ms,
-            valid_until = now_ms + p_ttl, version = t.version + 1, client = ''
-        WHERE t.name = p_name AND ((${until:t} <= now_ms AND (p_ticket = 0 OR (t.waited_until > now_ms AND NOT EXISTS (
+    IF VERSION() LIKE '%MariaDB%' THEN
+        UPDATE ${table} AS t SET owner = p_owner, fence = LAST_INSERT_ID(NEXTVAL(${table}_fence_seq)), holds = 1,
+            acquired_at = now_ms, valid_until = now_ms + p_ttl, version = t.version + 1, client = ''
+        WHERE t.name = p_name AND ((${until:t} <= now_ms AND (p_ticket = 0 OR t.waited_until <= now_ms OR NOT EXISTS (
                 SELECT 1 FROM ${table}_queue AS q WHERE q.name = p_name AND q.ticket < p_ticket
-                AND q.owner <> p_owner AND q.valid_until > now_ms))))
+                AND q.owner <> p_owner AND q.valid_until > now_ms)))
             OR (t.owner = p_owner AND t.holds > 0 AND ${until:t} > now_ms));
         SET won = ROW_COUNT();
         IF won = 0 THEN
@@ -246,10 +288,37 @@ BEGIN
             SELECT p_name, p_owner, -1, 1, now_ms, now_ms + p_ttl, 1 FROM DUAL
             WHERE NOT EXISTS (SELECT 1 FROM ${table} WHERE name = p_name);
             SET won = ROW_COUNT();
+            IF won > 0 THEN
+                UPDATE ${table} SET fence = LAST_INSERT_ID(NEXTVAL(${table}_fence_seq)) WHERE name = p_name;
+            END IF;
         END IF;
-        IF won > 0 THEN
-            UPDATE ${table}_fence SET value = LAST_INSERT_ID(value + 1) WHERE id = 1;
-            UPDATE ${table} SET fence = LAST_INSERT_ID() WHERE name = p_name;
+    ELSE  -- MySQL 8: the counter
+        UPDATE ${table}_fence SET value = LAST_INSERT_ID(value + 1) WHERE id = 1 AND p_ticket <> 0 AND EXISTS (
+            SELECT 1 FROM ${table} AS t WHERE t.name = p_name AND ${until:t} <= now_ms AND t.waited_until <= now_ms);
+        IF ROW_COUNT() > 0 THEN
+            UPDATE ${table} AS t SET owner = p_owner, fence = LAST_INSERT_ID(), holds = 1, acquired_at = now_ms,
+                valid_until = now_ms + p_ttl, version = t.version + 1, client = ''
+            WHERE t.name = p_name AND ${until:t} <= now_ms AND t.waited_until <= now_ms;
+            SET won = ROW_COUNT();
+        END IF;
+        IF won = 0 THEN
+            UPDATE ${table} AS t SET owner = p_owner, fence = -1, holds = 1, acquired_at = now_ms,
+                valid_until = now_ms + p_ttl, version = t.version + 1, client = ''
+            WHERE t.name = p_name AND ((${until:t} <= now_ms AND (p_ticket = 0 OR (t.waited_until > now_ms AND NOT EXISTS (
+                    SELECT 1 FROM ${table}_queue AS q WHERE q.name = p_name AND q.ticket < p_ticket
+                    AND q.owner <> p_owner AND q.valid_until > now_ms))))
+                OR (t.owner = p_owner AND t.holds > 0 AND ${until:t} > now_ms));
+            SET won = ROW_COUNT();
+            IF won = 0 THEN
+                INSERT INTO ${table} (name, owner, fence, holds, acquired_at, valid_until, version)
+                SELECT p_name, p_owner, -1, 1, now_ms, now_ms + p_ttl, 1 FROM DUAL
+                WHERE NOT EXISTS (SELECT 1 FROM ${table} WHERE name = p_name);
+                SET won = ROW_COUNT();
+            END IF;
+            IF won > 0 THEN
+                UPDATE ${table}_fence SET value = LAST_INSERT_ID(value + 1) WHERE id = 1;
+                UPDATE ${table} SET fence = LAST_INSERT_ID() WHERE name = p_name;
+            END IF;
         END IF;
     END IF;
     IF won > 0 THEN
@@ -275,26 +344,36 @@ BEGIN
     DECLARE now_ms BIGINT DEFAULT TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000;
     DECLARE won BIGINT DEFAULT 0;
     START TRANSACTION;
-    UPDATE ${table}_fence SET value = LAST_INSERT_ID(value + 1) WHERE id = 1 AND p_ticket <> 0 AND EXISTS (
-        SELECT 1 FROM ${table} AS t WHERE t.name = p_name AND t.version = p_version AND ${until:t} <= now_ms
-        AND t.waited_until <= now_ms);
-    IF ROW_COUNT() > 0 THEN
-        UPDATE ${table} AS t SET owner = p_owner, fence = LAST_INSERT_ID(), holds = 1, acquired_at = now_ms,
-            valid_until = now_ms + p_ttl, version = t.version + 1, client = ''
-        WHERE t.name = p_name AND t.version = p_version AND ${until:t} <= now_ms AND t.waited_until <= now_ms;
-        SET won = ROW_COUNT();
-    END IF;
-    IF won = 0 THEN
-        UPDATE ${table} AS t SET owner = p_owner, fence = -1, holds = 1, acquired_at = now_ms,
-            valid_until = now_ms + p_ttl, version = t.version + 1, client = ''
+    IF VERSION() LIKE '%MariaDB%' THEN
+        UPDATE ${table} AS t SET owner = p_owner, fence = LAST_INSERT_ID(NEXTVAL(${table}_fence_seq)), holds = 1,
+            acquired_at = now_ms, valid_until = now_ms + p_ttl, version = t.version + 1, client = ''
         WHERE t.name = p_name AND t.version = p_version AND ${until:t} <= now_ms
-            AND (p_ticket = 0 OR (t.waited_until > now_ms AND NOT EXISTS (
+            AND (p_ticket = 0 OR t.waited_until <= now_ms OR NOT EXISTS (
                 SELECT 1 FROM ${table}_queue AS q WHERE q.name = p_name AND q.ticket < p_ticket
-                AND q.owner <> p_owner AND q.valid_until > now_ms)));
+                AND q.owner <> p_owner AND q.valid_until > now_ms));
         SET won = ROW_COUNT();
-        IF won > 0 THEN
-            UPDATE ${table}_fence SET value = LAST_INSERT_ID(value + 1) WHERE id = 1;
-            UPDATE ${table} SET fence = LAST_INSERT_ID() WHERE name = p_name;
+    ELSE  -- MySQL 8: the counter
+        UPDATE ${table}_fence SET value = LAST_INSERT_ID(value + 1) WHERE id = 1 AND p_ticket <> 0 AND EXISTS (
+            SELECT 1 FROM ${table} AS t WHERE t.name = p_name AND t.version = p_version AND ${until:t} <= now_ms
+            AND t.waited_until <= now_ms);
+        IF ROW_COUNT() > 0 THEN
+            UPDATE ${table} AS t SET owner = p_owner, fence = LAST_INSERT_ID(), holds = 1, acquired_at = now_ms,
+                valid_until = now_ms + p_ttl, version = t.version + 1, client = ''
+            WHERE t.name = p_name AND t.version = p_version AND ${until:t} <= now_ms AND t.waited_until <= now_ms;
+            SET won = ROW_COUNT();
+        END IF;
+        IF won = 0 THEN
+            UPDATE ${table} AS t SET owner = p_owner, fence = -1, holds = 1, acquired_at = now_ms,
+                valid_until = now_ms + p_ttl, version = t.version + 1, client = ''
+            WHERE t.name = p_name AND t.version = p_version AND ${until:t} <= now_ms
+                AND (p_ticket = 0 OR (t.waited_until > now_ms AND NOT EXISTS (
+                    SELECT 1 FROM ${table}_queue AS q WHERE q.name = p_name AND q.ticket < p_ticket
+                    AND q.owner <> p_owner AND q.valid_until > now_ms)));
+            SET won = ROW_COUNT();
+            IF won > 0 THEN
+                UPDATE ${table}_fence SET value = LAST_INSERT_ID(value + 1) WHERE id = 1;
+                UPDATE ${table} SET fence = LAST_INSERT_ID() WHERE name = p_name;
+            END IF;
         END IF;
     END IF;
     IF won > 0 THEN
@@ -349,7 +428,7 @@ BEGIN
         COMMIT;
         SELECT 0 FROM DUAL WHERE FALSE;
     ELSEIF handed > 0 THEN
-        UPDATE ${table}_fence SET value = LAST_INSERT_ID(value + 1) WHERE id = 1;
+        CALL ${table}_fence_next();
         UPDATE ${table} SET owner = next_owner, fence = LAST_INSERT_ID(), holds = 1, acquired_at = now_ms,
             valid_until = now_ms + next_lease, version = version + 1, handed_to = next_ticket, client = ''
         WHERE name = p_name;
@@ -477,11 +556,12 @@ END//
 -- Every grant, renewal and release of a name locks the name's row first, so they happen one
 -- at a time, and under READ COMMITTED each later read sees all of them; but a reader that
 -- finds the row owned by ':readers' and lasting past its own lease takes it shared (LOCK IN
--- SHARE MODE), draws its fence from ${table}_fence_cache (no lock on the counter row, which
--- every lease grant holds to its commit) and inserts its holder: readers' grants commit
--- side by side instead of one flush each. A reader that finds the cache empty reserves the
--- next block (as ${table}_fence_draw) and tries once more. Anything else (a new run, a lease
--- past the row's end, a semaphore, a server without MEMORY tables) locks the row
+-- SHARE MODE), draws its fence from the sequence (MySQL 8: from ${table}_fence_cache, no lock
+-- on the counter row, which every lease grant holds to its commit) and inserts its holder:
+-- readers' grants commit side by side instead of one flush each. On MySQL 8 a reader that
+-- finds the cache empty reserves the next block (as ${table}_fence_draw) and tries once more.
+-- Anything else (a new run, a lease past the row's end, a semaphore, a MySQL 8 server without
+-- MEMORY tables) locks the row
 -- exclusively; a reader that extends the row adds a slack (ttl/2, at most 1 s) so that the
 -- next readers find it long enough.
 CREATE PROCEDURE ${table}_acquire_shared(IN p_name VARBINARY(255), IN p_owner VARBINARY(512), IN p_mode CHAR(1),
@@ -517,14 +597,17 @@ acquire: BEGIN
                 COMMIT;
                 LEAVE beside;
             END IF;
-            BEGIN
-                DECLARE CONTINUE HANDLER FOR SQLEXCEPTION SET broken = 1;
-                UPDATE ${table}_fence_cache SET given = LAST_INSERT_ID(given + 1)
-                WHERE id = 1 AND given < reserved_to AND reserved_to >= (SELECT value FROM ${table}_fence WHERE id = 1);
-                SET hit = ROW_COUNT();
-            END;
+            IF VERSION() LIKE '%MariaDB%' THEN
+                SET hit = 1, granted = NEXTVAL(${table}_fence_seq);
+            ELSE
+                BEGIN
+                    DECLARE CONTINUE HANDLER FOR SQLEXCEPTION SET broken = 1;
+                    UPDATE ${table}_fence_cache SET given = LAST_INSERT_ID(given + 1)
+                    WHERE id = 1 AND given < reserved_to AND reserved_to >= (SELECT value FROM ${table}_fence WHERE id = 1);
+                    SET hit = ROW_COUNT(), granted = LAST_INSERT_ID();
+                END;
+            END IF;
             IF broken = 0 AND hit = 1 THEN
-                SET granted = LAST_INSERT_ID();
                 INSERT INTO ${table}_holders (name, owner, mode, permits, fence, holds, acquired_at, valid_until)
                 VALUES (p_name, p_owner, 's', 1, granted, 1, now_ms, now_ms + p_ttl) ON DUPLICATE KEY UPDATE
                     mode = 's', permits = 1, fence = granted, holds = 1, acquired_at = now_ms, valid_until = now_ms + p_ttl;
@@ -575,7 +658,7 @@ acquire: BEGIN
         SELECT 0, soonest - now_ms;
         LEAVE acquire;
     END IF;
-    UPDATE ${table}_fence SET value = LAST_INSERT_ID(value + 1) WHERE id = 1;
+    CALL ${table}_fence_next();
     SET granted = LAST_INSERT_ID();
     INSERT INTO ${table}_holders (name, owner, mode, permits, fence, holds, acquired_at, valid_until)
     VALUES (p_name, p_owner, p_mode, p_permits, granted, 1, now_ms, now_ms + p_ttl) ON DUPLICATE KEY UPDATE
@@ -657,12 +740,14 @@ END//
 -- ${table}_lock_in(name, key, wait_ms): the lock `name` for the rest of the calling
 -- transaction (LockTable::lock_in, dblock/mysql.hpp). It holds the name's row FOR UPDATE, as
 -- the for-update strategy and a lease's takeover need it, so the commit, the rollback or the
--- connection's end frees it. Answers one row: 1 when locked, 0 when another transaction or a
--- session lock kept the row past wait_ms (or an advisory lock holds the name: p_key is the
--- advisory strategy's key), -ms when a lease holds it for ms more.
--- The fence is not drawn here: raising ${table}_fence in the caller's transaction would keep
--- the counter row locked until that transaction ends, and every grant on the table would
--- wait for it. The client draws it on a connection of its own with ${table}_fence_draw.
+-- connection's end frees it. Answers one row (answer, fence): (1, fence) when locked, 0 when
+-- another transaction or a session lock kept the row past wait_ms (or an advisory lock holds
+-- the name: p_key is the advisory strategy's key), -ms when a lease holds it for ms more.
+-- On MariaDB the fence is drawn here, from the sequence, once the row is locked: a draw
+-- holds nothing until the caller's commit. On MySQL 8 it is not (fence 0): raising
+-- ${table}_fence in the caller's transaction would keep the counter row locked until that
+-- transaction ends, and every grant on the table would wait for it; the client draws it on
+-- a connection of its own with ${table}_fence_draw.
 -- InnoDB keeps a row lock until the transaction ends, even when the row did not match: a
 -- busy answer must leave nothing locked, or a lease holder's renewals would wait behind the
 -- caller's transaction. So a lease is looked for first with a plain read, which locks
@@ -687,12 +772,12 @@ body: BEGIN
             'dblock: lock_in needs innodb_rollback_on_timeout = OFF (a busy try would roll back the whole transaction)';
     END IF;
     IF IS_USED_LOCK(CONCAT('dblock:', LPAD(HEX(p_key), 16, '0'))) IS NOT NULL THEN
-        SELECT 0;
+        SELECT 0, 0;
         LEAVE body;
     END IF;
     SELECT ${until:t} - now_ms INTO left_ms FROM ${table} AS t WHERE t.name = p_name;
     IF left_ms > 0 THEN
-        SELECT -left_ms;
+        SELECT -left_ms, 0;
         LEAVE body;
     END IF;
     BEGIN
@@ -717,12 +802,14 @@ body: BEGIN
         SET SESSION innodb_lock_wait_timeout = saved_wait;
     END;
     IF busy = 1 THEN
-        SELECT 0;
+        SELECT 0, 0;
     ELSEIF left_ms > 0 THEN
         SIGNAL SQLSTATE 'DL003' SET MESSAGE_TEXT =
             'dblock: the lock was leased after this transaction took its snapshot, and its row lock cannot be given back: roll back and try again';
+    ELSEIF VERSION() LIKE '%MariaDB%' THEN
+        SELECT 1, NEXTVAL(${table}_fence_seq);
     ELSE
-        SELECT 1;
+        SELECT 1, 0;
     END IF;
 END//
 

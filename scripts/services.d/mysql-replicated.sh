@@ -7,9 +7,10 @@
 # everything it received (replication reset, read_only off), and the killed node restarted as
 # its replica (--init-rpl-role=SLAVE: it first drops what its replica never acknowledged).
 # Commits wait while no replica acknowledges (rpl_semi_sync_master_timeout 10 min), as on
-# postgresql-replicated. Replicas skip dblock's MEMORY fence caches (<table>_fence_cache): a restart empties a
-# MEMORY table, and the next replicated row change of it then stops replication (error 1032);
-# a promoted replica's empty cache refills from the replicated counter.
+# postgresql-replicated. Replicas skip dblock's MEMORY fence caches (<table>_fence_cache), as
+# docs/backends/mysql.md asks of MySQL 8 servers (MariaDB's fences come from a sequence, and
+# no cache is made there): a restart empties a MEMORY table, and the next replicated row change
+# of it then stops replication (error 1032).
 # env: DBLOCK_TEST_MYSQL_REPLICATED_URL, and DBLOCK_TEST_MYSQL_REPLICATED_FAILOVER, the `crash`
 # command. Uses mysql.sh's my_server, my_admin, my_setup_sql and my_launched_alive.
 

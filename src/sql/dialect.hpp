@@ -253,9 +253,10 @@ struct Dialect {
   // not even release; nor where its snapshot would not see the lease go (MySQL's default
   // REPEATABLE READ). A lease in the way is then answered busy at once.
   bool in_transaction_waits_for_leases = true;
-  // Whether lock_in only locks (answering 1) and the fence is drawn with fence_next on a
-  // connection of a Client's (MySQL: the counter cannot be raised inside the caller's
-  // transaction without every grant on the table waiting for it).
+  // Whether lock_in may answer a lock without its fence (1, and a second column 0) for the
+  // fence to be drawn with fence_next on a connection of a Client's (MySQL 8: the counter
+  // cannot be raised inside the caller's transaction without every grant on the table
+  // waiting for it; MariaDB answers the fence from its sequence in that second column).
   bool in_transaction_fence_apart = false;
   // Whether the lease releases answer, in their first column, the owner whose ticket is next
   // (NULL when none), for a notifier that wakes that owner alone (SQLite's wake files;

@@ -44,6 +44,8 @@ std::optional<std::uint64_t> InTransaction::lock(Connection& tx, const std::stri
       answer = h.rows.empty() ? -1 : -std::max<std::int64_t>(1, as_int(h.rows[0].at(1)));
     }
     if (answer > 0 && d_.in_transaction_fence_apart) {
+      if (auto drawn = r.rows[0].size() > 1 ? as_int(r.rows[0][1]) : 0; drawn > 0)
+        return static_cast<std::uint64_t>(drawn);  // drawn in the transaction (MariaDB's sequence)
       // Drawn once the row is locked, then shown to belong to a lock still held: were the
       // caller's connection killed between the two, a successor could lock and draw first.
       auto fence = draw_();

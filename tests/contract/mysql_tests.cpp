@@ -284,48 +284,47 @@ TEST_CASE("mysql: drop_schema removes every object the migrations made", "[mysql
 }
 
 namespace {
+// Above every fence drawn so far: MariaDB's sequence row, written (and acknowledged by a
+// semi-synchronous replica) before the first value of a reserved block is handed out, and
+// where a restart starts drawing again.
+std::int64_t fence_bound(dblock::detail::sqldb::Connection& raw, const std::string& table) {
+  return dblock::detail::sqldb::as_int(
+      raw.run("SELECT next_not_cached_value FROM " + table + "_fence_seq").rows.at(0).at(0));
+}
 std::int64_t fence_counter(dblock::detail::sqldb::Connection& raw, const std::string& table) {
   return dblock::detail::sqldb::as_int(raw.run("SELECT value FROM " + table + "_fence WHERE id = 1").rows.at(0).at(0));
 }
 }  // namespace
 
-// Session locks draw fences from blocks of the counter reserved ahead (<table>_fence_cache): one durable
-// write per 100 grants instead of one per grant. A lease grant bumps the counter itself,
-// and the next session draw must then come from above it: fences grow per table, across
-// strategies, so moving a name from one strategy to another never goes back.
-TEST_CASE("mysql: session fences come from reserved blocks and stay above every lease fence", "[mysql]") {
+// On MariaDB every strategy draws from the table's SEQUENCE, once it holds the name: fences
+// grow per table, across strategies, so moving a name from one strategy to another never
+// goes back, and none is ahead of the sequence's stored row. A session lock's fence (drawn
+// outside any transaction) is handed out only once the counter says its block is durable.
+TEST_CASE("mysql: every strategy draws its fence from the sequence, growing across strategies", "[mysql]") {
   dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
   auto raw = dblock::test::server_connection(table.url());
   auto c = table.ns().open();
-  auto options = [](dblock::Strategy s) {
-    dblock::LockOptions o;
-    o.strategy = s;
-    return o;
-  };
   std::uint64_t last = 0;
-  auto grant = [&](dblock::Strategy s) {
-    auto held = c->lock("job", options(s)).try_acquire();
+  for (int i = 0; i < 24; ++i) {
+    const auto strategy = c->strategies().at(static_cast<std::size_t>(i) % c->strategies().size());
+    INFO(dblock::to_string(strategy));
+    dblock::LockOptions o;
+    o.strategy = strategy;
+    auto held = c->lock("job", o).try_acquire();
     REQUIRE(held);
     CHECK(held->fence() > last);
-    CHECK(static_cast<std::int64_t>(held->fence()) <= fence_counter(*raw, table.name()));  // never ahead of the truth
+    CHECK(static_cast<std::int64_t>(held->fence()) < fence_bound(*raw, table.name()));
+    if (strategy == dblock::Strategy::advisory || strategy == dblock::Strategy::for_update)
+      CHECK(static_cast<std::int64_t>(held->fence()) <= fence_counter(*raw, table.name()));
     last = held->fence();
     held->release();
-  };
-  grant(dblock::Strategy::advisory);
-  const auto reserved = fence_counter(*raw, table.name());
-  for (int i = 0; i < 20; ++i) grant(i % 2 ? dblock::Strategy::advisory : dblock::Strategy::for_update);
-  CHECK(fence_counter(*raw, table.name()) == reserved);  // all 21 came from the first block
-  for (auto lease : {dblock::Strategy::insert, dblock::Strategy::optimistic}) {
-    grant(lease);  // the counter + 1: the block no longer covers it
-    grant(dblock::Strategy::advisory);
-    grant(dblock::Strategy::for_update);
   }
 }
 
 // What lets a name's readers commit side by side (ARCHITECTURE, "Lock shapes"): a reader
 // beside live readers locks the name's row shared, writes nothing of it, and draws its fence
-// from the cache, never ahead of the counter and above every grant before it.
-TEST_CASE("mysql: a reader beside live readers takes the name's row shared and its fence from the cache",
+// from the sequence, above every grant before it.
+TEST_CASE("mysql: a reader beside live readers takes the name's row shared and its fence from the sequence",
           "[mysql][shapes]") {
   dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
   auto raw = dblock::test::server_connection(table.url());
@@ -347,11 +346,10 @@ TEST_CASE("mysql: a reader beside live readers takes the name's row shared and i
                                                  b->lock("doc", o));
   CHECK(row() == before);  // neither owner nor version moved
   CHECK(second.fence() > first.fence());
-  CHECK(static_cast<std::int64_t>(second.fence()) <= fence_counter(*raw, table.name()));
+  CHECK(static_cast<std::int64_t>(second.fence()) < fence_bound(*raw, table.name()));
   first.release();
   second.release();
-  // A writer after them draws above both; readers after the writer draw above it (the
-  // writer's bump left the cache's block behind: a new one is reserved above it).
+  // A writer after them draws above both; readers after the writer draw above it.
   auto writer = a->lock("doc", o).try_acquire(5s);
   REQUIRE(writer);
   CHECK(writer->fence() > second.fence());
@@ -360,58 +358,6 @@ TEST_CASE("mysql: a reader beside live readers takes the name's row shared and i
   auto fourth = b->lock("doc", o).acquire_shared();
   CHECK(third.fence() > writer->fence());
   CHECK(fourth.fence() > third.fence());
-  CHECK(static_cast<std::int64_t>(fourth.fence()) <= fence_counter(*raw, table.name()));
-  // Without the cache (a server refusing MEMORY tables) readers lock the row exclusively.
-  raw->run("DROP TABLE " + table.name() + "_fence_cache");
-  auto fifth = a->lock("doc2", o).acquire_shared();
-  auto sixth = b->lock("doc2", o).acquire_shared();
-  CHECK(sixth.fence() > fifth.fence());
-  CHECK(static_cast<std::int64_t>(sixth.fence()) == fence_counter(*raw, table.name()));
-}
-
-// Where the MEMORY table cannot be written (MySQL Group Replication refuses non-InnoDB
-// writes; here it is simply gone), every draw bumps the counter in a committed transaction
-// of its own: slower, still correct.
-TEST_CASE("mysql: without a usable fence cache, session fences still grow one by one", "[mysql]") {
-  dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
-  auto raw = dblock::test::server_connection(table.url());
-  raw->run("DROP TABLE " + table.name() + "_fence_cache");
-  auto c = table.ns().open();
-  std::uint64_t last = 0;
-  for (int i = 0; i < 6; ++i) {
-    dblock::LockOptions o;
-    o.strategy = i % 2 ? dblock::Strategy::advisory : dblock::Strategy::for_update;
-    auto held = c->lock("job", o).try_acquire();
-    REQUIRE(held);
-    CHECK(held->fence() > last);
-    CHECK(static_cast<std::int64_t>(held->fence()) == fence_counter(*raw, table.name()));
-    last = held->fence();
-  }
-}
-
-// A server that refuses MEMORY tables (InnoDB Cluster's disabled_storage_engines) must
-// still migrate: V1 creates the cache table through a handler. Here the name is taken by a
-// view, so the CREATE fails and the draws cannot write it either.
-TEST_CASE("mysql: where the fence cache cannot be created, V1 still applies", "[mysql]") {
-  auto url = dblock::test::server_url("DBLOCK_TEST_MYSQL_URL");
-  dblock::ClientOptions o;
-  o.table = "dblock_nocache_" + std::to_string(std::random_device{}());
-  auto raw = dblock::test::server_connection(url);
-  raw->run("CREATE VIEW " + o.table + "_fence_cache AS SELECT 1 AS id, 0 AS given, 0 AS reserved_to");
-  auto c = dblock::Client::open(url, o);
-  CHECK(c->migrate().size() == static_cast<std::size_t>(mysql_migrations()));  // all of them
-  std::uint64_t last = 0;
-  for (int i = 0; i < 3; ++i) {
-    dblock::LockOptions lo;
-    lo.strategy = dblock::Strategy::advisory;
-    auto held = c->lock("job", lo).try_acquire();
-    REQUIRE(held);
-    CHECK(held->fence() == last + 1);  // one by one from the counter
-    last = held->fence();
-  }
-  raw->run("DROP VIEW " + o.table + "_fence_cache");
-  const auto& d = dblock::detail::sqldb::mysql_dialect();
-  raw->run_script(dblock::detail::sqldb::render(d[Statement::drop_schema], dblock::detail::parse_table_name(o.table), d.now_ms));
 }
 
 TEST_CASE("mysql: a missing database is a schema error, a wrong password never shows", "[mysql]") {

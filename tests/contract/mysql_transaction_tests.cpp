@@ -68,6 +68,17 @@ TEST_CASE("mysql: lock_in holds until commit or rollback, and keeps out every st
   CHECK(locks.try_lock_in(*b, "another"));
   CHECK(query_int(*b, "SELECT 1") == 1);  // busy attempts left it usable
   b->rollback();
+  // Its fence, drawn in a's open transaction (MariaDB's sequence), holds nothing of the
+  // table's: every strategy grants another name at once, above it.
+  for (auto s : c->strategies()) {
+    INFO(dblock::to_string(s));
+    auto t0 = Clock::now();
+    auto other = c->lock("other", with(s)).try_acquire();
+    REQUIRE(other);
+    CHECK(other->fence() > first);
+    CHECK(Clock::now() - t0 < 1s);
+    other->release();
+  }
   // A lease acquire waits for the row like for another grant, up to its own wait (a try: a
   // second, InnoDB's least), and is then busy.
   for (auto s : c->strategies()) {

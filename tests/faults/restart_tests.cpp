@@ -283,10 +283,10 @@ void zookeeper_release_waits_out_a_restart() {
 // flushed only when the drawing transaction commits: the sequence is first brought to its
 // last pre-logged value, so that the grant's own draw is the one that writes the record. A
 // draw inside a transaction that stays open (for-update's held lock) was lost with the crash
-// and the same fence was granted again (issue 3 note). MySQL's session locks draw from a
-// block reserved ahead in a MEMORY table, which the crash empties: for-update's grant,
-// after the lease strategies moved the counter, reserves a block; advisory's is taken from
-// a block reserved by a grant just before it.
+// and the same fence was granted again (issue 3 note). MariaDB's sequence hands out blocks
+// of 1000 reserved by a write of its row: the crash drops the block in use, and every draw
+// after it (advisory's is taken from a block a grant just before it reserved) comes from
+// above it.
 void fences_survive_a_crash(const ServerUnderTest& server) {
   dblock::test::ScratchTable table(server.server);
   for (auto strategy : {dblock::Strategy::insert, dblock::Strategy::optimistic, dblock::Strategy::for_update,

@@ -1,14 +1,14 @@
 // MySQL's and MariaDB's statement texts (one text for both, MySQL 8 and MariaDB 10.11: where
 // they spell a statement differently, a procedure of the migration picks the spelling).
 //
-// MySQL has no RETURNING and no sequences, so an operation that must write and report is
-// several statements in one text, sent in one round trip (see MySqlConnection), or, for the
-// operations sent most, a stored procedure (migrations/mysql/V1__create_dblock_locks.sql
-// says what each does and why). Parameters are ?1, ?2, ... spliced in as literals. Fences come from the one-row ${table}_fence
-// counter, bumped with LAST_INSERT_ID(expr), which hands the new value to this connection
-// alone. A lease grant and its fence commit together, so fences follow grant order; a
-// session lock draws its fence once it holds the lock, from blocks of that counter
-// reserved ahead (${table}_fence_cache).
+// MySQL has no RETURNING, so an operation that must write and report is several statements
+// in one text, sent in one round trip (see MySqlConnection), or, for the operations sent
+// most, a stored procedure (migrations/mysql/V1__create_dblock_locks.sql says what each does
+// and why). Parameters are ?1, ?2, ... spliced in as literals. Fences come from a SEQUENCE on
+// MariaDB (${table}_fence_seq, drawn once the name is held) and on MySQL 8, which has none,
+// from the one-row ${table}_fence counter, bumped with LAST_INSERT_ID(expr), which hands the
+// new value to this connection alone; there a session lock draws from blocks of that counter
+// reserved ahead (${table}_fence_cache). The procedures choose where they run.
 // ${now_ms} is the server's clock (UTC_TIMESTAMP: no time zone or DST in play), constant
 // within one statement.
 #include "backends/mysql/mysql_dialect.hpp"
@@ -169,11 +169,12 @@ Dialect make() {
     d[S::for_update_create] =
         "INSERT INTO ${table} (name, owner, fence, holds, acquired_at, valid_until, version) "
         "VALUES (?1, '', 0, 0, ${now_ms}, 0, 0) ON DUPLICATE KEY UPDATE name = name";
-    // The row lock is the open transaction, so its fence cannot come from the counter in
-    // that transaction (the counter row would stay locked for the whole hold): it is drawn
-    // on another connection once the row is locked. Session locks draw with
-    // ${table}_fence_draw: from a block of the counter reserved ahead, so that a grant
-    // does not wait for a redo log flush (the fence was a session lock's only write).
+    // The row lock is the open transaction, so on MySQL 8 its fence cannot come from the
+    // counter in that transaction (the counter row would stay locked for the whole hold): it
+    // is drawn on another connection once the row is locked. Session locks draw with
+    // ${table}_fence_draw: the sequence's next on MariaDB, on MySQL 8 from a block of the
+    // counter reserved ahead, so that a grant does not wait for a redo log flush (the fence
+    // was a session lock's only write).
     d[S::for_update_try] = "SELECT 1 FROM ${table} WHERE name = ?1 FOR UPDATE NOWAIT";
     d[S::for_update_wait] = "SELECT 1 FROM ${table} WHERE name = ?1 FOR UPDATE";
     // Readers: InnoDB queues a share lock behind a waiting exclusive one, so a waiting writer
@@ -183,8 +184,9 @@ Dialect make() {
     d[S::for_update_try_shared] = "CALL ${table}_try_share(?1)";
     d[S::for_update_wait_shared] = "SELECT 1 FROM ${table} WHERE name = ?1 LOCK IN SHARE MODE";
     d[S::fence_next] = "CALL ${table}_fence_draw(1)";
-    // In the caller's transaction (dblock/mysql.hpp): ${table}_lock_in locks the row, and the
-    // fence is drawn apart with fence_next, as for the for-update strategy. The check is
+    // In the caller's transaction (dblock/mysql.hpp): ${table}_lock_in locks the row and, on
+    // MariaDB, answers its fence from the sequence; on MySQL 8 the fence is drawn apart with
+    // fence_next, as for the for-update strategy. The check is
     // ${table}_check without the CALL: a share lock on the row, kept until the end.
     d.in_transaction_fence_apart = true;
     d.in_transaction_waits_for_leases = false;
@@ -252,8 +254,9 @@ Dialect make() {
     d[S::migration_unlock] = "DO RELEASE_LOCK(CONCAT('dblock:migrate:', LEFT(SHA1('${table}'), 24)))";
     d[S::drop_schema] =
         "DROP TABLE IF EXISTS ${table}, ${table}_schema_history, ${table}_fence, ${table}_fence_cache, "
-        "${table}_holders, ${table}_queue, ${table}_clients; "
-        "DROP PROCEDURE IF EXISTS ${table}_fence_draw; DROP PROCEDURE IF EXISTS ${table}_lease_grant; "
+        "${table}_fence_seq, ${table}_holders, ${table}_queue, ${table}_clients; "
+        "DROP PROCEDURE IF EXISTS ${table}_fence_next; DROP PROCEDURE IF EXISTS ${table}_fence_draw; "
+        "DROP PROCEDURE IF EXISTS ${table}_lease_grant; "
         "DROP PROCEDURE IF EXISTS ${table}_lease_take; DROP PROCEDURE IF EXISTS ${table}_lease_release; "
         "DROP PROCEDURE IF EXISTS ${table}_handed_grant; DROP PROCEDURE IF EXISTS ${table}_handed_take; "
         "DROP PROCEDURE IF EXISTS ${table}_queue_join; DROP PROCEDURE IF EXISTS ${table}_turn_wait; "
