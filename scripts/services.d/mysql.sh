@@ -216,7 +216,13 @@ stop_mysql() {
     sleep 0.1
   done
   if [ "$i" -ge 600 ]; then
-    note "$my_name: pid $pid did not shut down in 60s; killing it"
+    # Seen once in CI under load: "Shutdown complete" logged, the process still there a
+    # minute later. Its threads' states and wait channels go to the server log for the next look.
+    { echo "scripts/services: pid $pid did not exit in 60s; its threads (state wchan):"
+      for t in /proc/"$pid"/task/*; do
+        echo "  $(awk '{print $3}' "$t/stat" 2>/dev/null) $(cat "$t/wchan" 2>/dev/null) $(cat "$t/comm" 2>/dev/null)"
+      done | sort | uniq -c; } >>"$my_log" 2>/dev/null
+    note "$my_name: pid $pid did not shut down in 60s; killing it (its threads: $my_log)"
     kill -KILL "$pid" 2>/dev/null || true
     for (( i = 0; i < 100; i++ )); do
       my_alive "$pid" || break
