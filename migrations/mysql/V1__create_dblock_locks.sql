@@ -254,9 +254,9 @@ END//
 -- sequence once the row is locked (NEXTVAL in its SET, evaluated for the row it changes), so
 -- a grant is one statement and waits for no other name's commit. On MySQL 8 the counter's
 -- row lock, held to the commit, orders draws as the grants: a fair asker finding the row
--- free and unmarked draws the fence first and
--- writes it in the UPDATE that grants (one statement fewer, about 40 us of a cycle); a
--- rival taking the row in between leaves that fence unused and the answer busy. Every
+-- free and unmarked draws the fence first and writes it in the UPDATE that grants (one
+-- statement fewer, about 40 us of a cycle); a rival taking the row in between leaves that
+-- fence unused and the answer busy. Every
 -- other grant takes the row first, with fence -1 (no fence is negative), then draws: unfair
 -- askers race for a free row all at once, and drawing first would queue them all behind
 -- the winner's commit on the counter (64 racers: 52 grants/s against 351). A fair asker
@@ -273,6 +273,7 @@ CREATE PROCEDURE ${table}_lease_grant(IN p_name VARBINARY(255), IN p_owner VARBI
 BEGIN
     DECLARE now_ms BIGINT DEFAULT TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000;
     DECLARE won BIGINT DEFAULT 0;
+    DECLARE drawn INT DEFAULT 0;  -- the winning statement drew the fence itself
     DECLARE CONTINUE HANDLER FOR 1062 SET won = 0;  -- the rival's row: busy
     START TRANSACTION;
     IF VERSION() LIKE '%MariaDB%' THEN
@@ -282,16 +283,7 @@ BEGIN
                 SELECT 1 FROM ${table}_queue AS q WHERE q.name = p_name AND q.ticket < p_ticket
                 AND q.owner <> p_owner AND q.valid_until > now_ms)))
             OR (t.owner = p_owner AND t.holds > 0 AND ${until:t} > now_ms));
-        SET won = ROW_COUNT();
-        IF won = 0 THEN
-            INSERT INTO ${table} (name, owner, fence, holds, acquired_at, valid_until, version)
-            SELECT p_name, p_owner, -1, 1, now_ms, now_ms + p_ttl, 1 FROM DUAL
-            WHERE NOT EXISTS (SELECT 1 FROM ${table} WHERE name = p_name);
-            SET won = ROW_COUNT();
-            IF won > 0 THEN
-                UPDATE ${table} SET fence = LAST_INSERT_ID(NEXTVAL(${table}_fence_seq)) WHERE name = p_name;
-            END IF;
-        END IF;
+        SET won = ROW_COUNT(), drawn = won;
     ELSE  -- MySQL 8: the counter
         UPDATE ${table}_fence SET value = LAST_INSERT_ID(value + 1) WHERE id = 1 AND p_ticket <> 0 AND EXISTS (
             SELECT 1 FROM ${table} AS t WHERE t.name = p_name AND ${until:t} <= now_ms AND t.waited_until <= now_ms);
@@ -299,7 +291,7 @@ BEGIN
             UPDATE ${table} AS t SET owner = p_owner, fence = LAST_INSERT_ID(), holds = 1, acquired_at = now_ms,
                 valid_until = now_ms + p_ttl, version = t.version + 1, client = ''
             WHERE t.name = p_name AND ${until:t} <= now_ms AND t.waited_until <= now_ms;
-            SET won = ROW_COUNT();
+            SET won = ROW_COUNT(), drawn = won;
         END IF;
         IF won = 0 THEN
             UPDATE ${table} AS t SET owner = p_owner, fence = -1, holds = 1, acquired_at = now_ms,
@@ -309,17 +301,17 @@ BEGIN
                     AND q.owner <> p_owner AND q.valid_until > now_ms))))
                 OR (t.owner = p_owner AND t.holds > 0 AND ${until:t} > now_ms));
             SET won = ROW_COUNT();
-            IF won = 0 THEN
-                INSERT INTO ${table} (name, owner, fence, holds, acquired_at, valid_until, version)
-                SELECT p_name, p_owner, -1, 1, now_ms, now_ms + p_ttl, 1 FROM DUAL
-                WHERE NOT EXISTS (SELECT 1 FROM ${table} WHERE name = p_name);
-                SET won = ROW_COUNT();
-            END IF;
-            IF won > 0 THEN
-                UPDATE ${table}_fence SET value = LAST_INSERT_ID(value + 1) WHERE id = 1;
-                UPDATE ${table} SET fence = LAST_INSERT_ID() WHERE name = p_name;
-            END IF;
         END IF;
+    END IF;
+    IF won = 0 THEN
+        INSERT INTO ${table} (name, owner, fence, holds, acquired_at, valid_until, version)
+        SELECT p_name, p_owner, -1, 1, now_ms, now_ms + p_ttl, 1 FROM DUAL
+        WHERE NOT EXISTS (SELECT 1 FROM ${table} WHERE name = p_name);
+        SET won = ROW_COUNT();
+    END IF;
+    IF won > 0 AND drawn = 0 THEN  -- the row is ours (fence -1): draw now
+        CALL ${table}_fence_next();
+        UPDATE ${table} SET fence = LAST_INSERT_ID() WHERE name = p_name;
     END IF;
     IF won > 0 THEN
         IF p_ticket BETWEEN 1 AND 9223372036854775806 THEN
@@ -371,7 +363,7 @@ BEGIN
                     AND q.owner <> p_owner AND q.valid_until > now_ms)));
             SET won = ROW_COUNT();
             IF won > 0 THEN
-                UPDATE ${table}_fence SET value = LAST_INSERT_ID(value + 1) WHERE id = 1;
+                CALL ${table}_fence_next();
                 UPDATE ${table} SET fence = LAST_INSERT_ID() WHERE name = p_name;
             END IF;
         END IF;
