@@ -623,9 +623,11 @@ if [ "$BACKEND" = mysql ]; then
     S="--strategy $strategy"
     rm -f held.*
     pids=()
+    # The holders sleep far longer than the checks take: they are stopped by SIGTERM below,
+    # and under CI's load (-j4 on 2 vCPUs) the 17 runs in between took more than 30 s.
     for i in "${!held_names[@]}"; do
       "$DBLOCK" run --no-wait --name "${held_names[i]}" $S -- \
-        sh -c 'printf %s "$DBLOCK_NAME" >"held.tmp.$$"; mv "held.tmp.$$" "$0"; exec sleep 30' "held.$i" 2>"holder.$i.err" &
+        sh -c 'printf %s "$DBLOCK_NAME" >"held.tmp.$$"; mv "held.tmp.$$" "$0"; exec sleep 600' "held.$i" 2>"holder.$i.err" &
       pids[i]=$!
     done
     bad=""
