@@ -9,6 +9,10 @@
 # within PROCESSES. On MySQL, when scripts/services runs the server here, the
 # server is also stopped (SIGSTOP) for 3.5 s during the insert fleet: a stall longer than the
 # 3 s a hand-over once granted, which lost locks (a TTL is 30 s: nothing may be lost).
+# Each process is given 20 s to connect and for each statement (`--timeout`, 5 s by default):
+# the fleet connects at once, 150 handshakes on a server this suite shares with three others;
+# under that load a CI run saw PostgreSQL take over 5 s to answer 136 of them. What is tested
+# here is exclusion and connections, not how fast a loaded server accepts.
 #   fleet_test.sh DBLOCK postgresql|mysql [PROCESSES]
 # The server's test URL comes from scripts/services env (DBLOCK_TEST_PG_URL, DBLOCK_TEST_MYSQL_URL).
 set -euo pipefail
@@ -50,7 +54,7 @@ for strategy in insert advisory; do
     (
       set +e
       DBLOCK_URL=$fleet_url COUNTER=$work/counter "$dblock" run --table "$table" --strategy "$strategy" \
-        --wait 150s --name fleet -- sh -c 'n=$(cat "$COUNTER"); echo $((n + 1)) >"$COUNTER"' \
+        --timeout 20s --wait 150s --name fleet -- sh -c 'n=$(cat "$COUNTER"); echo $((n + 1)) >"$COUNTER"' \
         >"$work/$i.out" 2>&1
       echo $? >"$work/$i.rc"
     ) &
@@ -72,8 +76,10 @@ for strategy in insert advisory; do
     echo "FAIL: $peak connections at once for $processes processes: a waiting process holds more than one" >&2
     failed=1
   fi
-  if [ "$(cat "$work/counter")" -ne "$processes" ]; then
-    echo "FAIL: the counter reads $(cat "$work/counter"), not $processes: two commands ran at once" >&2
+  # Each process that ended 0 ran its command once: fewer bumps than those means two ran at once.
+  ran=$(grep -lx 0 "$work"/*.rc | wc -l)
+  if [ "$(cat "$work/counter")" -ne "$ran" ]; then
+    echo "FAIL: the counter reads $(cat "$work/counter"), not $ran (the processes that ended 0): two commands ran at once" >&2
     failed=1
   fi
 done
