@@ -359,8 +359,8 @@ $dblock$;
 -- The lease strategies' hot statements, as functions: PL/pgSQL keeps each statement's plan
 -- for the server session, where a statement sent as text is parsed and planned at every call
 -- (through a transaction pooler dblock cannot prepare by name: planning the grant took 0.4 ms
--- and more, running it 0.14 ms). pg_dialect.cpp calls them on every connection. Each is the
--- one statement it replaces, its $n the arguments and now_ms the clock at its start.
+-- and more, running it 0.14 ms). pg_dialect.cpp calls them on every connection; now_ms is
+-- the clock at the transaction's start.
 
 -- ${table}_insert_acquire(name, owner, ttl_ms, ticket, wait_ms) -> (fence, remaining, holder):
 -- the insert strategy's grant. fence > 0: granted for remaining ms; 0: busy, held by `holder`
@@ -380,8 +380,14 @@ $dblock$;
 --   attempt busy by the acquire's deadline instead of at the statement timeout.
 -- - An owner taking over its own leftover waits for the turn instead (an attempt holds it
 --   for one statement), so that it never fails because someone else just tried.
--- - A busy answer carries the holder's time left and name, from the same snapshot, so a
---   waiter's attempt is one round trip.
+-- - A busy answer carries the holder's time left and name, so a waiter's attempt is one
+--   round trip.
+-- - Small statements, each run only when the step before calls for it, rather than one
+--   statement holding every branch: the server initialises a statement's whole plan at each
+--   call, and the one-statement form (the grant, the ticket's DELETE and the busy answer as
+--   CTEs and a UNION) spent a quarter of its backend's time in ExecutorStart (perf of
+--   uncontended cycles). In a server-side loop: 83 us a grant then, 66 us now, the least
+--   correct lease's INSERT 41 us (docs/ARCHITECTURE.md, where the rest goes).
 CREATE FUNCTION ${table}_insert_acquire(lock_name text, lock_owner text, ttl_ms bigint, lock_ticket bigint,
                                         wait_ms bigint)
     RETURNS TABLE (fence bigint, remaining bigint, holder text)
@@ -389,32 +395,45 @@ CREATE FUNCTION ${table}_insert_acquire(lock_name text, lock_owner text, ttl_ms 
 #variable_conflict use_column
 DECLARE
     now_ms bigint := (extract(epoch from now()) * 1000)::bigint;
+    row_owner text;
+    row_until bigint;
+    ahead boolean;
 BEGIN
     PERFORM set_config('lock_timeout', wait_ms || 'ms', true);
-    RETURN QUERY
-    WITH won AS (
-        INSERT INTO ${table} AS t (name, owner, fence, holds, acquired_at, valid_until, version)
-        SELECT lock_name, lock_owner, ${table}_fence_next(), 1, now_ms, now_ms + ttl_ms, 1
-        WHERE NOT EXISTS (SELECT 1 FROM ${table} AS live
-                          WHERE live.name = lock_name AND ${until:live} > now_ms AND live.owner <> lock_owner)
-          AND CASE WHEN EXISTS (SELECT 1 FROM ${table} AS mine
-                                WHERE mine.name = lock_name AND mine.owner = lock_owner AND ${until:mine} > now_ms)
-                   THEN (SELECT true FROM (SELECT pg_advisory_xact_lock(hashtextextended('${table}:' || lock_name, 0))) AS turn)
-                   WHEN EXISTS (SELECT 1 FROM ${table}_queue AS q WHERE q.name = lock_name AND q.ticket < lock_ticket
-                                AND q.owner <> lock_owner AND q.valid_until > now_ms) THEN false
-                   ELSE pg_try_advisory_xact_lock(hashtextextended('${table}:' || lock_name, 0)) END
-        ON CONFLICT (name) DO UPDATE SET fence = EXCLUDED.fence, holds = 1, acquired_at = EXCLUDED.acquired_at,
-            valid_until = EXCLUDED.valid_until, owner = EXCLUDED.owner, version = t.version + 1, client = NULL
-        WHERE ${until:t} <= now_ms OR (t.owner = EXCLUDED.owner AND t.holds > 0)
-        RETURNING t.fence, t.valid_until - now_ms AS remaining),
-    served AS (
-        DELETE FROM ${table}_queue AS q WHERE q.name = lock_name AND q.owner = lock_owner
-            AND lock_ticket BETWEEN 1 AND 9223372036854775806 AND EXISTS (SELECT 1 FROM won))
-    SELECT won.fence, won.remaining, ''::text FROM won
-    UNION ALL
-    SELECT 0::bigint, COALESCE(${until:busy} - now_ms, 0), COALESCE(busy.owner, '')
-    FROM (SELECT 1) AS one LEFT JOIN ${table} AS busy ON busy.name = lock_name
-    WHERE NOT EXISTS (SELECT 1 FROM won);
+    SELECT t.owner, ${until:t},
+           EXISTS (SELECT 1 FROM ${table}_queue AS q WHERE q.name = lock_name AND q.ticket < lock_ticket
+                   AND q.owner <> lock_owner AND q.valid_until > now_ms)
+      INTO row_owner, row_until, ahead
+      FROM (SELECT 1) AS one LEFT JOIN ${table} AS t ON t.name = lock_name;
+    IF row_until > now_ms AND row_owner <> lock_owner THEN
+        fence := 0; remaining := row_until - now_ms; holder := row_owner;
+        RETURN NEXT;
+        RETURN;
+    END IF;
+    IF row_until > now_ms THEN  -- our own leftover
+        PERFORM pg_advisory_xact_lock(hashtextextended('${table}:' || lock_name, 0));
+    ELSIF ahead OR NOT pg_try_advisory_xact_lock(hashtextextended('${table}:' || lock_name, 0)) THEN
+        fence := 0; remaining := COALESCE(row_until - now_ms, 0); holder := COALESCE(row_owner, '');
+        RETURN NEXT;
+        RETURN;
+    END IF;
+    INSERT INTO ${table} AS t (name, owner, fence, holds, acquired_at, valid_until, version)
+    VALUES (lock_name, lock_owner, ${table}_fence_next(), 1, now_ms, now_ms + ttl_ms, 1)
+    ON CONFLICT (name) DO UPDATE SET fence = EXCLUDED.fence, holds = 1, acquired_at = EXCLUDED.acquired_at,
+        valid_until = EXCLUDED.valid_until, owner = EXCLUDED.owner, version = t.version + 1, client = NULL
+    WHERE ${until:t} <= now_ms OR (t.owner = EXCLUDED.owner AND t.holds > 0)
+    RETURNING t.fence, t.valid_until - now_ms INTO fence, remaining;
+    IF fence IS NULL THEN  -- a grant committed since our read: answer it
+        SELECT 0, COALESCE(${until:busy} - now_ms, 0), COALESCE(busy.owner, '') INTO fence, remaining, holder
+          FROM (SELECT 1) AS one LEFT JOIN ${table} AS busy ON busy.name = lock_name;
+        RETURN NEXT;
+        RETURN;
+    END IF;
+    IF lock_ticket BETWEEN 1 AND 9223372036854775806 THEN
+        DELETE FROM ${table}_queue AS q WHERE q.name = lock_name AND q.owner = lock_owner;
+    END IF;
+    holder := '';
+    RETURN NEXT;
 END
 $dblock$;
 
@@ -434,31 +453,41 @@ CREATE FUNCTION ${table}_optimistic_take(lock_name text, lock_owner text, ttl_ms
 #variable_conflict use_column
 DECLARE
     now_ms bigint := (extract(epoch from now()) * 1000)::bigint;
+    row_owner text;
+    row_until bigint;
+    row_version bigint;
+    ahead boolean;
 BEGIN
     PERFORM set_config('lock_timeout', wait_ms || 'ms', true);
-    RETURN QUERY
-    WITH won AS (
+    SELECT t.owner, ${until:t}, t.version,
+           EXISTS (SELECT 1 FROM ${table}_queue AS q WHERE q.name = lock_name AND q.ticket < lock_ticket
+                   AND q.owner <> lock_owner AND q.valid_until > now_ms)
+      INTO row_owner, row_until, row_version, ahead
+      FROM (SELECT 1) AS one LEFT JOIN ${table} AS t ON t.name = lock_name;
+    fence := 0;
+    holder := COALESCE(row_owner, '');
+    IF row_until > now_ms THEN
+        remaining := row_until - now_ms;
+    ELSIF ahead OR NOT pg_try_advisory_xact_lock(hashtextextended('${table}:' || lock_name, 0)) THEN
+        remaining := 0;
+    ELSIF row_version IS DISTINCT FROM read_version THEN
+        remaining := -1;
+    ELSE
         UPDATE ${table} AS t SET owner = lock_owner, fence = ${table}_fence_next(), holds = 1, acquired_at = now_ms,
             valid_until = now_ms + ttl_ms, version = t.version + 1, client = NULL
-        WHERE t.name = lock_name
-          AND CASE WHEN t.version <> read_version OR ${until:t} > now_ms THEN false
-                   WHEN EXISTS (SELECT 1 FROM ${table}_queue AS q WHERE q.name = lock_name AND q.ticket < lock_ticket
-                                AND q.owner <> lock_owner AND q.valid_until > now_ms) THEN false
-                   ELSE pg_try_advisory_xact_lock(hashtextextended('${table}:' || lock_name, 0)) END
-        RETURNING t.fence, t.valid_until - now_ms AS remaining),
-    served AS (
-        DELETE FROM ${table}_queue AS q WHERE q.name = lock_name AND q.owner = lock_owner
-            AND lock_ticket BETWEEN 1 AND 9223372036854775806 AND EXISTS (SELECT 1 FROM won))
-    SELECT won.fence, won.remaining, ''::text FROM won
-    UNION ALL
-    SELECT 0::bigint,
-           CASE WHEN ${until:busy} > now_ms THEN ${until:busy} - now_ms
-                WHEN EXISTS (SELECT 1 FROM ${table}_queue AS q WHERE q.name = lock_name AND q.ticket < lock_ticket
-                             AND q.owner <> lock_owner AND q.valid_until > now_ms) THEN 0
-                WHEN pg_try_advisory_xact_lock(hashtextextended('${table}:' || lock_name, 0)) THEN -1 ELSE 0 END,
-           COALESCE(busy.owner, '')
-    FROM (SELECT 1) AS one LEFT JOIN ${table} AS busy ON busy.name = lock_name
-    WHERE NOT EXISTS (SELECT 1 FROM won);
+        WHERE t.name = lock_name AND t.version = read_version AND ${until:t} <= now_ms
+        RETURNING t.fence, t.valid_until - now_ms INTO fence, remaining;
+        IF fence IS NULL THEN  -- changed since our read, and the turn is ours: read again
+            fence := 0;
+            remaining := -1;
+        ELSE
+            holder := '';
+            IF lock_ticket BETWEEN 1 AND 9223372036854775806 THEN
+                DELETE FROM ${table}_queue AS q WHERE q.name = lock_name AND q.owner = lock_owner;
+            END IF;
+        END IF;
+    END IF;
+    RETURN NEXT;
 END
 $dblock$;
 
