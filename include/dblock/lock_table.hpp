@@ -39,12 +39,14 @@ template <class Transaction>
 class LockTable {
  public:
   /// The table as ClientOptions::table names it. Throws UsageError on a bad identifier.
-  /// Not enough for MySQL's lock_in, which draws its fence on a Client's connection.
+  /// Not enough for lock_in on MySQL 8, which draws its fence on a Client's connection
+  /// (MariaDB draws it in `tx`).
   explicit LockTable(const std::string& table = "dblock_locks", const LockTableOptions& options = {});
-  /// The table of `client` (its ClientOptions::table), on the same database. MySQL's lock_in
-  /// draws its fence on one of the client's connections once the lock is held (InnoDB
+  /// The table of `client` (its ClientOptions::table), on the same database. On MySQL 8,
+  /// lock_in draws its fence on one of the client's connections once the lock is held (InnoDB
   /// cannot raise the table's fence counter inside `tx` without every grant on the table
-  /// waiting for `tx`). Throws UsageError when the client is on another kind of database.
+  /// waiting for `tx`; MariaDB draws from a sequence in `tx`). Throws UsageError when the
+  /// client is on another kind of database.
   explicit LockTable(const std::shared_ptr<Client>& client, const LockTableOptions& options = {});
 
   /// Takes the lock `name` for the rest of `tx`: the database frees it when `tx` commits or

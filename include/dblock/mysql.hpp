@@ -15,9 +15,10 @@ extern template class DBLOCK_EXPORT LockTable<::sql::Connection>;
 namespace mysql {
 /// LockTable on a `sql::Connection` with a transaction open on it: `setAutoCommit(false)`, or
 /// a `START TRANSACTION` (which MariaDB can be asked about; on MySQL 8 turn autocommit off).
-/// Make it from the Client on the same database: `lock_in` locks the name's row (one CALL of
-/// the `<table>_lock_in` procedure), then draws the fence on one of the client's connections,
-/// as the for-update strategy does. Another transaction or a for-update lock is waited for by the
+/// `lock_in` is one CALL of the `<table>_lock_in` procedure, which locks the name's row and,
+/// on MariaDB, draws the fence from the table's sequence in the same transaction. MySQL 8 has
+/// no sequence: there make the LockTable from the Client on the same database, and the fence
+/// is drawn on one of the client's connections, as the for-update strategy does. Another transaction or a for-update lock is waited for by the
 /// server, in whole seconds. A lease in the way is seen without locking anything and answered
 /// busy at once (under REPEATABLE READ the transaction's snapshot would not see it go):
 /// `try_lock_in` returns nullopt, `lock_in` throws BusyError. Should a lease have been

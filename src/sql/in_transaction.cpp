@@ -22,9 +22,6 @@ InTransaction::InTransaction(const Dialect& dialect, std::string_view table, std
 std::optional<std::uint64_t> InTransaction::lock(Connection& tx, const std::string& name,
                                                  std::optional<Clock::time_point> deadline) const {
   validate_name(name);
-  if (d_.in_transaction_fence_apart && !draw_)
-    throw UsageError(d_.name + ": lock_in draws its fence on a connection of a Client's: make the LockTable "
-                     "from that Client");
   const auto key = advisory_key(table_.qualified(), name);
   constexpr milliseconds slice{10'000};
   Backoff backoff(milliseconds{1}, milliseconds{100});
@@ -46,6 +43,11 @@ std::optional<std::uint64_t> InTransaction::lock(Connection& tx, const std::stri
     if (answer > 0 && d_.in_transaction_fence_apart) {
       if (auto drawn = r.rows[0].size() > 1 ? as_int(r.rows[0][1]) : 0; drawn > 0)
         return static_cast<std::uint64_t>(drawn);  // drawn in the transaction (MariaDB's sequence)
+      // MySQL 8 (no sequence): the row is locked in the caller's transaction, which the caller
+      // rolls back on this error.
+      if (!draw_)
+        throw UsageError(d_.name + ": on MySQL 8 lock_in draws its fence on a connection of a Client's: make the "
+                         "LockTable from that Client");
       // Drawn once the row is locked, then shown to belong to a lock still held: were the
       // caller's connection killed between the two, a successor could lock and draw first.
       auto fence = draw_();

@@ -241,6 +241,27 @@ TEST_CASE("mysql: a takeover behind a checked-in row is busy by its own deadline
   }
 }
 
+// MariaDB draws lock_in's fence from the table's sequence inside the caller's transaction: a
+// LockTable made from the table's name alone needs no Client (MySQL 8's counter would).
+TEST_CASE("mysql: a LockTable of the table's name alone locks in the transaction, with a fence", "[mysql]") {
+  ScratchTable table(ScratchTable::Server::mysql);
+  auto c = table.ns().open();
+  auto before = c->lock("job").acquire();
+  const auto before_fence = before.fence();
+  before.release();
+  LockTable locks(table.name());
+  auto a = service_connection(table), b = service_connection(table);
+  auto fence = locks.try_lock_in(*a, "job");
+  REQUIRE(fence);
+  CHECK(*fence > before_fence);
+  CHECK_FALSE(locks.try_lock_in(*b, "job"));
+  CHECK_FALSE(c->lock("job").try_acquire());
+  a->commit();
+  b->rollback();
+  auto after = c->lock("job").acquire();
+  CHECK(after.fence() > *fence);
+}
+
 TEST_CASE("mysql: in-transaction locks refuse bad input and write nothing", "[mysql]") {
   ScratchTable table(ScratchTable::Server::mysql);
   auto c = table.ns().open();
@@ -254,7 +275,6 @@ TEST_CASE("mysql: in-transaction locks refuse bad input and write nothing", "[my
   CHECK_THROWS_AS(locks.try_lock_in(*conn, std::string(256, 'x')), dblock::UsageError);
   CHECK_THROWS_AS(locks.try_lock_in(*conn, ""), dblock::UsageError);
   CHECK_THROWS_AS(locks.check_in(*conn, "job", 0), dblock::UsageError);
-  CHECK_THROWS_AS(LockTable(table.name()).try_lock_in(*conn, "job"), dblock::UsageError);  // no client to draw fences
   conn->rollback();
   auto autocommit = service_connection(table, true);  // no transaction: the lock would end with its statement
   CHECK_THROWS_AS(locks.try_lock_in(*autocommit, "job"), dblock::UsageError);
