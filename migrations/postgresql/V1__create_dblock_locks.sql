@@ -385,9 +385,8 @@ $dblock$;
 -- - Small statements, each run only when the step before calls for it, rather than one
 --   statement holding every branch: the server initialises a statement's whole plan at each
 --   call, and the one-statement form (the grant, the ticket's DELETE and the busy answer as
---   CTEs and a UNION) spent a quarter of its backend's time in ExecutorStart (perf of
---   uncontended cycles). In a server-side loop: 83 us a grant then, 66 us now, the least
---   correct lease's INSERT 41 us (docs/ARCHITECTURE.md, where the rest goes).
+--   CTEs and a UNION) spent a quarter of its backend's time in ExecutorStart
+--   (docs/ARCHITECTURE.md, PostgreSQL, has the figures).
 CREATE FUNCTION ${table}_insert_acquire(lock_name text, lock_owner text, ttl_ms bigint, lock_ticket bigint,
                                         wait_ms bigint)
     RETURNS TABLE (fence bigint, remaining bigint, holder text)
