@@ -218,8 +218,11 @@ void header(Page& p, const RunReport& run, const Options& opt, std::chrono::syst
                                          : "fair (the default: waiters queue)");
   std::string scenarios;
   for (const auto& s : opt.scenarios) scenarios += (scenarios.empty() ? "" : ", ") + s;
-  p.line("- **Scenarios**: {}; {} timed cycles per uncontended series, {} timed hand-offs per hand-off series",
-         scenarios.empty() ? "all" : scenarios, opt.iterations, opt.handoffs);
+  if (scenarios.empty()) scenarios = "all";
+  std::string skipped;
+  for (const auto& s : opt.skipped_scenarios) skipped += (skipped.empty() ? " but " : ", ") + s;
+  p.line("- **Scenarios**: {}{}; {} timed cycles per uncontended series, {} timed hand-offs per hand-off series",
+         scenarios, skipped, opt.iterations, opt.handoffs);
   p.text("- **Servers** (the settings that decide what a grant waits for):");
   for (const auto& s : run.servers) p.line("  - {}", s);
   for (const auto& s : run.skipped) p.line("  - skipped {}", s);

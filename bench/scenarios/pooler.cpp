@@ -33,6 +33,7 @@ BackendReport run_pooler(const Options& opt) {
   // The contended workers, on a copy of the options that asks for that scenario at one count.
   Options contended = opt;
   contended.scenarios = {"contended"};
+  contended.skipped_scenarios.clear();
   contended.workers = {kContendedWorkers};
   for (auto strategy : {dblock::Strategy::insert, dblock::Strategy::optimistic}) {
     const std::string s(dblock::to_string(strategy));

@@ -220,6 +220,7 @@ const char* usage_text() {
          "                    --quick: 1,4), each 1 to 64\n"
          "  --backend NAME    only these backends (repeatable or comma-separated)\n"
          "  --scenario NAME   only these scenarios (repeatable or comma-separated)\n"
+         "  --skip-scenario NAME  every scenario (or those --scenario names) but these\n"
          "  --dir DIR         where to put bench.db and the table-size/ and sweep/ SQLite files\n"
          "                    (created if missing, kept); default: a fresh\n"
          "                    mkdtemp dir under /tmp, removed at the end\n"
@@ -297,7 +298,8 @@ bool Options::wants_backend(const std::string& name) const {
 }
 
 bool Options::wants_scenario(const std::string& name) const {
-  return scenarios.empty() || std::find(scenarios.begin(), scenarios.end(), name) != scenarios.end();
+  auto in = [&](const std::vector<std::string>& v) { return std::find(v.begin(), v.end(), name) != v.end(); };
+  return (scenarios.empty() || in(scenarios)) && !in(skipped_scenarios);
 }
 
 Options parse_options(int argc, char** argv) {
@@ -338,6 +340,7 @@ Options parse_options(int argc, char** argv) {
     }
     else if (arg == "--backend") add_names(arg, value(), backend_names(), o.backends);
     else if (arg == "--scenario") add_names(arg, value(), kScenarios, o.scenarios);
+    else if (arg == "--skip-scenario") add_names(arg, value(), kScenarios, o.skipped_scenarios);
     else if (arg == "--dir") {
       o.dir = value();
       if (o.dir.empty()) throw UsageProblem("--dir needs a non-empty path");

@@ -41,6 +41,7 @@ struct Options {
   std::string markdown;           // empty: no generated page (report/page.hpp)
   std::vector<std::string> backends;   // empty: all (backends/registry.hpp)
   std::vector<std::string> scenarios;  // empty: all (kScenarios)
+  std::vector<std::string> skipped_scenarios;  // --skip-scenario: left out of the above
   bool wants_backend(const std::string& name) const;
   bool wants_scenario(const std::string& name) const;
 };

@@ -2,7 +2,7 @@
 # bench_smoke: dblock-bench --quick on one backend, with its CSV, plots and Markdown page (the
 # generator of docs/BENCHMARKS.md), then a check that the page is well formed: the header's
 # fields, the backend's server line, every table's rows as wide as its header, and at least one.
-#   bench_smoke.sh DBLOCK_BENCH BACKEND OUT [--scenario S]   (writes OUT.csv, OUT-*.png, OUT.md)
+#   bench_smoke.sh DBLOCK_BENCH BACKEND OUT [--scenario S | --skip-scenario S]   (writes OUT.csv, OUT-*.png, OUT.md)
 set -eu
 bench=$1 backend=$2 out=$3
 shift 3
@@ -41,9 +41,9 @@ awk -v page="$page" '
   }' "$page"
 # A scenario asked for by name has its table, with figures in every cell.
 case " $* " in
-  *" pooler "*) grep -Eq '^\| optimistic( \| [0-9,]+ / [0-9,]+ \([0-9.]+\)){3} \|$' "$page" ||
+  *"--scenario pooler "*) grep -Eq '^\| optimistic( \| [0-9,]+ / [0-9,]+ \([0-9.]+\)){3} \|$' "$page" ||
                 fail "no pooler row with figures" ;;
-  *" scale "*)
+  *"--scenario scale "*)
     # Held: a row per strategy at 1k locks, every cell a figure (bare-renew has no ratio to
     # itself), and 1k advisory locks multiplexed over at most 10 connections. Processes: rows
     # with figures and no errors.
