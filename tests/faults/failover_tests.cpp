@@ -7,7 +7,8 @@
 // primary killed and its replica promoted by three Sentinels (redis-sentinel).
 // A ZooKeeper session outlives a leader change that fits in its timeout, so the lock stays
 // held, and a fence (the node's creation zxid, whose high half is the leader's epoch) never
-// goes backwards across one. Five failovers in CI (the ZooKeeper client's server is one of
+// goes backwards across one. On PostgreSQL and MariaDB, fences of lock_in in the caller's own
+// transaction are checked across failovers beside the leases'. Five failovers in CI (the ZooKeeper client's server is one of
 // three at random, so it loses its own connection in some); DBLOCK_FAILOVER_ROUNDS=N for a
 // longer run (docs/RELIABILITY.md, "Failover").
 #include <signal.h>
@@ -18,10 +19,27 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <memory>
 #include <random>
+#include <stdexcept>
+#include <string>
 #include <thread>
 
 #include "core/url.hpp"
+#ifdef DBLOCK_TEST_POSTGRESQL
+#include <pqxx/pqxx>
+
+#include "dblock/postgresql.hpp"
+#endif
+#ifdef DBLOCK_TEST_MYSQL
+#include <cppconn/connection.h>
+#include <cppconn/exception.h>
+#include <cppconn/resultset.h>
+#include <cppconn/statement.h>
+#include <mysql_driver.h>
+
+#include "dblock/mysql.hpp"
+#endif
 #ifdef DBLOCK_TEST_REDIS
 #include "support/redis_db.hpp"
 #endif
@@ -43,6 +61,27 @@ auto reconnecting(Call call) {
       const bool reconnect = e.kind() == dblock::ErrorKind::unavailable || e.kind() == dblock::ErrorKind::timeout;
       if (!reconnect || std::chrono::steady_clock::now() >= until) throw;
       std::this_thread::sleep_for(100ms);
+    }
+  }
+}
+
+// DBLOCK_FAILOVER_ROUNDS when set (a longer run), else `rounds`.
+int failover_rounds(int rounds) {
+  const char* env = std::getenv("DBLOCK_FAILOVER_ROUNDS");
+  return env && *env ? std::atoi(env) : rounds;
+}
+
+// A connection of the test's own (the service's, in lock_in), opened while a promotion may
+// still be settling: tried for up to 30 s.
+template <class Connect>
+auto retried_connect(Connect connect) {
+  const auto until = std::chrono::steady_clock::now() + 30s;
+  for (;;) {
+    try {
+      return connect();
+    } catch (const std::exception&) {
+      if (std::chrono::steady_clock::now() >= until) throw;
+      std::this_thread::sleep_for(200ms);
     }
   }
 }
@@ -104,7 +143,7 @@ Tally hold_across_failovers(const std::string& url, const char* failover, dblock
       if (probe.joinable()) probe.join();
     }
   } join{done, probe};
-  if (const char* env = std::getenv("DBLOCK_FAILOVER_ROUNDS"); env && *env) rounds = std::atoi(env);
+  rounds = failover_rounds(rounds);
   Tally tally;
   int excused_lost = 0;    // on_lost calls in rounds whose failover outlasted the TTL
   std::uint64_t last = 0;  // the greatest fence granted so far
@@ -167,6 +206,29 @@ Tally hold_across_failovers(const std::string& url, const char* failover, dblock
   return tally;
 }
 
+#ifdef DBLOCK_TEST_MYSQL
+// A service's own connection (autocommit off) to whichever of the URL's hosts is the primary
+// now (read_only off), as a service behind a proxy or a DNS switch would get after a failover.
+std::unique_ptr<sql::Connection> mysql_primary_connection(const std::string& url) {
+  const auto u = dblock::detail::parse_url(url);
+  return retried_connect([&u] {
+    for (const auto& h : u.hosts) try {
+        std::unique_ptr<sql::Connection> c(sql::mysql::get_mysql_driver_instance()->connect(
+            "tcp://" + h.host + ":" + std::to_string(h.port ? h.port : 3306), u.user, u.password));
+        c->setSchema(u.path);
+        std::unique_ptr<sql::Statement> st(c->createStatement());
+        std::unique_ptr<sql::ResultSet> r(st->executeQuery("SELECT @@GLOBAL.read_only"));
+        if (r->next() && r->getInt(1) == 0) {
+          c->setAutoCommit(false);
+          return c;
+        }
+      } catch (const sql::SQLException&) {  // the killed node, not back yet
+      }
+    throw std::runtime_error("no host of " + u.redacted() + " is a writable primary");
+  });
+}
+#endif
+
 const char* failover_command(const char* variable) {
   const char* failover = std::getenv(variable);
   if (!failover || !*failover)
@@ -212,6 +274,41 @@ TEST_CASE("postgresql primary and synchronous standby: a held lease outlives fai
   }
 }
 
+#ifdef DBLOCK_TEST_POSTGRESQL
+// lock_in in the caller's transaction (a libpqxx connection of its own to the URL, which
+// libpq takes as it is: both hosts, target_session_attrs=read-write) draws from the same
+// sequence and timeline as the leases: each round a lease and a lock_in, committed, then a
+// failover; every fence is above all before it.
+TEST_CASE("postgresql primary and synchronous standby: fences of lock_in in the caller's transaction never go "
+          "backwards across failovers",
+          "[postgresql][failover]") {
+  const auto url = dblock::test::server_url("DBLOCK_TEST_PG_REPLICATED_URL");
+  const char* failover = failover_command("DBLOCK_TEST_PG_REPLICATED_FAILOVER");
+  dblock::ClientOptions co;
+  co.auto_migrate = true;
+  auto client = reconnecting([&] { return dblock::Client::open(url, co); });
+  const dblock::postgresql::LockTable locks;
+  dblock::LockOptions o;
+  o.ttl = 20s;
+  std::uint64_t last = 0;
+  const int rounds = failover_rounds(3);
+  for (int round = 0; round <= rounds; ++round) {
+    INFO("round " << round + 1);
+    auto lease = reconnecting([&] { return client->lock("lease-beside", o).acquire(); });
+    CHECK(lease.fence() > last);
+    last = std::max(last, lease.fence());
+    lease.release();
+    auto c = retried_connect([&] { return std::make_unique<pqxx::connection>(url); });
+    pqxx::work tx(*c);
+    const auto fence = locks.lock_in(tx, "in-transaction");
+    tx.commit();
+    CHECK(fence > last);
+    last = std::max(last, fence);
+    if (round < rounds) REQUIRE(std::system(failover) == 0);
+  }
+}
+#endif
+
 // The same with MariaDB: a primary and a semi-synchronous replica (AFTER_SYNC: a commit
 // returns once the replica has its events), the URL naming both. Fences come from the
 // table's SEQUENCE, whose every block is reserved by a write of its row that the replica
@@ -244,6 +341,39 @@ TEST_CASE("mysql primary and semi-synchronous replica: a held lease outlives fai
     o.strategy = strategy;
     o.ttl = 20s;
     hold_across_failovers(url, failover, o, 2, /*must_hold=*/false);
+  }
+}
+
+// lock_in draws its fence from the same SEQUENCE inside the caller's transaction: a fence of a
+// committed lock_in, or a lease's, is never handed out again after a promotion. (A lock_in
+// whose transaction never committed may see its fence again after a crash: nothing it guarded
+// was kept, so that is not checked.) Each round a lease and a lock_in, committed, then a
+// failover; every fence is above all before it.
+TEST_CASE("mysql primary and semi-synchronous replica: fences of lock_in in the caller's transaction never go "
+          "backwards across failovers",
+          "[mysql][failover]") {
+  const auto url = dblock::test::server_url("DBLOCK_TEST_MYSQL_REPLICATED_URL");
+  const char* failover = failover_command("DBLOCK_TEST_MYSQL_REPLICATED_FAILOVER");
+  dblock::ClientOptions co;
+  co.auto_migrate = true;
+  auto client = reconnecting([&] { return dblock::Client::open(url, co); });
+  const dblock::mysql::LockTable locks;  // MariaDB: the fence comes with the CALL
+  dblock::LockOptions o;
+  o.ttl = 20s;
+  std::uint64_t last = 0;
+  const int rounds = failover_rounds(3);
+  for (int round = 0; round <= rounds; ++round) {
+    INFO("round " << round + 1);
+    auto lease = reconnecting([&] { return client->lock("lease-beside", o).acquire(); });
+    CHECK(lease.fence() > last);
+    last = std::max(last, lease.fence());
+    lease.release();
+    auto tx = mysql_primary_connection(url);
+    const auto fence = locks.lock_in(*tx, "in-transaction");
+    tx->commit();
+    CHECK(fence > last);
+    last = std::max(last, fence);
+    if (round < rounds) REQUIRE(std::system(failover) == 0);
   }
 }
 

@@ -13,7 +13,8 @@
 //       acquire COUNT leases on PREFIX-0 .. PREFIX-(COUNT-1) with one Client (renewed as it
 //       does, every TTL/3), create READY_FILE, hold them until STOP_FILE exists (checked every
 //       100 ms), then release them; exit 1 if
-//       any was lost meanwhile (on_lost, lost(), or its release finding it gone: LockLostError).
+//       any was lost meanwhile (on_lost, lost(), or its release finding it gone: LockLostError),
+//       saying when the first loss came and the Client's last renewal before it.
 #include <fcntl.h>
 #include <sys/file.h>
 #include <unistd.h>
@@ -21,6 +22,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <stdexcept>
 #include <fstream>
@@ -137,12 +139,28 @@ int count_permits(const std::string& url, const std::string& table, dblock::Stra
 
 int crowd(const std::string& url, const std::string& table, dblock::Strategy strategy, const std::string& prefix,
           int count, std::chrono::milliseconds ttl, const std::string& ready, const std::string& stop) {
-  auto client = dblock::Client::open(url, table_options(table));
+  // When a loss comes, how long the Client's renewals had been silent says which it was: a
+  // stall (the server's or this process's: no renewal for a TTL) or a row found taken.
+  using Clock = std::chrono::steady_clock;
+  const auto start = Clock::now();
+  auto ms_since_start = [start] {
+    return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
+  };
+  std::atomic<long long> last_renewed_ms{-1}, first_lost_ms{-1}, renewed_before_loss_ms{-1};
+  auto options = table_options(table);
+  options.on_event = [&](const dblock::Event& e) {
+    if (e.kind == dblock::EventKind::renewed) last_renewed_ms = ms_since_start();
+  };
+  auto client = dblock::Client::open(url, options);
   std::atomic<int> lost{0};
   dblock::LockOptions o;
   o.strategy = strategy;
   o.ttl = ttl;
-  o.on_lost = [&lost](const std::string&, std::uint64_t) { ++lost; };
+  o.on_lost = [&](const std::string&, std::uint64_t) {
+    long long none = -1;
+    if (first_lost_ms.compare_exchange_strong(none, ms_since_start())) renewed_before_loss_ms = last_renewed_ms.load();
+    ++lost;
+  };
   std::vector<dblock::Lease> held;
   held.reserve(static_cast<std::size_t>(count));
   for (int i = 0; i < count; ++i) held.push_back(client->lock(prefix + "-" + std::to_string(i), o).acquire());
@@ -157,7 +175,8 @@ int crowd(const std::string& url, const std::string& table, dblock::Strategy str
     }
   if (lost > 0 || gone > 0) {
     std::cerr << "dblock_hammer crowd: " << gone << " of " << count << " leases lost (on_lost told " << lost.load()
-              << ")\n";
+              << "; the first at " << first_lost_ms << " ms, the last renewal at " << renewed_before_loss_ms
+              << " ms, after the start)\n";
     return 1;
   }
   return 0;

@@ -90,8 +90,12 @@ echo "crowd: $backend: $holders processes held $leases leases while $waiters pro
   "(bound $bound); exit codes (count code):$ends"
 failed=0
 if [ "$(grep -lvx 0 "$work"/*.rc | wc -l)" -ne 0 ]; then
-  echo "FAIL: not every process ended 0; what they said:" >&2
-  cat "$work"/*.out | sort | uniq -c | sort -rn | head -n 5 >&2
+  # Each kind of message once (figures blanked), then the failed processes' own words.
+  echo "FAIL: not every process ended 0; what they said, by kind:" >&2
+  cat "$work"/*.out | sed -E 's/[0-9]+/N/g' | sort | uniq -c | sort -rn | head -n 10 >&2
+  for rc in $(grep -lvx 0 "$work"/*.rc | head -n 8); do
+    echo "  ${rc##*/} $(cat "$rc"): $(head -c 400 "${rc%.rc}.out" | tr '\n' ' ')" >&2
+  done
   failed=1
 fi
 [ "$(cat "$work/counter")" -eq "$threads" ] ||
