@@ -8,9 +8,9 @@
 // A ZooKeeper session outlives a leader change that fits in its timeout, so the lock stays
 // held, and a fence (the node's creation zxid, whose high half is the leader's epoch) never
 // goes backwards across one. On PostgreSQL and MariaDB, fences of lock_in in the caller's own
-// transaction are checked across failovers beside the leases'. Five failovers in CI (the ZooKeeper client's server is one of
-// three at random, so it loses its own connection in some); DBLOCK_FAILOVER_ROUNDS=N for a
-// longer run (docs/RELIABILITY.md, "Failover").
+// transaction are checked across failovers beside the leases'. Five failovers in CI (the
+// ZooKeeper client's server is one of three at random, so it loses its own connection in
+// some); DBLOCK_FAILOVER_ROUNDS=N for a longer run (docs/RELIABILITY.md, "Failover").
 #include <signal.h>
 
 #include <algorithm>
@@ -206,6 +206,33 @@ Tally hold_across_failovers(const std::string& url, const char* failover, dblock
   return tally;
 }
 
+// Each round a lease, then `lock_in_committed` (the test's own connection to the current
+// primary: lock_in in a transaction, committed; answers the fence), then a failover: every
+// fence is above all before it, the leases' and the lock_ins' alike. (A lock_in whose
+// transaction never committed may see its fence again after a crash: nothing it guarded was
+// kept, so that is not checked.)
+template <class LockIn>
+void lock_in_across_failovers(const std::string& url, const char* failover, LockIn lock_in_committed) {
+  dblock::ClientOptions co;
+  co.auto_migrate = true;
+  auto client = reconnecting([&] { return dblock::Client::open(url, co); });
+  dblock::LockOptions o;
+  o.ttl = 20s;
+  std::uint64_t last = 0;
+  const int rounds = failover_rounds(3);
+  for (int round = 0; round <= rounds; ++round) {
+    INFO("round " << round + 1);
+    auto lease = reconnecting([&] { return client->lock("lease-beside", o).acquire(); });
+    CHECK(lease.fence() > last);
+    last = std::max(last, lease.fence());
+    lease.release();
+    const std::uint64_t fence = lock_in_committed();
+    CHECK(fence > last);
+    last = std::max(last, fence);
+    if (round < rounds) REQUIRE(std::system(failover) == 0);
+  }
+}
+
 #ifdef DBLOCK_TEST_MYSQL
 // A service's own connection (autocommit off) to whichever of the URL's hosts is the primary
 // now (read_only off), as a service behind a proxy or a DNS switch would get after a failover.
@@ -277,35 +304,19 @@ TEST_CASE("postgresql primary and synchronous standby: a held lease outlives fai
 #ifdef DBLOCK_TEST_POSTGRESQL
 // lock_in in the caller's transaction (a libpqxx connection of its own to the URL, which
 // libpq takes as it is: both hosts, target_session_attrs=read-write) draws from the same
-// sequence and timeline as the leases: each round a lease and a lock_in, committed, then a
-// failover; every fence is above all before it.
+// sequence and timeline as the leases.
 TEST_CASE("postgresql primary and synchronous standby: fences of lock_in in the caller's transaction never go "
           "backwards across failovers",
           "[postgresql][failover]") {
   const auto url = dblock::test::server_url("DBLOCK_TEST_PG_REPLICATED_URL");
-  const char* failover = failover_command("DBLOCK_TEST_PG_REPLICATED_FAILOVER");
-  dblock::ClientOptions co;
-  co.auto_migrate = true;
-  auto client = reconnecting([&] { return dblock::Client::open(url, co); });
   const dblock::postgresql::LockTable locks;
-  dblock::LockOptions o;
-  o.ttl = 20s;
-  std::uint64_t last = 0;
-  const int rounds = failover_rounds(3);
-  for (int round = 0; round <= rounds; ++round) {
-    INFO("round " << round + 1);
-    auto lease = reconnecting([&] { return client->lock("lease-beside", o).acquire(); });
-    CHECK(lease.fence() > last);
-    last = std::max(last, lease.fence());
-    lease.release();
+  lock_in_across_failovers(url, failover_command("DBLOCK_TEST_PG_REPLICATED_FAILOVER"), [&] {
     auto c = retried_connect([&] { return std::make_unique<pqxx::connection>(url); });
     pqxx::work tx(*c);
     const auto fence = locks.lock_in(tx, "in-transaction");
     tx.commit();
-    CHECK(fence > last);
-    last = std::max(last, fence);
-    if (round < rounds) REQUIRE(std::system(failover) == 0);
-  }
+    return fence;
+  });
 }
 #endif
 
@@ -344,38 +355,22 @@ TEST_CASE("mysql primary and semi-synchronous replica: a held lease outlives fai
   }
 }
 
+#ifdef DBLOCK_TEST_MYSQL
 // lock_in draws its fence from the same SEQUENCE inside the caller's transaction: a fence of a
-// committed lock_in, or a lease's, is never handed out again after a promotion. (A lock_in
-// whose transaction never committed may see its fence again after a crash: nothing it guarded
-// was kept, so that is not checked.) Each round a lease and a lock_in, committed, then a
-// failover; every fence is above all before it.
+// committed lock_in, or a lease's, is never handed out again after a promotion.
 TEST_CASE("mysql primary and semi-synchronous replica: fences of lock_in in the caller's transaction never go "
           "backwards across failovers",
           "[mysql][failover]") {
   const auto url = dblock::test::server_url("DBLOCK_TEST_MYSQL_REPLICATED_URL");
-  const char* failover = failover_command("DBLOCK_TEST_MYSQL_REPLICATED_FAILOVER");
-  dblock::ClientOptions co;
-  co.auto_migrate = true;
-  auto client = reconnecting([&] { return dblock::Client::open(url, co); });
   const dblock::mysql::LockTable locks;  // MariaDB: the fence comes with the CALL
-  dblock::LockOptions o;
-  o.ttl = 20s;
-  std::uint64_t last = 0;
-  const int rounds = failover_rounds(3);
-  for (int round = 0; round <= rounds; ++round) {
-    INFO("round " << round + 1);
-    auto lease = reconnecting([&] { return client->lock("lease-beside", o).acquire(); });
-    CHECK(lease.fence() > last);
-    last = std::max(last, lease.fence());
-    lease.release();
+  lock_in_across_failovers(url, failover_command("DBLOCK_TEST_MYSQL_REPLICATED_FAILOVER"), [&] {
     auto tx = mysql_primary_connection(url);
     const auto fence = locks.lock_in(*tx, "in-transaction");
     tx->commit();
-    CHECK(fence > last);
-    last = std::max(last, fence);
-    if (round < rounds) REQUIRE(std::system(failover) == 0);
-  }
+    return fence;
+  });
 }
+#endif
 
 // An asynchronous standby (postgresql-async): a commit does not wait for it, so a failover can
 // lose the last grants. In the rounds, each lease was granted long before the failover and
