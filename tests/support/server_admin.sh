@@ -10,6 +10,11 @@
 #   connections_of NAME                the server's sessions of account NAME now, but admin's own
 #   sample_peak NAME FILE DONE         in the background: the most sessions of NAME seen, every
 #                                      50 ms, written to FILE until the file DONE exists
+#   sample_commit TABLE FILE DONE      in the background: the slowest commit of a one-row UPDATE
+#                                      of TABLE (made here), in ms on an open session (not the
+#                                      client's start), every 250 ms, written to FILE until the
+#                                      file DONE exists: how long the server itself took to
+#                                      commit anything meanwhile
 
 server_admin() {
   admin_backend=$1
@@ -62,5 +67,24 @@ sample_peak() {
       [ "$n" -gt "$peak" ] && peak=$n && echo "$peak" >"$2"
       sleep 0.05
     done
+  ) &
+}
+
+sample_commit() {
+  admin "CREATE TABLE $1 (n INT NOT NULL)" && admin "INSERT INTO $1 VALUES (0)" || return 1
+  echo 0 >"$2"
+  (
+    slowest=0
+    while [ ! -e "$3" ]; do
+      if [ "$admin_backend" = postgresql ]; then  # psql's round trip on its open session
+        t=$(PGPASSWORD=$password psql -qtAX -h "$host" -p "$port" -U "$user" -d "$database" \
+              -c '\timing on' -c "UPDATE $1 SET n = n + 1" 2>/dev/null | sed -n 's/^Time: \([0-9]*\).*/\1/p')
+      else  # the server's own clock, from the statement's start to the commit's end
+        t=$(admin "SET @t = NOW(6); UPDATE $1 SET n = n + 1; SELECT TIMESTAMPDIFF(MICROSECOND, @t, NOW(6)) DIV 1000" 2>/dev/null)
+      fi
+      [ -n "$t" ] && [ "$t" -gt "$slowest" ] && slowest=$t && echo "$slowest" >"$2"
+      sleep 0.25
+    done
+    admin "DROP TABLE $1" >/dev/null 2>&1 || true
   ) &
 }
