@@ -7,7 +7,8 @@
 #                                      user's rights on the database and at most LIMIT
 #                                      connections; sets account_url, the URL as NAME
 #   drop_account NAME                  drops it, quietly (for a trap)
-#   connections_of NAME                the server's sessions of account NAME now, but admin's own
+#   connections_of NAME                the server's sessions of account NAME now, but those of
+#                                      this file (the samplers' own, when NAME is the URL's user)
 #   sample_peak NAME FILE DONE         in the background: the most sessions of NAME seen, every
 #                                      50 ms, written to FILE until the file DONE exists
 #   sample_commit TABLE FILE DONE      in the background: the slowest commit of a one-row UPDATE
@@ -15,6 +16,9 @@
 #                                      client's start), every 250 ms, written to FILE until the
 #                                      file DONE exists: how long the server itself took to
 #                                      commit anything meanwhile
+
+# PostgreSQL sessions opened here carry this application_name: connections_of leaves them out.
+admin_app=dblock-test-admin
 
 server_admin() {
   admin_backend=$1
@@ -26,7 +30,7 @@ print(p.hostname, p.port, u.unquote(p.username), u.unquote(p.password), p.path.l
 
 admin() {
   if [ "$admin_backend" = postgresql ]; then
-    PGPASSWORD=$password psql -qtAX -h "$host" -p "$port" -U "$user" -d "$database" -v ON_ERROR_STOP=1 -c "$1"
+    PGAPPNAME=$admin_app PGPASSWORD=$password psql -qtAX -h "$host" -p "$port" -U "$user" -d "$database" -v ON_ERROR_STOP=1 -c "$1"
   else
     MYSQL_PWD=$password mariadb -h "$host" -P "$port" -u "$user" "$database" -N -e "$1"
   fi
@@ -52,7 +56,7 @@ drop_account() {
 
 connections_of() {
   if [ "$admin_backend" = postgresql ]; then
-    admin "SELECT count(*) FROM pg_stat_activity WHERE usename = '$1' AND pid <> pg_backend_pid()"
+    admin "SELECT count(*) FROM pg_stat_activity WHERE usename = '$1' AND application_name <> '$admin_app'"
   else
     admin "SELECT count(*) FROM information_schema.PROCESSLIST WHERE USER = '$1' AND ID <> CONNECTION_ID()"
   fi
@@ -77,7 +81,7 @@ sample_commit() {
     slowest=0
     while [ ! -e "$3" ]; do
       if [ "$admin_backend" = postgresql ]; then  # psql's round trip on its open session
-        t=$(PGPASSWORD=$password psql -qtAX -h "$host" -p "$port" -U "$user" -d "$database" \
+        t=$(PGAPPNAME=$admin_app PGPASSWORD=$password psql -qtAX -h "$host" -p "$port" -U "$user" -d "$database" \
               -c '\timing on' -c "UPDATE $1 SET n = n + 1" 2>/dev/null | sed -n 's/^Time: \([0-9]*\).*/\1/p')
       else  # the server's own clock, from the statement's start to the commit's end
         t=$(admin "SET @t = NOW(6); UPDATE $1 SET n = n + 1; SELECT TIMESTAMPDIFF(MICROSECOND, @t, NOW(6)) DIV 1000" 2>/dev/null)
