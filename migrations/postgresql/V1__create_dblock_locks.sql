@@ -10,7 +10,16 @@
 -- EXECUTE on the functions (granted to PUBLIC by default).
 
 -- One row per lock name. A row is held while valid_until is in the future, or while the
--- Client row it names is valid (${table}_clients); the sweeper deletes the others.
+-- Client row it names is valid (${table}_clients); the sweeper deletes the others, but for
+-- rows a waiter marked (waited_until).
+--
+-- The waiters' mark: every acquire that waits for the name (fair or not, exclusive or shared)
+-- writes waited_until on its row, now + a few seconds, and again while it waits. An unmarked
+-- row has nobody to serve first and nobody to wake, so the insert strategy's uncontended grant
+-- and release are single statements with no look at the queue and no notification
+-- (pg_dialect.cpp, insert_acquire_unmarked and insert_release_unmarked); on a marked row they
+-- take nothing, and ${table}_insert_acquire and ${table}_release do the full work. A marked
+-- row is freed rather than deleted, so that the mark outlives the release.
 CREATE TABLE ${table} (
     name        text COLLATE "C" NOT NULL PRIMARY KEY,  -- the lock name: bytes, compared as bytes
     owner       text    NOT NULL,  -- host:pid:instance:thread; '' when free; ':readers' or
@@ -21,7 +30,9 @@ CREATE TABLE ${table} (
     acquired_at bigint  NOT NULL,
     valid_until bigint  NOT NULL,
     version     bigint  NOT NULL,  -- bumped by every change: the optimistic strategy's compare-and-set
-    client      text COLLATE "C"   -- a renewed lease's Client row, or NULL
+    client      text COLLATE "C",  -- a renewed lease's Client row, or NULL
+    waited_until bigint NOT NULL DEFAULT 0  -- someone waits for the name until then (the
+                                            -- waiters' mark): see "The waiters' mark" below
 );
 
 -- The sweeper finds expired rows without scanning the table.
@@ -379,7 +390,10 @@ $dblock$;
 --   transaction holding the row (a caller's check_in or lock_in, to its commit) makes the
 --   attempt busy by the acquire's deadline instead of at the statement timeout.
 -- - An owner taking over its own leftover waits for the turn instead (an attempt holds it
---   for one statement), so that it never fails because someone else just tried.
+--   for one statement), so that it never fails because someone else just tried. But a
+--   waiter with a ticket finding the row its own was granted it during this acquire (a
+--   release handed it over, its message not read yet; an answer lost): that grant, fence and
+--   all, is the answer, with no write (a new fence would not be the one the message names).
 -- - A busy answer carries the holder's time left and name, so a waiter's attempt is one
 --   round trip.
 -- - Small statements, each run only when the step before calls for it, rather than one
@@ -396,16 +410,22 @@ DECLARE
     now_ms bigint := (extract(epoch from now()) * 1000)::bigint;
     row_owner text;
     row_until bigint;
+    row_fence bigint;
     ahead boolean;
 BEGIN
     PERFORM set_config('lock_timeout', wait_ms || 'ms', true);
-    SELECT t.owner, ${until:t},
+    SELECT t.owner, ${until:t}, t.fence,
            EXISTS (SELECT 1 FROM ${table}_queue AS q WHERE q.name = lock_name AND q.ticket < lock_ticket
                    AND q.owner <> lock_owner AND q.valid_until > now_ms)
-      INTO row_owner, row_until, ahead
+      INTO row_owner, row_until, row_fence, ahead
       FROM (SELECT 1) AS one LEFT JOIN ${table} AS t ON t.name = lock_name;
     IF row_until > now_ms AND row_owner <> lock_owner THEN
         fence := 0; remaining := row_until - now_ms; holder := row_owner;
+        RETURN NEXT;
+        RETURN;
+    END IF;
+    IF row_until > now_ms AND lock_ticket BETWEEN 1 AND 9223372036854775806 THEN  -- handed to us
+        fence := row_fence; remaining := row_until - now_ms; holder := '';
         RETURN NEXT;
         RETURN;
     END IF;
@@ -493,7 +513,8 @@ $dblock$;
 -- ${table}_release(name, owner, fence, keep_row, hand_over) -> the version the row was left at
 -- (0 when deleted), -1 when it handed the row over; no row when the grant was not ours.
 -- A lease's release: its row deleted (insert) or freed with its version moved (optimistic,
--- keep_row), expiring now, not at 0 (the sweeper picks rows in valid_until order). Committed
+-- keep_row, and a row a waiter marked), expiring now, not at 0 (the sweeper picks rows in
+-- valid_until order). Committed
 -- without waiting for its WAL flush (synchronous_commit off for this transaction only); the
 -- waiters are notified at the commit, so a hand-off costs one flush (the grant's), not two.
 -- No guarantee depends on the release's flush: WAL is flushed in order, so the next grant's
@@ -560,15 +581,17 @@ BEGIN
             RETURN;
         END IF;
     END IF;
-    IF keep_row THEN
+    IF NOT keep_row THEN
+        DELETE FROM ${table} AS t WHERE t.name = lock_name AND t.owner = lock_owner AND t.fence = lock_fence
+            AND t.waited_until <= now_ms;
+    END IF;
+    IF keep_row OR NOT FOUND THEN  -- kept, or marked: freed, so that the mark stays
         UPDATE ${table} AS t SET owner = '', holds = 0, valid_until = now_ms, version = t.version + 1, client = NULL
             WHERE t.name = lock_name AND t.owner = lock_owner AND t.fence = lock_fence
-            RETURNING t.version INTO left_version;
-    ELSE
-        DELETE FROM ${table} AS t WHERE t.name = lock_name AND t.owner = lock_owner AND t.fence = lock_fence;
-    END IF;
-    IF NOT FOUND THEN
-        RETURN;
+            RETURNING CASE WHEN keep_row THEN t.version ELSE 0 END INTO left_version;
+        IF NOT FOUND THEN
+            RETURN;
+        END IF;
     END IF;
     PERFORM pg_notify('dblock_${table}', lock_name || E'\n' || CASE WHEN hand_over THEN '' ELSE
                       COALESCE((SELECT q.owner FROM ${table}_queue AS q WHERE q.name = lock_name

@@ -76,6 +76,10 @@ class Connection {
   // False for a connection shared with another user (PostgreSQL's, lent by the release
   // listener): a session lock must not live in it, as closing it would not free the lock.
   virtual bool may_pin() const noexcept { return true; }
+  // Whether the server keeps a statement's plan between calls on this connection (false
+  // through a transaction pooler, where every text is planned at every call): the
+  // uncontended path's statements pay only where it does (LeaseDriver::upsert).
+  virtual bool keeps_plans() const noexcept { return true; }
   // How this connection reaches its server (`dblock doctor`); none for an embedded database.
   virtual std::optional<Transport> transport() { return std::nullopt; }
 };

@@ -58,7 +58,7 @@ namespace {
 // For check()'s message; the size check catches a statement added without its name.
 constexpr std::array<std::string_view, static_cast<std::size_t>(Statement::count_)> statement_names{
     "holder",           "renew",           "renew_batch",      "client_create",    "client_renew",    "client_detach",
-    "insert_acquire",   "insert_release",        "release_after",
+    "insert_acquire",   "insert_release",  "insert_acquire_unmarked", "insert_release_unmarked", "release_after",
     "optimistic_read",
     "optimistic_take",  "optimistic_release", "insert_handover", "optimistic_handover", "session_wait",
     "ping",             "for_update_create", "for_update_try", "for_update_wait",
@@ -67,7 +67,7 @@ constexpr std::array<std::string_view, static_cast<std::size_t>(Statement::count
     "advisory_try_shared", "advisory_wait_shared", "advisory_unlock_shared", "advisory_wait_bounded_shared",
     "shared_acquire",   "shared_busy",     "shared_renew",     "shared_release",        "shared_release_after",
     "writer_mark",      "writer_unmark",   "sweep_holders",
-    "queue_join",       "queue_leave",     "handed_free",     "queue_ahead",      "handed_check",     "sweep_queue",
+    "queue_join",       "queue_leave",     "wait_mark",       "handed_free",     "queue_ahead",      "handed_check",     "sweep_queue",
     "lock_in",
     "check_in",         "list",
     "sweep",            "sweep_pick",      "sweep_delete",     "force_release",         "migration_lock",
@@ -90,6 +90,9 @@ bool required(const Dialect& d, Statement s) {
     case Statement::optimistic_handover:
     case Statement::queue_join:
     case Statement::queue_ahead:
+    case Statement::insert_acquire_unmarked:
+    case Statement::insert_release_unmarked:
+    case Statement::wait_mark:
     case Statement::handed_check:
     case Statement::handed_free:
     case Statement::lock_in:

@@ -70,6 +70,13 @@ enum class Statement : std::size_t {
   // the holder's remaining_ms.
   insert_acquire,
   insert_release,  // (name, owner, fence): delete (or free) our row; affected 1 or 0
+  // Optional, the uncontended path where waiters mark the name's row (wait_mark): the two
+  // above as single statements for a name nobody waits for. The grant (name, owner, ttl_ms)
+  // -> fence, remaining_ms, or no row (the name has a row, or another's turn: insert_acquire
+  // then answers); the release (name, owner, fence) -> a row when it deleted ours, none
+  // otherwise (marked, or not ours: insert_release then answers).
+  insert_acquire_unmarked,
+  insert_release_unmarked,
   // (name, owner, fence, keep_ms): our row, released but kept (LockOptions::hold_at_least):
   // holds 0 and valid_until = now + keep_ms; affected 1 or 0. Both lease strategies use it.
   release_after,
@@ -180,6 +187,10 @@ enum class Statement : std::size_t {
   // where a ticket a release handed the row to is not written back.
   queue_join,
   queue_leave,  // (name, owner): the ticket goes (the waiter gave up); the next is woken
+  // Optional, with insert_acquire_unmarked: (name, keep_ms) -> a row, none when the name has
+  // no row. Every acquire that waits marks the name's row until keep_ms from now, and again
+  // while it waits, so that the row's release notifies (LeaseDriver::mark_waiting).
+  wait_mark,
   // Optional, where releases hand over and the waiter finds out with a statement (turn
   // grants, queue_ahead): (name, owner, ticket): frees a row a release handed to that ticket
   // (its waiter gave up before taking it); run after queue_leave, which the release's

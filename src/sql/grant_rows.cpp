@@ -149,6 +149,12 @@ std::optional<Result> GrantRows::free(const std::string& name, const std::string
                                       Statement release) {
   forget(name, fence);
   auto s = pool_.get();
+  // Where the dialect has the uncontended path, a row nobody waits for is deleted without
+  // waking anyone; a marked one (or one not ours) goes to the release that does the rest.
+  if (release == Statement::insert_release && s->keeps_plans() && d_.offers(Statement::insert_release_unmarked))
+    if (auto quiet = s->run(d_[Statement::insert_release_unmarked], {name, owner, static_cast<std::int64_t>(fence)});
+        done(quiet))
+      return quiet;
   auto freed = s->run(d_[release], {name, owner, static_cast<std::int64_t>(fence)});
   if (!done(freed)) return std::nullopt;
   if (notifier_)

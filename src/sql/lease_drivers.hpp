@@ -106,6 +106,7 @@ class WaitingPlace final : public QueuePlace {
   std::int64_t ticket = 0;          // 0: none; else the ticket the server gave
   Clock::time_point renew_at{};     // when the ticket is next written again (this host's clock)
   bool marked = false;              // a writer's mark is up
+  Clock::time_point mark_at{};      // when the waiters' mark (wait_mark) is next written
   milliseconds holder_left{0};      // the last busy answer's holder time left (0: not known)
   std::unique_ptr<ServerWaits::Place> in_server;  // goes after the ticket (members outlive the body)
 
@@ -269,6 +270,14 @@ class LeaseDriver : public LockDriver {
   // statement.
   Attempt upsert(Connection& s, AcquireRequest& r) {
     if (auto first = read_first(s, r)) return std::move(*first);
+    // An acquire's first attempt, where the dialect has the uncontended path: a name nobody
+    // waits for needs no look at the queue. Not through a transaction pooler, which would
+    // plan it at every call (insert_acquire's statements keep their plans in its function).
+    // No row answered: insert_acquire answers.
+    if (!r.place && s.keeps_plans() && d_.offers(Statement::insert_acquire_unmarked)) {
+      auto won = s.run(d_[Statement::insert_acquire_unmarked], {r.name, r.owner, std::int64_t{r.ttl.count()}});
+      if (!won.rows.empty()) return granted(r, won.rows.front());
+    }
     auto won = grant(s, Statement::insert_acquire, grant_params(r, {r.name, r.owner, std::int64_t{r.ttl.count()}}));
     if (!won) return row_locked(r);
     if (won->rows.empty()) return busy(s, r);
@@ -303,6 +312,11 @@ class LeaseDriver : public LockDriver {
   // A fair acquire that will wait takes a ticket in the name's queue, or keeps its own alive.
   // Answers how long it may sleep, given the holder's `remaining` (lease_queue.cpp).
   milliseconds queue(Connection& s, AcquireRequest& r, milliseconds remaining);
+  // An acquire that will wait marks the name's row (Statement::wait_mark), or keeps its mark,
+  // so that the release wakes it. Answers milliseconds::max() when marked, else how soon to
+  // try again: 1 ms when the name has no row (released since the busy answer, unmarked, so
+  // without a notification), a poll's interval when another transaction holds the row.
+  milliseconds mark_waiting(Connection& s, AcquireRequest& r);
   // Before a grant attempt of a waiter with a ticket, where the dialect says a read is the
   // cheaper way to find out (Statement::queue_ahead): the row a release handed to its
   // ticket, taken without a write, or busy behind a live ticket ahead; nothing when the

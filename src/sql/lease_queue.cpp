@@ -131,6 +131,24 @@ std::optional<Attempt> LeaseDriver::read_first(Connection& s, AcquireRequest& r)
   return busy_behind(s, r, std::string(), milliseconds{0});
 }
 
+milliseconds LeaseDriver::mark_waiting(Connection& s, AcquireRequest& r) {
+  constexpr auto marked = milliseconds::max();
+  if (r.wait <= milliseconds{0} || !d_.offers(Statement::wait_mark)) return marked;
+  auto& w = waiting(r);
+  const auto now = Clock::now();
+  if (now < w.mark_at) return marked;
+  try {
+    UnflushedCommits unflushed(s);
+    auto done = s.run(d_[Statement::wait_mark], {r.name, std::int64_t{2 * ticket_for.count()}});
+    unflushed.end();
+    if (done.rows.empty()) return milliseconds{1};
+  } catch (const LockWaitTimeout&) {
+    return next_polls_every;  // the row is locked (a release under way, a caller's check_in)
+  }
+  w.mark_at = now + renew_ticket_every;
+  return marked;
+}
+
 milliseconds LeaseDriver::queue(Connection& s, AcquireRequest& r, milliseconds remaining) {
   // A try (no wait) takes no ticket: it would only hold up the waiters behind it.
   if (!r.fair || r.wait <= milliseconds{0} || !d_.offers(Statement::queue_join)) return remaining;

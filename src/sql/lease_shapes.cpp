@@ -31,10 +31,23 @@ std::string asked(const AcquireRequest& r) {
 
 }  // namespace
 
+namespace {
+// A busy answer's time to sleep (0: not known) bounded by `cap` (milliseconds::max(): none).
+milliseconds sooner(milliseconds remaining, milliseconds cap) {
+  if (cap == milliseconds::max()) return remaining;
+  return remaining > milliseconds{0} ? std::min(remaining, cap) : cap;
+}
+}  // namespace
+
 Attempt LeaseDriver::busy_behind(Connection& s, AcquireRequest& r, const std::string& holder,
                                  milliseconds remaining) {
   if (holder == semaphore_row && remaining > milliseconds{0}) disagree(r, "a semaphore");
-  remaining = queue(s, r, remaining);
+  // Marked before the ticket is taken, so that no grant of the uncontended path passes it;
+  // no ticket on a name without a row (no mark there: it would go unseen).
+  if (const auto soon = mark_waiting(s, r); soon == milliseconds{1})
+    remaining = soon;
+  else
+    remaining = sooner(queue(s, r, remaining), soon);
   if (holder == readers_row && remaining > milliseconds{0} && d_.offers(Statement::writer_mark) &&
       r.wait > milliseconds{0}) {
     // Writers preferred: new readers queue behind the mark. The writer comes back (woken by
@@ -68,7 +81,11 @@ Attempt LeaseDriver::try_shared(AcquireRequest& r) {
   if (fence == -1) disagree(r, "a semaphore of " + std::to_string(n) + " permits");
   if (fence == -2) disagree(r, "a read/write lock's readers");
   if (fence == -3) disagree(r, "a mutex or a read/write lock's writer");
-  return Attempt::busy(milliseconds{std::max<std::int64_t>(n, 0)});
+  // Waiting, it marks the name's row as an exclusive waiter does: an exclusive holder's
+  // release then wakes it.
+  Attempt a = Attempt::busy(sooner(milliseconds{std::max<std::int64_t>(n, 0)}, mark_waiting(*s, r)));
+  a.place = std::move(r.place);
+  return a;
 }
 
 }  // namespace dblock::detail::sqldb

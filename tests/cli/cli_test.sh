@@ -447,7 +447,7 @@ esac
 if [ -n "$now" ]; then
   sql "INSERT INTO ${DBLOCK_TABLE}_queue (name, owner, ticket, valid_until, lease_ms) VALUES ('queued', 'gone:1', 1, $now + 60000, 30000)" \
     >/dev/null || fail "cannot write a ticket by hand"
-  if [ "$BACKEND" = mysql ]; then  # and the mark a waiter's join writes (waited_until)
+  if [ "$BACKEND" = mysql ] || [ "$BACKEND" = postgresql ]; then  # and the waiter's mark (waited_until)
     sql "INSERT INTO ${DBLOCK_TABLE} (name, owner, fence, holds, acquired_at, valid_until, version, waited_until)
          VALUES ('queued', '', 0, 0, 0, 0, 0, $now + 60000)" >/dev/null || fail "cannot mark the name's row by hand"
   fi

@@ -243,6 +243,49 @@ TEST_CASE("postgresql: an on_lost that takes the lock again does not wait for th
   }
 }
 
+// The waiters' mark (migration V1, pg_dialect.cpp insert_acquire_unmarked): a name nobody
+// waits for is granted and released by single statements, its row deleted; every acquire that
+// waits (fair or not, a writer or a reader) marks the row first, so the holder's release goes
+// through ${table}_release, which notifies and keeps the row free and marked; the sweeper
+// leaves a marked row; and the waiter gets the name.
+TEST_CASE("postgresql: a waiter marks the name's row, and the release wakes it", "[postgresql][fair]") {
+  using namespace std::chrono_literals;
+  dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::postgresql);
+  auto h = table.ns().open(), w = table.ns().open();
+  dblock::detail::sqldb::PgConnection raw(table.url(), "test", 10s);
+  auto row = [&](const std::string& what) {
+    auto r = raw.run("SELECT " + what + " FROM " + table.name() + " WHERE name = 'job'", {});
+    return r.rows.empty() ? std::optional<std::int64_t>() : dblock::detail::sqldb::as_int(r.rows.front()[0]);
+  };
+  auto marked = [&] { return row("(waited_until > (extract(epoch from now()) * 1000)::bigint)::int").value_or(0) == 1; };
+  h->lock("job").acquire().release();
+  CHECK_FALSE(row("1"));  // nobody waited: deleted
+  dblock::LockOptions unfair;
+  unfair.fair = false;
+  for (const char* how : {"fair", "unfair", "shared"}) {
+    INFO(how);
+    auto held = h->lock("job").acquire();
+    CHECK_FALSE(marked());
+    auto waiter = std::async(std::launch::async, [&] {
+      auto lock = w->lock("job", std::string(how) == "unfair" ? unfair : dblock::LockOptions{});
+      return std::string(how) == "shared" ? lock.try_acquire_shared(30s) : lock.try_acquire(30s);
+    });
+    REQUIRE(dblock::test::eventually(marked, 10s));
+    const auto fence = held.fence();
+    held.release();
+    auto got = waiter.get();
+    REQUIRE(got);
+    CHECK(got->fence() > fence);
+    got->release();
+    CHECK(row("1"));  // marked: freed and kept, not deleted
+    CHECK(h->sweep() == 0);
+    CHECK(row("1"));
+    raw.run("UPDATE " + table.name() + " SET waited_until = 0", {});  // the mark runs out
+  }
+  CHECK(h->sweep() == 1);
+  CHECK_FALSE(row("1"));
+}
+
 // Fair waiting: a dead waiter's ticket (dead_ticket_check.hpp).
 TEST_CASE("postgresql: a dead waiter's ticket holds the queue up only until it expires", "[postgresql][fair]") {
   dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::postgresql);
@@ -251,6 +294,10 @@ TEST_CASE("postgresql: a dead waiter's ticket holds the queue up only until it e
   dblock::test::check_dead_ticket(*c, [&](const std::string& owner, int ms) {
     raw.run("INSERT INTO " + table.name() + "_queue (name, owner, ticket, valid_until, lease_ms) VALUES ('job', $1, 1, "
             "(extract(epoch from now()) * 1000)::bigint + $2::bigint, 30000)", {owner, std::int64_t{ms}});
+    // And its mark, on the row it found held, which the holder's release freed and kept.
+    raw.run("INSERT INTO " + table.name() + " (name, owner, fence, holds, acquired_at, valid_until, version, "
+            "waited_until) VALUES ('job', '', 0, 0, 0, 0, 0, (extract(epoch from now()) * 1000)::bigint + $1::bigint) "
+            "ON CONFLICT (name) DO UPDATE SET waited_until = EXCLUDED.waited_until", {std::int64_t{ms}});
   });
 }
 

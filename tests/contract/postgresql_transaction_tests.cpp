@@ -1,6 +1,8 @@
 // Locks in the caller's own transaction and fences checked there (dblock/postgresql.hpp),
 // against the test server, on the caller's own libpqxx connections.
 #include <catch2/catch.hpp>
+#include <future>
+#include <optional>
 #include <pqxx/pqxx>
 #include <thread>
 
@@ -96,6 +98,31 @@ TEST_CASE("postgresql: lock_in holds until commit or rollback, and keeps out eve
     CHECK(locks.try_lock_in(tx, "job", 5s));  // woken by the server at the release
     release.join();
   }
+}
+
+// A waiter marks the name's row (the waiters' mark) without waiting for it: a caller's
+// transaction that checked the lease in holds it share-locked for as long as it runs, longer
+// here than the waiter's statement timeout. The waiter polls meanwhile and gets the name once
+// the transaction ends and the holder releases.
+TEST_CASE("postgresql: a waiter is not held up by a checked-in row it would mark", "[postgresql][fair]") {
+  ScratchTable table(ScratchTable::Server::postgresql);
+  LockTable locks(table.name());
+  auto holder = table.ns().open();
+  auto options = table.ns().options;
+  options.statement_timeout = 1s;
+  auto waiting = dblock::Client::open(table.url(), options);
+  auto lease = holder->lock("job").acquire();
+  pqxx::connection conn(table.url());
+  pqxx::work tx(conn);
+  locks.check_in(tx, lease);
+  auto waiter = std::async(std::launch::async, [&] { return waiting->lock("job").try_acquire(20s); });
+  std::this_thread::sleep_for(2500ms);  // more than the waiter's statement timeout
+  tx.commit();
+  lease.release();
+  std::optional<dblock::Lease> got;
+  REQUIRE_NOTHROW(got = waiter.get());
+  REQUIRE(got);
+  CHECK(got->fence() > lease.fence());
 }
 
 TEST_CASE("postgresql: a transaction's lock goes with its connection", "[postgresql]") {

@@ -38,6 +38,7 @@ class PgConnection final : public Connection {
   void commit() override;
   void rollback() noexcept override;
   bool usable() const noexcept override;
+  bool keeps_plans() const noexcept override { return !pooled_; }  // named statements: run()
   bool still_connected() noexcept override;
   void allow_wait(std::chrono::milliseconds wait) override { wait_allowed_ = wait; }
   int socket() noexcept override;

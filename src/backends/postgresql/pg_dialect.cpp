@@ -64,6 +64,32 @@ const Dialect& postgresql_dialect() {
     d[S::insert_acquire] =
         "SELECT fence, remaining, holder FROM ${table}_insert_acquire($1, $2, $3::bigint, $4::bigint, $5::bigint)";
     d[S::insert_release] = "SELECT * FROM ${table}_release($1, $2, $3::bigint, false, false)";
+    // The uncontended path (the migration's "waiters' mark"): a name with no row has nobody
+    // waiting (a waiter marks the row it finds, and a marked row is freed, not deleted), so
+    // its grant is the least a fenced lease grant sends, as one statement the server keeps
+    // planned: the row created under the name's turn, with its fence. A name with a row (held,
+    // marked, kept, a leftover) is left to insert_acquire, and draws no fence here: the test
+    // of the row comes before the draw. The release deletes a row nobody marked, committed
+    // without waiting for its flush, as ${table}_release's, and notifies nobody.
+    d[S::insert_acquire_unmarked] =
+        "INSERT INTO ${table} (name, owner, fence, holds, acquired_at, valid_until, version) "
+        "SELECT $1, $2, ${table}_fence_next(), 1, ${now_ms}, ${now_ms} + $3::bigint, 1 "
+        "WHERE NOT EXISTS (SELECT 1 FROM ${table} AS x WHERE x.name = $1) "
+        "AND pg_try_advisory_xact_lock(hashtextextended('${table}:' || $1, 0)) "
+        "ON CONFLICT (name) DO NOTHING RETURNING fence, valid_until - ${now_ms}";
+    d[S::insert_release_unmarked] =
+        "WITH d AS (DELETE FROM ${table} AS t WHERE t.name = $1 AND t.owner = $2 AND t.fence = $3::bigint "
+        "AND t.waited_until <= ${now_ms} RETURNING t.fence) "
+        "SELECT 0::bigint, set_config('synchronous_commit', 'off', true) FROM d";
+    // Committed without waiting for its flush (a mark is worth nothing after a crash: its
+    // waiter's session is gone; flushed, the 8 waiters of a hand-off each added a WAL flush
+    // to every turn, 1.25-1.76x the hand-off floor instead of 1.2).
+    // NOWAIT: a caller's transaction may hold the row (check_in's share lock) for as long as it
+    // runs; the waiter then polls (LeaseDriver::mark_waiting) instead of waiting for it.
+    d[S::wait_mark] =
+        "WITH r AS (SELECT name FROM ${table} WHERE name = $1 FOR NO KEY UPDATE NOWAIT), "
+        "m AS (UPDATE ${table} AS t SET waited_until = GREATEST(t.waited_until, ${now_ms} + $2::bigint) FROM r "
+        "WHERE t.name = r.name RETURNING 1) SELECT 1, set_config('synchronous_commit', 'off', true) FROM m";
     d[S::insert_handover] = "SELECT * FROM ${table}_release($1, $2, $3::bigint, false, true)";
     d[S::handed_check] =
         "SELECT ${until:t} - ${now_ms} FROM ${table} AS t WHERE t.name = $1 AND t.owner = $2 AND t.fence = $3::bigint "
@@ -214,7 +240,7 @@ const Dialect& postgresql_dialect() {
         "WITH clients AS (DELETE FROM ${table}_clients WHERE id = ANY(ARRAY(SELECT id FROM ${table}_clients "
         "WHERE valid_until <= ${now_ms} LIMIT $1::bigint FOR UPDATE SKIP LOCKED))) "
         "DELETE FROM ${table} WHERE name = ANY(ARRAY(SELECT t.name FROM ${table} AS t WHERE t.valid_until <= ${now_ms} "
-        "AND ${until:t} <= ${now_ms} LIMIT $1::bigint FOR UPDATE OF t SKIP LOCKED))";
+        "AND ${until:t} <= ${now_ms} AND t.waited_until <= ${now_ms} LIMIT $1::bigint FOR UPDATE OF t SKIP LOCKED))";
     // The name's row first, then its holders (the order every shaped statement locks them in).
     d[S::force_release] =
         "WITH gone AS (DELETE FROM ${table} AS t WHERE t.name = $1 AND ${until:t} > ${now_ms} RETURNING t.name), "

@@ -158,6 +158,7 @@ class LentConnection final : public Connection {
     return s_->session->still_connected();  // reads what is there: delivered with it
   }
   bool may_pin() const noexcept override { return false; }
+  bool keeps_plans() const noexcept override { return s_->session->keeps_plans(); }
   void allow_wait(std::chrono::milliseconds wait) override { s_->session->allow_wait(wait); }
   void drop_when_unreachable(std::chrono::milliseconds ttl) override {
     alone([&](Connection& c) { c.drop_when_unreachable(ttl); });
