@@ -9,7 +9,7 @@
 -- statements).
 
 -- One row per lock name. A row is held while valid_until is in the future; the sweeper
--- deletes the others.
+-- deletes the others, unless someone still waits for the name (waited_until).
 CREATE TABLE ${table} (
     name        TEXT    NOT NULL PRIMARY KEY,  -- the lock name (1..255 bytes of UTF-8)
     owner       TEXT    NOT NULL,              -- host:pid:instance:thread of the holder; '' when free;
@@ -21,7 +21,9 @@ CREATE TABLE ${table} (
     valid_until INTEGER NOT NULL,
     version     INTEGER NOT NULL,              -- bumped by every change: the optimistic strategy's
                                                -- compare-and-set
-    handed_to   INTEGER NOT NULL DEFAULT 0     -- the ticket a release handed the row to (0: none)
+    handed_to   INTEGER NOT NULL DEFAULT 0,    -- the ticket a release handed the row to (0: none)
+    waited_until INTEGER NOT NULL DEFAULT 0    -- the waiters' mark: until when an acquire waits
+                                               -- for this name (below)
 );
 
 -- The sweeper finds expired rows without scanning the table.
@@ -153,6 +155,14 @@ CREATE TABLE ${table}_queue (
     lease_ms    INTEGER NOT NULL,  -- the TTL the waiter asked for: what a hand-over grants it
     PRIMARY KEY (name, owner)
 );
+
+-- The waiters' mark: every acquire that will wait (fair or not, a writer or a reader) sets
+-- waited_until on the name's row before it takes a ticket, and again each second while it
+-- waits. A name with no row then has nobody to serve first and nobody to wake: its grant is
+-- the least correct lease's INSERT, and the release of an unmarked row a DELETE that wakes
+-- nobody (sqlite_dialect.cpp, insert_acquire_unmarked). A marked row is freed, not deleted,
+-- by its release, and kept by the sweeper while marked, so the mark outlives the releases
+-- that the waiters wait through.
 
 -- A grant (a new row, or a new fence on the name's row, a hand-over's too) deletes the new
 -- holder's ticket in the same statement.

@@ -447,10 +447,9 @@ esac
 if [ -n "$now" ]; then
   sql "INSERT INTO ${DBLOCK_TABLE}_queue (name, owner, ticket, valid_until, lease_ms) VALUES ('queued', 'gone:1', 1, $now + 60000, 30000)" \
     >/dev/null || fail "cannot write a ticket by hand"
-  if [ "$BACKEND" = mysql ] || [ "$BACKEND" = postgresql ]; then  # and the waiter's mark (waited_until)
-    sql "INSERT INTO ${DBLOCK_TABLE} (name, owner, fence, holds, acquired_at, valid_until, version, waited_until)
-         VALUES ('queued', '', 0, 0, 0, 0, 0, $now + 60000)" >/dev/null || fail "cannot mark the name's row by hand"
-  fi
+  # and the waiter's mark (waited_until), on the row it found held
+  sql "INSERT INTO ${DBLOCK_TABLE} (name, owner, fence, holds, acquired_at, valid_until, version, waited_until)
+       VALUES ('queued', '', 0, 0, 0, 0, 0, $now + 60000)" >/dev/null || fail "cannot mark the name's row by hand"
   expect_exit 75 "a fair run --no-wait stays behind a waiter's ticket" "$DBLOCK" run --no-wait --name queued -- true
   expect_exit 0 "run --unfair does not look at the queue" "$DBLOCK" run --unfair --no-wait --name queued -- true
   sql "DELETE FROM ${DBLOCK_TABLE}_queue WHERE name = 'queued'" >/dev/null

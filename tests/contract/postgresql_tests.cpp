@@ -16,6 +16,7 @@
 #include "contract/share_lock_check.hpp"
 #include "contract/client_rows_check.hpp"
 #include "contract/dead_ticket_check.hpp"
+#include "contract/wait_mark_check.hpp"
 #include "contract/handed_ticket_check.hpp"
 #include "contract/connection_slot_check.hpp"
 #include "contract/least_privilege_check.hpp"
@@ -243,47 +244,22 @@ TEST_CASE("postgresql: an on_lost that takes the lock again does not wait for th
   }
 }
 
-// The waiters' mark (migration V1, pg_dialect.cpp insert_acquire_unmarked): a name nobody
-// waits for is granted and released by single statements, its row deleted; every acquire that
-// waits (fair or not, a writer or a reader) marks the row first, so the holder's release goes
-// through ${table}_release, which notifies and keeps the row free and marked; the sweeper
-// leaves a marked row; and the waiter gets the name.
+// The waiters' mark (wait_mark_check.hpp).
 TEST_CASE("postgresql: a waiter marks the name's row, and the release wakes it", "[postgresql][fair]") {
   using namespace std::chrono_literals;
   dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::postgresql);
   auto h = table.ns().open(), w = table.ns().open();
   dblock::detail::sqldb::PgConnection raw(table.url(), "test", 10s);
-  auto row = [&](const std::string& what) {
-    auto r = raw.run("SELECT " + what + " FROM " + table.name() + " WHERE name = 'job'", {});
-    return r.rows.empty() ? std::optional<std::int64_t>() : dblock::detail::sqldb::as_int(r.rows.front()[0]);
-  };
-  auto marked = [&] { return row("(waited_until > (extract(epoch from now()) * 1000)::bigint)::int").value_or(0) == 1; };
-  h->lock("job").acquire().release();
-  CHECK_FALSE(row("1"));  // nobody waited: deleted
-  dblock::LockOptions unfair;
-  unfair.fair = false;
-  for (const char* how : {"fair", "unfair", "shared"}) {
-    INFO(how);
-    auto held = h->lock("job").acquire();
-    CHECK_FALSE(marked());
-    auto waiter = std::async(std::launch::async, [&] {
-      auto lock = w->lock("job", std::string(how) == "unfair" ? unfair : dblock::LockOptions{});
-      return std::string(how) == "shared" ? lock.try_acquire_shared(30s) : lock.try_acquire(30s);
-    });
-    REQUIRE(dblock::test::eventually(marked, 10s));
-    const auto fence = held.fence();
-    held.release();
-    auto got = waiter.get();
-    REQUIRE(got);
-    CHECK(got->fence() > fence);
-    got->release();
-    CHECK(row("1"));  // marked: freed and kept, not deleted
-    CHECK(h->sweep() == 0);
-    CHECK(row("1"));
-    raw.run("UPDATE " + table.name() + " SET waited_until = 0", {});  // the mark runs out
-  }
-  CHECK(h->sweep() == 1);
-  CHECK_FALSE(row("1"));
+  dblock::test::check_wait_mark(
+      *h, *w,
+      [&]() -> std::optional<bool> {
+        auto r = raw.run("SELECT (waited_until > (extract(epoch from now()) * 1000)::bigint)::int FROM " +
+                             table.name() + " WHERE name = 'job'",
+                         {});
+        if (r.rows.empty()) return std::nullopt;
+        return dblock::detail::sqldb::as_int(r.rows.front()[0]) == 1;
+      },
+      [&] { raw.run("UPDATE " + table.name() + " SET waited_until = 0", {}); });
 }
 
 // Fair waiting: a dead waiter's ticket (dead_ticket_check.hpp).

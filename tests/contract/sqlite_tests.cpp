@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <atomic>
 #include <future>
+#include <optional>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -14,12 +15,18 @@
 #include "contract/dead_ticket_check.hpp"
 #include "contract/handed_ticket_check.hpp"
 #include "contract/upgrade_check.hpp"
+#include "contract/wait_mark_check.hpp"
 #include "core/validate.hpp"
 #include "sql/lease_drivers.hpp"
 #include "support/eventually.hpp"
 #include "support/temp_dir.hpp"
 
 using namespace std::chrono_literals;
+
+namespace {
+// The database clock in milliseconds, as the dialect reads it.
+const std::string sqlite_now = "CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)";
+}  // namespace
 
 TEST_CASE("sqlite: the strategies it does not offer are refused by name", "[sqlite]") {
   dblock::test::TempDir dir;
@@ -138,12 +145,33 @@ TEST_CASE("sqlite: a dead waiter's ticket holds the queue up only until it expir
   SQLite::Database db(dir.path() + "/l.db", SQLite::OPEN_READWRITE);
   dblock::test::check_dead_ticket(*c, [&](const std::string& owner, int ms) {
     SQLite::Statement st(db, "INSERT INTO dblock_locks_queue (name, owner, ticket, valid_until, lease_ms) VALUES "
-                             "('job', ?1, 1, CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER) + ?2, "
-                             "30000)");
+                             "('job', ?1, 1, " + sqlite_now + " + ?2, 30000)");
     st.bind(1, owner);
     st.bind(2, ms);
     st.exec();
+    // And its mark, on the row it found held, which the holder's release freed and kept.
+    SQLite::Statement mark(db, "INSERT INTO dblock_locks (name, owner, fence, holds, acquired_at, valid_until, version, "
+                               "waited_until) VALUES ('job', '', 0, 0, 0, 0, 0, " + sqlite_now + " + ?1) "
+                               "ON CONFLICT (name) DO UPDATE SET waited_until = excluded.waited_until");
+    mark.bind(1, ms);
+    mark.exec();
   });
+}
+
+// The waiters' mark (wait_mark_check.hpp).
+TEST_CASE("sqlite: a waiter marks the name's row, and the release wakes it", "[sqlite][fair]") {
+  dblock::test::TempDir dir;
+  const auto url = "sqlite:" + dir.path() + "/l.db";
+  auto h = dblock::Client::open(url), w = dblock::Client::open(url);
+  SQLite::Database db(dir.path() + "/l.db", SQLite::OPEN_READWRITE, 5000);
+  dblock::test::check_wait_mark(
+      *h, *w,
+      [&]() -> std::optional<bool> {
+        SQLite::Statement st(db, "SELECT waited_until > " + sqlite_now + " FROM dblock_locks WHERE name = 'job'");
+        if (!st.executeStep()) return std::nullopt;
+        return st.getColumn(0).getInt() == 1;
+      },
+      [&] { db.exec("UPDATE dblock_locks SET waited_until = 0"); });
 }
 
 // The hand-over: the release of a grant made after waiting names the head of
@@ -151,7 +179,6 @@ TEST_CASE("sqlite: a dead waiter's ticket holds the queue up only until it expir
 // the head reads the row handed to its ticket (queue_ahead) instead of writing a grant. The
 // releaser, asking again, joins the line at once. Both strategies.
 namespace {
-const std::string sqlite_now = "CAST(ROUND((julianday('now') - 2440587.5) * 86400000.0) AS INTEGER)";
 std::int64_t sqlite_scalar(SQLite::Database& db, const std::string& sql, std::int64_t none = -1) {
   SQLite::Statement st(db, sql);
   return st.executeStep() ? st.getColumn(0).getInt64() : none;

@@ -123,8 +123,12 @@ int SqliteConnection::busy_wait(void* self, int count) noexcept {
 SqliteConnection::~SqliteConnection() = default;
 
 SQLite::Statement& SqliteConnection::prepared(const std::string& sql) {
-  auto& slot = cache_[sql];
+  if (auto a = by_address_.find(sql.data()); a != by_address_.end() && *a->second.first == sql)
+    return *a->second.second;
+  auto& [text, slot] = *cache_.try_emplace(sql).first;
   if (!slot) slot = std::make_unique<SQLite::Statement>(*db_, sql);
+  if (by_address_.size() >= 64) by_address_.clear();
+  by_address_[sql.data()] = {&text, slot.get()};
   return *slot;
 }
 

@@ -59,7 +59,28 @@ const Dialect& sqlite_dialect() {
         "(SELECT owner FROM (SELECT q.owner, min(q.ticket) FROM ${table}_queue AS q WHERE q.name = ?1 "
         "AND q.valid_until > ${now_ms}))";
     d.release_names_next = true;
-    d[S::insert_release] = "DELETE FROM ${table} WHERE name = ?1 AND owner = ?2 AND fence = ?3 RETURNING " + next_owner;
+    // Reached only when insert_release_unmarked did not delete our row: it is marked, so it is
+    // freed and kept (the mark must outlive the release), and the waiter next in line is named.
+    d[S::insert_release] =
+        "UPDATE ${table} SET owner = '', holds = 0, valid_until = ${now_ms}, version = version + 1, handed_to = 0 "
+        "WHERE name = ?1 AND owner = ?2 AND fence = ?3 RETURNING " + next_owner;
+    // The uncontended path (the migration's "waiters' mark"): a name with no row has nobody
+    // waiting (a waiter marks the row it finds, and a marked row is freed, not deleted), so
+    // its grant is the least a fenced lease grant sends: no look at the queue. A name with a
+    // row (held, marked, kept, a leftover) is left to insert_acquire. The release deletes a
+    // row nobody marked and wakes nobody; it has no RETURNING (SQLite buffers a RETURNING's
+    // rows in a temporary table, which its statement opens a transaction on: the next
+    // waiter's name cost every release that much).
+    d[S::insert_acquire_unmarked] =
+        "INSERT INTO ${table} (name, owner, fence, holds, acquired_at, valid_until, version) "
+        "VALUES (?1, ?2, (SELECT value + 1 FROM ${table}_fence), 1, ${now_ms}, ${now_ms} + ?3, 1) "
+        "ON CONFLICT (name) DO NOTHING RETURNING fence, valid_until - ${now_ms}";
+    d[S::insert_release_unmarked] =
+        "DELETE FROM ${table} WHERE name = ?1 AND owner = ?2 AND fence = ?3 AND waited_until <= ${now_ms}";
+    // Committed with synchronous=NORMAL (LeaseDriver::mark_waiting): a mark is worth nothing
+    // after a crash, its waiter being gone.
+    d[S::wait_mark] =
+        "UPDATE ${table} SET waited_until = MAX(waited_until, ${now_ms} + ?2) WHERE name = ?1 RETURNING 1";
 
     d[S::release_after] =
         "UPDATE ${table} SET valid_until = ${now_ms} + ?4, holds = 0, version = version + 1 "
@@ -107,7 +128,7 @@ const Dialect& sqlite_dialect() {
         "WHERE h.mode <> 'w' AND h.valid_until > ${now_ms} ORDER BY 1, 3";
     d[S::sweep] =
         "DELETE FROM ${table} WHERE name IN "
-        "(SELECT name FROM ${table} WHERE valid_until <= ${now_ms} LIMIT ?1)";
+        "(SELECT name FROM ${table} WHERE valid_until <= ${now_ms} AND waited_until <= ${now_ms} LIMIT ?1)";
     d[S::force_release] = "DELETE FROM ${table} WHERE name = ?1 AND valid_until > ${now_ms}";
     // One writer at a time: a sweep batch holds the database's write lock for its DELETE and
     // commit, and the acquirers that find it taken poll (SqliteConnection's busy handler) rather
