@@ -73,8 +73,9 @@ enum class Statement : std::size_t {
   // Optional, the uncontended path where waiters mark the name's row (wait_mark): the two
   // above as single statements for a name nobody waits for. The grant (name, owner, ttl_ms)
   // -> fence, remaining_ms, or no row (the name has a row, or another's turn: insert_acquire
-  // then answers); the release (name, owner, fence) -> a row when it deleted ours, none
-  // otherwise (marked, or not ours: insert_release then answers).
+  // then answers); the release (name, owner, fence) deletes our unmarked row: ours when a
+  // row is answered, or else when one row changed (marked, or not ours: insert_release then
+  // answers).
   insert_acquire_unmarked,
   insert_release_unmarked,
   // (name, owner, fence, keep_ms): our row, released but kept (LockOptions::hold_at_least):

@@ -29,14 +29,12 @@ std::string asked(const AcquireRequest& r) {
                    ": every acquirer of a name must ask for the same shape");
 }
 
-}  // namespace
-
-namespace {
 // A busy answer's time to sleep (0: not known) bounded by `cap` (milliseconds::max(): none).
 milliseconds sooner(milliseconds remaining, milliseconds cap) {
   if (cap == milliseconds::max()) return remaining;
   return remaining > milliseconds{0} ? std::min(remaining, cap) : cap;
 }
+
 }  // namespace
 
 Attempt LeaseDriver::busy_behind(Connection& s, AcquireRequest& r, const std::string& holder,
