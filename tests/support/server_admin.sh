@@ -9,8 +9,10 @@
 #   drop_account NAME                  drops it, quietly (for a trap)
 #   connections_of NAME                the server's sessions of account NAME now, but those of
 #                                      this file (the samplers' own, when NAME is the URL's user)
+#   sessions_of NAME                   the same sessions, one line each (what each is doing)
 #   sample_peak NAME FILE DONE         in the background: the most sessions of NAME seen, every
-#                                      50 ms, written to FILE until the file DONE exists
+#                                      50 ms, written to FILE until the file DONE exists, and
+#                                      those sessions at the peak to FILE.sessions
 #   sample_commit TABLE FILE DONE      in the background: the slowest commit of a one-row UPDATE
 #                                      of TABLE (made here), in ms on an open session (not the
 #                                      client's start), every 250 ms, written to FILE until the
@@ -62,13 +64,23 @@ connections_of() {
   fi
 }
 
+sessions_of() {
+  if [ "$admin_backend" = postgresql ]; then
+    admin "SELECT pid, client_port, application_name, state, backend_start, left(query, 60) FROM pg_stat_activity
+           WHERE usename = '$1' AND application_name <> '$admin_app' ORDER BY backend_start"
+  else
+    admin "SELECT ID, HOST, COMMAND, TIME, LEFT(INFO, 60) FROM information_schema.PROCESSLIST
+           WHERE USER = '$1' AND ID <> CONNECTION_ID()"
+  fi
+}
+
 sample_peak() {
   echo 0 >"$2"
   (
     peak=0
     while [ ! -e "$3" ]; do
       n=$(connections_of "$1" 2>/dev/null || echo 0)
-      [ "$n" -gt "$peak" ] && peak=$n && echo "$peak" >"$2"
+      [ "$n" -gt "$peak" ] && peak=$n && echo "$peak" >"$2" && { sessions_of "$1" >"$2.sessions" 2>&1 || true; }
       sleep 0.05
     done
   ) &
