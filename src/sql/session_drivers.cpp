@@ -377,20 +377,22 @@ std::uint64_t AdvisoryDriver::lock(Connection& s, const std::string& name, milli
   const auto wait_lock = shared ? Statement::advisory_wait_shared : Statement::advisory_wait;
   const auto bounded = shared ? Statement::advisory_wait_bounded_shared : Statement::advisory_wait_bounded;
   if (wait.count() <= 0) return static_cast<std::uint64_t>(as_int(s.run(d_[try_lock], {key}).rows.at(0).at(0)));
-  // One statement per wait, in pieces that end well before the statement timeout (1 s of
-  // margin for the statement's own work). A piece that times out is busy only when it was
-  // the last: otherwise wait on, still inside the server.
-  const milliseconds margin{1000}, piece = statement_timeout_ - margin;
+  // One statement per wait, in pieces of whole wait units that end well before the statement
+  // timeout (1 s of margin for the statement's own work). A piece that times out (an error on
+  // PostgreSQL, an answer of 0 from MySQL's GET_LOCK) is busy only when it was the last:
+  // otherwise wait on, still inside the server.
+  const milliseconds margin{1000}, piece = statement_timeout_ - margin - (statement_timeout_ - margin) % d_.wait_unit;
   if (d_.offers(bounded) && piece >= margin) {
     for (auto left = wait;;) {
       auto now = std::min(left, piece);
       try {
-        return static_cast<std::uint64_t>(
+        auto fence = static_cast<std::uint64_t>(
             as_int(s.run(d_[bounded], {key, std::int64_t{now.count()}}).rows.at(0).at(0)));
+        if (fence != 0) return fence;
       } catch (const TimeoutError&) {
-        left -= now;
-        if (left.count() <= 0) return 0;
       }
+      left -= now;
+      if (left.count() <= 0) return 0;
     }
   }
   s.begin();  // the wait bound is transaction-local; the advisory lock is session-level

@@ -119,6 +119,39 @@ namespace {
   }
 }
 
+// A session lock's wait longer than the statement timeout waits inside the server in pieces
+// shorter than it (PostgreSQL's lock_timeout error, MySQL's GET_LOCK answering 0, end each
+// piece), and is granted when the holder lets go, not answered busy at a piece's end.
+[[maybe_unused]] void long_server_wait_spans_pieces(Server server) {
+  using std::chrono::steady_clock;
+  dblock::test::ScratchTable table(server);
+  auto holder = table.ns().open();
+  auto opts = table.options();
+  opts.statement_timeout = 2s;  // pieces of 1 s
+  auto waiter = dblock::Client::open(table.url(), opts);
+  for (auto strategy : {dblock::Strategy::advisory, dblock::Strategy::for_update}) {
+    INFO(dblock::to_string(strategy));
+    dblock::LockOptions o;
+    o.strategy = strategy;
+    auto held = holder->lock("job", o).acquire();
+    steady_clock::time_point released_at;
+    std::thread letting_go([&] {
+      std::this_thread::sleep_for(3500ms);  // past three pieces
+      released_at = steady_clock::now();
+      held.release();
+    });
+    const auto asked = steady_clock::now();
+    auto got = waiter->lock("job", o).try_acquire(8s);
+    const auto granted_at = steady_clock::now();
+    letting_go.join();
+    REQUIRE(got);
+    CHECK(got->fence() > held.fence());
+    CHECK(granted_at - asked >= 3s);
+    CHECK(granted_at - released_at < 1s);  // woken by the release within the piece it came in
+    got->release();
+  }
+}
+
 }  // namespace
 
 #ifdef DBLOCK_TEST_POSTGRESQL
@@ -132,6 +165,9 @@ TEST_CASE("postgresql: an acquire behind a row lock is busy by its deadline and 
 TEST_CASE("postgresql: a session lock whose connection the server closes is lost at once", "[postgresql]") {
   closed_connection_is_lost_at_once(Server::postgresql);
 }
+TEST_CASE("postgresql: a session lock's wait past the statement timeout waits in pieces", "[postgresql]") {
+  long_server_wait_spans_pieces(Server::postgresql);
+}
 #endif
 
 #ifdef DBLOCK_TEST_MYSQL
@@ -143,5 +179,8 @@ TEST_CASE("mysql: an acquire behind a row lock is busy by its deadline and leave
 }
 TEST_CASE("mysql: a session lock whose connection the server closes is lost at once", "[mysql]") {
   closed_connection_is_lost_at_once(Server::mysql);
+}
+TEST_CASE("mysql: a session lock's wait past the statement timeout waits in pieces", "[mysql]") {
+  long_server_wait_spans_pieces(Server::mysql);
 }
 #endif

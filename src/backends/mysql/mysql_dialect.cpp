@@ -210,6 +210,11 @@ Dialect make() {
     };
     d[S::advisory_try] = get_lock("0");
     d[S::advisory_wait] = get_lock("@dblock_wait");
+    // A wait shorter than the statement timeout in one text, outside a transaction: no SET
+    // before it and no COMMIT after the grant, which a woken waiter waited for (the hand-off
+    // floor sends just this text). GET_LOCK's timeout is whole seconds (wait_unit); one that
+    // runs out answers 0, and the driver waits on in the next piece.
+    d[S::advisory_wait_bounded] = get_lock("?2 DIV 1000");
     d[S::advisory_unlock] = "DO RELEASE_LOCK(" + lock_name + ")";
 
     d[S::list] =
