@@ -381,7 +381,7 @@ std::uint64_t AdvisoryDriver::lock(Connection& s, const std::string& name, milli
   // timeout (1 s of margin for the statement's own work). A piece that times out (an error on
   // PostgreSQL, an answer of 0 from MySQL's GET_LOCK) is busy only when it was the last:
   // otherwise wait on, still inside the server.
-  const milliseconds margin{1000}, piece = statement_timeout_ - margin - (statement_timeout_ - margin) % d_.wait_unit;
+  const milliseconds margin{1000}, room = statement_timeout_ - margin, piece = room - room % d_.wait_unit;
   if (d_.offers(bounded) && piece >= margin) {
     for (auto left = wait;;) {
       auto now = std::min(left, piece);
