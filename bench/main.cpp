@@ -83,7 +83,8 @@ int run(const Options& opt, const RunFacts& facts) {
   general.push_back(
       "ratio = p50 / p50 of the `baseline` row (several baselines: one ratio each, in the same order, "
       "separated by /): uncontended sqlite strategies vs sqlite `bare / bare+fence` (insert also / "
-      "`bare-lease-insert`), `bare+fence` vs `bare` and `bare-lease-insert` vs `bare / bare+fence`; uncontended "
+      "`bare-lease-insert`, optimistic also / `bare-lease-optimistic`), `bare+fence` vs `bare` and "
+      "`bare-lease-insert` and `bare-lease-optimistic` vs `bare / bare+fence`; uncontended "
       "postgresql strategies vs their own bare baseline(s) (insert: `bare-insert / bare-lease-insert`, optimistic: "
       "`bare-optimistic / bare-lease-optimistic`, for-update: "
       "`bare-for-update / bare-for-update+fence`, advisory: `advisory-pair / advisory-pair+fence`); uncontended "

@@ -164,7 +164,8 @@ BackendReport run_sqlite(const Options& opt) {
   // table (its fence counter and trigger): an upsert that takes the name if free or expired on
   // the file's clock and leaves a live row alone, and a release of its own grant only. No
   // queue, no answer of whose turn is next: what dblock's insert adds beyond it is fairness.
-  std::optional<SQLite::Statement> lease_ins, lease_del;
+  std::optional<SQLite::Statement> lease_ins, lease_del, lease_take, lease_free;
+  std::int64_t take_version = 0;
   if (uncontended) {
     const auto& d = dblock::detail::sqldb::sqlite_dialect();
     const auto table = dblock::detail::parse_table_name(client_options.table);
@@ -199,6 +200,54 @@ BackendReport run_sqlite(const Options& opt) {
                                                lease_del->reset();
                                              },
                                              {}});
+    // `bare-lease-optimistic`: the same for optimistic, a compare-and-set on the version the
+    // last release answered (known without a read, as dblock's optimistic knows it) that takes
+    // only a free or expired row, and a release of its own grant that answers the new version.
+    const std::string take_name = "bench-uncontended-bare-lease-optimistic";
+    db.exec(dblock::detail::sqldb::render("INSERT OR IGNORE INTO ${table} (name, owner, fence, holds, acquired_at, "
+                                          "valid_until, version) VALUES ('" + take_name + "', '', 0, 0, 0, 0, 0)",
+                                          table, d.now_ms));
+    lease_take.emplace(
+        db, dblock::detail::sqldb::render(
+                "UPDATE ${table} SET owner = 'x', fence = (SELECT value + 1 FROM ${table}_fence), holds = 1, "
+                "acquired_at = ${now_ms}, valid_until = ${now_ms} + " +
+                    std::to_string(dblock::LockOptions{}.ttl.count()) +
+                    ", version = version + 1 WHERE name = ?1 AND version = ?2 AND valid_until <= ${now_ms} "
+                    "RETURNING fence",
+                table, d.now_ms));
+    lease_free.emplace(db, dblock::detail::sqldb::render(
+                               "UPDATE ${table} SET owner = '', holds = 0, valid_until = 0, version = version + 1 "
+                               "WHERE name = ?1 AND owner = 'x' AND fence = ?2 RETURNING version",
+                               table, d.now_ms));
+    SQLite::Statement read_version(db, dblock::detail::sqldb::render("SELECT version FROM ${table} WHERE name = ?1",
+                                                                     table, d.now_ms));
+    read_version.bind(1, take_name);
+    if (!read_version.executeStep()) throw std::runtime_error("sqlite bare-lease-optimistic: no row");
+    take_version = read_version.getColumn(0).getInt64();
+    rep.notes.push_back(
+        "sqlite baseline `bare-lease-optimistic`, the same for optimistic, the row's version known from the last "
+        "release (as dblock's optimistic knows it): `UPDATE t SET owner = 'x', fence = (SELECT value + 1 FROM "
+        "t_fence), ..., version = version + 1 WHERE name = ?1 AND version = ?2 AND valid_until <= <now> RETURNING "
+        "fence` + `UPDATE t SET owner = '', holds = 0, valid_until = 0, version = version + 1 WHERE name = ?1 AND "
+        "owner = 'x' AND fence = ?2 RETURNING version`, prepared, without dblock's queue and its answer of whose "
+        "turn is next");
+    series.insert(series.begin() + 3, Series{"bare-lease-optimistic", [&, take_name] {
+                                               lease_take->bind(1, take_name);
+                                               lease_take->bind(2, take_version);
+                                               if (!lease_take->executeStep())
+                                                 throw std::runtime_error(
+                                                     "sqlite bare-lease-optimistic: the take lost on a free row");
+                                               const auto fence = lease_take->getColumn(0).getInt64();
+                                               lease_take->reset();
+                                               lease_free->bind(1, take_name);
+                                               lease_free->bind(2, fence);
+                                               if (!lease_free->executeStep())
+                                                 throw std::runtime_error(
+                                                     "sqlite bare-lease-optimistic: no row of ours");
+                                               take_version = lease_free->getColumn(0).getInt64();
+                                               lease_free->reset();
+                                             },
+                                             {}});
   }
   run_interleaved("sqlite", series, opt);
 
@@ -214,6 +263,8 @@ BackendReport run_sqlite(const Options& opt) {
     if (uncontended && &row != &rep.rows.front() && row.strategy != "bare+fence")
       row.vs.push_back(compare(row, rep.rows[1]));  // the strategies and bare-lease-insert: / bare+fence
     if (uncontended && row.strategy == "insert") row.vs.push_back(compare(row, rep.rows[2]));  // / bare-lease-insert
+    if (uncontended && row.strategy == "optimistic")
+      row.vs.push_back(compare(row, rep.rows[3]));  // / bare-lease-optimistic
     row.shown = row.vs.size();
   }
 
