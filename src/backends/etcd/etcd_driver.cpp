@@ -69,6 +69,14 @@ std::string describe(KeyShape s) {
                    ": take it in the same shape (a semaphore with the same permits)");
 }
 
+// The attempt's wait (the core's slice of the caller's) ended with our key still queued: it
+// keeps its place for the core's next call.
+Attempt still_queued(std::unique_ptr<QueuePlace> key) {
+  auto a = Attempt::busy(milliseconds{1});
+  a.place = std::move(key);
+  return a;
+}
+
 }  // namespace
 
 seconds lease_ttl(milliseconds ttl) {
@@ -252,6 +260,7 @@ Attempt Driver::try_acquire(AcquireRequest& r) {
     pb::TxnResponse seen;
     const auto looked = look(*c, by_creation(prefix, pb::RangeRequest::DESCEND, c->revision), until, &seen);
     if (looked == Look::again) continue;
+    if (looked == Look::later) return still_queued(std::move(c));
     if (looked == Look::expired) {  // our lease expired while we waited: queue again
       c.reset();
       if (++reentered > 3)
@@ -273,11 +282,7 @@ Attempt Driver::try_acquire(AcquireRequest& r) {
       if (head.kvs_size() > 0) check(head.kvs(0));
     }
     if (r.wait.count() <= 0) return Attempt::busy(milliseconds{0});
-    if (Clock::now() >= until) {  // the key stays queued for the core's next call
-      auto a = Attempt::busy(milliseconds{1});
-      a.place = std::move(c);
-      return a;
-    }
+    if (Clock::now() >= until) return still_queued(std::move(c));
     // Watch only the predecessor's deletion; one since the revision we looked at is reported at
     // once (Cluster::wait_deleted). Woken at least when our lease needs its next keep-alive.
     auto wake = std::min(until, c->session->refresh_due_at());
@@ -302,7 +307,11 @@ Driver::Look Driver::look(Contender& c, const pb::RangeRequest& before, Clock::t
     return Look::seen;
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::unavailable && e.kind() != ErrorKind::timeout) throw;
-    if (Clock::now() + pause >= std::min(until, c.session->expiry())) throw;
+    if (Clock::now() + pause >= c.session->expiry()) throw;
+    // An outage that outlasts the core's slice of the wait is not the end of the wait: the
+    // core calls again while the caller's deadline allows (an outage that outlasts that ends
+    // the acquire as busy, as any wait that runs out).
+    if (Clock::now() + pause >= until) return Look::later;
     std::this_thread::sleep_for(pause);
     return Look::again;
   }
@@ -361,6 +370,7 @@ Attempt Driver::try_acquire_shaped(AcquireRequest& r) {
     } else {
       const auto looked = look(*c, all_before(prefix, c->revision), until, &seen);
       if (looked == Look::again) continue;
+      if (looked == Look::later) return still_queued(std::move(c));
       if (looked == Look::expired) {
         c.reset();
         if (++reentered > 3)
@@ -433,11 +443,7 @@ Attempt Driver::try_acquire_shaped(AcquireRequest& r) {
       }
     }
     if (r.wait.count() <= 0) return Attempt::busy(milliseconds{0});  // a try-lock: our key goes at once
-    if (Clock::now() >= until) {
-      auto a = Attempt::busy(milliseconds{1});
-      a.place = std::move(c);
-      return a;
-    }
+    if (Clock::now() >= until) return still_queued(std::move(c));
     waited = true;
     auto wake = std::min(until, c->session->refresh_due_at());
     if (!missed) cluster_->wait_deleted(watch_key, watch_created, at + 1, wake);

@@ -59,8 +59,8 @@ class Driver final : public LockDriver, private RenewalBatch {
   Attempt try_acquire_shaped(AcquireRequest& request);
   // A waiter's look, after the keep-alive its lease is due: its key and the keys `before`
   // selects, into *seen. `expired`: the lease went meanwhile; `again`: a transient error was
-  // waited through, look again.
-  enum class Look { seen, expired, again };
+  // waited through, look again; `later`: one lasted until `until`, the attempt's end.
+  enum class Look { seen, expired, again, later };
   Look look(Contender& c, const pb::RangeRequest& before, Clock::time_point until, pb::TxnResponse* seen);
   // A semaphore contender that waited tells the one behind it that it moved up (holds now).
   bool announce(Contender& c, const std::string& owner);
