@@ -15,11 +15,11 @@
 --
 -- The waiters' mark: every acquire that waits for the name (fair or not, exclusive or shared)
 -- writes waited_until on its row, now + a few seconds, and again while it waits. An unmarked
--- row has nobody to serve first and nobody to wake, so the insert strategy's uncontended grant
+-- row has nobody to serve first and nobody to wake, so the lease strategies' uncontended grant
 -- and release are single statements with no look at the queue and no notification
--- (pg_dialect.cpp, insert_acquire_unmarked and insert_release_unmarked); on a marked row they
--- take nothing, and ${table}_insert_acquire and ${table}_release do the full work. A marked
--- row is freed rather than deleted, so that the mark outlives the release.
+-- (pg_dialect.cpp, the *_unmarked statements); on a marked row they take nothing, and
+-- ${table}_insert_acquire, ${table}_optimistic_take and ${table}_release do the full work. A
+-- marked row is freed rather than deleted, so that the mark outlives the release.
 CREATE TABLE ${table} (
     name        text COLLATE "C" NOT NULL PRIMARY KEY,  -- the lock name: bytes, compared as bytes
     owner       text    NOT NULL,  -- host:pid:instance:thread; '' when free; ':readers' or

@@ -60,7 +60,8 @@ constexpr std::array<std::string_view, static_cast<std::size_t>(Statement::count
     "holder",           "renew",           "renew_batch",      "client_create",    "client_renew",    "client_detach",
     "insert_acquire",   "insert_release",  "insert_acquire_unmarked", "insert_release_unmarked", "release_after",
     "optimistic_read",
-    "optimistic_take",  "optimistic_release", "insert_handover", "optimistic_handover", "session_wait",
+    "optimistic_take",  "optimistic_release", "optimistic_take_unmarked", "optimistic_release_unmarked",
+    "insert_handover", "optimistic_handover", "session_wait",
     "ping",             "for_update_create", "for_update_try", "for_update_wait",
     "for_update_try_shared", "for_update_wait_shared", "fence_next",       "fence_next_held",
     "advisory_try",     "advisory_wait",   "advisory_unlock",  "advisory_wait_bounded",
@@ -92,6 +93,8 @@ bool required(const Dialect& d, Statement s) {
     case Statement::queue_ahead:
     case Statement::insert_acquire_unmarked:
     case Statement::insert_release_unmarked:
+    case Statement::optimistic_take_unmarked:
+    case Statement::optimistic_release_unmarked:
     case Statement::wait_mark:
     case Statement::handed_check:
     case Statement::handed_free:

@@ -95,6 +95,12 @@ enum class Statement : std::size_t {
   // the freed row's new version (RETURNING; MySQL: LAST_INSERT_ID(expr) and a SELECT of it):
   // this Client's next acquire tries the compare-and-set on it without reading first.
   optimistic_release,
+  // Optional, as insert's unmarked pair (with wait_mark): the take (name, owner, ttl_ms,
+  // version) -> fence, remaining_ms of a free, unmarked row still at that version, or no row
+  // (optimistic_take then answers); the release (name, owner, fence) frees our unmarked row
+  // and answers its new version last, or no row (optimistic_release then answers).
+  optimistic_take_unmarked,
+  optimistic_release_unmarked,
   // Optional, with release notifications or Dialect::waiters_read_handed: the two releases
   // above as the release of a grant made after waiting (others are likely queued), which,
   // with a live ticket of another owner in the name's queue, grants the row to the lowest
@@ -188,9 +194,10 @@ enum class Statement : std::size_t {
   // where a ticket a release handed the row to is not written back.
   queue_join,
   queue_leave,  // (name, owner): the ticket goes (the waiter gave up); the next is woken
-  // Optional, with insert_acquire_unmarked: (name, keep_ms) -> a row, none when the name has
-  // no row. Every acquire that waits marks the name's row until keep_ms from now, and again
-  // while it waits, so that the row's release notifies (LeaseDriver::mark_waiting).
+  // Optional, with insert_acquire_unmarked: (name, keep_ms) -> the row's time left in ms (or
+  // any positive number), none when the name has no row. Every acquire that waits marks the
+  // name's row until keep_ms from now, and again while it waits, so that the row's release
+  // notifies (LeaseDriver::mark_waiting); a free row is tried again at once.
   wait_mark,
   // Optional, where releases hand over and the waiter finds out with a statement (turn
   // grants, queue_ahead): (name, owner, ticket): frees a row a release handed to that ticket

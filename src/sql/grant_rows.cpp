@@ -149,12 +149,14 @@ std::optional<Result> GrantRows::free(const std::string& name, const std::string
                                       Statement release) {
   forget(name, fence);
   auto s = pool_.get();
-  // Where the dialect has the uncontended path, a row nobody waits for is deleted without
-  // waking anyone; a marked one (or one not ours) goes to the release that does the rest.
-  if (release == Statement::insert_release && s->keeps_plans() && d_.offers(Statement::insert_release_unmarked))
-    if (auto quiet = s->run(d_[Statement::insert_release_unmarked], {name, owner, static_cast<std::int64_t>(fence)});
-        done(quiet))
-      return quiet;
+  // Where the dialect has the uncontended path, a row nobody waits for is deleted (insert) or
+  // freed (optimistic) without waking anyone; a marked one (or one not ours) goes to the
+  // release that does the rest. Not through a transaction pooler (see LeaseDriver::upsert).
+  const auto quiet = release == Statement::insert_release       ? Statement::insert_release_unmarked
+                     : release == Statement::optimistic_release ? Statement::optimistic_release_unmarked
+                                                                : release;
+  if (quiet != release && s->keeps_plans() && d_.offers(quiet))
+    if (auto freed = s->run(d_[quiet], {name, owner, static_cast<std::int64_t>(fence)}); done(freed)) return freed;
   auto freed = s->run(d_[release], {name, owner, static_cast<std::int64_t>(fence)});
   if (!done(freed)) return std::nullopt;
   if (notifier_)

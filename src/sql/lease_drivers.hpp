@@ -369,6 +369,10 @@ class OptimisticDriver final : public LeaseDriver {
   // A free row's version, where the release answers it (-1: handed over): the hint below.
   void freed(const std::string& name, const Result& answer) override;
   Attempt attempt(Connection& s, AcquireRequest& r);  // one try_acquire round on s, without waiting for a turn
+  // The uncontended path (Statement::optimistic_take_unmarked), as insert's (upsert): the
+  // compare-and-set of an acquire's first attempt on a free row nobody waits for. Nothing
+  // when it took nothing (the full take answers then).
+  std::optional<Attempt> take_unmarked(Connection& s, AcquireRequest& r, std::int64_t version);
   // The version a release of ours left on a free row (where the dialect's release returns
   // it), per name: this Client's next acquire of the name tries the compare-and-set on it
   // before reading the row. Taken (erased) by every acquire. Bounded: cleared when full.

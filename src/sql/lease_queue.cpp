@@ -142,10 +142,13 @@ milliseconds LeaseDriver::mark_waiting(Connection& s, AcquireRequest& r) {
     auto done = s.run(d_[Statement::wait_mark], {r.name, std::int64_t{2 * ticket_for.count()}});
     unflushed.end();
     if (done.rows.empty()) return milliseconds{1};
+    w.mark_at = now + renew_ticket_every;
+    // A row the mark found free (where the dialect answers its time left) was released
+    // since the busy answer, perhaps unmarked and so without a notification: try again.
+    if (as_int(done.rows.front()[0]) <= 0) return milliseconds{1};
   } catch (const LockWaitTimeout&) {
     return next_polls_every;  // the row is locked (a release under way, a caller's check_in)
   }
-  w.mark_at = now + renew_ticket_every;
   return marked;
 }
 

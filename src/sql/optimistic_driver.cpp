@@ -36,9 +36,11 @@ Attempt OptimisticDriver::attempt(Connection& s, AcquireRequest& r) {
   // turn). Only a free row still at that version is won. Any miss (taken or changed since:
   // a release's hint can land just after another of our threads took the name) goes on as
   // if there had been no hint. A waiter from the queue skips it: others held the name since.
+  // On a name nobody waits for, the take is the uncontended path's (take_unmarked).
   auto version = take_hint(r.name);
   if (const auto* w = static_cast<const WaitingPlace*>(r.place.get()); w && w->ticket != 0) version.reset();
   if (version) {
+    if (auto won = take_unmarked(s, r, *version)) return std::move(*won);
     auto won = grant(s, Statement::optimistic_take,
                      grant_params(r, {r.name, r.owner, std::int64_t{r.ttl.count()}, *version}));
     if (!won) return row_locked(r);
@@ -80,6 +82,13 @@ Attempt OptimisticDriver::attempt(Connection& s, AcquireRequest& r) {
       return busy_behind(s, r, answer.size() > 2 ? as_text(answer[2]) : std::string(), milliseconds{left});
   }
   return busy(s, r);
+}
+
+std::optional<Attempt> OptimisticDriver::take_unmarked(Connection& s, AcquireRequest& r, std::int64_t version) {
+  if (r.place || !s.keeps_plans() || !d_.offers(Statement::optimistic_take_unmarked)) return std::nullopt;
+  auto won = s.run(d_[Statement::optimistic_take_unmarked], {r.name, r.owner, std::int64_t{r.ttl.count()}, version});
+  if (won.rows.empty()) return std::nullopt;
+  return granted(r, won.rows.front());
 }
 
 void OptimisticDriver::freed(const std::string& name, const Result& answer) {

@@ -86,10 +86,13 @@ const Dialect& postgresql_dialect() {
     // to every turn, 1.25-1.76x the hand-off floor instead of 1.2).
     // NOWAIT: a caller's transaction may hold the row (check_in's share lock) for as long as it
     // runs; the waiter then polls (LeaseDriver::mark_waiting) instead of waiting for it.
+    // The answer is the row's time left: a free row (an optimistic one, freed unmarked since
+    // the busy answer, so without a notification) is tried again at once.
     d[S::wait_mark] =
         "WITH r AS (SELECT name FROM ${table} WHERE name = $1 FOR NO KEY UPDATE NOWAIT), "
         "m AS (UPDATE ${table} AS t SET waited_until = GREATEST(t.waited_until, ${now_ms} + $2::bigint) FROM r "
-        "WHERE t.name = r.name RETURNING 1) SELECT 1, set_config('synchronous_commit', 'off', true) FROM m";
+        "WHERE t.name = r.name RETURNING ${until:t} - ${now_ms} AS left_ms) "
+        "SELECT m.left_ms, set_config('synchronous_commit', 'off', true) FROM m";
     d[S::insert_handover] = "SELECT * FROM ${table}_release($1, $2, $3::bigint, false, true)";
     d[S::handed_check] =
         "SELECT ${until:t} - ${now_ms} FROM ${table} AS t WHERE t.name = $1 AND t.owner = $2 AND t.fence = $3::bigint "
@@ -105,6 +108,22 @@ const Dialect& postgresql_dialect() {
                             "$4::bigint, $5::bigint, $6::bigint)";
     // The version the release left is the answer's last column (-1: handed over).
     d[S::optimistic_release] = "SELECT * FROM ${table}_release($1, $2, $3::bigint, true, false)";
+    // The uncontended path, as insert's above: the compare-and-set of a free row nobody
+    // marked, under the name's turn, as one statement; and the release of an unmarked row,
+    // its new version last, committed without waiting for its flush. A row another
+    // transaction locks (a caller's check_in of a lease that expired meanwhile) is skipped,
+    // not waited for: ${table}_optimistic_take bounds that wait.
+    d[S::optimistic_take_unmarked] =
+        "WITH r AS (SELECT t.name FROM ${table} AS t WHERE t.name = $1 AND t.version = $4::bigint "
+        "AND t.waited_until <= ${now_ms} AND ${until:t} <= ${now_ms} "
+        "AND pg_try_advisory_xact_lock(hashtextextended('${table}:' || $1, 0)) FOR NO KEY UPDATE OF t SKIP LOCKED) "
+        "UPDATE ${table} AS t SET owner = $2, fence = ${table}_fence_next(), holds = 1, acquired_at = ${now_ms}, "
+        "valid_until = ${now_ms} + $3::bigint, version = t.version + 1, client = NULL FROM r WHERE t.name = r.name "
+        "RETURNING t.fence, t.valid_until - ${now_ms}";
+    d[S::optimistic_release_unmarked] =
+        "WITH u AS (UPDATE ${table} AS t SET owner = '', holds = 0, valid_until = ${now_ms}, version = t.version + 1, "
+        "client = NULL WHERE t.name = $1 AND t.owner = $2 AND t.fence = $3::bigint AND t.waited_until <= ${now_ms} "
+        "RETURNING t.version) SELECT set_config('synchronous_commit', 'off', true), u.version FROM u";
     d[S::optimistic_handover] = "SELECT * FROM ${table}_release($1, $2, $3::bigint, true, true)";
 
     // set_config(..., true) is SET LOCAL: it ends with the transaction. The statement
