@@ -274,16 +274,41 @@ BEGIN
     DECLARE now_ms BIGINT DEFAULT TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000;
     DECLARE won BIGINT DEFAULT 0;
     DECLARE drawn INT DEFAULT 0;  -- the winning statement drew the fence itself
+    DECLARE row_read INT DEFAULT 0;  -- the row was read into the three below (1), or found missing (2)
+    DECLARE row_owner VARBINARY(512);
+    DECLARE row_until BIGINT;
+    DECLARE row_client CHAR(32) CHARACTER SET ascii COLLATE ascii_bin;
     DECLARE CONTINUE HANDLER FOR 1062 SET won = 0;  -- the rival's row: busy
+    DECLARE CONTINUE HANDLER FOR NOT FOUND SET row_read = 2;
     START TRANSACTION;
     IF VERSION() LIKE '%MariaDB%' THEN
-        UPDATE ${table} AS t SET owner = p_owner, fence = LAST_INSERT_ID(NEXTVAL(${table}_fence_seq)), holds = 1,
-            acquired_at = now_ms, valid_until = now_ms + p_ttl, version = t.version + 1, client = ''
-        WHERE t.name = p_name AND ((${until:t} <= now_ms AND (p_ticket = 0 OR t.waited_until <= now_ms OR NOT EXISTS (
-                SELECT 1 FROM ${table}_queue AS q WHERE q.name = p_name AND q.ticket < p_ticket
-                AND q.owner <> p_owner AND q.valid_until > now_ms)))
-            OR (t.owner = p_owner AND t.holds > 0 AND ${until:t} > now_ms));
-        SET won = ROW_COUNT(), drawn = won;
+        -- MariaDB optimises each subquery of a statement at every call, evaluated or not
+        -- (${until:t} holds one, the queue test another). An asker without a ticket first
+        -- tries a statement without them, which grants a row that names no Client row and
+        -- that nobody waits for (or our own leftover); only a row it did not take is read, to
+        -- see whether the full statement could. A waiter with a ticket goes to that at once.
+        IF p_ticket NOT BETWEEN 1 AND 9223372036854775806 THEN
+            UPDATE ${table} AS t SET owner = p_owner, fence = LAST_INSERT_ID(NEXTVAL(${table}_fence_seq)), holds = 1,
+                acquired_at = now_ms, valid_until = now_ms + p_ttl, version = t.version + 1, client = ''
+            WHERE t.name = p_name AND t.client = ''
+                AND ((t.valid_until <= now_ms AND (p_ticket = 0 OR t.waited_until <= now_ms))
+                     OR (t.owner = p_owner AND t.holds > 0 AND t.valid_until > now_ms));
+            SET won = ROW_COUNT(), drawn = won;
+            IF won = 0 THEN
+                SET row_read = 1;
+                SELECT t.owner, t.valid_until, t.client INTO row_owner, row_until, row_client
+                FROM ${table} AS t WHERE t.name = p_name;
+            END IF;
+        END IF;
+        IF won = 0 AND (row_read = 0 OR (row_read = 1 AND (row_client <> '' OR (p_ticket <> 0 AND row_until <= now_ms)))) THEN
+            UPDATE ${table} AS t SET owner = p_owner, fence = LAST_INSERT_ID(NEXTVAL(${table}_fence_seq)), holds = 1,
+                acquired_at = now_ms, valid_until = now_ms + p_ttl, version = t.version + 1, client = ''
+            WHERE t.name = p_name AND ((${until:t} <= now_ms AND (p_ticket = 0 OR t.waited_until <= now_ms OR NOT EXISTS (
+                    SELECT 1 FROM ${table}_queue AS q WHERE q.name = p_name AND q.ticket < p_ticket
+                    AND q.owner <> p_owner AND q.valid_until > now_ms)))
+                OR (t.owner = p_owner AND t.holds > 0 AND ${until:t} > now_ms));
+            SET won = ROW_COUNT(), drawn = won, row_read = 0;
+        END IF;
     ELSE  -- MySQL 8: the counter
         UPDATE ${table}_fence SET value = LAST_INSERT_ID(value + 1) WHERE id = 1 AND p_ticket <> 0 AND EXISTS (
             SELECT 1 FROM ${table} AS t WHERE t.name = p_name AND ${until:t} <= now_ms AND t.waited_until <= now_ms);
@@ -303,11 +328,11 @@ BEGIN
             SET won = ROW_COUNT();
         END IF;
     END IF;
-    IF won = 0 THEN
+    IF won = 0 AND row_read <> 1 THEN  -- no row, or (MySQL 8, the full statement) not known
         INSERT INTO ${table} (name, owner, fence, holds, acquired_at, valid_until, version)
         SELECT p_name, p_owner, -1, 1, now_ms, now_ms + p_ttl, 1 FROM DUAL
         WHERE NOT EXISTS (SELECT 1 FROM ${table} WHERE name = p_name);
-        SET won = ROW_COUNT();
+        SET won = ROW_COUNT(), row_read = 0;
     END IF;
     IF won > 0 AND drawn = 0 THEN  -- the row is ours (fence -1): draw now
         CALL ${table}_fence_next();
@@ -318,6 +343,8 @@ BEGIN
             DELETE FROM ${table}_queue WHERE name = p_name AND owner = p_owner;
         END IF;
         SELECT LAST_INSERT_ID(), p_ttl;
+    ELSEIF row_read = 1 AND row_client = '' THEN  -- busy, as the row read says
+        SELECT 0, GREATEST(row_until - now_ms, 0), IF(row_until > now_ms, row_owner, '');
     ELSE
         SELECT 0, GREATEST(${until:t} - now_ms, 0), IF(${until:t} > now_ms, t.owner, '') FROM ${table} AS t
         WHERE t.name = p_name;
@@ -335,15 +362,36 @@ CREATE PROCEDURE ${table}_lease_take(IN p_name VARBINARY(255), IN p_owner VARBIN
 BEGIN
     DECLARE now_ms BIGINT DEFAULT TIMESTAMPDIFF(MICROSECOND, '1970-01-01 00:00:00', UTC_TIMESTAMP(6)) DIV 1000;
     DECLARE won BIGINT DEFAULT 0;
+    DECLARE row_read INT DEFAULT 0;  -- as ${table}_lease_grant's
+    DECLARE row_version BIGINT;
+    DECLARE row_until BIGINT;
+    DECLARE row_client CHAR(32) CHARACTER SET ascii COLLATE ascii_bin;
+    DECLARE CONTINUE HANDLER FOR NOT FOUND SET row_read = 2;
     START TRANSACTION;
     IF VERSION() LIKE '%MariaDB%' THEN
-        UPDATE ${table} AS t SET owner = p_owner, fence = LAST_INSERT_ID(NEXTVAL(${table}_fence_seq)), holds = 1,
-            acquired_at = now_ms, valid_until = now_ms + p_ttl, version = t.version + 1, client = ''
-        WHERE t.name = p_name AND t.version = p_version AND ${until:t} <= now_ms
-            AND (p_ticket = 0 OR t.waited_until <= now_ms OR NOT EXISTS (
-                SELECT 1 FROM ${table}_queue AS q WHERE q.name = p_name AND q.ticket < p_ticket
-                AND q.owner <> p_owner AND q.valid_until > now_ms));
-        SET won = ROW_COUNT();
+        -- First without subqueries, as ${table}_lease_grant.
+        IF p_ticket NOT BETWEEN 1 AND 9223372036854775806 THEN
+            UPDATE ${table} AS t SET owner = p_owner, fence = LAST_INSERT_ID(NEXTVAL(${table}_fence_seq)), holds = 1,
+                acquired_at = now_ms, valid_until = now_ms + p_ttl, version = t.version + 1, client = ''
+            WHERE t.name = p_name AND t.version = p_version AND t.client = '' AND t.valid_until <= now_ms
+                AND (p_ticket = 0 OR t.waited_until <= now_ms);
+            SET won = ROW_COUNT();
+            IF won = 0 THEN
+                SET row_read = 1;
+                SELECT t.version, t.valid_until, t.client INTO row_version, row_until, row_client
+                FROM ${table} AS t WHERE t.name = p_name;
+            END IF;
+        END IF;
+        IF won = 0 AND (row_read = 0 OR (row_read = 1 AND row_version = p_version
+                                         AND (row_client <> '' OR (p_ticket <> 0 AND row_until <= now_ms)))) THEN
+            UPDATE ${table} AS t SET owner = p_owner, fence = LAST_INSERT_ID(NEXTVAL(${table}_fence_seq)), holds = 1,
+                acquired_at = now_ms, valid_until = now_ms + p_ttl, version = t.version + 1, client = ''
+            WHERE t.name = p_name AND t.version = p_version AND ${until:t} <= now_ms
+                AND (p_ticket = 0 OR t.waited_until <= now_ms OR NOT EXISTS (
+                    SELECT 1 FROM ${table}_queue AS q WHERE q.name = p_name AND q.ticket < p_ticket
+                    AND q.owner <> p_owner AND q.valid_until > now_ms));
+            SET won = ROW_COUNT();
+        END IF;
     ELSE  -- MySQL 8: the counter
         UPDATE ${table}_fence SET value = LAST_INSERT_ID(value + 1) WHERE id = 1 AND p_ticket <> 0 AND EXISTS (
             SELECT 1 FROM ${table} AS t WHERE t.name = p_name AND t.version = p_version AND ${until:t} <= now_ms
