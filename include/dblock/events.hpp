@@ -41,8 +41,10 @@ struct Event {
 };
 
 /// Called synchronously on the thread where the event happened: the caller's for acquired,
-/// busy, released and swept, the renewal thread for renewed and lost. Keep it short and do
-/// not take the lock from it; an exception it throws is ignored.
+/// busy, released and swept (a Sweeper's or a Leadership's own thread for theirs), the
+/// renewal thread for renewed, and for lost the thread that found the loss (LostCallback
+/// says which). Keep it short and do not take the lock from it; an exception it throws is
+/// ignored.
 using EventCallback = std::function<void(const Event&)>;
 
 /// Totals since Client::open, counted whether or not an on_event callback is set.

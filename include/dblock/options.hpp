@@ -56,11 +56,14 @@ struct ClientOptions {
   EventCallback on_event;
 };
 
-/// Called once, from a thread of the Client's, when a lease is lost (expired before it could
-/// be renewed, or taken over): the renewal thread, or for a session lock whose connection the
-/// server closed (PostgreSQL, MySQL over TCP) the thread that watches those connections. It is
-/// the only report of a loss for holds taken with Lock::lock() (whose unlock() never throws);
-/// a Lease also shows it in Lease::lost() and Lease::release(). Keep it short. It
+/// Called once when a lease is lost (expired before it could be renewed, or taken over), on
+/// the thread that found the loss: the Client's deadline thread (its time ran out), its
+/// renewal thread (a renewal found it taken), the thread that watches session locks'
+/// connections (the server closed one: PostgreSQL, MySQL over TCP), or the caller's own thread
+/// (a re-entry or a release found it gone). It is the only report of a loss for holds taken
+/// with Lock::lock() (whose unlock() never throws); a Lease also shows it in Lease::lost() and
+/// Lease::release(). Keep it short: on the deadline thread it delays the loss reports of the
+/// Client's other leases, on the renewal thread their renewals. It
 /// may release the lease (unlock) or list locks; it must not wait for anything the thread
 /// releasing this lease holds while it releases: a release that meets a closed connection
 /// waits for an on_lost already under way, so that it never returns while on_lost runs.
