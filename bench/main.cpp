@@ -71,15 +71,16 @@ int run(const Options& opt, const RunFacts& facts) {
         "handoff: {} threads, each with its own Client, contend for one name; latency = when the next holder "
         "has the lease - when the previous holder called release() (steady_clock); a thread contends again "
         "only once another one got the lease (no barging); a holder keeps the lease {} before it releases; "
-        "{} timed hand-offs after {} untimed; "
+        "{} timed hand-offs per series, {} untimed before each run of one; "
         "ops/s = timed hand-offs / their span. Scenario `handoff`: the Clients as opened by default "
         "(ClientOptions.notifications = true: waiters are woken by LISTEN/NOTIFY or inotify; mysql has no "
         "notifications, so there its lease waiters poll in both scenarios); scenario `handoff-polling`: the same with every Client "
-        "opened with ClientOptions.notifications = false (waiters poll with backoff). Per strategy the two run "
-        "one after the other, each on a name of its own. The session strategies (for-update, advisory) wait "
-        "inside the server in both",
+        "opened with ClientOptions.notifications = false (waiters poll with backoff). The `handoff` series of "
+        "every strategy and every hand-off floor run in {} rounds of {} hand-offs, the order rotated each round; "
+        "then per strategy the `handoff-polling` series in one run; each on a name of its own. The session strategies "
+        "(for-update, advisory) wait inside the server in both",
         kHandoffWorkers, opt.hold_ms ? fmt::format("{} ms (--hold-ms)", opt.hold_ms) : std::string("0 ms"),
-        opt.handoffs, handoff_warmup(opt)));
+        opt.handoffs, handoff_warmup(opt), kHandoffRounds, opt.handoffs / kHandoffRounds));
   general.push_back(
       "ratio = p50 / p50 of the `baseline` row (several baselines: one ratio each, in the same order, "
       "separated by /): uncontended sqlite strategies vs sqlite `bare / bare+fence` (insert also / "

@@ -374,14 +374,13 @@ BackendReport run_etcd(const Options& opt) {
                    {"bare-lease-put-delete", lease_put_delete, {}},
                    {"bare-recipe", recipe, {}}};
   run.compared_with = {{"etcd", {"bare-put-delete", "bare-lease-put-delete", "bare-recipe"}}};
+  if (opt.wants_scenario("handoff"))
+    run.floors.push_back({"bare-watch-handoff", {"etcd"}, [target, dir = root + "/bench-bare-handoff/"](
+                                                              std::size_t w, std::size_t n) {
+                            return run_bare_handoff(target, dir, w, n);
+                          }});
   auto report = run_server(std::move(run), opt);
   bare.revoke(run_lease);
-
-  if (opt.wants_scenario("handoff")) {
-    auto samples = run_bare_handoff(target, root + "/bench-bare-handoff/", handoff_warmup(opt), opt.handoffs);
-    Row bare_row{"etcd", "bare-watch-handoff", "handoff", kHandoffWorkers, summarize(std::move(samples)), {}};
-    place_floor_row(report.rows, std::move(bare_row), "select1", {"etcd"});
-  }
   rep.rows = std::move(report.rows);
   rep.notes.insert(rep.notes.end(), report.notes.begin(), report.notes.end());
   auto peers = run_peer_scenario(

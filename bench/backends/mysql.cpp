@@ -318,13 +318,13 @@ BackendReport run_mysql(const Options& opt) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     return global_status(conn, {"Innodb_data_fsyncs", "Handler_commit"});
   };
-  auto report = run_server(std::move(run), opt);
   if (opt.wants_scenario("handoff")) {
-    Row floor{"mysql", "bare-cv-handoff", "handoff", kHandoffWorkers,
-              summarize(run_mysql_floor_handoff(url, client_options, handoff_warmup(opt), opt.handoffs)), {}};
     // The lease strategies' hand-offs are compared with it first; the session strategies
-    // are handed off inside the server (GET_LOCK, the row lock): floors of their own, below.
-    place_floor_row(report.rows, std::move(floor), "select1", {"insert", "optimistic"});
+    // are handed off inside the server (GET_LOCK, the row lock): floors of their own.
+    run.floors.push_back({"bare-cv-handoff", {"insert", "optimistic"},
+                          [url, client_options](std::size_t w, std::size_t n) {
+                            return run_mysql_floor_handoff(url, client_options, w, n);
+                          }});
     const auto& d = dblock::detail::sqldb::mysql_dialect();
     auto text = [&](Statement s, const std::vector<dblock::detail::sqldb::Value>& params) {
       return dblock::detail::sqldb::splice_params(
@@ -341,12 +341,13 @@ BackendReport run_mysql(const Options& opt) {
           "ROLLBACK", text(Statement::fence_next, {}), "", true},
          "for-update"}};
     for (const auto& [sql, strategy] : session_floors)
-      place_floor_row(report.rows,
-                      Row{"mysql", sql.label.substr(sql.label.find('/') + 1), "handoff", kHandoffWorkers,
-                          summarize(run_mysql_session_floor_handoff(url, client_options, sql, handoff_warmup(opt),
-                                                                    opt.handoffs)),
-                          {}},
-                      "select1", {strategy});
+      run.floors.push_back({sql.label.substr(sql.label.find('/') + 1), {strategy},
+                            [url, client_options, sql = sql](std::size_t w, std::size_t n) {
+                              return run_mysql_session_floor_handoff(url, client_options, sql, w, n);
+                            }});
+  }
+  auto report = run_server(std::move(run), opt);
+  if (opt.wants_scenario("handoff")) {
     rep.notes.push_back(
         "mysql `bare-cv-handoff`, the lease strategies' hand-off floor: 8 threads on Connector/C++, each on a "
         "connection set up as dblock's, contend for one name in the run's lock table with dblock's own insert "

@@ -347,18 +347,16 @@ BackendReport run_postgresql(const Options& opt) {
       return std::vector<double>{r.at(0).at(0).as<double>(), r.at(0).at(1).as<double>()};
     };
   }
-  auto report = run_server(std::move(run), opt);
   if (opt.wants_scenario("handoff")) {
-    Row floor{"postgresql", "bare-notify-handoff", "handoff", kHandoffWorkers,
-              summarize(run_pg_floor_handoff(url,
-                                             {dblock_text(dialect[Statement::insert_acquire]),
-                                              dblock_text(dialect[Statement::insert_release]),
-                                              dblock_text("dblock_${table}")},
-                                             handoff_warmup(opt), opt.handoffs)),
-              {}};
     // The lease strategies' hand-offs are compared with it first. The session strategies
-    // are handed off inside the server's lock manager: floors of their own, below.
-    place_floor_row(report.rows, std::move(floor), "select1", {"insert", "optimistic"});
+    // are handed off inside the server's lock manager: floors of their own.
+    const FloorStatements lease_floor{dblock_text(dialect[Statement::insert_acquire]),
+                                      dblock_text(dialect[Statement::insert_release]),
+                                      dblock_text("dblock_${table}")};
+    run.floors.push_back({"bare-notify-handoff", {"insert", "optimistic"},
+                          [url, lease_floor](std::size_t w, std::size_t n) {
+                            return run_pg_floor_handoff(url, lease_floor, w, n);
+                          }});
     {
       pqxx::nontransaction tx(conn);
       tx.exec_prepared("bench_create_row", "bench-floor-for-update");
@@ -371,10 +369,13 @@ BackendReport run_postgresql(const Options& opt) {
           dblock_text(dialect[Statement::fence_next]), "bench-floor-for-update", true},
          "for-update"}};
     for (const auto& [sql, strategy] : session_floors)
-      place_floor_row(report.rows,
-                      Row{"postgresql", sql.label.substr(sql.label.find('/') + 1), "handoff", kHandoffWorkers,
-                          summarize(run_pg_session_floor_handoff(url, sql, handoff_warmup(opt), opt.handoffs)), {}},
-                      "select1", {strategy});
+      run.floors.push_back({sql.label.substr(sql.label.find('/') + 1), {strategy},
+                            [url, sql = sql](std::size_t w, std::size_t n) {
+                              return run_pg_session_floor_handoff(url, sql, w, n);
+                            }});
+  }
+  auto report = run_server(std::move(run), opt);
+  if (opt.wants_scenario("handoff")) {
     rep.notes.push_back(
         "postgresql `bare-advisory-handoff` and `bare-for-update-handoff`, the session strategies' hand-off floors: "
         "8 threads on libpqxx, each on a connection of its own, block in the server on one key or row with "

@@ -261,11 +261,12 @@ BackendReport run_keyed(const std::string& backend, const char* var, dblock::Str
       "{0} vs `set-nx-px+del / fenced-floor` separates the cost of scripting (the protocol) from the library's own "
       "(grant record, re-entry, listing{2})",
       backend, redlock ? ", each to every node at once" : "", redlock ? ", majority counting" : ""));
+  if (!redlock && opt.wants_scenario("handoff"))
+    run.floors.push_back({"bare-pubsub-handoff", {backend}, [url, prefix = table.name()](std::size_t w, std::size_t n) {
+                            return run_redis_floor_handoff(url, prefix, w, n);
+                          }});
   auto report = run_server(std::move(run), opt);
   if (!redlock && opt.wants_scenario("handoff")) {
-    Row floor{backend, "bare-pubsub-handoff", "handoff", kHandoffWorkers,
-              summarize(run_redis_floor_handoff(url, table.name(), handoff_warmup(opt), opt.handoffs)), {}};
-    place_floor_row(report.rows, std::move(floor), "select1", {backend});
     rep.notes.push_back(
         "redis `bare-pubsub-handoff`, the hand-off floor: 8 threads on hiredis, each on a connection of its own, "
         "contend for one key with the least a fenced lock sends: the grant one EVALSHA (`SET key owner NX PX 30000` "

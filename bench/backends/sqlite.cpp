@@ -268,16 +268,18 @@ BackendReport run_sqlite(const Options& opt) {
     row.shown = row.vs.size();
   }
 
+  // The floor runs after a strategy's series in each round: their Clients make the lock table.
+  const HandoffFloor floor{"bare-cv-handoff", {"insert", "optimistic"},
+                           [db_path, table = client_options.table,
+                            timeout = client_options.statement_timeout](std::size_t w, std::size_t n) {
+                             return run_sqlite_floor_handoff(db_path, table, timeout, w, n);
+                           }};
   auto handoffs = run_handoff_scenarios("sqlite", url, client_options,
-                                        {std::begin(kSqliteStrategies), std::end(kSqliteStrategies)}, opt, {bare_row});
+                                        {std::begin(kSqliteStrategies), std::end(kSqliteStrategies)}, opt, {bare_row},
+                                        {}, {floor});
   rep.rows.insert(rep.rows.end(), handoffs.rows.begin(), handoffs.rows.end());
   rep.notes.insert(rep.notes.end(), handoffs.notes.begin(), handoffs.notes.end());
-  if (opt.wants_scenario("handoff")) {  // the hand-offs' Clients made the lock table
-    Row floor{"sqlite", "bare-cv-handoff", "handoff", kHandoffWorkers,
-              summarize(run_sqlite_floor_handoff(db_path, client_options.table, client_options.statement_timeout,
-                                                 handoff_warmup(opt), opt.handoffs)),
-              {}};
-    place_floor_row(rep.rows, std::move(floor), "bare", {"insert", "optimistic"});
+  if (opt.wants_scenario("handoff")) {
     rep.notes.push_back(
         "sqlite `bare-cv-handoff`, the hand-off floor: 8 threads on SQLiteCpp, each on a connection of its own with "
         "dblock's settings (WAL, synchronous=FULL, dblock's busy polling), contend for one name in the same file and "

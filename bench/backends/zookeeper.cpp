@@ -122,14 +122,16 @@ BackendReport run_zookeeper(const Options& opt) {
   run.strategies = {dblock::Strategy::zookeeper};
   run.baselines = {{"select1", select1, {}}, {"bare-create-delete", create_delete, {}}};
   run.compared_with = {{"zookeeper", {"bare-create-delete"}}};
-  auto report = run_server(std::move(run), opt);
   if (opt.wants_scenario("handoff")) {
     const std::string floor_dir = root + "/bench-floor";
     zk.check(zoo_create(zk.get(), floor_dir.c_str(), "", 0, &ZOO_OPEN_ACL_UNSAFE, 0, nullptr, 0),
              "create " + floor_dir);
-    Row floor{"zookeeper", "bare-watch-handoff", "handoff", kHandoffWorkers,
-              summarize(run_zk_floor_handoff(hosts, floor_dir, handoff_warmup(opt), opt.handoffs)), {}};
-    place_floor_row(report.rows, std::move(floor), "select1", {"zookeeper"});
+    run.floors.push_back({"bare-watch-handoff", {"zookeeper"}, [hosts, floor_dir](std::size_t w, std::size_t n) {
+                            return run_zk_floor_handoff(hosts, floor_dir, w, n);
+                          }});
+  }
+  auto report = run_server(std::move(run), opt);
+  if (opt.wants_scenario("handoff")) {
     rep.notes.push_back(
         "zookeeper `bare-watch-handoff`, the hand-off floor: 8 threads on the C client, each on a session of its "
         "own, run the lock recipe dblock runs, and nothing else of dblock's: an ephemeral sequential "

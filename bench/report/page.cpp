@@ -20,7 +20,7 @@
 #include "bench/scenarios/fill.hpp"    // short_count
 #include "bench/scenarios/peers.hpp"   // kContenders, kHoldMs
 #include "bench/scenarios/shapes.hpp"  // kShapeHolders
-#include "bench/support/run.hpp"       // kHandoffWorkers
+#include "bench/support/run.hpp"       // kHandoffWorkers, kHandoffRounds
 #include "dblock/dblock.hpp"
 
 namespace fs = std::filesystem;
@@ -377,7 +377,10 @@ void handoff(Page& p, const std::vector<Row>& rows, const Options& opt) {
          kHandoffWorkers, opt.handoffs);
   p.text("the holder's `release()` call to the next holder's grant (no barging). The floor is dblock's own grant and");
   p.text("release written directly on the driver with the backend's fastest wake-up and nothing else of dblock's");
-  p.text("(`bare-...-handoff`, defined in the notes): ratio 1.00 = dblock adds nothing to a hand-off. `x round trip`");
+  p.text("(`bare-...-handoff`, defined in the notes): ratio 1.00 = dblock adds nothing to a hand-off. The floors and");
+  p.line("the notified series run in {} rounds, the order rotated each round, so that drift (a disk's flush time",
+         kHandoffRounds);
+  p.text("moves by half between series minutes apart) hits a strategy and its floor alike. `x round trip`");
   p.text("as above (SQLite: x its bare INSERT + DELETE). Polling: the same with notifications off, waiters poll with");
   p.text("backoff; polling / notified is what notifications buy (ZooKeeper and etcd always watch: about 1).");
   p.text("");

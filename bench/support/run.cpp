@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "bench/floors/floor.hpp"
 #include "bench/scenarios/contended.hpp"
 #include "bench/scenarios/handoff_tally.hpp"
 #include "bench/scenarios/resources.hpp"
@@ -247,61 +248,112 @@ std::vector<Row> run_reentrant_scenario(const std::string& backend, const std::s
 BackendReport run_handoff_scenarios(const std::string& backend, const std::string& url,
                                     const dblock::ClientOptions& options,
                                     const std::vector<dblock::Strategy>& strategies, const Options& opt,
-                                    const std::vector<Row>& baselines, const ServerCounters& counters) {
+                                    const std::vector<Row>& baselines, const ServerCounters& counters,
+                                    const std::vector<HandoffFloor>& floors) {
   const bool notified = opt.wants_scenario("handoff"), polling = opt.wants_scenario("handoff-polling");
   const std::size_t warmup = handoff_warmup(opt);
+  const auto hold = std::chrono::milliseconds(opt.hold_ms);
   dblock::ClientOptions polling_options = options;
   polling_options.notifications = false;
-  std::vector<Row> polling_rows;
   BackendReport rep;
   std::string back_to_prev;  // the note on who won the hand-offs
   std::string per_handoff;   // the note on server counters per hand-off
   if (opt.wants_scenario("reentrant")) rep.rows = run_reentrant_scenario(backend, url, options, strategies, opt, baselines);
-  auto row_of = [&](dblock::Strategy strategy, const char* scenario, const dblock::ClientOptions& o) {
+
+  // One strategy's series in a scenario, over one or more runs of run_handoff.
+  struct Tally {
+    std::vector<double> samples, counted;  // counted: the server counters' deltas, summed
+    double span_s = 0, back_to_prev = 0;   // back_to_prev: timed hand-offs won by the holder before last
+    std::size_t grants = 0;
+    int winners = kHandoffWorkers;  // the fewest threads that won one, over the runs
+  };
+  auto run_into = [&](Tally& t, dblock::Strategy strategy, const char* scenario, const dblock::ClientOptions& o,
+                      std::size_t n) {
     auto name = fmt::format("bench-{}-{}", scenario, dblock::to_string(strategy));
     std::vector<double> before;
     if (counters.read) before = counters.read();
-    auto h =
-        run_handoff(backend, url, o, strategy, name, warmup, opt.handoffs,
-                    std::chrono::milliseconds(opt.hold_ms), !opt.unfair);
+    auto h = run_handoff(backend, url, o, strategy, name, warmup, n, hold, !opt.unfair);
     if (counters.read && h.grants > 0) {
       auto after = counters.read();
+      t.counted.resize(counters.names.size());
+      for (std::size_t i = 0; i < t.counted.size() && i < before.size() && i < after.size(); ++i)
+        t.counted[i] += after[i] - before[i];
+    }
+    if (h.handoffs_per_s > 0) t.span_s += static_cast<double>(h.samples_us.size()) / h.handoffs_per_s;
+    t.back_to_prev += h.back_to_prev * static_cast<double>(h.samples_us.size());
+    t.grants += h.grants;
+    t.winners = std::min(t.winners, h.winners);
+    t.samples.insert(t.samples.end(), h.samples_us.begin(), h.samples_us.end());
+  };
+  auto row_of = [&](Tally& t, dblock::Strategy strategy, const char* scenario) {
+    if (!t.counted.empty() && t.grants > 0) {
       std::string line;
-      for (std::size_t i = 0; i < counters.names.size() && i < before.size() && i < after.size(); ++i)
-        line += fmt::format("{}{:.2f} {}", line.empty() ? "" : ", ",
-                            (after[i] - before[i]) / static_cast<double>(h.grants), counters.names[i]);
+      for (std::size_t i = 0; i < t.counted.size(); ++i)
+        line += fmt::format("{}{:.2f} {}", line.empty() ? "" : ", ", t.counted[i] / static_cast<double>(t.grants),
+                            counters.names[i]);
       fmt::print(stderr, "dblock-bench: {}/{} {}: per grant: {}\n", backend, dblock::to_string(strategy), scenario,
                  line);
       per_handoff +=
           fmt::format("{}{} {}: {}", per_handoff.empty() ? "" : "; ", dblock::to_string(strategy), scenario, line);
     }
-    back_to_prev += fmt::format("{}{} {} {:.0f}% ({} of {} threads won one)", back_to_prev.empty() ? "" : ", ",
-                                dblock::to_string(strategy), scenario, 100 * h.back_to_prev, h.winners,
-                                kHandoffWorkers);
-    Row row{backend, std::string(dblock::to_string(strategy)), scenario, kHandoffWorkers,
-            summarize(std::move(h.samples_us)), {}};
-    row.s.ops_per_s = h.handoffs_per_s;
+    const auto timed = static_cast<double>(t.samples.size());
+    const char* rounds = std::string(scenario) == "handoff" ? " in every round" : "";
+    back_to_prev += fmt::format("{}{} {} {:.0f}% ({} of {} threads won one{})", back_to_prev.empty() ? "" : ", ",
+                                dblock::to_string(strategy), scenario, timed > 0 ? 100 * t.back_to_prev / timed : 0,
+                                t.winners, kHandoffWorkers, rounds);
+    Row row{backend, std::string(dblock::to_string(strategy)), scenario, kHandoffWorkers, summarize(t.samples), {}};
+    row.s.ops_per_s = t.span_s > 0 ? timed / t.span_s : 0;
     return row;
   };
-  for (auto strategy : strategies) {
-    std::optional<Row> on;
-    if (notified) {
-      on = row_of(strategy, "handoff", options);
-      for (const auto& b : baselines) on->vs.push_back(compare(*on, b));
-      rep.rows.push_back(*on);
+
+  if (notified) {
+    // The sides of a round: the strategies first (on SQLite their Clients make the lock table
+    // the floor uses), then the floors; round r starts at side r.
+    const std::size_t sides = strategies.size() + floors.size();
+    const std::size_t rounds = std::min<std::size_t>(kHandoffRounds, std::max<std::size_t>(opt.handoffs, 1));
+    std::vector<Tally> tallies(strategies.size());
+    std::vector<std::vector<double>> floor_samples(floors.size());
+    for (std::size_t round = 0; round < rounds; ++round) {
+      // This round's share of opt.handoffs: the rounds add up to it.
+      const std::size_t n = opt.handoffs * (round + 1) / rounds - opt.handoffs * round / rounds;
+      for (std::size_t k = 0; k < sides; ++k) {
+        const std::size_t side = (round + k) % sides;
+        if (side < strategies.size()) {
+          run_into(tallies[side], strategies[side], "handoff", options, n);
+        } else {
+          auto more = floors[side - strategies.size()].run(warmup, n);
+          auto& into = floor_samples[side - strategies.size()];
+          into.insert(into.end(), more.begin(), more.end());
+        }
+      }
     }
-    if (polling) {
-      Row off = row_of(strategy, "handoff-polling", polling_options);
-      if (on) {
+    for (std::size_t i = 0; i < strategies.size(); ++i) {
+      Row row = row_of(tallies[i], strategies[i], "handoff");
+      for (const auto& b : baselines) row.vs.push_back(compare(row, b));
+      rep.rows.push_back(std::move(row));
+    }
+    for (std::size_t i = 0; i < floors.size(); ++i) {
+      Row floor{backend, floors[i].label, "handoff", kHandoffWorkers, summarize(std::move(floor_samples[i])), {}};
+      if (!baselines.empty()) floor.vs = {compare(floor, baselines.front())};
+      place_floor_row(rep.rows, std::move(floor), "", floors[i].strategies);
+    }
+  }
+  if (polling)
+    for (auto strategy : strategies) {
+      Tally t;
+      run_into(t, strategy, "handoff-polling", polling_options, opt.handoffs);
+      Row off = row_of(t, strategy, "handoff-polling");
+      const auto on = std::find_if(rep.rows.begin(), rep.rows.end(), [&](const Row& r) {
+        return r.scenario == "handoff" && r.strategy == off.strategy;
+      });
+      if (on != rep.rows.end()) {
         Compared c = compare(off, *on);
         c.baseline = on->strategy + " handoff";
         off.vs.push_back(c);
       }
       for (const auto& b : baselines) off.vs.push_back(compare(off, b));
-      polling_rows.push_back(std::move(off));
+      rep.rows.push_back(std::move(off));
     }
-  }
-  rep.rows.insert(rep.rows.end(), polling_rows.begin(), polling_rows.end());
   if (!back_to_prev.empty())
     rep.notes.push_back(fmt::format(
         "{} hand-offs won by the holder before last (a thread that re-entered the race one hand-off earlier, "
@@ -373,7 +425,7 @@ BackendReport run_server(ServerRun run, const Options& opt) {
   }
 
   auto handoffs = run_handoff_scenarios(backend, run.url, run.client_options, run.strategies, opt, {select1_row},
-                                        run.counters);
+                                        run.counters, run.floors);
   rep.rows.insert(rep.rows.end(), handoffs.rows.begin(), handoffs.rows.end());
   rep.notes.insert(rep.notes.end(), handoffs.notes.begin(), handoffs.notes.end());
   add_own_table_scenarios(rep, backend, run.url, run.client_options, run.strategies, opt);

@@ -19,6 +19,7 @@ namespace dblock_bench {
 constexpr std::size_t kBlock = 50;  // most timed cycles of one series in a row
 constexpr std::size_t kRewarm = 2;  // untimed cycles each time a series resumes
 constexpr int kHandoffWorkers = 8;  // threads (each with its own Client) in the handoff scenario
+constexpr std::size_t kHandoffRounds = 4;  // rounds of the handoff scenario's series and floors
 
 struct Series {
   std::string strategy;         // "bare", "select1", "insert", ...
@@ -90,19 +91,31 @@ struct ServerCounters {
   std::string what;                           // how to read the figures (for the note)
 };
 
+// A hand-off floor (floors/): the least a backend's clients do to hand a lock over, timed in
+// the same rounds as the `handoff` series of the strategies it is the first baseline of.
+struct HandoffFloor {
+  std::string label;                    // its row's strategy column: "bare-notify-handoff"
+  std::vector<std::string> strategies;  // whose handoff rows are compared with it first
+  std::function<std::vector<double>(std::size_t warmup, std::size_t n)> run;  // timed samples, us
+};
+
 // The `reentrant` rows (each strategy timed re-entering a lock it holds, compared with each of
-// `baselines`) when selected, then the selected hand-off scenarios for each strategy, one
-// after the other per strategy:
-// `handoff` with `options` as given, then `handoff-polling` with options.notifications =
-// false (waiters poll with backoff), each on a name of its own, holding each lease
-// opt.hold_ms. Returns the handoff rows, then the handoff-polling rows, and a note on who
-// won the hand-offs. A handoff row is compared with each of `baselines`; a handoff-polling
-// row first with the same strategy's handoff row (when that ran; baseline
+// `baselines`) when selected, then the selected hand-off scenarios:
+// `handoff` with `options` as given: every strategy's series and every floor's, each on a name
+// of its own, in kHandoffRounds rounds of opt.handoffs / kHandoffRounds hand-offs, the order
+// rotated each round, so that drift over the minutes (a disk's flush time moves by half
+// between series minutes apart) hits a strategy and its floor alike; then per strategy
+// `handoff-polling` with options.notifications = false (waiters poll with backoff). Each
+// lease is held opt.hold_ms. Returns the floor rows and the handoff rows, then the
+// handoff-polling rows, and a note on who won the hand-offs. A floor row is compared with the
+// first of `baselines`; a handoff row with its floor first, then with each of `baselines`; a
+// handoff-polling row first with the same strategy's handoff row (when that ran; baseline
 // "<strategy> handoff", ratio = polling p50 / notified p50), then with `baselines`.
 BackendReport run_handoff_scenarios(const std::string& backend, const std::string& url,
                                     const dblock::ClientOptions& options,
                                     const std::vector<dblock::Strategy>& strategies, const Options& opt,
-                                    const std::vector<Row>& baselines, const ServerCounters& counters = {});
+                                    const std::vector<Row>& baselines, const ServerCounters& counters = {},
+                                    const std::vector<HandoffFloor>& floors = {});
 
 // A server backend's lock table for one run: a unique name (dblock_bench_<pid>_<4 hex
 // digits>), and drop(name) at the end, when the object goes (its errors become a warning).
@@ -136,6 +149,7 @@ struct ServerRun {
   // strategy needs one; a baseline without an entry is compared with `select1` alone.
   std::map<std::string, std::vector<std::string>> compared_with;
   ServerCounters counters;  // read around each hand-off series
+  std::vector<HandoffFloor> floors;  // timed with the `handoff` series, in the same rounds
 };
 
 // Appends the rows and notes of the scenarios with a table of their own, `contended`
