@@ -40,11 +40,11 @@ struct Event {
   std::size_t count = 0;  ///< swept: the leases removed
 };
 
-/// Called synchronously on the thread where the event happened: the caller's for acquired,
-/// busy, released and swept (a Sweeper's or a Leadership's own thread for theirs), the
-/// renewal thread for renewed, and for lost the thread that found the loss (LostCallback
-/// says which). Keep it short and do not take the lock from it; an exception it throws is
-/// ignored.
+/// Called on the Client's event thread (LostCallback), in the order the events happened: the
+/// thread where an event happened only queues it, so a hook that is slow or takes a lock of its
+/// own never holds up an acquire, a renewal or a loss report. Each event costs one queued call
+/// (a copy of the name, one wake of that thread); nothing is queued without a hook. Do not wait
+/// in it for a lock to be granted; an exception it throws is ignored.
 using EventCallback = std::function<void(const Event&)>;
 
 /// Totals since Client::open, counted whether or not an on_event callback is set.

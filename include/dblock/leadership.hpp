@@ -59,7 +59,7 @@ class DBLOCK_EXPORT Leadership {
  private:
   LockOptions watched_lock_options();
   void campaign();
-  // Shared with the lock's on_lost, which the renewal thread may call after this object has
+  // Shared with the lock's on_lost, which the event thread may call after this object has
   // released its term and gone (a loss noticed as the term ends): it must outlive both.
   struct Signal {
     std::mutex mutex;

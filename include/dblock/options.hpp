@@ -57,16 +57,15 @@ struct ClientOptions {
 };
 
 /// Called once when a lease is lost (expired before it could be renewed, or taken over), on
-/// the thread that found the loss: the Client's deadline thread (its time ran out), its
-/// renewal thread (a renewal found it taken), the thread that watches session locks'
-/// connections (the server closed one: PostgreSQL, MySQL over TCP), or the caller's own thread
-/// (a re-entry or a release found it gone). It is the only report of a loss for holds taken
-/// with Lock::lock() (whose unlock() never throws); a Lease also shows it in Lease::lost() and
-/// Lease::release(). Keep it short: on the deadline thread it delays the loss reports of the
-/// Client's other leases, on the renewal thread their renewals. It
-/// may release the lease (unlock) or list locks; it must not wait for anything the thread
-/// releasing this lease holds while it releases: a release that meets a closed connection
-/// waits for an on_lost already under way, so that it never returns while on_lost runs.
+/// the Client's event thread, where all of a Client's callbacks (on_lost, on_event) run one
+/// after the other in the order they happened. The thread that found the loss (the deadline's,
+/// the renewal's, the watch on session locks' connections, or the caller's on a re-entry or
+/// release) only queues it and goes on: a slow on_lost delays the callbacks behind it, never
+/// another lease's loss, renewal or release. It is the only report of a loss for holds taken
+/// with Lock::lock() (whose unlock() never throws); a Lease also shows it in Lease::lost()
+/// (true before on_lost is called) and Lease::release(). It may release the lease (unlock),
+/// take other locks or list them; it must not wait for a thread that is releasing this lease:
+/// a release that finds the lease lost returns (or throws) only once its on_lost has returned.
 using LostCallback = std::function<void(const std::string& name, std::uint64_t fence)>;
 
 /// How Client::lock holds a lock (all optional).

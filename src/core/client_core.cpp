@@ -11,7 +11,7 @@ namespace dblock::detail {
 
 ClientCore::ClientCore(Url u, ClientOptions o, std::unique_ptr<Backend> b)
     : url(std::move(u)), options(std::move(o)), identity(make_client_identity()), backend(std::move(b)),
-      reporter(options.on_event) {}
+      reporter(options.on_event, events) {}
 
 LockDriver& ClientCore::driver(Strategy strategy) {
   std::lock_guard lk(drivers_mutex_);
@@ -174,8 +174,8 @@ std::shared_ptr<Grant> ClientCore::adopt(const std::shared_ptr<ClientCore>& self
   // A session lock's connection closed by the server (its backend killed, a restart) is
   // the lock lost now, not at the next renewal: the watchdog then lets the handle go.
   // Registered before the grant is published, so no other thread uses the handle yet.
-  // The callback takes no lock of ours: the owner's release and the watchdog cancel it while
-  // holding `use`, and on_lost may itself release a lock or list the client's.
+  // The callback takes no lock of ours but the grant's leaf mutex in mark_lost: the owner's
+  // release and the watchdog cancel it while holding `use`. (on_lost runs on the event thread.)
   if (int fd = g->handle->socket(); fd >= 0)
     g->hangup = hangups_.watch(fd, [weak = std::weak_ptr<Grant>(g)] {
       if (auto lost = weak.lock()) {
@@ -192,18 +192,20 @@ std::shared_ptr<Grant> ClientCore::adopt(const std::shared_ptr<ClientCore>& self
 }
 
 void ClientCore::release(const std::shared_ptr<Grant>& g) {
-  // A hang-up callback (on_lost) that had started when the release cancelled the watch is
+  // An on_lost queued for this grant (by the hang-up watch, the watchdog or this release) is
   // waited for last, once the gate is left and `use` let go: then release() never returns
   // while on_lost still runs (a Leadership resigned during a hang-up is destroyed right after
   // its release), and that on_lost may take `use` (unlock, list) or this name's Gate (acquire
-  // again) without a deadlock. Declared first, so it runs after LeaveGate.
-  struct WaitHangup {
+  // again) without a deadlock. First the hang-up callback that had started when the release
+  // cancelled the watch, which queues it. Declared first, so it runs after LeaveGate.
+  struct WaitOnLost {
     const std::shared_ptr<Grant>& g;
     bool armed = false;
-    ~WaitHangup() {
+    ~WaitOnLost() {
       if (armed) g->hangup.wait();  // reads what cancel() wrote under `use` on this thread
+      g->wait_told();
     }
-  } wait_hangup{g};
+  } wait_on_lost{g};
   struct LeaveGate {
     ClientCore* core;
     const std::shared_ptr<Grant>& g;
@@ -225,7 +227,7 @@ void ClientCore::release(const std::shared_ptr<Grant>& g) {
       // Before the handle closes its connection (release_on_server), so that the socket number
       // cannot be reused while watched for this grant; cancelled, not waited for, under `use`.
       hung_up = g->hangup.cancel();
-      wait_hangup.armed = true;
+      wait_on_lost.armed = true;
     }
   }
   if (last) {

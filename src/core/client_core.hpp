@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/driver.hpp"
+#include "core/event_thread.hpp"
 #include "core/gate.hpp"
 #include "core/grant.hpp"
 #include "core/hangup_watch.hpp"
@@ -52,6 +53,9 @@ class ClientCore {
   const ClientOptions options;
   const std::string identity;
   const std::unique_ptr<Backend> backend;
+  // The service's callbacks run here; destroyed last, after every thread that posts to it,
+  // running what they posted before it stops.
+  EventThread events;
   Reporter reporter;  // outlives the watchdog, whose thread reports renewals and losses
 
  private:

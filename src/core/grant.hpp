@@ -70,19 +70,34 @@ struct Grant {
   Clock::time_point deadline() const noexcept { return Clock::time_point(Clock::duration(deadline_.load())); }
 
   bool lost() const noexcept { return lost_.load() || Clock::now() >= deadline(); }
-  // Marks the grant lost and fires on_lost, exactly once however many threads notice.
+  // Marks the grant lost and queues on_lost on the Client's event thread, exactly once however
+  // many threads notice. The thread that noticed (the deadline's, the renewal's, the hang-up
+  // watch's) goes on at once: a slow on_lost never delays another grant's loss report.
   void mark_lost() noexcept {
+    std::lock_guard lk(told_mutex_);  // so that wait_told never reads a loss not yet queued
     if (lost_.exchange(true)) return;
     reporter->lost(name, fence, Clock::now() - granted_at);
     if (on_lost) try {
-        on_lost(name, fence);
-      } catch (...) {  // a throwing callback must not take the renewal thread down
+        told_ = reporter->post([told = on_lost, name = name, fence = fence] { told(name, fence); });
+      } catch (...) {  // out of memory: the loss still reads in lost() and fails the release
       }
+  }
+  // Returns once the on_lost queued by mark_lost has returned (at once if none was, or on the
+  // event thread itself). The owner's release waits here, holding nothing on_lost may take.
+  void wait_told() const noexcept {
+    EventThread::Ticket told;
+    {
+      std::lock_guard lk(told_mutex_);
+      told = told_;
+    }
+    reporter->wait(told);
   }
 
  private:
   std::atomic<Clock::rep> deadline_{0};
   std::atomic<bool> lost_{false};
+  mutable std::mutex told_mutex_;  // a leaf: held only to mark the loss and queue on_lost
+  EventThread::Ticket told_ = 0;   // guarded by told_mutex_
 };
 
 }  // namespace dblock::detail

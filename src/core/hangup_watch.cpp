@@ -109,10 +109,10 @@ HangupWatch::Registration HangupWatch::watch(int fd, std::function<void()> on_ha
 
 // Two steps, cancel and wait, because the callers that must cancel at a given point hold
 // the grant's `use` (before its handle closes the socket) and may not wait there: the callback
-// is the user's on_lost, which may release its lock (ClientCore::release takes `use`). Waiting
-// under `use`, the renewal thread's let_go would deadlock against an on_lost that unlocks its
-// own lease, and the owner's release (which also held the name's Gate) against an on_lost that
-// takes the name again (tests/unit/test_hangup_watch.cpp, tests/contract/postgresql_tests.cpp).
+// marks the grant lost, which takes the grant's own leaf mutex and queues on_lost. (It ran the
+// user's on_lost itself before the event thread did, and the rule kept releases from waiting
+// under `use` for an on_lost that unlocks its own lease or takes the name again:
+// tests/unit/test_hangup_watch.cpp, tests/contract/postgresql_tests.cpp.)
 bool HangupWatch::cancel(std::uint64_t id) noexcept {
   bool fired;
   {

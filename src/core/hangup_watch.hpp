@@ -36,9 +36,9 @@ class HangupWatch {
     // `use`, which orders them).
     bool cancel() noexcept;
     // After cancel(): returns once a callback that had started has returned. Blocks on the
-    // callback, so it must be called holding nothing the callback (the user's on_lost) may
-    // take: not the grant's `use`, not the name's Gate. From the watch thread itself (a
-    // callback releasing a lock) it returns at once. Changes nothing in the registration.
+    // callback, so it must be called holding nothing the callback may take (the core's only
+    // marks the grant lost, under the grant's leaf mutex). From the watch thread itself it
+    // returns at once. Changes nothing in the registration.
     void wait() const noexcept;
 
    private:

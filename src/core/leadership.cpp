@@ -7,9 +7,9 @@ Leadership::Leadership(std::shared_ptr<Client> client, std::string name, Leaders
   thread_ = std::thread([this] { campaign(); });
 }
 
-// The lock's on_lost (called on the renewal thread, or the hang-up thread for a session lock
-// whose connection the server closed) only wakes the campaign thread, which
-// calls on_revoked: a service stopping its work there never delays other locks' renewals.
+// The lock's on_lost (called on the Client's event thread) only wakes the campaign thread,
+// which calls on_revoked: a service stopping its work there never delays the Client's other
+// callbacks.
 LockOptions Leadership::watched_lock_options() {
   if (options_.lock.hold_at_least)
     throw UsageError("bad leadership options: hold_at_least would keep a resigned leader's lock from its successor");

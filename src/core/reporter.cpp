@@ -1,5 +1,7 @@
 #include "core/reporter.hpp"
 
+#include <string>
+
 namespace dblock {
 
 std::string_view to_string(EventKind kind) noexcept {
@@ -20,11 +22,16 @@ namespace {
 std::chrono::microseconds us(Clock::duration d) { return std::chrono::duration_cast<std::chrono::microseconds>(d); }
 }  // namespace
 
+// The event is copied with its name (a view into the caller's string); the hook runs on the
+// event thread, which drops what it throws.
 void Reporter::emit(const Event& e) noexcept {
   if (!hook_) return;
   try {
-    hook_(e);
-  } catch (...) {  // the service's hook must not break a lock operation or the renewal thread
+    events_.post([hook = hook_, e = Event(e), name = std::string(e.name)]() mutable {
+      e.name = name;
+      (*hook)(e);
+    });
+  } catch (...) {  // out of memory: the event goes untold rather than fail the lock operation
   }
 }
 

@@ -122,7 +122,7 @@ void Watchdog::run(std::shared_ptr<State> st) {
       bool lost_some = !to_lose.empty();
       lk.unlock();
       seen.clear();
-      for (auto& g : to_lose) g->mark_lost();  // on_lost, at the deadline
+      for (auto& g : to_lose) g->mark_lost();  // queues on_lost, at the deadline
       to_lose.clear();
       lk.lock();
       if (st->stop) break;
@@ -150,9 +150,8 @@ void Watchdog::run(std::shared_ptr<State> st) {
 // lock's connection), unless its owner released it meanwhile.
 void Watchdog::let_go(Grant& g) noexcept {
   auto use = g.take();
-  // Before the handle closes the socket. Cancelled only: waiting here for a hang-up callback
-  // under way would hold `use` (and this renewal thread) while on_lost may be unlocking this
-  // very lease, which takes `use`: a deadlock. The grant is lost either way.
+  // Before the handle closes the socket. Cancelled only: a hang-up callback under way only
+  // marks the grant lost, which it is either way, and nothing here needs it done.
   g.hangup.cancel();
   if (!g.released) g.handle->lost();
 }

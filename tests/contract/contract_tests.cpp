@@ -351,6 +351,49 @@ CONTRACT_TEST("a lost lease is reported once and never resurrected", "[contract]
   CHECK_FALSE(thief->lost());
 }
 
+// User callbacks run on the Client's one event thread; the threads that find losses only queue
+// them. An on_lost that blocks (up to 5 s here) delays the on_lost calls queued behind it, never
+// another grant's loss: that one still reads lost() at its deadline and its name is freed on
+// the server for others, while the slow callback has not returned.
+CONTRACT_TEST("a slow on_lost holds up no other loss, and every callback runs on one thread", "[contract]",
+              DBLOCK_CONTRACT_FIXTURES) {
+  auto ns = f.make();
+  auto a = ns.open(), b = ns.open();
+  std::mutex m;
+  std::vector<std::thread::id> threads;
+  std::atomic<bool> slow_started{false}, checked{false};
+  std::atomic<int> returned{0};
+  auto record = [&] {
+    std::lock_guard lk(m);
+    threads.push_back(std::this_thread::get_id());
+  };
+  auto slow = opts(f, 1s, false);
+  slow.on_lost = [&](const std::string&, std::uint64_t) {
+    record();
+    slow_started = true;
+    eventually([&] { return checked.load(); }, 5s);  // blocks until the checks below are done
+    returned++;
+  };
+  auto quick = opts(f, 1s, false);
+  quick.on_lost = [&](const std::string&, std::uint64_t) {
+    record();
+    returned++;
+  };
+  auto first = a->lock("slow", slow).acquire();
+  REQUIRE(eventually([&] { return slow_started.load(); }, 5s));
+  auto second = a->lock("quick", quick).acquire();  // lost while the slow on_lost blocks
+  REQUIRE(eventually([&] { return second.lost(); }, 4s));
+  CHECK(b->lock("quick", opts(f)).try_acquire(3s));  // and let go on the server
+  CHECK(returned == 0);  // all of it while the slow callback still ran
+  CHECK(a->stats().lost == 2);
+  checked = true;
+  REQUIRE(eventually([&] { return returned.load() == 2; }));
+  std::lock_guard lk(m);
+  REQUIRE(threads.size() == 2);
+  CHECK(threads[0] == threads[1]);
+  CHECK(threads[0] != std::this_thread::get_id());
+}
+
 CONTRACT_TEST("without auto-renewal a lease is lost at its TTL", "[contract]",
                         DBLOCK_CONTRACT_FIXTURES) {
   auto ns = f.make();
@@ -471,6 +514,8 @@ CONTRACT_TEST("every acquire, release, renewal, loss and sweep is reported and c
   // figure: a grant that took over half its TTL to come is renewed sooner than renew_every.)
   const auto seen_held = std::chrono::steady_clock::now() - got;
   first.release();
+  // Delivered on the event thread: every event so far, once the last one has come.
+  REQUIRE(eventually([&] { return of(K::released, "job").size() == 2; }));
   auto acquired = of(K::acquired, "job");
   REQUIRE(acquired.size() == 2);
   CHECK(acquired[0].fence == first.fence());
@@ -485,7 +530,7 @@ CONTRACT_TEST("every acquire, release, renewal, loss and sweep is reported and c
 
   auto theirs = other->lock("job", opts(f)).acquire();
   CHECK_FALSE(c->lock("job", opts(f)).try_acquire(50ms));
-  REQUIRE(of(K::busy, "job").size() == 1);
+  REQUIRE(eventually([&] { return of(K::busy, "job").size() == 1; }));
   CHECK(of(K::busy, "job")[0].waited >= 50ms);
   theirs.release();
 
@@ -493,7 +538,7 @@ CONTRACT_TEST("every acquire, release, renewal, loss and sweep is reported and c
   f.steal(*other, "victim");
   auto thief = other->lock("victim", opts(f)).try_acquire(5s);
   REQUIRE(thief);
-  REQUIRE(eventually([&] { return c->stats().lost == 1; }, 5s));
+  REQUIRE(eventually([&] { return of(K::lost, "victim").size() == 1; }, 5s));
   CHECK(of(K::lost, "victim").at(0).fence == victim.fence());
 
   auto removed = c->sweep();
@@ -505,7 +550,7 @@ CONTRACT_TEST("every acquire, release, renewal, loss and sweep is reported and c
   CHECK(stats.lost == 1);
   CHECK(stats.swept == removed);
   CHECK(stats.waited >= 50ms);
-  CHECK(of(K::swept, "").size() == 1);
+  CHECK(eventually([&] { return of(K::swept, "").size() == 1; }));
   CHECK(other->stats().acquired == 2);  // totals are per client
 }
 
