@@ -19,10 +19,13 @@ namespace {
 // The shared pool asks the release listener first: the connection it lends (its own, where it
 // reaches the same server) saves a waiting process a second one. The session strategies'
 // connections (factory_) are never lent ones: a session lock lives as long as its connection.
+// A lent connection is checked as the pool checks an idle one of its own: the server may have
+// closed it (a killed backend, a restart) before the listener's thread read that, and a waiter
+// woken by the listener's resubscribing would make its attempt on it and fail its whole wait.
 ConnectionPool::Open borrowing(ConnectionPool::Open open, std::shared_ptr<Notifier> notifier) {
   if (!notifier) return open;
   return [open = std::move(open), notifier = std::move(notifier)]() -> std::unique_ptr<Connection> {
-    if (auto c = notifier->lend()) return c;
+    if (auto c = notifier->lend(); c && c->still_connected()) return c;
     return open();
   };
 }
