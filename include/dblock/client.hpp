@@ -65,10 +65,12 @@ class DBLOCK_EXPORT Client {
   std::string_view backend() const noexcept;   ///< "sqlite", ...
   std::vector<Strategy> strategies() const;    ///< offered here; the first is the default
   std::string url() const;                     ///< with any password replaced by ****
-  /// This client's owner identity prefix: host:pid:instance (a thread suffix is added per hold).
+  /// This client's owner identity prefix: host:pid:instance (a thread's suffix, or an
+  /// asynchronous acquire's own, is added per hold).
   const std::string& identity() const noexcept;
 
-  /// Closes the connections once no Lock or Lease uses the client any more.
+  /// Cancels the asynchronous acquires still under way (their callbacks get CancelledError);
+  /// closes the connections once no Lock or Lease uses the client any more.
   ~Client();
   /// @name Not copyable: share the std::shared_ptr instead.
   ///@{

@@ -18,6 +18,7 @@ enum class ErrorKind {
   busy,         ///< the lock is held by someone else and the call cannot wait for it (75)
   not_owner,    ///< release or renew by someone who does not hold the lock (70)
   lost,         ///< the lease was lost before it was released (76)
+  cancelled,    ///< an asynchronous acquire was cancelled, or its Client closed, before a grant (75)
   internal,     ///< a bug or an unexpected backend answer (70)
 };
 
@@ -78,6 +79,13 @@ struct DBLOCK_EXPORT NotOwnerError : Error {
 struct DBLOCK_EXPORT LockLostError : Error {
   /// With a one-line message.
   explicit LockLostError(const std::string& m) : Error(ErrorKind::lost, m) {}
+};
+/// An asynchronous acquire (Lock::async_acquire) ended by PendingAcquire::cancel, or by its
+/// Client's destruction, before it was granted: its place in the line is given up, and a
+/// grant that raced the cancel is released.
+struct DBLOCK_EXPORT CancelledError : Error {
+  /// With a one-line message.
+  explicit CancelledError(const std::string& m) : Error(ErrorKind::cancelled, m) {}
 };
 /// A bug, or an answer the backend should not give.
 struct DBLOCK_EXPORT InternalError : Error {

@@ -6,6 +6,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <exception>
+#include <functional>
+#include <future>
 #include <memory>
 #include <optional>
 #include <string>
@@ -18,7 +21,30 @@ namespace dblock {
 
 namespace detail {
 struct LockState;
-}
+struct AcquireOp;
+}  // namespace detail
+
+/// How an asynchronous acquire ends (Lock::async_acquire), called once on the Client's event
+/// thread (the thread that runs on_lost and on_event): a Lease when held; no Lease and no
+/// error when the wait ran out; or an error: CancelledError when cancelled, or what the
+/// blocking acquire would have thrown. What it throws is dropped.
+using AcquireCallback = std::function<void(std::exception_ptr error, std::optional<Lease> lease)>;
+
+/// An asynchronous acquire under way: cancel() ends it. Dropping this handle does not.
+class DBLOCK_EXPORT PendingAcquire {
+ public:
+  PendingAcquire() = default;  ///< no acquire: cancel() returns false
+  /// Ends the wait: a place in the process's line is given up at once, a place in the
+  /// server's (a fair ticket, a ZooKeeper node) with one round trip, and the callback gets
+  /// CancelledError. A grant that raced the cancel is released. False when the acquire had
+  /// already ended (the callback then has, or will have, its result).
+  bool cancel() noexcept;
+
+ private:
+  friend class Lock;
+  explicit PendingAcquire(std::shared_ptr<detail::AcquireOp> op) noexcept : op_(std::move(op)) {}
+  std::shared_ptr<detail::AcquireOp> op_;
+};
 
 /// A handle on one named lock of one Client (Client::lock), like a std::mutex object: making
 /// it takes nothing. It offers two ways to hold the lock, which differ in who owns the hold
@@ -109,6 +135,25 @@ class DBLOCK_EXPORT Lock {
   /// The same, shared (a reader): see lock_shared().
   [[nodiscard]] std::optional<Lease> try_acquire_shared(std::chrono::milliseconds wait = std::chrono::milliseconds{0});
   [[nodiscard]] Lease acquire_shared();  ///< blocks until held shared; throws on errors
+  ///@}
+
+  /// @name Asynchronous acquire: waiting without a thread
+  /// The same acquire as acquire(), try_acquire() and their shared forms (the same line, the
+  /// same fairness, fences and loss reports), but the call returns at once and `done` runs
+  /// on the Client's event thread when it ends. A wait holds no thread of the caller's, and
+  /// the process's waits for one name share one thread of dblock's (docs/ARCHITECTURE.md,
+  /// "Threads"). Each asynchronous acquire is an owner of its own: it never re-enters a hold,
+  /// not even one taken on the same thread, so two tasks of one event loop exclude each other.
+  /// `wait`: how long to wait (0: one attempt); unset: until held. The shape is checked before
+  /// anything is sent: a UsageError is thrown by the call, not passed to `done`.
+  ///@{
+  PendingAcquire async_acquire(AcquireCallback done, std::optional<std::chrono::milliseconds> wait = std::nullopt,
+                               Mode mode = Mode::exclusive);
+  /// The same, with a future: get() returns the Lease (nullopt when the wait ran out) or
+  /// throws the error. `pending`, when given, receives the handle that cancels it.
+  [[nodiscard]] std::future<std::optional<Lease>> async_acquire(
+      std::optional<std::chrono::milliseconds> wait = std::nullopt, Mode mode = Mode::exclusive,
+      PendingAcquire* pending = nullptr);
   ///@}
 
  private:

@@ -11,7 +11,8 @@ int exit_code(ErrorKind kind) noexcept {
     case ErrorKind::usage: return usage;
     case ErrorKind::unavailable:
     case ErrorKind::timeout: return unavailable;
-    case ErrorKind::busy: return busy;
+    case ErrorKind::busy:
+    case ErrorKind::cancelled: return busy;
     case ErrorKind::schema: return config;
     case ErrorKind::lost: return lost;
     case ErrorKind::not_owner:

@@ -21,7 +21,9 @@ std::shared_ptr<Client> Client::open(std::string_view url_text, ClientOptions op
 }
 
 Client::Client(std::shared_ptr<detail::ClientCore> core) noexcept : core_(std::move(core)) {}
-Client::~Client() = default;
+// Its Locks and Leases may outlive it (they share the core), but its asynchronous acquires end
+// with it: none is left waiting for a Client its service has closed.
+Client::~Client() { core_->cancel_pending(); }
 
 void detail::check_lock_options(const LockOptions& options, Strategy strategy) {
   if (options.ttl.count() <= 0) throw UsageError("bad lock options: ttl must be positive");

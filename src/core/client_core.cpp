@@ -1,10 +1,12 @@
 #include "core/client_core.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <optional>
 
 #include "core/backoff.hpp"
 #include "core/owner.hpp"
+#include "core/wait_engine.hpp"
 #include "dblock/errors.hpp"
 
 namespace dblock::detail {
@@ -20,26 +22,43 @@ LockDriver& ClientCore::driver(Strategy strategy) {
   return *slot;
 }
 
+void ClientCore::check_shape(const LockSpec& spec, Mode mode) const {
+  if (mode != Mode::shared) return;
+  if (!spec.shapes.shared)
+    throw UsageError("strategy " + std::string(to_string(spec.strategy)) +
+                     " does not offer shared (read) locks: lock '" + spec.name + "' can only be held exclusively");
+  if (spec.options.permits > 1)
+    throw UsageError("lock '" + spec.name + "' is a semaphore (permits " + std::to_string(spec.options.permits) +
+                     "): it has no shared holds");
+}
+
 std::optional<Lease> ClientCore::acquire(const std::shared_ptr<ClientCore>& self, const LockSpec& spec,
                                          std::optional<Clock::time_point> deadline, Mode mode) {
   const auto called = Clock::now();
-  if (mode == Mode::shared) {
-    if (!spec.shapes.shared)
-      throw UsageError("strategy " + std::string(to_string(spec.strategy)) +
-                       " does not offer shared (read) locks: lock '" + spec.name + "' can only be held exclusively");
-    if (spec.options.permits > 1)
-      throw UsageError("lock '" + spec.name + "' is a semaphore (permits " + std::to_string(spec.options.permits) +
-                       "): it has no shared holds");
-  }
-  auto gate = gates_.enter(spec.name, deadline, mode, spec.options.permits);
+  check_shape(spec, mode);
+  const std::string owner = identity + thread_suffix();
+  auto gate = gates_.enter(spec.name, owner, deadline, mode, spec.options.permits);
   if (!gate) {  // another thread of this process had it until the deadline
     reporter.busy(spec.name, Clock::now() - called);
     return std::nullopt;
   }
-  const std::string owner = identity + thread_suffix();
   try {
     if (auto held = live_grant(spec.name, owner))
       if (auto lease = reenter(held, spec, called)) return lease;
+  } catch (...) {
+    gates_.leave(spec.name, gate, owner);
+    throw;
+  }
+  // The caller's thread is a waiting thread already: it runs the attempts itself, the same
+  // ones an asynchronous acquire runs on a worker.
+  return attempt(self, spec, owner, gate, deadline, mode, called, nullptr);
+}
+
+std::optional<Lease> ClientCore::attempt(const std::shared_ptr<ClientCore>& self, const LockSpec& spec,
+                                         const std::string& owner, const std::shared_ptr<Gate>& gate,
+                                         std::optional<Clock::time_point> deadline, Mode mode,
+                                         Clock::time_point called, AcquireOp* op) {
+  try {
     // A fresh grant: this owner holds none that is live, so anything the server still shows
     // for it is a leftover the driver takes over with a new fence (LockDriver::try_acquire).
     Backoff backoff;
@@ -63,10 +82,12 @@ std::optional<Lease> ClientCore::acquire(const std::shared_ptr<ClientCore>& self
     if (watch) backoff = Backoff(milliseconds{100}, milliseconds{1000});
     std::unique_ptr<QueuePlace> place;  // kept between attempts; dropped on the way out
     for (;;) {
+      if (op) op->check_cancelled();
       auto sent = Clock::now();
       // Session strategies may wait inside the server; they do so in slices of at most
-      // 10 s, so that the loop stays in charge (and no read timeout is reached).
-      constexpr milliseconds slice{10'000};
+      // 10 s, so that the loop stays in charge (and no read timeout is reached), and of 1 s
+      // for an asynchronous acquire, which a cancel ends after the slice it interrupts.
+      const milliseconds slice{op ? 1'000 : 10'000};
       auto wait = deadline ? std::clamp(std::chrono::ceil<milliseconds>(*deadline - sent), milliseconds{0}, slice)
                            : slice;
       AcquireRequest request{spec.name, owner, spec.options.ttl, wait, std::move(place), spec.options.auto_renew};
@@ -106,16 +127,181 @@ std::optional<Lease> ClientCore::acquire(const std::shared_ptr<ClientCore>& self
       }
       auto until = now + backoff.next(a.remaining);
       if (deadline) until = std::min(until, *deadline);
-      if (watch) watch->wait_until(until);
+      if (op) op->pause(watch.get(), until);
+      else if (watch) watch->wait_until(until);
       else std::this_thread::sleep_until(until);
     }
   } catch (...) {
-    gates_.leave(spec.name, gate);
+    gates_.leave(spec.name, gate, owner);
     throw;
   }
-  gates_.leave(spec.name, gate);
+  gates_.leave(spec.name, gate, owner);
   reporter.busy(spec.name, Clock::now() - called);
   return std::nullopt;
+}
+
+std::shared_ptr<AcquireOp> ClientCore::start(const std::shared_ptr<ClientCore>& self,
+                                             std::shared_ptr<const LockSpec> spec,
+                                             std::optional<Clock::time_point> deadline, Mode mode,
+                                             AcquireCallback done) {
+  check_shape(*spec, mode);
+  static std::atomic<std::uint64_t> next{1};
+  auto op = std::make_shared<AcquireOp>();
+  op->core = self;
+  op->spec = std::move(spec);
+  op->deadline = deadline;
+  op->mode = mode;
+  op->owner = identity + ":a" + std::to_string(next.fetch_add(1));
+  op->called = Clock::now();
+  op->done = std::move(done);
+  {
+    std::lock_guard lk(ops_mutex_);
+    ops_[op.get()] = op;
+  }
+  // Its turn runs on the thread that made room (a release): it only hands the op to a worker.
+  // The line keeps the op alive while it is queued there (a PendingAcquire may be dropped).
+  auto to_worker = [op] { WaitEngine::get().run([op] { op->core->run(op); }); };
+  auto turn = [op, to_worker] {
+    {
+      std::lock_guard lk(op->mutex);
+      op->entered = true;
+    }
+    to_worker();
+  };
+  std::shared_ptr<Gate> gate = gates_.ref(op->spec->name);
+  {
+    std::lock_guard lk(op->mutex);
+    op->gate = gate;  // before the turn that needs it can run
+  }
+  std::uint64_t ticket;
+  try {
+    ticket = gates_.enter_or_queue(op->spec->name, gate, op->owner, mode, op->spec->options.permits, turn);
+  } catch (...) {
+    std::lock_guard lk(ops_mutex_);
+    ops_.erase(op.get());
+    throw;
+  }
+  bool cancelled;
+  {
+    std::lock_guard lk(op->mutex);
+    if (ticket == 0) op->entered = true;
+    else if (!op->entered) op->ticket = ticket;
+    cancelled = op->cancelled;  // by the Client's destruction, under way as this started
+  }
+  if (cancelled) op->withdraw_if_queued();
+  if (ticket == 0) to_worker();
+  else if (deadline) WaitEngine::get().at(*deadline, [weak = std::weak_ptr<AcquireOp>(op)] {
+      if (auto o = weak.lock()) o->core->expire(o);
+    });
+  return op;
+}
+
+void ClientCore::run(const std::shared_ptr<AcquireOp>& op) {
+  const auto& spec = *op->spec;  // and op->gate: set before its turn could come
+  try {
+    op->check_cancelled();
+  } catch (...) {
+    gates_.leave(spec.name, op->gate, op->owner);
+    end(op, std::current_exception(), std::nullopt);
+    return;
+  }
+  try {
+    auto lease = attempt(op->core, spec, op->owner, op->gate, op->deadline, op->mode, op->called, op.get());
+    end(op, nullptr, std::move(lease));
+  } catch (...) {
+    end(op, std::current_exception(), std::nullopt);
+  }
+}
+
+void ClientCore::expire(const std::shared_ptr<AcquireOp>& op) {
+  std::uint64_t ticket;
+  {
+    std::lock_guard lk(op->mutex);
+    if (op->entered || op->ended) return;  // its attempts keep their own deadline
+    ticket = op->ticket;
+  }
+  if (!gates_.withdraw(op->spec->name, op->gate, ticket)) return;  // its turn came first
+  reporter.busy(op->spec->name, Clock::now() - op->called);
+  end(op, nullptr, std::nullopt);
+}
+
+void ClientCore::end(const std::shared_ptr<AcquireOp>& op, std::exception_ptr error, std::optional<Lease> lease) {
+  std::optional<Lease> raced;  // granted as it was cancelled: given back
+  {
+    std::lock_guard lk(op->mutex);
+    if (op->ended) return;
+    op->ended = true;
+    if (op->cancelled && !error) {
+      raced = std::move(lease);
+      lease.reset();
+      error = std::make_exception_ptr(CancelledError("the acquire of lock '" + op->spec->name + "' was cancelled (" +
+                                                     op->cancelled + ")"));
+    }
+  }
+  raced.reset();
+  {
+    std::lock_guard lk(ops_mutex_);
+    ops_.erase(op.get());
+  }
+  // The result goes to the event thread without the op: a Lease keeps the core alive by
+  // itself, and a wait that ran out or failed keeps nothing.
+  auto result = std::make_shared<std::optional<Lease>>(std::move(lease));
+  events.post([done = std::move(op->done), error, result] { done(error, std::move(*result)); });
+}
+
+void ClientCore::cancel_pending() noexcept {
+  std::vector<std::shared_ptr<AcquireOp>> ops;
+  {
+    std::lock_guard lk(ops_mutex_);
+    for (auto& [_, weak] : ops_)
+      if (auto op = weak.lock()) ops.push_back(std::move(op));
+  }
+  for (auto& op : ops) op->cancel("its Client was destroyed");
+}
+
+bool AcquireOp::cancel(const char* why) noexcept {
+  {
+    std::lock_guard lk(mutex);
+    if (ended || cancelled) return false;
+    cancelled = why;
+    if (watch) watch->interrupt();
+    woken.notify_all();
+  }
+  withdraw_if_queued();
+  return true;
+}
+
+void AcquireOp::withdraw_if_queued() noexcept {
+  std::shared_ptr<Gate> g;
+  std::uint64_t queued;
+  {
+    std::lock_guard lk(mutex);
+    g = gate;
+    queued = entered ? 0 : ticket;
+  }
+  // Still in the process's line: out of it now, and ended here. Otherwise its worker ends it
+  // (the attempts stop at the check or the pause they are at, giving up the server's place).
+  if (queued != 0 && core->gates_.withdraw(spec->name, g, queued)) core->end(shared_from_this(), nullptr, std::nullopt);
+}
+
+void AcquireOp::check_cancelled() {
+  std::lock_guard lk(mutex);
+  if (cancelled)
+    throw CancelledError("the acquire of lock '" + spec->name + "' was cancelled (" + cancelled + ")");
+}
+
+void AcquireOp::pause(ReleaseWatch* w, Clock::time_point until) {
+  std::unique_lock lk(mutex);
+  if (cancelled) return;
+  if (!w) {
+    woken.wait_until(lk, until, [&] { return cancelled != nullptr; });
+    return;
+  }
+  watch = w;  // a cancel from now on interrupts it
+  lk.unlock();
+  w->wait_until(until);
+  lk.lock();
+  watch = nullptr;  // before the attempts may destroy it
 }
 
 std::shared_ptr<Grant> ClientCore::live_grant(const std::string& name, const std::string& owner) {
@@ -160,7 +346,6 @@ std::shared_ptr<Grant> ClientCore::adopt(const std::shared_ptr<ClientCore>& self
   g->owner = owner;
   g->fence = a.fence;
   g->mode = mode;
-  g->thread = std::this_thread::get_id();
   g->ttl = spec.options.ttl;
   g->renew_every = spec.options.renew_every.value_or(spec.options.ttl / 3);
   g->auto_renew = spec.options.auto_renew;
@@ -209,7 +394,7 @@ void ClientCore::release(const std::shared_ptr<Grant>& g) {
   struct LeaveGate {
     ClientCore* core;
     const std::shared_ptr<Grant>& g;
-    ~LeaveGate() { core->gates_.leave(g->name, g->gate, g->thread); }
+    ~LeaveGate() { core->gates_.leave(g->name, g->gate, g->owner); }
   } leave{this, g};
   bool ours = true, last, hung_up = false;
   int holds;

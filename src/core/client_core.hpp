@@ -2,6 +2,8 @@
 // waiting, re-entry and release over any backend's LockDriver and GrantHandle.
 #pragma once
 
+#include <condition_variable>
+#include <exception>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -19,8 +21,11 @@
 #include "core/url.hpp"
 #include "core/watchdog.hpp"
 #include "dblock/lease.hpp"
+#include "dblock/lock.hpp"
 
 namespace dblock::detail {
+
+struct AcquireOp;
 
 // What Client::lock validated once: the name and the resolved strategy and driver.
 struct LockSpec {
@@ -43,6 +48,13 @@ class ClientCore {
   // sent) and for a thread that holds the name in the other mode.
   std::optional<Lease> acquire(const std::shared_ptr<ClientCore>& self, const LockSpec& spec,
                                std::optional<Clock::time_point> deadline, Mode mode);
+  // The same acquire, asynchronous: it waits in the name's line as a callback, its attempts
+  // run on a WaitEngine worker once at the head, and `done` runs on the event thread. Throws
+  // UsageError as acquire does, before anything is queued.
+  std::shared_ptr<AcquireOp> start(const std::shared_ptr<ClientCore>& self, std::shared_ptr<const LockSpec> spec,
+                                   std::optional<Clock::time_point> deadline, Mode mode, AcquireCallback done);
+  // Cancels every asynchronous acquire still under way (the Client is being destroyed).
+  void cancel_pending() noexcept;
   // One hold of the grant back; throws LockLostError when the backend shows it was not ours.
   void release(const std::shared_ptr<Grant>& grant);
   // The backend's list, with the hold counts of this Client's own grants (the core keeps
@@ -59,6 +71,19 @@ class ClientCore {
   Reporter reporter;  // outlives the watchdog, whose thread reports renewals and losses
 
  private:
+  friend struct AcquireOp;
+  void check_shape(const LockSpec& spec, Mode mode) const;
+  // The attempts every acquire makes once first in its name's line, holding the gate: until
+  // granted, until `deadline` (then it leaves the gate and answers nullopt), or, for an
+  // asynchronous acquire (`op`), until cancelled (CancelledError). Any error leaves the gate.
+  std::optional<Lease> attempt(const std::shared_ptr<ClientCore>& self, const LockSpec& spec,
+                               const std::string& owner, const std::shared_ptr<Gate>& gate,
+                               std::optional<Clock::time_point> deadline, Mode mode, Clock::time_point called,
+                               AcquireOp* op);
+  void run(const std::shared_ptr<AcquireOp>& op);     // on a worker, once the op is in the gate
+  void expire(const std::shared_ptr<AcquireOp>& op);  // on the timer, at the op's deadline
+  // Posts the op's result to the event thread, once.
+  void end(const std::shared_ptr<AcquireOp>& op, std::exception_ptr error, std::optional<Lease> lease);
   std::shared_ptr<Grant> live_grant(const std::string& name, const std::string& owner);
   std::optional<Lease> reenter(const std::shared_ptr<Grant>& grant, const LockSpec& spec, Clock::time_point called);
   std::shared_ptr<Grant> adopt(const std::shared_ptr<ClientCore>& self, const LockSpec& spec,
@@ -72,8 +97,39 @@ class ClientCore {
   // Each owner's grant per name, found again by its re-entries.
   std::map<std::pair<std::string, std::string>, std::weak_ptr<Grant>> grants_;
   GateTable gates_;
+  std::mutex ops_mutex_;
+  std::map<AcquireOp*, std::weak_ptr<AcquireOp>> ops_;  // the asynchronous acquires under way
   HangupWatch hangups_;  // before the watchdog: grants it still holds unwatch on destruction
   Watchdog watchdog_;  // last: destroyed first, before the drivers it calls
+};
+
+// One asynchronous acquire (Lock::async_acquire, PendingAcquire). It is queued in its name's
+// gate (ticket), then runs its attempts on a worker (watch, woken), then ends once (ended).
+struct AcquireOp : std::enable_shared_from_this<AcquireOp> {
+  std::shared_ptr<ClientCore> core;
+  std::shared_ptr<const LockSpec> spec;  // the Lock's, kept alive with its state
+  std::optional<Clock::time_point> deadline;
+  Mode mode = Mode::exclusive;
+  std::string owner;  // its own: an asynchronous acquire never re-enters another's hold
+  Clock::time_point called;
+  AcquireCallback done;
+
+  // Ends the wait wherever it is; false when it had ended, or was cancelled, before.
+  bool cancel(const char* why) noexcept;
+  void withdraw_if_queued() noexcept;
+  // Throws CancelledError once cancelled (the attempts ask before each try and each wait).
+  void check_cancelled();
+  // The attempts' pause: on the watch when there is one, interrupted by a cancel.
+  void pause(ReleaseWatch* watch, Clock::time_point until);
+
+  std::mutex mutex;
+  std::condition_variable woken;  // a pause without a watch
+  std::shared_ptr<Gate> gate;     // guarded by mutex, as the rest below
+  std::uint64_t ticket = 0;       // its place in the gate's line, while queued there
+  bool entered = false;           // its turn in the gate came
+  ReleaseWatch* watch = nullptr;  // the watch a pause waits on now
+  const char* cancelled = nullptr;
+  bool ended = false;
 };
 
 // The state behind a Lock handle (shared by its copies).

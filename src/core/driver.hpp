@@ -154,6 +154,9 @@ class ReleaseWatch {
   virtual ~ReleaseWatch() = default;
   // Returns at `until` or earlier, when a release may have happened (spurious wake-ups allowed).
   virtual void wait_until(Clock::time_point until) = 0;
+  // From any thread: the wait_until running now, and every later one, returns at once (an
+  // asynchronous acquire cancelled while its attempts wait).
+  virtual void interrupt() noexcept = 0;
 };
 
 class LockDriver {

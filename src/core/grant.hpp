@@ -8,7 +8,6 @@
 #include <mutex>
 #include <optional>
 #include <string>
-#include <thread>
 
 #include "core/driver.hpp"
 #include "core/gate.hpp"
@@ -22,10 +21,9 @@ class ClientCore;
 struct Grant {
   std::shared_ptr<ClientCore> core;  // keeps the client (and driver) alive while held
   std::shared_ptr<Gate> gate;
-  std::string name, owner;
+  std::string name, owner;  // the owner holds the gate for this grant
   std::uint64_t fence = 0;
   Mode mode = Mode::exclusive;
-  std::thread::id thread;  // the owner thread, which holds the gate for this grant
   milliseconds ttl{0}, renew_every{0};
   bool auto_renew = true;
   LostCallback on_lost;

@@ -76,6 +76,31 @@ void Lock::unlock(Mode mode) {
   }
 }
 
+PendingAcquire Lock::async_acquire(AcquireCallback done, std::optional<std::chrono::milliseconds> wait, Mode mode) {
+  if (!done) throw UsageError("async_acquire of lock '" + state_->spec.name + "' needs a callback");
+  std::optional<detail::Clock::time_point> deadline;
+  if (wait) deadline = detail::Clock::now() + std::max(*wait, std::chrono::milliseconds{0});
+  // The spec lives in the Lock's state, which the acquire keeps alive while under way.
+  std::shared_ptr<const detail::LockSpec> spec(state_, &state_->spec);
+  return PendingAcquire(state_->core->start(state_->core, std::move(spec), deadline, mode, std::move(done)));
+}
+
+std::future<std::optional<Lease>> Lock::async_acquire(std::optional<std::chrono::milliseconds> wait, Mode mode,
+                                                      PendingAcquire* pending) {
+  auto promise = std::make_shared<std::promise<std::optional<Lease>>>();
+  auto future = promise->get_future();
+  auto started = async_acquire(
+      [promise](std::exception_ptr error, std::optional<Lease> lease) {
+        if (error) promise->set_exception(error);
+        else promise->set_value(std::move(lease));
+      },
+      wait, mode);
+  if (pending) *pending = std::move(started);
+  return future;
+}
+
+bool PendingAcquire::cancel() noexcept { return op_ && op_->cancel("PendingAcquire::cancel"); }
+
 std::uint64_t Lock::fence() const {
   std::lock_guard lk(state_->mutex);
   auto it = state_->held.find(std::this_thread::get_id());

@@ -30,12 +30,17 @@ class WakeWatch final : public ReleaseWatch {
     auto& n = t_->names_[name_];
     // A lost connection does not wake us early (that would spin); its reconnect does.
     cv_.wait_until(lk, until, [&] {
-      return t_->stop || t_->epoch != seen_epoch_ || handed_ != seen_handed_ ||
+      return t_->stop || interrupted_ || t_->epoch != seen_epoch_ || handed_ != seen_handed_ ||
              (n.generation != seen_generation_ && n.queue.front() == this);
     });
     seen_generation_ = n.generation;
     seen_epoch_ = t_->epoch;
     seen_handed_ = handed_;
+  }
+  void interrupt() noexcept override {
+    std::lock_guard lk(t_->mutex);
+    interrupted_ = true;
+    cv_.notify_all();
   }
 
  private:
@@ -44,6 +49,7 @@ class WakeWatch final : public ReleaseWatch {
   std::string name_, owner_;
   std::condition_variable cv_;
   std::uint64_t seen_generation_ = 0, seen_epoch_ = 0;
+  bool interrupted_ = false;
   std::uint64_t handed_ = 0, seen_handed_ = 0;  // releases that named us next
   std::optional<Handover> handover_;             // the last of them that granted us the name
 };

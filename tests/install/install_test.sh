@@ -64,6 +64,7 @@ test "$code" = 75  # the second run within hold_at_least skips the job
 "$prefix/examples/leader" "$db" 1 | grep "leading with fence" >/dev/null
 "$prefix/examples/worker_pool" "$db" 6 2 12 | grep "12 tasks, at most [12] at once" >/dev/null
 "$prefix/examples/same_database" "$prefix/same.db" | grep "refused a stale write" >/dev/null
+"$prefix/examples/asio_tasks" "$db" 200 4 | grep "200 tasks on 4 names, on one thread: 0 overlapping" >/dev/null
 
 # A shared build, as a distribution packages it (RelWithDebInfo, the static library made from
 # the same objects, installed to /usr), packaged as the three Debian packages

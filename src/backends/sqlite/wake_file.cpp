@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/eventfd.h>
 #include <sys/inotify.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -26,17 +27,23 @@ void drain(int fd) {
 class InotifyWatch final : public ReleaseWatch {
  public:
   InotifyWatch(std::shared_ptr<WakeFile> file, int fd, std::vector<int> wds, std::string own)
-      : file_(std::move(file)), fd_(fd), wds_(std::move(wds)), own_(std::move(own)) {}
+      : file_(std::move(file)), fd_(fd), wds_(std::move(wds)), own_(std::move(own)),
+        interrupt_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
   ~InotifyWatch() override {
     for (int wd : wds_) inotify_rm_watch(fd_, wd);
     if (!own_.empty()) unlink(own_.c_str());
     file_->give_back(fd_);
+    if (interrupt_ >= 0) close(interrupt_);
   }
   void wait_until(Clock::time_point until) override {
     auto left = std::chrono::ceil<std::chrono::milliseconds>(until - Clock::now()).count();
-    pollfd p{fd_, POLLIN, 0};
-    if (poll(&p, 1, static_cast<int>(std::clamp<long long>(left, 0, 60'000))) > 0)
+    pollfd p[2] = {{fd_, POLLIN, 0}, {interrupt_, POLLIN, 0}};  // a negative fd is skipped
+    if (poll(p, 2, static_cast<int>(std::clamp<long long>(left, 0, 60'000))) > 0 && (p[0].revents & POLLIN))
       drain(fd_);  // so that the next wait blocks until the next release
+  }
+  void interrupt() noexcept override {
+    const std::uint64_t one = 1;
+    if (interrupt_ >= 0) (void)!write(interrupt_, &one, sizeof one);
   }
 
  private:
@@ -44,6 +51,7 @@ class InotifyWatch final : public ReleaseWatch {
   int fd_;
   std::vector<int> wds_;  // the table's file, and ours if we have one
   std::string own_;       // our wake file, "" when we have none
+  int interrupt_;  // an eventfd that interrupt() makes readable; -1 if none could be made
 };
 
 }  // namespace

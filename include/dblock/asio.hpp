@@ -1,0 +1,68 @@
+/// @file
+/// Boost.Asio completion tokens for Lock::async_acquire: a callback, `use_future`, or, in a
+/// C++20 coroutine, `co_await dblock::asio::async_acquire(lock, wait, boost::asio::use_awaitable)`.
+/// Header-only, in the CMake target dblock::asio (dblock::dblock and Boost's headers): the
+/// library itself does not depend on Boost.
+///
+/// The operation completes with `void(std::exception_ptr, std::optional<Lease>)`: in a
+/// coroutine, co_await returns the optional Lease (empty when the wait ran out) and throws the
+/// error. The handler runs on its associated executor (the coroutine's, for use_awaitable),
+/// never on dblock's event thread, and the work it stands for keeps that executor's
+/// io_context running while the lock is waited for.
+#pragma once
+
+#include <boost/asio/associated_executor.hpp>
+#include <boost/asio/async_result.hpp>
+#include <boost/asio/executor_work_guard.hpp>
+#include <boost/asio/post.hpp>
+#include <chrono>
+#include <exception>
+#include <memory>
+#include <optional>
+#include <utility>
+
+#include "dblock/lock.hpp"
+
+namespace dblock::asio {
+
+/// The completion signature of async_acquire.
+using AcquireSignature = void(std::exception_ptr, std::optional<Lease>);
+
+/// Lock::async_acquire, completed through an Asio completion token. `wait` as there (unset:
+/// until held; 0: one attempt). `pending`, when given, receives the handle whose cancel() ends
+/// the wait (the operation then completes with CancelledError).
+template <class CompletionToken>
+auto async_acquire(Lock& lock, std::optional<std::chrono::milliseconds> wait, Mode mode, PendingAcquire* pending,
+                   CompletionToken&& token) {
+  return boost::asio::async_initiate<CompletionToken, AcquireSignature>(
+      [&lock, wait, mode, pending](auto handler) {
+        using Handler = decltype(handler);
+        // Lock::async_acquire's callback is a std::function, which copies: the handler (often
+        // move-only) and the work guard on its executor live in one shared state.
+        struct State {
+          Handler handler;
+          boost::asio::executor_work_guard<boost::asio::associated_executor_t<Handler>> work;
+        };
+        auto executor = boost::asio::get_associated_executor(handler);
+        auto state = std::make_shared<State>(State{std::move(handler), boost::asio::make_work_guard(executor)});
+        auto started = lock.async_acquire(
+            [state](std::exception_ptr error, std::optional<Lease> lease) {
+              auto ex = state->work.get_executor();
+              boost::asio::post(ex, [state, error, lease = std::move(lease)]() mutable {
+                state->work.reset();
+                std::move(state->handler)(error, std::move(lease));
+              });
+            },
+            wait, mode);
+        if (pending) *pending = std::move(started);
+      },
+      token);
+}
+
+/// The same, exclusive, with no handle to cancel it.
+template <class CompletionToken>
+auto async_acquire(Lock& lock, std::optional<std::chrono::milliseconds> wait, CompletionToken&& token) {
+  return async_acquire(lock, wait, Mode::exclusive, nullptr, std::forward<CompletionToken>(token));
+}
+
+}  // namespace dblock::asio

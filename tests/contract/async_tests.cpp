@@ -1,0 +1,345 @@
+// Lock::async_acquire on every backend x strategy: the blocking acquire's line, fences and
+// results, with no thread of the caller's waiting, and the ends only it has (a cancel while
+// queued or racing a grant, its Client destroyed, a callback that throws).
+// Callbacks run on the Client's event thread: they only record, and the test's thread checks.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstdio>
+#include <filesystem>
+#include <mutex>
+#include <optional>
+#include <thread>
+#include <vector>
+
+#include "contract/fixtures.hpp"
+#include "core/wait_engine.hpp"
+#include "support/eventually.hpp"
+
+using namespace std::chrono_literals;
+using dblock::Lease;
+using dblock::LockOptions;
+using dblock::test::eventually;
+
+namespace {
+
+LockOptions async_opts(const dblock::test::Contract& f) {
+  LockOptions o;
+  o.strategy = f.strategy;
+  return o;
+}
+
+// One asynchronous acquire's end, as its callback saw it.
+struct Outcome {
+  std::mutex m;
+  std::condition_variable cv;
+  bool done = false;
+  std::exception_ptr error;
+  std::optional<Lease> lease;
+  std::thread::id thread;
+
+  dblock::AcquireCallback callback() {
+    return [this](std::exception_ptr e, std::optional<Lease> l) {
+      std::lock_guard lk(m);
+      error = e;
+      lease = std::move(l);
+      thread = std::this_thread::get_id();
+      done = true;
+      cv.notify_all();
+    };
+  }
+  bool wait(std::chrono::milliseconds limit = 10s) {
+    std::unique_lock lk(m);
+    return cv.wait_for(lk, limit, [&] { return done; });
+  }
+  bool cancelled() {
+    std::lock_guard lk(m);
+    if (!error) return false;
+    try {
+      std::rethrow_exception(error);
+    } catch (const dblock::CancelledError&) {
+      return true;
+    } catch (...) {
+      return false;
+    }
+  }
+};
+
+}  // namespace
+
+CONTRACT_TEST("asynchronous acquires of a name are granted in order, with rising fences, on the event thread",
+              "[contract][async]", DBLOCK_CONTRACT_FIXTURES) {
+  auto ns = f.make();
+  auto a = ns.open(), b = ns.open();
+  auto held = b->lock("job", async_opts(f)).acquire();  // so the first waits on the server too
+  constexpr int n = 20;
+  std::mutex m;
+  std::vector<int> order;
+  std::vector<std::uint64_t> fences;
+  std::vector<std::string> failures;
+  std::vector<std::thread::id> threads;
+  auto lock = a->lock("job", async_opts(f));
+  for (int i = 0; i < n; ++i)
+    lock.async_acquire([&, i](std::exception_ptr e, std::optional<Lease> lease) {
+      std::lock_guard lk(m);
+      threads.push_back(std::this_thread::get_id());
+      if (e) failures.push_back("an error");
+      else if (!lease) failures.push_back("no lease");
+      else {
+        order.push_back(i);
+        fences.push_back(lease->fence());
+      }
+    });  // the Lease is released as the callback returns: the next is granted
+  held.release();
+  REQUIRE(eventually(
+      [&] {
+        std::lock_guard lk(m);
+        return order.size() + failures.size() == n;
+      },
+      60s));
+  std::lock_guard lk(m);
+  CHECK(failures.empty());
+  std::vector<int> expected;
+  for (int i = 0; i < n; ++i) expected.push_back(i);
+  CHECK(order == expected);
+  REQUIRE(fences.size() == n);
+  CHECK(fences.front() > held.fence());
+  for (std::size_t i = 1; i < fences.size(); ++i) CHECK(fences[i] > fences[i - 1]);
+  CHECK(std::all_of(threads.begin(), threads.end(), [&](auto t) { return t == threads.front(); }));
+  CHECK(threads.front() != std::this_thread::get_id());
+}
+
+CONTRACT_TEST("a cancelled asynchronous acquire gives up its place in the process's line and the server's",
+              "[contract][async]", DBLOCK_CONTRACT_FIXTURES) {
+  auto ns = f.make();
+  auto a = ns.open(), b = ns.open();
+  auto held = b->lock("job", async_opts(f)).acquire();
+  auto lock = a->lock("job", async_opts(f));
+  Outcome first, second;
+  auto at_server = lock.async_acquire(first.callback());  // first in the process's line
+  auto queued = lock.async_acquire(second.callback());    // behind it, in the process's line
+  std::this_thread::sleep_for(200ms);                     // the first's attempts wait on the server
+  CHECK(queued.cancel());
+  REQUIRE(second.wait(5s));
+  CHECK(second.cancelled());
+  CHECK(at_server.cancel());
+  REQUIRE(first.wait(5s));  // the attempts end at the pause or the in-server slice (1 s) they are at
+  CHECK(first.cancelled());
+  CHECK_FALSE(at_server.cancel());  // it has ended
+  CHECK_FALSE(first.lease);
+  held.release();
+  // Nothing was left behind in the server's line (a ticket, a node): another Client takes
+  // the name now, not at some expiry.
+  auto c = ns.open();
+  CHECK(c->lock("job", async_opts(f)).try_acquire(2s));
+}
+
+CONTRACT_TEST("a grant that races a cancel is released", "[contract][async]", DBLOCK_CONTRACT_FIXTURES) {
+  auto ns = f.make();
+  auto a = ns.open(), b = ns.open();
+  auto lock = a->lock("job", async_opts(f));
+  int cancelled = 0, granted = 0;
+  for (int round = 0; round < 10; ++round) {
+    Outcome o;
+    auto pending = lock.async_acquire(o.callback());
+    if (round % 2) std::this_thread::sleep_for(std::chrono::milliseconds(round));  // later into the attempt
+    const bool took = pending.cancel();
+    REQUIRE(o.wait());
+    if (took) {
+      CHECK(o.cancelled());
+      CHECK_FALSE(o.lease);
+      ++cancelled;
+    } else {
+      CHECK_FALSE(o.error);
+      CHECK(o.lease);
+      ++granted;
+    }
+    o.lease.reset();  // released
+    auto other = b->lock("job", async_opts(f)).try_acquire(2s);
+    REQUIRE(other);  // a cancelled acquire's grant was given back before its callback ran
+    other->release();
+  }
+  CHECK(cancelled + granted == 10);
+  CHECK(cancelled > 0);
+}
+
+CONTRACT_TEST("a Client destroyed with asynchronous acquires under way ends them", "[contract][async]",
+              DBLOCK_CONTRACT_FIXTURES) {
+  auto ns = f.make();
+  auto a = ns.open(), b = ns.open();
+  auto held = a->lock("job", async_opts(f)).acquire();
+  Outcome at_server, queued;
+  {
+    auto lock = b->lock("job", async_opts(f));
+    lock.async_acquire(at_server.callback());
+    lock.async_acquire(queued.callback());
+  }
+  std::this_thread::sleep_for(100ms);
+  b.reset();
+  REQUIRE(queued.wait(5s));
+  CHECK(queued.cancelled());
+  REQUIRE(at_server.wait(5s));
+  CHECK(at_server.cancelled());
+  held.release();
+  CHECK(a->lock("job", async_opts(f)).try_acquire(2s));
+}
+
+CONTRACT_TEST("an asynchronous acquire's callback that throws stops no other, and its Lease is released",
+              "[contract][async]", DBLOCK_CONTRACT_FIXTURES) {
+  auto ns = f.make();
+  auto a = ns.open();
+  auto lock = a->lock("job", async_opts(f));
+  std::atomic<bool> thrown{false};
+  lock.async_acquire([&](std::exception_ptr, std::optional<Lease>) {
+    thrown = true;
+    throw std::runtime_error("a service's bug");
+  });
+  REQUIRE(eventually([&] { return thrown.load(); }));
+  Outcome after;
+  lock.async_acquire(after.callback(), 5s);
+  REQUIRE(after.wait());
+  CHECK_FALSE(after.error);
+  CHECK(after.lease);
+}
+
+CONTRACT_TEST("an asynchronous acquire whose wait runs out ends with neither Lease nor error",
+              "[contract][async]", DBLOCK_CONTRACT_FIXTURES) {
+  auto ns = f.make();
+  auto a = ns.open(), b = ns.open();
+  auto held = b->lock("job", async_opts(f)).acquire();
+  auto lock = a->lock("job", async_opts(f));
+  CHECK_FALSE(lock.async_acquire(300ms).get());
+  CHECK_FALSE(lock.async_acquire(0ms).get());
+  {
+    // Queued in the process's line behind another acquire of ours, its wait runs out there.
+    Outcome first;
+    auto pending = lock.async_acquire(first.callback());
+    CHECK_FALSE(lock.async_acquire(200ms).get());
+    pending.cancel();
+    REQUIRE(first.wait());
+  }
+  held.release();
+  auto got = lock.async_acquire(5s).get();
+  REQUIRE(got);
+  CHECK(got->fence() > held.fence());
+  if (!f.offers_shared)
+    CHECK_THROWS_AS(lock.async_acquire(5s, dblock::Mode::shared), dblock::UsageError);
+  else {
+    got->release();
+    auto reader = lock.async_acquire(5s, dblock::Mode::shared).get();
+    REQUIRE(reader);
+    CHECK(reader->mode() == dblock::Mode::shared);
+  }
+}
+
+namespace {
+
+// What the process runs now: its threads, and its sockets (a server connection each, or a
+// listener's).
+struct Footprint {
+  int threads = 0, sockets = 0;
+  static Footprint now() {
+    namespace fs = std::filesystem;
+    Footprint f;
+    for (auto& e : fs::directory_iterator("/proc/self/task")) {
+      (void)e;
+      ++f.threads;
+    }
+    std::error_code ec;
+    for (auto& e : fs::directory_iterator("/proc/self/fd")) {
+      auto target = fs::read_symlink(e.path(), ec);
+      if (!ec && target.string().rfind("socket:", 0) == 0) ++f.sockets;
+    }
+    return f;
+  }
+};
+
+#define DBLOCK_ASYNC_SCALE_FIXTURES                                                            \
+  dblock::test::SqliteInsert DBLOCK_ASYNC_SCALE_PG DBLOCK_ASYNC_SCALE_MYSQL DBLOCK_ASYNC_SCALE_REDIS
+#ifdef DBLOCK_TEST_POSTGRESQL
+#define DBLOCK_ASYNC_SCALE_PG , dblock::test::PgInsert
+#else
+#define DBLOCK_ASYNC_SCALE_PG
+#endif
+#ifdef DBLOCK_TEST_MYSQL
+#define DBLOCK_ASYNC_SCALE_MYSQL , dblock::test::MySqlInsert
+#else
+#define DBLOCK_ASYNC_SCALE_MYSQL
+#endif
+#ifdef DBLOCK_TEST_REDIS
+#define DBLOCK_ASYNC_SCALE_REDIS , dblock::test::RedisLock
+#else
+#define DBLOCK_ASYNC_SCALE_REDIS
+#endif
+
+}  // namespace
+
+// Issue 49's measure: 10,000 waits of one Client on 4 names need the Gate's line per name and
+// one worker per name waiting on the server, not a thread or a connection per waiter. The
+// figures are printed (docs/BENCHMARKS.md quotes them).
+CONTRACT_TEST("10,000 asynchronous waits on one Client use a few threads and connections, each granted in order",
+              "[contract][async][scale]", DBLOCK_ASYNC_SCALE_FIXTURES) {
+  constexpr int waits = 10'000, names = 4;
+  auto ns = f.make();
+  auto a = ns.open(), b = ns.open();
+  std::vector<dblock::Lock> locks;
+  std::vector<Lease> held;  // by another Client, so that every wait queues before the first grant
+  for (int i = 0; i < names; ++i) {
+    locks.push_back(a->lock("scale-" + std::to_string(i), async_opts(f)));
+    held.push_back(b->lock("scale-" + std::to_string(i), async_opts(f)).acquire());
+  }
+  const auto before = Footprint::now();
+  struct Granted {
+    int wait;
+    std::uint64_t fence;
+  };
+  std::mutex m;
+  std::vector<std::vector<Granted>> granted(names);
+  int ended = 0, failed = 0;
+  const auto started = std::chrono::steady_clock::now();
+  for (int i = 0; i < waits; ++i)
+    locks[i % names].async_acquire([&, i](std::exception_ptr e, std::optional<Lease> lease) {
+      std::lock_guard lk(m);
+      ++ended;
+      if (e || !lease) ++failed;
+      else granted[i % names].push_back({i, lease->fence()});
+    });  // released as the callback returns
+  Footprint most = Footprint::now();
+  auto sample = [&] {
+    auto now = Footprint::now();
+    most.threads = std::max(most.threads, now.threads);
+    most.sockets = std::max(most.sockets, now.sockets);
+  };
+  std::this_thread::sleep_for(200ms);  // the heads of the lines wait on the server
+  sample();
+  for (auto& l : held) l.release();
+  const auto give_up = std::chrono::steady_clock::now() + 300s;
+  for (;;) {
+    sample();
+    {
+      std::lock_guard lk(m);
+      if (ended == waits) break;
+    }
+    REQUIRE(std::chrono::steady_clock::now() < give_up);
+    std::this_thread::sleep_for(10ms);
+  }
+  const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  std::lock_guard lk(m);
+  CHECK(failed == 0);
+  for (auto& line : granted) {
+    REQUIRE(line.size() == waits / names);
+    for (std::size_t i = 1; i < line.size(); ++i) {
+      CHECK(line[i].wait > line[i - 1].wait);  // arrival order
+      CHECK(line[i].fence > line[i - 1].fence);
+    }
+  }
+  const int threads = most.threads - before.threads, sockets = most.sockets - before.sockets;
+  std::printf("async scale, %s %s: %d waits on %d names: %d threads and %d sockets more at most, %.1f s, "
+              "%d wait workers alive\n",
+              std::string(a->backend()).c_str(), std::string(dblock::to_string(f.strategy)).c_str(), waits, names,
+              threads, sockets, seconds, dblock::detail::WaitEngine::get().workers());
+  CHECK(threads <= 8);
+  CHECK(sockets <= 10);
+}
