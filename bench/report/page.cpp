@@ -383,6 +383,8 @@ void handoff(Page& p, const std::vector<Row>& rows, const Options& opt) {
   p.text("moves by half between series minutes apart) hits a strategy and its floor alike. `x round trip`");
   p.text("as above (SQLite: x its bare INSERT + DELETE). Polling: the same with notifications off, waiters poll with");
   p.text("backoff; polling / notified is what notifications buy (ZooKeeper and etcd always watch: about 1).");
+  p.text("Async: the same series through `Lock::async_acquire`, in the same rounds; async / blocking is what");
+  p.text("waiting without a thread costs a hand-off (the grant timed when its callback runs on the event thread).");
   p.text("");
   std::vector<std::vector<std::string>> body;
   for (const auto& k : strategies_in(rows, {"handoff", "handoff-polling"})) {
@@ -399,14 +401,17 @@ void handoff(Page& p, const std::vector<Row>& rows, const Options& opt) {
           rt = times(c.ratio);
         }
       }
-    std::string polling_ratio;
+    const Row* async = find(rows, k.backend, k.strategy, "handoff-async");
+    std::string polling_ratio, async_ratio;
     if (off && h && h->s.p50_us > 0) polling_ratio = times(off->s.p50_us / h->s.p50_us);
+    if (async && h && h->s.p50_us > 0) async_ratio = times(async->s.p50_us / h->s.p50_us);
     body.push_back({k.backend, k.strategy, h ? us(h->s.p50_us) : "", h ? us(h->s.p99_us) : "",
-                    h ? per_s(h->s.ops_per_s) : "", floor, rt, off ? us(off->s.p50_us) : "", polling_ratio});
+                    h ? per_s(h->s.ops_per_s) : "", floor, rt, async ? us(async->s.p50_us) : "", async_ratio,
+                    off ? us(off->s.p50_us) : "", polling_ratio});
   }
   p.table({"backend", "strategy", "p50 us", "p99 us", "hand-offs/s", "floor p50: ratio", "x round trip",
-           "polling p50 us", "polling / notified"},
-          "llrrrlrrr", body);
+           "async p50 us", "async / blocking", "polling p50 us", "polling / notified"},
+          "llrrrlrrrrr", body);
 }
 
 void contended(Page& p, const std::vector<Row>& rows) {

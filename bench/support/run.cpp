@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <exception>
+#include <future>
 #include <memory>
 #include <optional>
 #include <random>
@@ -105,7 +106,7 @@ struct Shared : HandoffTally {
 };
 
 void handoff_worker(int id, dblock::Lock lock, Shared& sh, std::size_t warmup, std::size_t n,
-                    std::chrono::milliseconds hold) {
+                    std::chrono::milliseconds hold, bool async) {
   constexpr std::size_t none = static_cast<std::size_t>(-1);
   std::size_t released_grant = none;  // the grant this thread gave back last
   try {
@@ -118,8 +119,25 @@ void handoff_worker(int id, dblock::Lock lock, Shared& sh, std::size_t warmup, s
         if (sh.stop) return;
       }
       // Bounded, so that a stop is seen within a second; it waits like acquire() does.
-      std::optional<dblock::Lease> lease = lock.try_acquire(std::chrono::seconds(1));
-      auto got = Clock::now();
+      std::optional<dblock::Lease> lease;
+      Clock::time_point got;
+      if (async) {
+        // Timed when the completion runs on the Client's event thread, as a service's callback
+        // would be: this thread only waits there for it, a hop no service makes.
+        std::promise<std::optional<dblock::Lease>> done;
+        auto result = done.get_future();
+        lock.async_acquire(
+            [&](std::exception_ptr error, std::optional<dblock::Lease> l) {
+              got = Clock::now();
+              if (error) done.set_exception(error);
+              else done.set_value(std::move(l));
+            },
+            std::chrono::seconds(1));
+        lease = result.get();
+      } else {
+        lease = lock.try_acquire(std::chrono::seconds(1));
+        got = Clock::now();
+      }
       if (!lease) continue;
       bool quit = false;
       {
@@ -157,9 +175,11 @@ void handoff_worker(int id, dblock::Lock lock, Shared& sh, std::size_t warmup, s
 
 HandoffResult run_handoff(const std::string& backend, const std::string& url, const dblock::ClientOptions& options,
                           dblock::Strategy strategy, const std::string& name, std::size_t warmup, std::size_t n,
-                          std::chrono::milliseconds hold, bool fair) {
+                          std::chrono::milliseconds hold, bool fair, bool async) {
   const std::string label = fmt::format("{}/{} {}", backend, dblock::to_string(strategy),
-                                        options.notifications ? "handoff" : "handoff-polling");
+                                        async                   ? "handoff-async"
+                                        : options.notifications ? "handoff"
+                                                                : "handoff-polling");
   fmt::print(stderr, "dblock-bench: {}: {} threads, {} + {} warm-up hand-offs, hold {} ms\n", label, kHandoffWorkers, n,
              warmup, hold.count());
   std::vector<std::shared_ptr<dblock::Client>> clients;  // outlive the threads
@@ -177,7 +197,7 @@ HandoffResult run_handoff(const std::string& backend, const std::string& url, co
   sh.samples.reserve(n);
   std::vector<std::thread> threads;
   for (int i = 0; i < kHandoffWorkers; ++i)
-    threads.emplace_back(handoff_worker, i, locks[static_cast<std::size_t>(i)], std::ref(sh), warmup, n, hold);
+    threads.emplace_back(handoff_worker, i, locks[static_cast<std::size_t>(i)], std::ref(sh), warmup, n, hold, async);
   sh.await(threads, n);
 
   HandoffResult r;
@@ -251,6 +271,7 @@ BackendReport run_handoff_scenarios(const std::string& backend, const std::strin
                                     const std::vector<Row>& baselines, const ServerCounters& counters,
                                     const std::vector<HandoffFloor>& floors) {
   const bool notified = opt.wants_scenario("handoff"), polling = opt.wants_scenario("handoff-polling");
+  const bool async = notified && opt.wants_scenario("handoff-async");
   const std::size_t warmup = handoff_warmup(opt);
   const auto hold = std::chrono::milliseconds(opt.hold_ms);
   dblock::ClientOptions polling_options = options;
@@ -272,7 +293,8 @@ BackendReport run_handoff_scenarios(const std::string& backend, const std::strin
     auto name = fmt::format("bench-{}-{}", scenario, dblock::to_string(strategy));
     std::vector<double> before;
     if (counters.read) before = counters.read();
-    auto h = run_handoff(backend, url, o, strategy, name, warmup, n, hold, !opt.unfair);
+    auto h = run_handoff(backend, url, o, strategy, name, warmup, n, hold, !opt.unfair,
+                         std::string(scenario) == "handoff-async");
     if (counters.read && h.grants > 0) {
       auto after = counters.read();
       t.counted.resize(counters.names.size());
@@ -309,20 +331,24 @@ BackendReport run_handoff_scenarios(const std::string& backend, const std::strin
   if (notified) {
     // The sides of a round: the strategies first (on SQLite their Clients make the lock table
     // the floor uses), then the floors; round r starts at side r.
-    const std::size_t sides = strategies.size() + floors.size();
+    // handoff-async: each strategy's series once more, through Lock::async_acquire.
+    const std::size_t series = strategies.size() * (async ? 2 : 1);
+    const std::size_t sides = series + floors.size();
     const std::size_t rounds = std::min<std::size_t>(kHandoffRounds, std::max<std::size_t>(opt.handoffs, 1));
-    std::vector<Tally> tallies(strategies.size());
+    std::vector<Tally> tallies(series);
     std::vector<std::vector<double>> floor_samples(floors.size());
     for (std::size_t round = 0; round < rounds; ++round) {
       // This round's share of opt.handoffs: the rounds add up to it.
       const std::size_t n = opt.handoffs * (round + 1) / rounds - opt.handoffs * round / rounds;
       for (std::size_t k = 0; k < sides; ++k) {
         const std::size_t side = (round + k) % sides;
-        if (side < strategies.size()) {
-          run_into(tallies[side], strategies[side], "handoff", options, n);
+        if (side < series) {
+          const bool through_async = side >= strategies.size();
+          run_into(tallies[side], strategies[side % strategies.size()], through_async ? "handoff-async" : "handoff",
+                   options, n);
         } else {
-          auto more = floors[side - strategies.size()].run(warmup, n);
-          auto& into = floor_samples[side - strategies.size()];
+          auto more = floors[side - series].run(warmup, n);
+          auto& into = floor_samples[side - series];
           into.insert(into.end(), more.begin(), more.end());
         }
       }
@@ -330,6 +356,17 @@ BackendReport run_handoff_scenarios(const std::string& backend, const std::strin
     for (std::size_t i = 0; i < strategies.size(); ++i) {
       Row row = row_of(tallies[i], strategies[i], "handoff");
       for (const auto& b : baselines) row.vs.push_back(compare(row, b));
+      rep.rows.push_back(std::move(row));
+    }
+    for (std::size_t i = 0; async && i < strategies.size(); ++i) {
+      // Compared first with the same strategy's blocking hand-off, timed in the same rounds.
+      Row row = row_of(tallies[strategies.size() + i], strategies[i], "handoff-async");
+      const auto blocking = std::find_if(rep.rows.begin(), rep.rows.end(), [&](const Row& r) {
+        return r.scenario == "handoff" && r.strategy == row.strategy;
+      });
+      Compared c = compare(row, *blocking);
+      c.baseline = row.strategy + " handoff";
+      row.vs.push_back(c);
       rep.rows.push_back(std::move(row));
     }
     for (std::size_t i = 0; i < floors.size(); ++i) {

@@ -66,10 +66,11 @@ struct HandoffResult {
 // takes its timestamp and releases (0: at once). Throws what a worker threw, or
 // std::runtime_error when no hand-off happens for a minute.
 // Progress is labelled `handoff`, or `handoff-polling` when options.notifications is off.
-// fair: LockOptions::fair of every lock (--unfair: false).
+// fair: LockOptions::fair of every lock (--unfair: false). async: each wait goes through
+// Lock::async_acquire (labelled `handoff-async`).
 HandoffResult run_handoff(const std::string& backend, const std::string& url, const dblock::ClientOptions& options,
                           dblock::Strategy strategy, const std::string& name, std::size_t warmup, std::size_t n,
-                          std::chrono::milliseconds hold, bool fair = true);
+                          std::chrono::milliseconds hold, bool fair = true, bool async = false);
 
 // One setup of a comparison of two (a transport, a pooler): its label and URL.
 struct Setup {

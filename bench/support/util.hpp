@@ -46,7 +46,7 @@ struct Options {
   bool wants_scenario(const std::string& name) const;
 };
 
-inline const std::vector<std::string> kScenarios{"uncontended", "reentrant", "handoff", "handoff-polling",
+inline const std::vector<std::string> kScenarios{"uncontended", "reentrant", "handoff", "handoff-async", "handoff-polling",
                                                  "contended", "shared", "semaphore", "resources", "table-size",
                                                  "sweep", "txn", "peers", "tls", "pooler", "scale"};
 
