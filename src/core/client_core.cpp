@@ -198,19 +198,24 @@ std::shared_ptr<AcquireOp> ClientCore::start(const std::shared_ptr<ClientCore>& 
 
 void ClientCore::run(const std::shared_ptr<AcquireOp>& op) {
   const auto& spec = *op->spec;  // and op->gate: set before its turn could come
+  // This worker is free once the op ends: the next turn the end starts may take it.
   try {
     op->check_cancelled();
   } catch (...) {
     gates_.leave(spec.name, op->gate, op->owner);
+    WaitEngine::get().finishing();
     end(op, std::current_exception(), std::nullopt);
     return;
   }
+  std::optional<Lease> lease;
+  std::exception_ptr error;
   try {
-    auto lease = attempt(op->core, spec, op->owner, op->gate, op->deadline, op->mode, op->called, op.get());
-    end(op, nullptr, std::move(lease));
+    lease = attempt(op->core, spec, op->owner, op->gate, op->deadline, op->mode, op->called, op.get());
   } catch (...) {
-    end(op, std::current_exception(), std::nullopt);
+    error = std::current_exception();
   }
+  WaitEngine::get().finishing();
+  end(op, error, std::move(lease));
 }
 
 void ClientCore::expire(const std::shared_ptr<AcquireOp>& op) {

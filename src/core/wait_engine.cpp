@@ -10,19 +10,23 @@ namespace dblock::detail {
 
 namespace {
 constexpr auto idle_for = std::chrono::seconds{10};  // a worker with no job for this long ends
+thread_local bool in_worker = false;                 // the calling thread is a worker
+thread_local bool counted_idle = false;              // this worker called finishing() in its job
 }
 
 struct WaitEngine::Workers {
   std::mutex mutex;
   std::condition_variable ready;
   std::deque<std::function<void()>> jobs;
-  int idle = 0;   // workers waiting for a job
+  int idle = 0;   // workers waiting for a job, or about to (WaitEngine::finishing)
   int alive = 0;
 
   void work() {
+    in_worker = true;
     std::unique_lock lk(mutex);
     for (;;) {
-      ++idle;
+      if (!counted_idle) ++idle;
+      counted_idle = false;
       bool got = ready.wait_for(lk, idle_for, [&] { return !jobs.empty(); });
       --idle;
       if (!got) {
@@ -89,6 +93,13 @@ void WaitEngine::run(std::function<void()> job) {
   } else {
     w->ready.notify_one();
   }
+}
+
+void WaitEngine::finishing() {
+  if (!in_worker || counted_idle) return;
+  std::lock_guard lk(workers_->mutex);
+  ++workers_->idle;
+  counted_idle = true;
 }
 
 void WaitEngine::at(Clock::time_point when, std::function<void()> job) {

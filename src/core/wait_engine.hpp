@@ -23,6 +23,10 @@ class WaitEngine {
   static WaitEngine& get();
   // Runs `job` on a worker: an idle one, or a new one. Never waits behind another job.
   void run(std::function<void()> job);
+  // Called from a job that will return without blocking again (an acquire about to post its
+  // end): its worker counts as idle from now, so that the job its end starts (the next turn
+  // of the name) waits a moment for it instead of starting one more worker.
+  void finishing();
   // Runs `job` on the timer thread at `when` (it must be quick: the timer serves every Client).
   void at(Clock::time_point when, std::function<void()> job);
   // For tests: the workers alive now.
