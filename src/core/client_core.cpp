@@ -197,23 +197,16 @@ std::shared_ptr<AcquireOp> ClientCore::start(const std::shared_ptr<ClientCore>& 
 }
 
 void ClientCore::run(const std::shared_ptr<AcquireOp>& op) {
-  const auto& spec = *op->spec;  // and op->gate: set before its turn could come
-  // This worker is free once the op ends: the next turn the end starts may take it.
-  try {
-    op->check_cancelled();
-  } catch (...) {
-    gates_.leave(spec.name, op->gate, op->owner);
-    WaitEngine::get().finishing();
-    end(op, std::current_exception(), std::nullopt);
-    return;
-  }
+  // op->gate was set before its turn could come. A cancel made before this stops the attempts
+  // at their first check, which leaves the gate.
   std::optional<Lease> lease;
   std::exception_ptr error;
   try {
-    lease = attempt(op->core, spec, op->owner, op->gate, op->deadline, op->mode, op->called, op.get());
+    lease = attempt(op->core, *op->spec, op->owner, op->gate, op->deadline, op->mode, op->called, op.get());
   } catch (...) {
     error = std::current_exception();
   }
+  // This worker is free once the op ends: the next turn the end starts may take it.
   WaitEngine::get().finishing();
   end(op, error, std::move(lease));
 }
@@ -239,8 +232,7 @@ void ClientCore::end(const std::shared_ptr<AcquireOp>& op, std::exception_ptr er
     if (op->cancelled && !error) {
       raced = std::move(lease);
       lease.reset();
-      error = std::make_exception_ptr(CancelledError("the acquire of lock '" + op->spec->name + "' was cancelled (" +
-                                                     op->cancelled + ")"));
+      error = std::make_exception_ptr(op->cancelled_error());
     }
   }
   raced.reset();
@@ -289,10 +281,13 @@ void AcquireOp::withdraw_if_queued() noexcept {
   if (queued != 0 && core->gates_.withdraw(spec->name, g, queued)) core->end(shared_from_this(), nullptr, std::nullopt);
 }
 
+CancelledError AcquireOp::cancelled_error() const {
+  return CancelledError("the acquire of lock '" + spec->name + "' was cancelled (" + cancelled + ")");
+}
+
 void AcquireOp::check_cancelled() {
   std::lock_guard lk(mutex);
-  if (cancelled)
-    throw CancelledError("the acquire of lock '" + spec->name + "' was cancelled (" + cancelled + ")");
+  if (cancelled) throw cancelled_error();
 }
 
 void AcquireOp::pause(ReleaseWatch* w, Clock::time_point until) {

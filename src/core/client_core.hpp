@@ -119,6 +119,7 @@ struct AcquireOp : std::enable_shared_from_this<AcquireOp> {
   void withdraw_if_queued() noexcept;
   // Throws CancelledError once cancelled (the attempts ask before each try and each wait).
   void check_cancelled();
+  CancelledError cancelled_error() const;  // call with mutex held, once cancelled
   // The attempts' pause: on the watch when there is one, interrupted by a cancel.
   void pause(ReleaseWatch* watch, Clock::time_point until);
 
