@@ -15,6 +15,7 @@ namespace dblock {
 namespace detail {
 struct Grant;
 class ClientCore;
+class Attempts;
 }  // namespace detail
 
 /// One hold of a lock, as a value (Lock::acquire, Lock::try_acquire): released when
@@ -61,6 +62,7 @@ class DBLOCK_EXPORT Lease {
 
  private:
   friend class detail::ClientCore;
+  friend class detail::Attempts;
   explicit Lease(std::shared_ptr<detail::Grant> grant) noexcept;
   std::shared_ptr<detail::Grant> grant_;  ///< shared by the re-entrant holds of one grant
   bool held_ = false;

@@ -50,94 +50,20 @@ std::optional<Lease> ClientCore::acquire(const std::shared_ptr<ClientCore>& self
     throw;
   }
   // The caller's thread is a waiting thread already: it runs the attempts itself, the same
-  // ones an asynchronous acquire runs on a worker.
-  return attempt(self, spec, owner, gate, deadline, mode, called, nullptr);
+  // ones an asynchronous acquire runs on the WaitEngine.
+  Attempts attempts(self, spec, owner, gate, deadline, mode, called, milliseconds{10'000});
+  return wait_through(attempts, nullptr);
 }
 
-std::optional<Lease> ClientCore::attempt(const std::shared_ptr<ClientCore>& self, const LockSpec& spec,
-                                         const std::string& owner, const std::shared_ptr<Gate>& gate,
-                                         std::optional<Clock::time_point> deadline, Mode mode,
-                                         Clock::time_point called, AcquireOp* op) {
-  try {
-    // A fresh grant: this owner holds none that is live, so anything the server still shows
-    // for it is a leftover the driver takes over with a new fence (LockDriver::try_acquire).
-    Backoff backoff;
-    // Armed at the first busy answer, then kept; before the first attempt where the driver
-    // has one ready (an acquire that may wait): a busy answer then needs no second attempt.
-    std::unique_ptr<ReleaseWatch> watch;
-    // A server with no connection slot free (ServerFullError) is asked again later, within
-    // the caller's wait, as a busy lock would be: a slot frees when another client leaves. A
-    // watch it cannot open now is left to the next miss.
-    const auto may_wait = [&] { return !deadline || Clock::now() < *deadline; };
-    const auto open_watch = [&](bool early) -> std::unique_ptr<ReleaseWatch> {
-      try {
-        return early ? spec.driver->early_watch(spec.name, owner) : spec.driver->watch(spec.name, owner);
-      } catch (const ServerFullError&) {
-        if (!may_wait()) throw;
-        return nullptr;
-      }
-    };
-    std::optional<ServerFullError> full;  // the last attempt's, if it found the server full
-    if (may_wait()) watch = open_watch(true);
-    if (watch) backoff = Backoff(milliseconds{100}, milliseconds{1000});
-    std::unique_ptr<QueuePlace> place;  // kept between attempts; dropped on the way out
-    for (;;) {
-      if (op) op->check_cancelled();
-      auto sent = Clock::now();
-      // Session strategies may wait inside the server; they do so in slices of at most
-      // 10 s, so that the loop stays in charge (and no read timeout is reached), and of 1 s
-      // for an asynchronous acquire, which a cancel ends after the slice it interrupts.
-      const milliseconds slice{op ? 1'000 : 10'000};
-      auto wait = deadline ? std::clamp(std::chrono::ceil<milliseconds>(*deadline - sent), milliseconds{0}, slice)
-                           : slice;
-      AcquireRequest request{spec.name, owner, spec.options.ttl, wait, std::move(place), spec.options.auto_renew};
-      request.mode = mode;
-      request.permits = spec.options.permits;
-      request.fair = spec.options.fair;
-      Attempt a;
-      try {
-        a = spec.driver->try_acquire(request);
-        full.reset();
-      } catch (const ServerFullError& e) {
-        if (!may_wait()) throw;
-        a = Attempt::busy(milliseconds{0});  // nothing known of a holder
-        a.place = std::move(request.place);  // still waiting: its place in the line is kept
-        // Each retry is a connection attempt (a process forked, on PostgreSQL): at most a
-        // few per second from each waiter, however many wait.
-        if (!full && !watch) backoff = Backoff(milliseconds{100}, milliseconds{1000});
-        full = e;
-      }
-      if (a.acquired()) {
-        auto g = adopt(self, spec, owner, gate, a, sent, mode);
-        reporter.acquired(spec.name, g->fence, 1, g->granted_at - called);
-        return Lease(std::move(g));
-      }
-      place = std::move(a.place);
-      auto now = Clock::now();
-      if (deadline && now >= *deadline) {
-        if (full) throw *full;  // the wait ended with the server still full: not a busy lock
-        break;
-      }
-      if (!watch && (watch = open_watch(false))) {
-        // Notified of releases (and woken at the holder's expiry anyway): polling is only a
-        // safety net against a lost notification, so it starts late instead of at 1 ms (as
-        // with an early watch, above).
-        backoff = Backoff(milliseconds{100}, milliseconds{1000});
-        continue;  // try once more now that a release cannot slip by unseen
-      }
-      auto until = now + backoff.next(a.remaining);
-      if (deadline) until = std::min(until, *deadline);
-      if (op) op->pause(watch.get(), until);
-      else if (watch) watch->wait_until(until);
-      else std::this_thread::sleep_until(until);
-    }
-  } catch (...) {
-    gates_.leave(spec.name, gate, owner);
-    throw;
+std::optional<Lease> ClientCore::wait_through(Attempts& attempts, AcquireOp* op) {
+  for (;;) {
+    if (op) op->check_cancelled();
+    auto s = attempts.step();
+    if (s.ended) return std::move(s.lease);
+    if (op) op->pause(s.watch, s.until);
+    else if (s.watch) s.watch->wait_until(s.until);
+    else std::this_thread::sleep_until(s.until);
   }
-  gates_.leave(spec.name, gate, owner);
-  reporter.busy(spec.name, Clock::now() - called);
-  return std::nullopt;
 }
 
 std::shared_ptr<AcquireOp> ClientCore::start(const std::shared_ptr<ClientCore>& self,
@@ -158,9 +84,13 @@ std::shared_ptr<AcquireOp> ClientCore::start(const std::shared_ptr<ClientCore>& 
     std::lock_guard lk(ops_mutex_);
     ops_[op.get()] = op;
   }
-  // Its turn runs on the thread that made room (a release): it only hands the op to a worker.
-  // The line keeps the op alive while it is queued there (a PendingAcquire may be dropped).
-  auto to_worker = [op] { WaitEngine::get().run([op] { op->core->run(op); }); };
+  // Its turn runs on the thread that made room (a release): it only hands the op to the
+  // engine. The line keeps the op alive while it is queued there (a PendingAcquire may be
+  // dropped).
+  auto to_worker = [op] {
+    if (op->spec->driver->waits_in_server()) WaitEngine::get().run([op] { op->core->run(op); });
+    else WaitEngine::get().post([op] { op->core->step(op); });
+  };
   auto turn = [op, to_worker] {
     {
       std::lock_guard lk(op->mutex);
@@ -199,16 +129,52 @@ std::shared_ptr<AcquireOp> ClientCore::start(const std::shared_ptr<ClientCore>& 
 void ClientCore::run(const std::shared_ptr<AcquireOp>& op) {
   // op->gate was set before its turn could come. A cancel made before this stops the attempts
   // at their first check, which leaves the gate.
+  // Session strategies wait inside the server in slices of 1 s, which a cancel ends after
+  // the slice it interrupts.
   std::optional<Lease> lease;
   std::exception_ptr error;
   try {
-    lease = attempt(op->core, *op->spec, op->owner, op->gate, op->deadline, op->mode, op->called, op.get());
+    Attempts attempts(op->core, *op->spec, op->owner, op->gate, op->deadline, op->mode, op->called,
+                      milliseconds{1'000});
+    lease = wait_through(attempts, op.get());
   } catch (...) {
     error = std::current_exception();
   }
   // This worker is free once the op ends: the next turn the end starts may take it.
   WaitEngine::get().finishing();
   end(op, error, std::move(lease));
+}
+
+void ClientCore::step(const std::shared_ptr<AcquireOp>& op) {
+  std::optional<Lease> lease;
+  std::exception_ptr error;
+  try {
+    op->check_cancelled();
+    // The wait a lease driver is told of is only how long its place in the queue lasts
+    // (AcquireRequest::wait): the 1 s slice, renewed by every step.
+    if (!op->attempts)
+      op->attempts = std::make_unique<Attempts>(op->core, *op->spec, op->owner, op->gate, op->deadline, op->mode,
+                                                op->called, milliseconds{1'000});
+    auto s = op->attempts->step();
+    if (!s.ended) return op->arm(s.watch, s.until);
+    lease = std::move(s.lease);
+  } catch (...) {
+    error = std::current_exception();
+  }
+  op->attempts.reset();  // gives up the server's place and the gate, unless granted
+  end(op, error, std::move(lease));
+}
+
+void ClientCore::woken(const std::shared_ptr<AcquireOp>& op, std::uint64_t wait) {
+  std::shared_ptr<AcquireOp> kept;  // the caller holds it now
+  {
+    std::lock_guard lk(op->mutex);
+    if (wait != op->armed || op->ended) return;  // another wake of this wait came first
+    op->armed = 0;
+    op->armed_now.store(0, std::memory_order_relaxed);
+    kept = std::move(op->keep);
+  }
+  step(op);
 }
 
 void ClientCore::expire(const std::shared_ptr<AcquireOp>& op) {
@@ -263,9 +229,43 @@ bool AcquireOp::cancel(const char* why) noexcept {
     cancelled = why;
     if (watch) watch->interrupt();
     woken.notify_all();
+    wake(armed);  // a stepped wait: its next step ends it
   }
   withdraw_if_queued();
   return true;
+}
+
+void AcquireOp::arm(ReleaseWatch* w, Clock::time_point until) {
+  std::uint64_t wait;
+  {
+    static std::atomic<std::uint64_t> next{1};
+    std::lock_guard lk(mutex);
+    armed = wait = next.fetch_add(1);
+    armed_now.store(wait, std::memory_order_relaxed);
+    if (cancelled) return wake(wait);
+    // Nothing else may hold the op now (a PendingAcquire may be dropped): it holds itself
+    // until woken, and the watch and the timer, which may outlive it, hold it weakly. So the
+    // watch, which calls back under its own lock, is never the one that destroys it (and
+    // the watch with it).
+    keep = shared_from_this();
+  }
+  // The watch and the timer (the thread every Client shares) each only post the step. A
+  // watch that cannot call back leaves the timer to poll, as a waiter without one does.
+  auto post = [weak = weak_from_this(), wait] {
+    if (auto op = weak.lock()) op->wake(wait);
+  };
+  if (w) w->arm(post);
+  WaitEngine::get().at(until, post);
+}
+
+void AcquireOp::wake(std::uint64_t wait) noexcept {
+  // A stale wake (the timer's, after the watch's) is dropped here, not by a step posted for
+  // nothing; ClientCore::woken decides under the mutex.
+  if (wait == 0 || armed_now.load(std::memory_order_relaxed) != wait) return;
+  try {
+    WaitEngine::get().post([op = shared_from_this(), wait] { op->core->woken(op, wait); });
+  } catch (...) {  // no memory for the job: the timer's wake-up comes later
+  }
 }
 
 void AcquireOp::withdraw_if_queued() noexcept {

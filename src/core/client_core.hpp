@@ -2,6 +2,7 @@
 // waiting, re-entry and release over any backend's LockDriver and GrantHandle.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <exception>
 #include <map>
@@ -12,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/attempts.hpp"
 #include "core/driver.hpp"
 #include "core/event_thread.hpp"
 #include "core/gate.hpp"
@@ -72,15 +74,18 @@ class ClientCore {
 
  private:
   friend struct AcquireOp;
+  friend class Attempts;
   void check_shape(const LockSpec& spec, Mode mode) const;
-  // The attempts every acquire makes once first in its name's line, holding the gate: until
-  // granted, until `deadline` (then it leaves the gate and answers nullopt), or, for an
-  // asynchronous acquire (`op`), until cancelled (CancelledError). Any error leaves the gate.
-  std::optional<Lease> attempt(const std::shared_ptr<ClientCore>& self, const LockSpec& spec,
-                               const std::string& owner, const std::shared_ptr<Gate>& gate,
-                               std::optional<Clock::time_point> deadline, Mode mode, Clock::time_point called,
-                               AcquireOp* op);
-  void run(const std::shared_ptr<AcquireOp>& op);     // on a worker, once the op is in the gate
+  // Runs `attempts` on this thread, blocking between them: until granted, until their
+  // deadline (nullopt), or, for an asynchronous acquire (`op`), until cancelled
+  // (CancelledError).
+  static std::optional<Lease> wait_through(Attempts& attempts, AcquireOp* op);
+  // An asynchronous acquire's attempts, once the op is in the gate: on a worker of its own
+  // where the driver waits inside the server (run), else one step at a time on the engine's
+  // steppers, armed on the release watch and a timer between two steps (step, woken).
+  void run(const std::shared_ptr<AcquireOp>& op);
+  void step(const std::shared_ptr<AcquireOp>& op);
+  void woken(const std::shared_ptr<AcquireOp>& op, std::uint64_t wait);
   void expire(const std::shared_ptr<AcquireOp>& op);  // on the timer, at the op's deadline
   // Posts the op's result to the event thread, once.
   void end(const std::shared_ptr<AcquireOp>& op, std::exception_ptr error, std::optional<Lease> lease);
@@ -120,8 +125,12 @@ struct AcquireOp : std::enable_shared_from_this<AcquireOp> {
   // Throws CancelledError once cancelled (the attempts ask before each try and each wait).
   void check_cancelled();
   CancelledError cancelled_error() const;  // call with mutex held, once cancelled
-  // The attempts' pause: on the watch when there is one, interrupted by a cancel.
+  // The attempts' pause on a worker: on the watch when there is one, interrupted by a cancel.
   void pause(ReleaseWatch* watch, Clock::time_point until);
+  // The same pause without a thread (ClientCore::step): the watch, a timer, and a cancel
+  // each post ClientCore::woken for this wait; the first one runs the next step.
+  void arm(ReleaseWatch* watch, Clock::time_point until);
+  void wake(std::uint64_t wait) noexcept;
 
   std::mutex mutex;
   std::condition_variable woken;  // a pause without a watch
@@ -129,8 +138,14 @@ struct AcquireOp : std::enable_shared_from_this<AcquireOp> {
   std::uint64_t ticket = 0;       // its place in the gate's line, while queued there
   bool entered = false;           // its turn in the gate came
   ReleaseWatch* watch = nullptr;  // the watch a pause waits on now
+  std::uint64_t armed = 0;        // the number of the stepped wait under way; 0: none
+  std::atomic<std::uint64_t> armed_now{0};  // its copy, read without the mutex (wake)
   const char* cancelled = nullptr;
   bool ended = false;
+  // Stepped: the attempts between two steps, used by one step at a time (the one a wake
+  // started, after `armed` moved on).
+  std::unique_ptr<Attempts> attempts;
+  std::shared_ptr<AcquireOp> keep;  // itself, while a stepped wait is armed (AcquireOp::arm)
 };
 
 // The state behind a Lock handle (shared by its copies).

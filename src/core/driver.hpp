@@ -14,6 +14,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -157,6 +158,16 @@ class ReleaseWatch {
   // From any thread: the wait_until running now, and every later one, returns at once (an
   // asynchronous acquire cancelled while its attempts wait).
   virtual void interrupt() noexcept = 0;
+  // The same wait without a thread (an asynchronous acquire's, WaitEngine): `wake` runs once,
+  // as soon as a wait_until would return early (a release seen since the last wait or wake,
+  // an interrupt), on the thread that saw it and under the watch's own lock, so it must only
+  // hand the work on; or never, once disarm() or the watch's destruction came first. False:
+  // this watch cannot call back (its waiter polls instead).
+  virtual bool arm(std::function<void()> wake) {
+    (void)wake;
+    return false;
+  }
+  virtual void disarm() noexcept {}
 };
 
 class LockDriver {
@@ -169,6 +180,11 @@ class LockDriver {
   // busy like anyone else's. (A session lock's leftover is a connection or session of its
   // own, busy until it goes.)
   virtual Attempt try_acquire(AcquireRequest& request) = 0;
+  // Whether try_acquire itself waits, inside the server, for up to AcquireRequest::wait (the
+  // session strategies; MySQL's lease strategies, on their turn keys; ZooKeeper; etcd): an
+  // asynchronous acquire then needs a thread of its own while it waits at the head of its
+  // line. Elsewhere an attempt is one round trip, and the wait between attempts is a watch's.
+  virtual bool waits_in_server() const noexcept { return false; }
   // Release notifications for `owner`'s waiting on `name` (SQLite: inotify on a wake file;
   // PostgreSQL: LISTEN; Redis: pub/sub). Null: the backend has none, and waiters back off and
   // poll. A release that knows which owner's turn is next may wake that owner's watch only.

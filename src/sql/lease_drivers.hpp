@@ -134,6 +134,7 @@ class LeaseDriver : public LockDriver {
         release_(release), handover_(handover), strategy_(strategy),
         longest_row_wait_(std::max(milliseconds{1}, statement_timeout / 2)) {}
 
+  bool waits_in_server() const noexcept override { return waits_ != nullptr; }
   std::unique_ptr<ReleaseWatch> watch(const std::string& name, const std::string& owner) override {
     if (!notifier_) return nullptr;
     offer_idle();

@@ -36,6 +36,7 @@ class SessionDriver : public LockDriver {
   ~SessionDriver() override;
 
   Attempt try_acquire(AcquireRequest& r) override;
+  bool waits_in_server() const noexcept override { return true; }
 
  protected:
   // Takes the lock on the pinned session s, in `mode` (only what SqlBackend::shapes offers),

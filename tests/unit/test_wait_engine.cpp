@@ -1,10 +1,13 @@
-// WaitEngine (src/core/wait_engine.hpp): no job waits behind another, and deadlines fire in order.
+// WaitEngine (src/core/wait_engine.hpp): no job waits behind another, deadlines fire in order,
+// and steps share two threads.
 #include <catch2/catch.hpp>
 
 #include <atomic>
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <set>
+#include <thread>
 #include <vector>
 
 #include "core/wait_engine.hpp"
@@ -48,4 +51,25 @@ TEST_CASE("WaitEngine: deadlines run in time order on one thread", "[wait_engine
   }));
   std::lock_guard lk(m);
   CHECK(order == std::vector<int>{1, 2, 3});
+}
+
+TEST_CASE("WaitEngine: steps run in turn on two threads, however many are posted", "[wait_engine]") {
+  auto& engine = WaitEngine::get();
+  struct State {
+    std::mutex m;
+    std::set<std::thread::id> threads;
+    std::atomic<int> done{0};
+  };
+  auto st = std::make_shared<State>();
+  for (int i = 0; i < 1000; ++i)
+    engine.post([st] {
+      {
+        std::lock_guard lk(st->m);
+        st->threads.insert(std::this_thread::get_id());
+      }
+      st->done++;
+    });
+  REQUIRE(eventually([&] { return st->done.load() == 1000; }));
+  std::lock_guard lk(st->m);
+  CHECK(st->threads.size() <= 2);
 }

@@ -3,6 +3,7 @@
 // deadline; the waits that must NOT be woken early are short.
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -120,4 +121,35 @@ TEST_CASE("a SQLite wake file is not opened through a symbolic link", "[wake]") 
   std::this_thread::sleep_for(50ms);
   file->released("job", "host:1:a:t1");  // no file of its own: the table's wakes it
   CHECK(waits.get() < 5s);
+}
+
+TEST_CASE("an armed SQLite watch calls back from the poller for a release and for an interrupt", "[wake]") {
+  Dir dir;
+  const auto path = (dir.path / "db-dblock_locks.wake").string();
+  auto file = WakeFile::open(path, (dir.path / "db").string());
+  REQUIRE(file);
+  auto w = file->watch("job", "host:1:a:t1");
+  REQUIRE(w);
+  auto fired = std::make_shared<std::promise<void>>();
+  auto came = fired->get_future();
+  REQUIRE(w->arm([fired] { fired->set_value(); }));
+  CHECK(came.wait_for(50ms) == std::future_status::timeout);
+  file->released("job", "");
+  CHECK(came.wait_for(10s) == std::future_status::ready);
+  std::atomic<bool> called{false};
+  REQUIRE(w->arm([&called] { called = true; }));
+  w->disarm();
+  file->released("job", "");
+  std::this_thread::sleep_for(50ms);
+  CHECK_FALSE(called);  // disarmed
+  auto later = std::make_shared<std::promise<void>>();
+  auto kept = later->get_future();
+  REQUIRE(w->arm([later] { later->set_value(); }));  // the release while disarmed is not lost
+  CHECK(kept.wait_for(10s) == std::future_status::ready);
+  auto interrupted = std::make_shared<std::promise<void>>();
+  auto stopped = interrupted->get_future();
+  REQUIRE(w->arm([interrupted] { interrupted->set_value(); }));
+  CHECK(stopped.wait_for(50ms) == std::future_status::timeout);
+  w->interrupt();
+  CHECK(stopped.wait_for(10s) == std::future_status::ready);
 }

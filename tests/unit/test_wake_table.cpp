@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 
 #include <chrono>
+#include <functional>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -81,4 +82,50 @@ TEST_CASE("a named wake-up that comes between two waits is not lost", "[wake]") 
   auto t0 = Clock::now();
   w->wait_until(t0 + 10s);
   CHECK(Clock::now() - t0 < 5s);
+}
+
+namespace {
+
+// An armed watch's wake-up, as a future the test waits on (a broken table times out).
+struct Armed {
+  std::shared_ptr<std::promise<void>> fired = std::make_shared<std::promise<void>>();
+  std::future<void> future = fired->get_future();
+  std::function<void()> wake() {
+    return [p = fired] { p->set_value(); };
+  }
+  bool came(std::chrono::milliseconds within) { return future.wait_for(within) == std::future_status::ready; }
+};
+
+}  // namespace
+
+TEST_CASE("an armed watch calls back once for a release, and a disarmed one never", "[wake]") {
+  auto t = std::make_shared<WakeTable>();
+  auto first = watch(t, "job"), second = watch(t, "job");
+  Armed a, b;
+  REQUIRE(first->arm(a.wake()));
+  REQUIRE(second->arm(b.wake()));
+  CHECK_FALSE(a.came(50ms));
+  t->bump("job");
+  CHECK(a.came(10s));
+  CHECK_FALSE(b.came(50ms));  // only the first in line is woken
+  Armed again;
+  REQUIRE(first->arm(again.wake()));
+  second->disarm();
+  first.reset();  // it leaves: its wake-up would go to the second, which is disarmed
+  t->bump("job");
+  CHECK_FALSE(b.came(50ms));
+}
+
+TEST_CASE("a release that came before the watch was armed wakes it as it is armed", "[wake]") {
+  auto t = std::make_shared<WakeTable>();
+  auto w = watch(t, "job");
+  t->bump("job");
+  Armed a;
+  REQUIRE(w->arm(a.wake()));
+  CHECK(a.came(10s));
+  Armed interrupted;
+  REQUIRE(w->arm(interrupted.wake()));
+  CHECK_FALSE(interrupted.came(50ms));  // the release was seen: nothing new
+  w->interrupt();
+  CHECK(interrupted.came(10s));
 }

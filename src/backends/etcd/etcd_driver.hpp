@@ -48,6 +48,7 @@ class Driver final : public LockDriver, private RenewalBatch {
   Driver(std::shared_ptr<Cluster> cluster, std::string root) : cluster_(std::move(cluster)), root_(std::move(root)) {}
 
   Attempt try_acquire(AcquireRequest& request) override;
+  bool waits_in_server() const noexcept override { return true; }
 
  private:
   struct Contender;

@@ -9,8 +9,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <utility>
 
 #include "core/fnv1a.hpp"
+#include "core/wait_engine.hpp"
 
 namespace dblock::detail::sqldb {
 namespace {
@@ -30,6 +32,7 @@ class InotifyWatch final : public ReleaseWatch {
       : file_(std::move(file)), fd_(fd), wds_(std::move(wds)), own_(std::move(own)),
         interrupt_(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {}
   ~InotifyWatch() override {
+    disarm();  // before the descriptors are given back
     for (int wd : wds_) inotify_rm_watch(fd_, wd);
     if (!own_.empty()) unlink(own_.c_str());
     file_->give_back(fd_);
@@ -45,6 +48,17 @@ class InotifyWatch final : public ReleaseWatch {
     const std::uint64_t one = 1;
     if (interrupt_ >= 0) (void)!write(interrupt_, &one, sizeof one);
   }
+  // The same poll, by the WaitEngine's steppers; the interrupt's eventfd is never drained, so
+  // that every later wait returns at once too.
+  bool arm(std::function<void()> wake) override {
+    disarm();
+    armed_ = WaitEngine::get().when_readable({fd_, interrupt_}, [fd = fd_, wake = std::move(wake)] {
+      drain(fd);
+      wake();
+    });
+    return armed_ != 0;
+  }
+  void disarm() noexcept override { WaitEngine::get().forget_readable(std::exchange(armed_, 0)); }
 
  private:
   std::shared_ptr<WakeFile> file_;
@@ -52,6 +66,7 @@ class InotifyWatch final : public ReleaseWatch {
   std::vector<int> wds_;  // the table's file, and ours if we have one
   std::string own_;       // our wake file, "" when we have none
   int interrupt_;  // an eventfd that interrupt() makes readable; -1 if none could be made
+  std::uint64_t armed_ = 0;  // the engine's id while armed (arm and disarm: the waiter's thread)
 };
 
 }  // namespace

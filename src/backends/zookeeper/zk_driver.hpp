@@ -26,6 +26,7 @@ class Driver : public LockDriver {
   explicit Driver(std::shared_ptr<Sessions> sessions) : sessions_(std::move(sessions)) {}
 
   Attempt try_acquire(AcquireRequest& request) override;
+  bool waits_in_server() const noexcept override { return true; }
 
  private:
   struct Node;
