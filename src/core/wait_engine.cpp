@@ -18,7 +18,7 @@ namespace {
 constexpr auto idle_for = std::chrono::seconds{10};  // a worker with no job for this long ends
 thread_local bool in_worker = false;                 // the calling thread is a worker
 thread_local bool counted_idle = false;              // this worker called finishing() in its job
-thread_local bool in_ready = false;                  // ... running an armed watch's callback
+thread_local bool in_ready = false;                  // a stepper running an armed watch's callback
 }
 
 struct WaitEngine::Workers {
