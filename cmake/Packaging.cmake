@@ -56,8 +56,11 @@ Locks, leases with fencing tokens and leader election kept in SQLite,
 PostgreSQL, MySQL/MariaDB, Redis, ZooKeeper or etcd.
 
 This package holds the headers, the CMake package (find_package(dblock):
-dblock::dblock, dblock::dblock_static), the pkg-config file and the static
-library.")
+dblock::dblock, dblock::dblock_static, and dblock::asio where Boost's headers
+are installed), the pkg-config file and the static library.")
+# dblock/asio.hpp, the Boost.Asio adapter, is the one header that needs Boost; the library
+# does not, so Boost is only suggested.
+set(CPACK_DEBIAN_DEVELOPMENT_PACKAGE_SUGGESTS libboost-dev)
 set(dev_depends libfmt-dev libsqlitecpp-dev zlib1g-dev)
 if(DBLOCK_WITH_POSTGRESQL)
   list(APPEND dev_depends libpqxx-dev)

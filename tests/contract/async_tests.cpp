@@ -31,6 +31,18 @@ LockOptions async_opts(const dblock::test::Contract& f) {
   return o;
 }
 
+// "job" held by one Client (b), and another Client's (a) Lock on it: what an acquire through
+// `lock` then waits for.
+struct HeldByAnother {
+  explicit HeldByAnother(const dblock::test::Contract& f)
+      : ns(f.make()), a(ns.open()), b(ns.open()), held(b->lock("job", async_opts(f)).acquire()),
+        lock(a->lock("job", async_opts(f))) {}
+  dblock::test::Namespace ns;
+  std::shared_ptr<dblock::Client> a, b;
+  Lease held;
+  dblock::Lock lock;
+};
+
 // One asynchronous acquire's end, as its callback saw it.
 struct Outcome {
   std::mutex m;
@@ -113,10 +125,8 @@ CONTRACT_TEST("asynchronous acquires of a name are granted in order, with rising
 
 CONTRACT_TEST("a cancelled asynchronous acquire gives up its place in the process's line and the server's",
               "[contract][async]", DBLOCK_CONTRACT_FIXTURES) {
-  auto ns = f.make();
-  auto a = ns.open(), b = ns.open();
-  auto held = b->lock("job", async_opts(f)).acquire();
-  auto lock = a->lock("job", async_opts(f));
+  HeldByAnother h(f);
+  auto& [ns, a, b, held, lock] = h;
   Outcome first, second;
   auto at_server = lock.async_acquire(first.callback());  // first in the process's line
   auto queued = lock.async_acquire(second.callback());    // behind it, in the process's line
@@ -206,10 +216,8 @@ CONTRACT_TEST("an asynchronous acquire's callback that throws stops no other, an
 
 CONTRACT_TEST("an asynchronous acquire whose wait runs out ends with neither Lease nor error",
               "[contract][async]", DBLOCK_CONTRACT_FIXTURES) {
-  auto ns = f.make();
-  auto a = ns.open(), b = ns.open();
-  auto held = b->lock("job", async_opts(f)).acquire();
-  auto lock = a->lock("job", async_opts(f));
+  HeldByAnother h(f);
+  auto& [ns, a, b, held, lock] = h;
   CHECK_FALSE(lock.async_acquire(300ms).get());
   CHECK_FALSE(lock.async_acquire(0ms).get());
   {
