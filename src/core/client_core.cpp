@@ -169,9 +169,8 @@ void ClientCore::woken(const std::shared_ptr<AcquireOp>& op, std::uint64_t wait)
   std::shared_ptr<AcquireOp> kept;  // the caller holds it now
   {
     std::lock_guard lk(op->mutex);
-    if (wait != op->armed || op->ended) return;  // another wake of this wait came first
-    op->armed = 0;
-    op->armed_now.store(0, std::memory_order_relaxed);
+    if (wait != op->armed.load(std::memory_order_relaxed) || op->ended) return;  // another wake came first
+    op->armed.store(0, std::memory_order_relaxed);
     kept = std::move(op->keep);
   }
   step(op);
@@ -229,7 +228,7 @@ bool AcquireOp::cancel(const char* why) noexcept {
     cancelled = why;
     if (watch) watch->interrupt();
     woken.notify_all();
-    wake(armed);  // a stepped wait: its next step ends it
+    wake(armed.load(std::memory_order_relaxed));  // a stepped wait: its next step ends it
   }
   withdraw_if_queued();
   return true;
@@ -240,8 +239,8 @@ void AcquireOp::arm(ReleaseWatch* w, Clock::time_point until) {
   {
     static std::atomic<std::uint64_t> next{1};
     std::lock_guard lk(mutex);
-    armed = wait = next.fetch_add(1);
-    armed_now.store(wait, std::memory_order_relaxed);
+    wait = next.fetch_add(1);
+    armed.store(wait, std::memory_order_relaxed);
     if (cancelled) return wake(wait);
     // Nothing else may hold the op now (a PendingAcquire may be dropped): it holds itself
     // until woken, and the watch and the timer, which may outlive it, hold it weakly. So the
@@ -261,7 +260,7 @@ void AcquireOp::arm(ReleaseWatch* w, Clock::time_point until) {
 void AcquireOp::wake(std::uint64_t wait) noexcept {
   // A stale wake (the timer's, after the watch's) is dropped here, not by a step posted for
   // nothing; ClientCore::woken decides under the mutex.
-  if (wait == 0 || armed_now.load(std::memory_order_relaxed) != wait) return;
+  if (wait == 0 || armed.load(std::memory_order_relaxed) != wait) return;
   try {
     WaitEngine::get().post([op = shared_from_this(), wait] { op->core->woken(op, wait); });
   } catch (...) {  // no memory for the job: the timer's wake-up comes later

@@ -138,8 +138,9 @@ struct AcquireOp : std::enable_shared_from_this<AcquireOp> {
   std::uint64_t ticket = 0;       // its place in the gate's line, while queued there
   bool entered = false;           // its turn in the gate came
   ReleaseWatch* watch = nullptr;  // the watch a pause waits on now
-  std::uint64_t armed = 0;        // the number of the stepped wait under way; 0: none
-  std::atomic<std::uint64_t> armed_now{0};  // its copy, read without the mutex (wake)
+  // The number of the stepped wait under way, 0: none. Written under the mutex; read
+  // without it by wake, which only drops the stale wakes early.
+  std::atomic<std::uint64_t> armed{0};
   const char* cancelled = nullptr;
   bool ended = false;
   // Stepped: the attempts between two steps, used by one step at a time (the one a wake

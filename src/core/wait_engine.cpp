@@ -178,7 +178,7 @@ void WaitEngine::Steppers::start_locked() {
   epoll = epoll_create1(EPOLL_CLOEXEC);
   posted = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   epoll_event e{};
-  e.events = EPOLLIN | EPOLLEXCLUSIVE;  // a posted step wakes one stepper, not both
+  e.events = EPOLLIN;
   e.data.u64 = 0;
   if (epoll < 0 || posted < 0 || epoll_ctl(epoll, EPOLL_CTL_ADD, posted, &e) != 0)
     throw std::system_error(errno, std::generic_category(), "cannot start dblock's wait steppers");
