@@ -9,9 +9,9 @@ namespace dblock::detail {
 
 Attempts::Attempts(std::shared_ptr<ClientCore> core, const LockSpec& spec, std::string owner,
                    std::shared_ptr<Gate> gate, std::optional<Clock::time_point> deadline, Mode mode,
-                   Clock::time_point called, milliseconds slice)
+                   Clock::time_point called, milliseconds slice, WaitCancel* cancel)
     : core_(std::move(core)), spec_(spec), owner_(std::move(owner)), gate_(std::move(gate)), deadline_(deadline),
-      mode_(mode), called_(called), slice_(slice) {}
+      mode_(mode), called_(called), slice_(slice), cancel_(cancel) {}
 
 Attempts::~Attempts() { give_up(); }
 
@@ -62,6 +62,7 @@ Attempts::Step Attempts::attempt() {
     request.mode = mode_;
     request.permits = spec_.options.permits;
     request.fair = spec_.options.fair;
+    request.cancel = cancel_;
     Attempt a;
     try {
       a = spec_.driver->try_acquire(request);

@@ -21,9 +21,11 @@ struct LockSpec;
 
 class Attempts {
  public:
-  // `slice`: the longest a session strategy's attempt may wait inside the server.
+  // `slice`: the longest a session strategy's attempt may wait inside the server; `cancel`
+  // ends such a wait at once (an asynchronous acquire's; null: a blocking one's).
   Attempts(std::shared_ptr<ClientCore> core, const LockSpec& spec, std::string owner, std::shared_ptr<Gate> gate,
-           std::optional<Clock::time_point> deadline, Mode mode, Clock::time_point called, milliseconds slice);
+           std::optional<Clock::time_point> deadline, Mode mode, Clock::time_point called, milliseconds slice,
+           WaitCancel* cancel = nullptr);
   // Gives up the server's place, then the gate, unless a grant took it.
   ~Attempts();
   Attempts(const Attempts&) = delete;
@@ -52,6 +54,7 @@ class Attempts {
   const Mode mode_;
   const Clock::time_point called_;
   const milliseconds slice_;
+  WaitCancel* const cancel_;
   bool started_ = false;
   Backoff backoff_;
   // Armed at the first busy answer, then kept; before the first attempt where the driver

@@ -128,14 +128,13 @@ std::shared_ptr<AcquireOp> ClientCore::start(const std::shared_ptr<ClientCore>& 
 
 void ClientCore::run(const std::shared_ptr<AcquireOp>& op) {
   // op->gate was set before its turn could come. A cancel made before this stops the attempts
-  // at their first check, which leaves the gate.
-  // Session strategies wait inside the server in slices of 1 s, which a cancel ends after
-  // the slice it interrupts.
+  // at their first check, which leaves the gate; one made while an attempt waits inside the
+  // server ends that wait (op->server_wait), and the attempts stop at their next check.
   std::optional<Lease> lease;
   std::exception_ptr error;
   try {
     Attempts attempts(op->core, *op->spec, op->owner, op->gate, op->deadline, op->mode, op->called,
-                      milliseconds{1'000});
+                      milliseconds{1'000}, &op->server_wait);
     lease = wait_through(attempts, op.get());
   } catch (...) {
     error = std::current_exception();
@@ -194,7 +193,9 @@ void ClientCore::end(const std::shared_ptr<AcquireOp>& op, std::exception_ptr er
     std::lock_guard lk(op->mutex);
     if (op->ended) return;
     op->ended = true;
-    if (op->cancelled && !error) {
+    // Cancelled: whatever else it came to (an error may be the cancelled wait's own), the
+    // caller asked for the cancel and is told of it.
+    if (op->cancelled) {
       raced = std::move(lease);
       lease.reset();
       error = std::make_exception_ptr(op->cancelled_error());
@@ -230,6 +231,7 @@ bool AcquireOp::cancel(const char* why) noexcept {
     woken.notify_all();
     wake(armed.load(std::memory_order_relaxed));  // a stepped wait: its next step ends it
   }
+  server_wait.cancel();  // a round trip, where an attempt waits inside the server now
   withdraw_if_queued();
   return true;
 }

@@ -146,6 +146,9 @@ struct AcquireOp : std::enable_shared_from_this<AcquireOp> {
   // Stepped: the attempts between two steps, used by one step at a time (the one a wake
   // started, after `armed` moved on).
   std::unique_ptr<Attempts> attempts;
+  // A wait inside the server that a worker's attempt makes now (ClientCore::run), which a
+  // cancel ends at once. Its own lock, never taken under `mutex`.
+  WaitCancel server_wait;
   std::shared_ptr<AcquireOp> keep;  // itself, while a stepped wait is armed (AcquireOp::arm)
 };
 

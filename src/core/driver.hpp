@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "core/transport.hpp"
+#include "core/wait_cancel.hpp"
 #include "dblock/errors.hpp"
 #include "dblock/options.hpp"
 #include "dblock/settings.hpp"
@@ -126,6 +127,10 @@ struct AcquireRequest {
   // LockOptions::fair: a busy exclusive lease attempt that will wait takes a place in the
   // name's queue (a ticket, kept in `place`), and grants go to the oldest ticket first.
   bool fair = true;
+  // An asynchronous acquire's: a driver that waits inside the server arms it around that
+  // wait, so that a cancel ends the wait now, not at the end of `wait`. Null: nothing cancels.
+  WaitCancel* cancel = nullptr;
+  bool cancelled() const { return WaitCancel::cancelled(cancel); }
 };
 
 // The shapes of lock a strategy offers beyond a plain exclusive one (docs/ARCHITECTURE.md,

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <variant>
@@ -54,6 +55,11 @@ class Connection {
   // `wait` for a lock (the session strategies' bounded waits), on top of the statement
   // timeout. A session with a client-side bound on each round trip (PostgreSQL) widens it.
   virtual void allow_wait(std::chrono::milliseconds) {}
+  // How another thread ends the statement this connection waits in now (a session lock's
+  // wait, cancelled: WaitCancel): it asks the server, and the waiting statement then fails.
+  // Made by the connection's own thread before the wait; null where the server cannot be
+  // asked (through a transaction pooler, which would pass the request to another session).
+  virtual std::function<void()> canceller() { return nullptr; }
   // The connection's socket, for noticing at once that the server closed it (a session lock
   // is lost with it); -1 where it cannot be known. Asked once a session lock holds the
   // connection, by the thread that holds it (MySQL asks the server: one round trip, once).

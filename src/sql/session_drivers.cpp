@@ -68,7 +68,7 @@ Attempt SessionDriver::try_acquire(AcquireRequest& r) {
   auto s = session();
   try {
     s->drop_when_unreachable(r.ttl);  // a network cut frees the lock about at the TTL
-    auto fence = lock(*s, r.name, r.wait - r.wait % d_.wait_unit, r.mode);
+    auto fence = wait_lock(*s, r, r.wait - r.wait % d_.wait_unit);
     if (fence == 0) return Attempt::busy(milliseconds{0});  // s goes back to the idle list
     return Attempt{std::make_unique<Pinned>(*this, r.name, r.mode, std::move(s)), fence, r.ttl, nullptr};
   } catch (...) {
@@ -83,8 +83,19 @@ Attempt SessionDriver::try_acquire(AcquireRequest& r) {
   }
 }
 
-std::uint64_t ForUpdateDriver::lock(Connection& s, const std::string& name, milliseconds wait, Mode mode) {
-  const bool shared = mode == Mode::shared;
+std::uint64_t SessionDriver::wait_lock(Connection& s, AcquireRequest& r, milliseconds wait) {
+  if (wait.count() <= 0 || !r.cancel) return lock(s, r, wait);
+  auto armed = WaitCancel::arm(r.cancel, s.canceller());
+  auto fence = r.cancelled() ? 0 : lock(s, r, wait);
+  // Cancelled: a cancel request sent may still reach the session's next statement, so the
+  // session is not kept (the caller closes it as this throws, and a lock it took goes too).
+  if (r.cancelled()) throw CancelledError("the acquire of lock '" + r.name + "' was cancelled while it waited");
+  return fence;
+}
+
+std::uint64_t ForUpdateDriver::lock(Connection& s, const AcquireRequest& req, milliseconds wait) {
+  const std::string& name = req.name;
+  const bool shared = req.mode == Mode::shared;
   for (int round = 0; round < 3; ++round) {
     s.begin();
     try {
@@ -328,7 +339,7 @@ Attempt AdvisoryDriver::try_acquire(AcquireRequest& r) {
           s->conn->drop_when_unreachable(r.ttl);
           s->unreachable_after = r.ttl;
         }
-        fence = lock(*s->conn, r.name, milliseconds{0}, r.mode);
+        fence = lock(*s->conn, r, milliseconds{0});
         if (fence != 0) s->took(key_of(r.name), r.mode);
       }
     } catch (...) {
@@ -349,7 +360,7 @@ Attempt AdvisoryDriver::try_acquire(AcquireRequest& r) {
   auto c = session();
   try {
     c->drop_when_unreachable(r.ttl);
-    auto fence = lock(*c, r.name, wait, r.mode);
+    auto fence = wait_lock(*c, r, wait);
     if (fence == 0) return Attempt::busy(milliseconds{0});  // c goes back to the idle list
     auto s = std::make_shared<SharedSession>(std::move(c), d_);
     s->unreachable_after = r.ttl;
@@ -370,9 +381,9 @@ Attempt AdvisoryDriver::try_acquire(AcquireRequest& r) {
   }
 }
 
-std::uint64_t AdvisoryDriver::lock(Connection& s, const std::string& name, milliseconds wait, Mode mode) {
-  auto key = key_of(name);
-  const bool shared = mode == Mode::shared;
+std::uint64_t AdvisoryDriver::lock(Connection& s, const AcquireRequest& r, milliseconds wait) {
+  auto key = key_of(r.name);
+  const bool shared = r.mode == Mode::shared;
   const auto try_lock = shared ? Statement::advisory_try_shared : Statement::advisory_try;
   const auto wait_lock = shared ? Statement::advisory_wait_shared : Statement::advisory_wait;
   const auto bounded = shared ? Statement::advisory_wait_bounded_shared : Statement::advisory_wait_bounded;
@@ -392,7 +403,7 @@ std::uint64_t AdvisoryDriver::lock(Connection& s, const std::string& name, milli
       } catch (const TimeoutError&) {
       }
       left -= now;
-      if (left.count() <= 0) return 0;
+      if (left.count() <= 0 || r.cancelled()) return 0;  // a cancel ends the piece it is in
     }
   }
   s.begin();  // the wait bound is transaction-local; the advisory lock is session-level

@@ -39,9 +39,12 @@ class SessionDriver : public LockDriver {
   bool waits_in_server() const noexcept override { return true; }
 
  protected:
-  // Takes the lock on the pinned session s, in `mode` (only what SqlBackend::shapes offers),
-  // and returns its fence; 0 when busy. Leaves s ready to unlock().
-  virtual std::uint64_t lock(Connection& s, const std::string& name, milliseconds wait, Mode mode) = 0;
+  // Takes r's lock on the pinned session s, in r.mode (only what SqlBackend::shapes offers),
+  // waiting up to `wait` in the server, and returns its fence; 0 when busy or when r was
+  // cancelled meanwhile. Leaves s ready to unlock().
+  virtual std::uint64_t lock(Connection& s, const AcquireRequest& r, milliseconds wait) = 0;
+  // lock() with a wait, which r's cancel ends (Connection::canceller).
+  std::uint64_t wait_lock(Connection& s, AcquireRequest& r, milliseconds wait);
   virtual void unlock(Connection& s, const std::string& name, Mode mode) = 0;
   // A session for a lock: the home pool's idle connection (not a lent one), else one of ours,
   // else a new one.
@@ -63,7 +66,7 @@ class ForUpdateDriver final : public SessionDriver {
   using SessionDriver::SessionDriver;
 
  protected:
-  std::uint64_t lock(Connection& s, const std::string& name, milliseconds wait, Mode mode) override;
+  std::uint64_t lock(Connection& s, const AcquireRequest& r, milliseconds wait) override;
   void unlock(Connection& s, const std::string& name, Mode mode) override;
 
  private:
@@ -92,7 +95,7 @@ class AdvisoryDriver final : public SessionDriver {
   Attempt try_acquire(AcquireRequest& r) override;
 
  protected:
-  std::uint64_t lock(Connection& s, const std::string& name, milliseconds wait, Mode mode) override;
+  std::uint64_t lock(Connection& s, const AcquireRequest& r, milliseconds wait) override;
   void unlock(Connection& s, const std::string& name, Mode mode) override;
 
  private:

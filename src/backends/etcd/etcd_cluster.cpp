@@ -279,8 +279,8 @@ bool Cluster::txn_under_lease(const pb::TxnRequest& request, pb::TxnResponse* re
 }
 
 bool Cluster::wait_deleted(const std::string& key, std::int64_t created, std::int64_t from,
-                           Clock::time_point until) {
-  return wait_event(key, "", false, from, until, [&] {
+                           Clock::time_point until, WaitCancel* cancel) {
+  return wait_event(key, "", false, from, until, cancel, [&] {
     pb::RangeRequest r;
     r.set_key(key);
     r.set_keys_only(true);
@@ -293,9 +293,11 @@ bool Cluster::wait_deleted(const std::string& key, std::int64_t created, std::in
 }
 
 bool Cluster::wait_event(const std::string& key, const std::string& range_end, bool puts, std::int64_t from,
-                         Clock::time_point until, const std::function<bool()>& missed) {
+                         Clock::time_point until, WaitCancel* cancel, const std::function<bool()>& missed) {
   auto context = this->context(until);
   auto& ctx = *context;
+  auto armed = WaitCancel::arm(cancel, [&ctx] { ctx.TryCancel(); });  // the stream ends, CANCELLED
+  if (WaitCancel::cancelled(cancel)) return false;
   auto stream = watch_->Watch(&ctx);
   pb::WatchRequest req;
   auto* create = req.mutable_create_request();

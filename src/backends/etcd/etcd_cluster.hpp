@@ -81,13 +81,15 @@ class Cluster {
   // later, or until `until`. True: it was deleted (or may have been), and the caller must look
   // again. A key of the same name created since is another key: a Client's keys are named by
   // its lease, so a holder that releases and queues again at once puts the same name back.
-  bool wait_deleted(const std::string& key, std::int64_t created, std::int64_t from, Clock::time_point until);
+  // A cancel of `cancel` ends the wait at once (false).
+  bool wait_deleted(const std::string& key, std::int64_t created, std::int64_t from, Clock::time_point until,
+                    WaitCancel* cancel = nullptr);
   // The same for any key in [key, range_end) (range_end empty: `key` alone), deleted or, with
   // `puts`, written. The watch starts at the current revision; when that is past `from - 1`,
   // missed() says whether such an event came before the watch did (true, or a throw: the
   // caller must look again).
   bool wait_event(const std::string& key, const std::string& range_end, bool puts, std::int64_t from,
-                  Clock::time_point until, const std::function<bool()>& missed);
+                  Clock::time_point until, WaitCancel* cancel, const std::function<bool()>& missed);
 
  private:
   std::unique_ptr<grpc::ClientContext> context(Clock::time_point until) const;

@@ -282,11 +282,12 @@ Attempt Driver::try_acquire(AcquireRequest& r) {
       if (head.kvs_size() > 0) check(head.kvs(0));
     }
     if (r.wait.count() <= 0) return Attempt::busy(milliseconds{0});
-    if (Clock::now() >= until) return still_queued(std::move(c));
+    if (Clock::now() >= until || r.cancelled()) return still_queued(std::move(c));
     // Watch only the predecessor's deletion; one since the revision we looked at is reported at
     // once (Cluster::wait_deleted). Woken at least when our lease needs its next keep-alive.
     auto wake = std::min(until, c->session->refresh_due_at());
-    cluster_->wait_deleted(before.kvs(0).key(), before.kvs(0).create_revision(), seen.header().revision() + 1, wake);
+    cluster_->wait_deleted(before.kvs(0).key(), before.kvs(0).create_revision(), seen.header().revision() + 1, wake,
+                           r.cancel);
   }
 }
 
@@ -443,11 +444,11 @@ Attempt Driver::try_acquire_shaped(AcquireRequest& r) {
       }
     }
     if (r.wait.count() <= 0) return Attempt::busy(milliseconds{0});  // a try-lock: our key goes at once
-    if (Clock::now() >= until) return still_queued(std::move(c));
+    if (Clock::now() >= until || r.cancelled()) return still_queued(std::move(c));
     waited = true;
     auto wake = std::min(until, c->session->refresh_due_at());
-    if (!missed) cluster_->wait_deleted(watch_key, watch_created, at + 1, wake);
-    else cluster_->wait_event(watch_key, watch_end, puts, at + 1, wake, missed);
+    if (!missed) cluster_->wait_deleted(watch_key, watch_created, at + 1, wake, r.cancel);
+    else cluster_->wait_event(watch_key, watch_end, puts, at + 1, wake, r.cancel, missed);
   }
 }
 

@@ -303,12 +303,15 @@ bool MySqlConnection::open(const MySqlTarget& t, const std::string& host, int po
       "SET SESSION sql_mode = 'STRICT_ALL_TABLES,NO_ENGINE_SUBSTITUTION', "
       "SESSION innodb_lock_wait_timeout = " +
       std::to_string(lock_wait_s_);
-  if (!writable_only) {
-    send(setup, 2);
-    return true;
-  }
-  auto r = send(setup + "; SELECT @@GLOBAL.read_only", 3);
-  if (!r.rows.empty() && as_text(r.rows[0].at(0)) == "0") return true;
+  // The session's id too, for canceller(): a KILL QUERY names it.
+  auto r = send(setup + "; SELECT CONNECTION_ID(), @@GLOBAL.read_only", 3);
+  if (!r.rows.empty()) session_ = as_int(r.rows[0].at(0));
+  reached_ = t;  // canceller()'s: this server alone
+  reached_.host = host;
+  reached_.port = port;
+  reached_.alternates.clear();
+  if (!writable_only) return true;
+  if (!r.rows.empty() && as_text(r.rows[0].at(1)) == "0") return true;
   stmt_.reset();
   conn_->close();
   conn_.reset();
@@ -326,6 +329,16 @@ std::optional<Transport> MySqlConnection::transport() {
     t.chain_verified = t.name_verified || tls_ca_;
   }
   return t;
+}
+
+std::function<void()> MySqlConnection::canceller() {
+  if (session_ <= 0) return nullptr;
+  return [target = reached_, id = session_] {
+    try {
+      MySqlConnection(target).run("KILL QUERY " + std::to_string(id), {});
+    } catch (...) {  // not sent: the wait ends at its bound
+    }
+  };
 }
 
 MySqlConnection::~MySqlConnection() {

@@ -71,6 +71,10 @@ class MySqlConnection final : public Connection {
   // port. The watch gets a duplicate, so that it never polls a number Connector/C++ closed
   // and the process reused; it is closed right after the connection. -1 over a Unix socket.
   int socket() noexcept override;
+  // KILL QUERY of this session, sent on a connection of its own to the server this one
+  // reached (session ids are a server's own: another of the URL's servers must not get it).
+  // MySQL and MariaDB let an account kill its own sessions' statements without a privilege.
+  std::function<void()> canceller() override;
   // The server's word on TLS (Ssl_version), and what ssl-mode and ssl-ca verified.
   std::optional<Transport> transport() override;
 
@@ -92,6 +96,8 @@ class MySqlConnection final : public Connection {
   bool usable_ = true;
   std::chrono::steady_clock::time_point last_used_;
   int server_port_ = -1;  // TCP only: what socket() looks for
+  std::int64_t session_ = 0;  // CONNECTION_ID(), as open() read it
+  MySqlTarget reached_;       // the target, narrowed to the server open() reached
   int lock_wait_s_ = 1;   // the session's innodb_lock_wait_timeout, as open() set it
   std::optional<int> socket_;  // socket()'s answer, once asked
   std::unordered_map<std::string, std::size_t> statement_counts_;  // sql text -> results it answers

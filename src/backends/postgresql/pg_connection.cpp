@@ -258,6 +258,19 @@ auto PgConnection::guarded(F&& f) -> decltype(f()) {
 
 int PgConnection::socket() noexcept { return conn_ ? conn_->sock() : -1; }
 
+std::function<void()> PgConnection::canceller() {
+  if (pooled_ || !conn_) return nullptr;
+  // libpqxx's cancel_query is meant to be called from another thread than the one waiting
+  // on the connection: it reads only the session's address and cancel key, which do not
+  // change while a statement runs (WaitCancel keeps the connection alive meanwhile).
+  return [c = conn_] {
+    try {
+      c->cancel_query();
+    } catch (...) {  // not sent: the wait ends at its bound
+    }
+  };
+}
+
 // The backend probes a silent client after the TTL (whole seconds, rounded up), once a
 // second, and drops it when nothing came back for the TTL + 2 s: keepalives cover an idle
 // connection, tcp_user_timeout one whose last answer (a ping's) is unacknowledged, which

@@ -42,6 +42,10 @@ class PgConnection final : public Connection {
   bool still_connected() noexcept override;
   void allow_wait(std::chrono::milliseconds wait) override { wait_allowed_ = wait; }
   int socket() noexcept override;
+  // libpq's cancel request (PQcancel, through libpqxx's cancel_query): a connection of its
+  // own to this connection's server, naming this session by its cancel key, so it reaches
+  // this session and no other, whatever the URL's other hosts.
+  std::function<void()> canceller() override;
   // The backend's TCP keepalives and tcp_user_timeout (set once per TTL on a connection).
   void drop_when_unreachable(std::chrono::milliseconds ttl) override;
   // The server's word on TLS (pg_stat_ssl), and what sslmode verified.

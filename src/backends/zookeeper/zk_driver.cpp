@@ -169,12 +169,13 @@ bool Driver::wait_turn(std::unique_ptr<Node>& node, const std::string& dir, cons
     }
     const auto blocking = blocker(list, static_cast<std::size_t>(me - list.begin()));
     if (blocking == npos) return true;  // a writer first, or a reader with no writer before it
-    if (r.wait.count() <= 0 || Clock::now() >= until) return false;
+    auto armed = WaitCancel::arm(r.cancel, [s] { s->wake_waiters(); });
+    if (r.wait.count() <= 0 || Clock::now() >= until || r.cancelled()) return false;
     // Watch only the node we wait for (a writer: its predecessor; a reader: the nearest
     // writer before it): its deletion wakes us and the readers right behind it, nobody else.
     // If it is already gone the watch is not set and we look again at once.
     auto predecessor = dir + "/" + list[blocking].node;
-    if (auto token = s->watch(predecessor)) s->wait(predecessor, *token, until);
+    if (auto token = s->watch(predecessor)) s->wait(predecessor, *token, until, r.cancel);
   }
 }
 
@@ -306,14 +307,15 @@ Attempt Driver::try_acquire_permit(AcquireRequest& r) {
       auto fence = lease->czxid;
       return Attempt{std::make_unique<Held>(std::move(lease)), fence, s->timeout() + waited, nullptr};
     }
-    if (r.wait.count() <= 0 || Clock::now() >= until || s->dead()) {
+    auto armed = WaitCancel::arm(r.cancel, [s] { s->wake_waiters(); });
+    if (r.wait.count() <= 0 || Clock::now() >= until || s->dead() || r.cancelled()) {
       s->unwatch(dir);
       if (r.wait.count() <= 0) return busy(milliseconds{0});
       auto a = busy(milliseconds{1});  // keeps the gate: we are next whenever a lease goes
       a.place = std::move(gate);
       return a;
     }
-    s->wait(dir, token, until);
+    s->wait(dir, token, until, r.cancel);
   }
 }
 

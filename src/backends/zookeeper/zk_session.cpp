@@ -370,11 +370,19 @@ void Session::unwatch(const std::string& path) {
   unwatch_locked(path);
 }
 
-void Session::wait(const std::string& path, std::uint64_t token, Clock::time_point until) {
+void Session::wait(const std::string& path, std::uint64_t token, Clock::time_point until,
+                   const WaitCancel* cancel) {
   std::unique_lock lk(mutex_);
   auto changes = state_changes_;
-  changed_.wait_until(lk, until, [&] { return watched_[path].fired != token || state_changes_ != changes; });
+  changed_.wait_until(lk, until, [&] {
+    return watched_[path].fired != token || state_changes_ != changes || WaitCancel::cancelled(cancel);
+  });
   unwatch_locked(path);  // a watch still set after the last waiter left fires into nothing
+}
+
+void Session::wake_waiters() {
+  std::lock_guard lk(mutex_);  // a wait between its check and its sleep is not missed
+  changed_.notify_all();
 }
 
 void Session::unwatch_locked(const std::string& path) {

@@ -81,9 +81,13 @@ class Session {
   int watch_children(const std::string& path, std::vector<std::string>* names, std::uint64_t* token);
   // Gives up waiting on a watch set by watch() or watch_children() without calling wait().
   void unwatch(const std::string& path);
-  // Waits until the watch on `path` set with `token` fired, the connection state changed, or
-  // `until`. Spurious returns are allowed; callers re-check.
-  void wait(const std::string& path, std::uint64_t token, Clock::time_point until);
+  // Waits until the watch on `path` set with `token` fired, the connection state changed,
+  // `cancel` was cancelled (which then calls wake_waiters), or `until`. Spurious returns are
+  // allowed; callers re-check.
+  void wait(const std::string& path, std::uint64_t token, Clock::time_point until,
+            const WaitCancel* cancel = nullptr);
+  // Every wait() now returns, to look again (a cancel: only the cancelled one stops).
+  void wake_waiters();
 
   // For tests: the client id (session id and password) of a live session of this process,
   // by session id, so that a test can expire it by closing a second handle on it.
