@@ -188,6 +188,9 @@ class TurnKeys final : public ServerWaits {
     }
     Result answer;
     std::int64_t woke = 0;
+    // A cancel (an asynchronous acquire's) kills the text at once (KILL QUERY).
+    auto armed = WaitCancel::arm(r.cancel, k->turn->canceller());
+    if (r.cancelled()) return Turn::none;
     try {
       answer = k->turn->run(grant_after ? grant : t_.wait, params);
       woke = as_int(answer.sets.empty() ? answer.rows.at(0).at(0) : answer.sets.at(0).at(0).at(0));
@@ -197,6 +200,9 @@ class TurnKeys final : public ServerWaits {
       return Turn::none;
     } catch (const std::exception&) {
       k->turn.discard();  // the session is gone, and the key with it: poll from here on
+      // Killed by a cancel after the wait, in the grant: the grant may have committed with
+      // its answer lost, leaving a lease of ours that nobody would release before its TTL.
+      if (grant_after && r.cancelled()) give_back(driver, r);
       return Turn::none;
     }
     k->keyless_ahead = woke == -1;
@@ -205,6 +211,20 @@ class TurnKeys final : public ServerWaits {
     r.place = std::move(a.place);
     a = driver.answered(s, r, answer.rows);
     return a.acquired() || woke == 1 ? Turn::tried : Turn::none;
+  }
+
+  // A lease `r`'s owner may hold without knowing it, released: an attempt that does not wait
+  // takes a leftover of its own owner over (LockDriver::try_acquire), and is then let go.
+  // Anything else it finds (a free name nobody waits for) is taken and let go the same way.
+  static void give_back(LeaseDriver& driver, const AcquireRequest& r) noexcept {
+    try {
+      AcquireRequest once{r.name, r.owner, r.ttl, milliseconds{0}, nullptr, r.renewed};
+      once.mode = r.mode;
+      once.permits = r.permits;
+      once.fair = r.fair;
+      if (auto a = driver.try_acquire(once); a.acquired()) a.grant->release();
+    } catch (...) {  // not reached: the lease, if any, lasts its TTL
+    }
   }
 
   std::unique_ptr<GrantHandle> hold(LeaseDriver& driver, WaitingPlace& w, std::unique_ptr<GrantHandle> lease,
