@@ -385,6 +385,9 @@ void handoff(Page& p, const std::vector<Row>& rows, const Options& opt) {
   p.text("backoff; polling / notified is what notifications buy (ZooKeeper and etcd always watch: about 1).");
   p.text("Async: the same series through `Lock::async_acquire`, in the same rounds; async / blocking is what");
   p.text("waiting without a thread costs a hand-off (the grant timed when its callback runs on the event thread).");
+  p.text("Hop: the blocking series once more, each grant then handed to a thread built as a Client's event thread");
+  p.text("and timed there: what completing on an event thread costs by itself; async / hop is what the rest of the");
+  p.text("asynchronous path adds (1.00: nothing).");
   p.text("");
   std::vector<std::vector<std::string>> body;
   for (const auto& k : strategies_in(rows, {"handoff", "handoff-polling"})) {
@@ -402,16 +405,21 @@ void handoff(Page& p, const std::vector<Row>& rows, const Options& opt) {
         }
       }
     const Row* async = find(rows, k.backend, k.strategy, "handoff-async");
-    std::string polling_ratio, async_ratio;
+    const Row* hop = find(rows, k.backend, k.strategy, "handoff-hop");
+    std::string polling_ratio, async_ratio, hop_ratio, async_hop;
     if (off && h && h->s.p50_us > 0) polling_ratio = times(off->s.p50_us / h->s.p50_us);
     if (async && h && h->s.p50_us > 0) async_ratio = times(async->s.p50_us / h->s.p50_us);
+    if (hop && h && h->s.p50_us > 0) hop_ratio = times(hop->s.p50_us / h->s.p50_us);
+    if (async && hop && hop->s.p50_us > 0) async_hop = times(async->s.p50_us / hop->s.p50_us);
     body.push_back({k.backend, k.strategy, h ? us(h->s.p50_us) : "", h ? us(h->s.p99_us) : "",
                     h ? per_s(h->s.ops_per_s) : "", floor, rt, async ? us(async->s.p50_us) : "", async_ratio,
-                    off ? us(off->s.p50_us) : "", polling_ratio});
+                    hop ? us(hop->s.p50_us) : "", hop_ratio, async_hop, off ? us(off->s.p50_us) : "",
+                    polling_ratio});
   }
   p.table({"backend", "strategy", "p50 us", "p99 us", "hand-offs/s", "floor p50: ratio", "x round trip",
-           "async p50 us", "async / blocking", "polling p50 us", "polling / notified"},
-          "llrrrlrrrrr", body);
+           "async p50 us", "async / blocking", "hop p50 us", "hop / blocking", "async / hop", "polling p50 us",
+           "polling / notified"},
+          "llrrrlrrrrrrrr", body);
 }
 
 void contended(Page& p, const std::vector<Row>& rows) {

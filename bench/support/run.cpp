@@ -4,10 +4,14 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <exception>
+#include <functional>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <random>
 #include <stdexcept>
@@ -105,10 +109,54 @@ struct Shared : HandoffTally {
   std::vector<std::size_t> wins = std::vector<std::size_t>(kHandoffWorkers);  // timed hand-offs per worker
 };
 
+// A thread that runs what it is handed, one job at a time, built as a Client's event thread
+// is (a queue under a mutex, a condition variable): the `handoff-hop` series times its grants
+// there.
+class Hop {
+ public:
+  Hop() : thread_([this] { run(); }) {}
+  ~Hop() {
+    {
+      std::lock_guard lk(m_);
+      stop_ = true;
+    }
+    cv_.notify_one();
+    thread_.join();
+  }
+  void post(std::function<void()> job) {
+    {
+      std::lock_guard lk(m_);
+      jobs_.push_back(std::move(job));
+    }
+    cv_.notify_one();
+  }
+
+ private:
+  void run() {
+    std::unique_lock lk(m_);
+    for (;;) {
+      cv_.wait(lk, [&] { return stop_ || !jobs_.empty(); });
+      if (jobs_.empty()) return;
+      auto job = std::move(jobs_.front());
+      jobs_.pop_front();
+      lk.unlock();
+      job();
+      lk.lock();
+    }
+  }
+  std::mutex m_;
+  std::condition_variable cv_;
+  std::deque<std::function<void()>> jobs_;
+  bool stop_ = false;
+  std::thread thread_;  // last: started once the rest is
+};
+
 void handoff_worker(int id, dblock::Lock lock, Shared& sh, std::size_t warmup, std::size_t n,
-                    std::chrono::milliseconds hold, bool async) {
+                    std::chrono::milliseconds hold, HandoffWait wait) {
   constexpr std::size_t none = static_cast<std::size_t>(-1);
   std::size_t released_grant = none;  // the grant this thread gave back last
+  std::optional<Hop> hop;
+  if (wait == HandoffWait::hop) hop.emplace();
   try {
     for (;;) {
       {
@@ -121,7 +169,7 @@ void handoff_worker(int id, dblock::Lock lock, Shared& sh, std::size_t warmup, s
       // Bounded, so that a stop is seen within a second; it waits like acquire() does.
       std::optional<dblock::Lease> lease;
       Clock::time_point got;
-      if (async) {
+      if (wait == HandoffWait::async) {
         // Timed when the completion runs on the Client's event thread, as a service's callback
         // would be: this thread only waits there for it, a hop no service makes.
         std::promise<std::optional<dblock::Lease>> done;
@@ -134,6 +182,17 @@ void handoff_worker(int id, dblock::Lock lock, Shared& sh, std::size_t warmup, s
             },
             std::chrono::seconds(1));
         lease = result.get();
+      } else if (wait == HandoffWait::hop) {
+        // The async series' path with a blocking acquire: the grant handed to another thread,
+        // timed there, and this thread waiting for it.
+        lease = lock.try_acquire(std::chrono::seconds(1));
+        std::promise<void> done;
+        auto timed = done.get_future();
+        hop->post([&] {
+          got = Clock::now();
+          done.set_value();
+        });
+        timed.get();
       } else {
         lease = lock.try_acquire(std::chrono::seconds(1));
         got = Clock::now();
@@ -175,11 +234,12 @@ void handoff_worker(int id, dblock::Lock lock, Shared& sh, std::size_t warmup, s
 
 HandoffResult run_handoff(const std::string& backend, const std::string& url, const dblock::ClientOptions& options,
                           dblock::Strategy strategy, const std::string& name, std::size_t warmup, std::size_t n,
-                          std::chrono::milliseconds hold, bool fair, bool async) {
+                          std::chrono::milliseconds hold, bool fair, HandoffWait wait) {
   const std::string label = fmt::format("{}/{} {}", backend, dblock::to_string(strategy),
-                                        async                   ? "handoff-async"
-                                        : options.notifications ? "handoff"
-                                                                : "handoff-polling");
+                                        wait == HandoffWait::async ? "handoff-async"
+                                        : wait == HandoffWait::hop ? "handoff-hop"
+                                        : options.notifications    ? "handoff"
+                                                                   : "handoff-polling");
   fmt::print(stderr, "dblock-bench: {}: {} threads, {} + {} warm-up hand-offs, hold {} ms\n", label, kHandoffWorkers, n,
              warmup, hold.count());
   std::vector<std::shared_ptr<dblock::Client>> clients;  // outlive the threads
@@ -197,7 +257,7 @@ HandoffResult run_handoff(const std::string& backend, const std::string& url, co
   sh.samples.reserve(n);
   std::vector<std::thread> threads;
   for (int i = 0; i < kHandoffWorkers; ++i)
-    threads.emplace_back(handoff_worker, i, locks[static_cast<std::size_t>(i)], std::ref(sh), warmup, n, hold, async);
+    threads.emplace_back(handoff_worker, i, locks[static_cast<std::size_t>(i)], std::ref(sh), warmup, n, hold, wait);
   sh.await(threads, n);
 
   HandoffResult r;
@@ -293,8 +353,11 @@ BackendReport run_handoff_scenarios(const std::string& backend, const std::strin
     auto name = fmt::format("bench-{}-{}", scenario, dblock::to_string(strategy));
     std::vector<double> before;
     if (counters.read) before = counters.read();
+    const std::string sc = scenario;
     auto h = run_handoff(backend, url, o, strategy, name, warmup, n, hold, !opt.unfair,
-                         std::string(scenario) == "handoff-async");
+                         sc == "handoff-async" ? HandoffWait::async
+                         : sc == "handoff-hop" ? HandoffWait::hop
+                                               : HandoffWait::blocking);
     if (counters.read && h.grants > 0) {
       auto after = counters.read();
       t.counted.resize(counters.names.size());
@@ -331,8 +394,9 @@ BackendReport run_handoff_scenarios(const std::string& backend, const std::strin
   if (notified) {
     // The sides of a round: the strategies first (on SQLite their Clients make the lock table
     // the floor uses), then the floors; round r starts at side r.
-    // handoff-async: each strategy's series once more, through Lock::async_acquire.
-    const std::size_t series = strategies.size() * (async ? 2 : 1);
+    // handoff-async: each strategy's series twice more, through Lock::async_acquire and
+    // through a blocking acquire that hands its grant to another thread (handoff-hop).
+    const std::size_t series = strategies.size() * (async ? 3 : 1);
     const std::size_t sides = series + floors.size();
     const std::size_t rounds = std::min<std::size_t>(kHandoffRounds, std::max<std::size_t>(opt.handoffs, 1));
     std::vector<Tally> tallies(series);
@@ -343,9 +407,8 @@ BackendReport run_handoff_scenarios(const std::string& backend, const std::strin
       for (std::size_t k = 0; k < sides; ++k) {
         const std::size_t side = (round + k) % sides;
         if (side < series) {
-          const bool through_async = side >= strategies.size();
-          run_into(tallies[side], strategies[side % strategies.size()], through_async ? "handoff-async" : "handoff",
-                   options, n);
+          static const char* const kinds[] = {"handoff", "handoff-async", "handoff-hop"};
+          run_into(tallies[side], strategies[side % strategies.size()], kinds[side / strategies.size()], options, n);
         } else {
           auto more = floors[side - series].run(warmup, n);
           auto& into = floor_samples[side - series];
@@ -359,15 +422,23 @@ BackendReport run_handoff_scenarios(const std::string& backend, const std::strin
       rep.rows.push_back(std::move(row));
     }
     for (std::size_t i = 0; async && i < strategies.size(); ++i) {
-      // Compared first with the same strategy's blocking hand-off, timed in the same rounds.
+      // Compared with the same strategy's blocking hand-off, timed in the same rounds (the hop
+      // series too), and then the async one with the hop one.
+      Row hop = row_of(tallies[2 * strategies.size() + i], strategies[i], "handoff-hop");
       Row row = row_of(tallies[strategies.size() + i], strategies[i], "handoff-async");
       const auto blocking = std::find_if(rep.rows.begin(), rep.rows.end(), [&](const Row& r) {
         return r.scenario == "handoff" && r.strategy == row.strategy;
       });
-      Compared c = compare(row, *blocking);
-      c.baseline = row.strategy + " handoff";
+      for (Row* r : {&row, &hop}) {
+        Compared c = compare(*r, *blocking);
+        c.baseline = row.strategy + " handoff";
+        r->vs.push_back(c);
+      }
+      Compared c = compare(row, hop);
+      c.baseline = row.strategy + " handoff-hop";
       row.vs.push_back(c);
       rep.rows.push_back(std::move(row));
+      rep.rows.push_back(std::move(hop));
     }
     for (std::size_t i = 0; i < floors.size(); ++i) {
       Row floor{backend, floors[i].label, "handoff", kHandoffWorkers, summarize(std::move(floor_samples[i])), {}};

@@ -66,11 +66,18 @@ struct HandoffResult {
 // takes its timestamp and releases (0: at once). Throws what a worker threw, or
 // std::runtime_error when no hand-off happens for a minute.
 // Progress is labelled `handoff`, or `handoff-polling` when options.notifications is off.
-// fair: LockOptions::fair of every lock (--unfair: false). async: each wait goes through
-// Lock::async_acquire (labelled `handoff-async`).
+// fair: LockOptions::fair of every lock (--unfair: false). `wait`: how each wait is made and
+// where its grant is timed:
+//   blocking  Lock::try_acquire, timed on the waiting thread;
+//   async     Lock::async_acquire, timed in its callback on the Client's event thread
+//             (labelled `handoff-async`);
+//   hop       Lock::try_acquire, then timed on another thread it is handed to as a Client's
+//             event thread is (labelled `handoff-hop`): the least any acquire that completes
+//             on an event thread adds to the blocking one, with nothing else of dblock's.
+enum class HandoffWait { blocking, async, hop };
 HandoffResult run_handoff(const std::string& backend, const std::string& url, const dblock::ClientOptions& options,
                           dblock::Strategy strategy, const std::string& name, std::size_t warmup, std::size_t n,
-                          std::chrono::milliseconds hold, bool fair = true, bool async = false);
+                          std::chrono::milliseconds hold, bool fair = true, HandoffWait wait = HandoffWait::blocking);
 
 // One setup of a comparison of two (a transport, a pooler): its label and URL.
 struct Setup {

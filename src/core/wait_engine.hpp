@@ -29,6 +29,7 @@ namespace dblock::detail {
 class WaitEngine {
  public:
   static WaitEngine& get();
+  static constexpr int steppers = 3;  // the threads that run steps (wait_engine.cpp says why three)
   // Runs `job` on a worker: an idle one, or a new one. Never waits behind another job.
   void run(std::function<void()> job);
   // Runs `job` on a stepper, in turn with every other step: it must not block for longer
