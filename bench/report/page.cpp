@@ -705,6 +705,27 @@ void scale(Page& p, const std::vector<Row>& rows) {
              "statements/s", "CPU us/grant", "errors"},
             "llrrrrrrrrr", body);
   }
+  if (any_of_scenario(rows, "scale-async")) {
+    p.heading("Scale: one Client's asynchronous waits");
+    p.text("One Client queues W asynchronous acquires (`Lock::async_acquire`) on K names another Client holds, then");
+    p.text("that Client lets go: the time to grant them all, and the most threads and sockets this process and");
+    p.text("connections the server had beside what they were before (the contract's bound for 10,000 waits: 8 and");
+    p.text("10). Errors: failed waits, and grants out of arrival order or whose fence did not rise (0: none).");
+    p.text("");
+    std::vector<std::vector<std::string>> body;
+    for (const auto& r : rows) {
+      if (r.scenario != "scale-async") continue;
+      auto count = [](const std::optional<int>& v) { return v ? fmt::format("{}", *v) : std::string("-"); };
+      body.push_back({r.backend, r.strategy, short_count(static_cast<std::size_t>(r.workers)), short_count(r.names),
+                      r.s.ops_per_s > 0 ? fmt::format("{:.1f}", r.workers / r.s.ops_per_s) : "-",
+                      per_s(r.s.ops_per_s), count(r.threads_more), count(r.sockets_more),
+                      opt_cell(r.server_connections, [](double v) { return fmt::format("{:.0f}", v); }),
+                      fmt::format("{}", r.errors)});
+    }
+    p.table({"backend", "strategy", "waits", "names", "s to grant all", "grants/s", "threads more", "sockets more",
+             "server connections more", "errors"},
+            "llrrrrrrrr", body);
+  }
 }
 
 void plots(Page& p, const RunReport& run, const Options& opt) {

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <chrono>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -775,6 +776,132 @@ void run_process_points(BackendReport& rep, const std::string& backend, const st
   if (!errors.empty()) rep.notes.push_back(fmt::format("{} scale processes: {}", backend, fmt::join(errors, "; ")));
 }
 
+// ---- one Client's asynchronous waits ----------------------------------------------------
+
+// The waits of a point, spread over its names round-robin.
+struct AsyncPoint {
+  int waits;
+  std::size_t names;
+};
+
+// 10,000 waits on 4 names (long lines), then 1,000 on 1,000 names (a line each, every head
+// at the server at once) where an attempt is one round trip; MySQL's lease attempts wait on
+// turn keys, a worker per name, so it runs the first only. --quick: 1,000 on 4.
+std::vector<AsyncPoint> async_points(const Options& opt, const std::string& backend) {
+  if (opt.quick) return {{1000, 4}};
+  if (backend == "mysql") return {{10000, 4}};
+  return {{10000, 4}, {1000, 1000}};
+}
+
+int count_entries(const char* dir) {
+  int n = 0;
+  std::error_code ec;
+  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator(); it.increment(ec)) ++n;
+  return n;
+}
+
+// One point: Client b holds every name; Client a queues `waits` asynchronous acquires (each
+// released as its callback returns); once all have queued, b lets go and the lines drain.
+// Sampled every 20 ms from before the first acquire: this process's threads and sockets and
+// the server's connections, the most each reached less what there was before.
+Row async_point(const std::string& backend, const std::string& url, const AsyncPoint& pt) {
+  dblock::ClientOptions options;
+  options.table = kTable;
+  const auto strategy = backend == "redis" ? dblock::Strategy::redis : dblock::Strategy::insert;
+  dblock::LockOptions lo;
+  lo.strategy = strategy;
+  auto a = dblock::Client::open(url, options), b = dblock::Client::open(url, options);
+  std::vector<dblock::Lock> locks;
+  std::vector<dblock::Lease> held;
+  for (std::size_t i = 0; i < pt.names; ++i) {
+    const auto name = fmt::format("bench-scale-async-{}-{}", pt.names, i);
+    a->force_release(name);  // a run stopped part-way may have left it held
+    locks.push_back(a->lock(name, lo));
+    held.push_back(b->lock(name, lo).try_acquire(milliseconds(10'000)).value());
+  }
+  Probe probe = make_probe(backend, url);
+  struct Peak {
+    std::atomic<int> threads{0}, sockets{0};
+    std::atomic<double> connections{0};
+    std::atomic<bool> done{false};
+  } peak;
+  auto read = [&] {
+    peak.threads = std::max(peak.threads.load(), count_entries("/proc/self/task"));
+    peak.sockets = std::max(peak.sockets.load(), static_cast<int>(open_fds(true)));
+    try {
+      peak.connections = std::max(peak.connections.load(), probe.read().connections.value_or(0));
+    } catch (const std::exception&) {
+    }
+  };
+  std::thread sampler([&] {
+    while (!peak.done) {
+      read();
+      std::this_thread::sleep_for(milliseconds(20));
+    }
+  });
+  std::this_thread::sleep_for(milliseconds(50));  // the sampler's own thread and first read counted
+  const int threads0 = peak.threads, sockets0 = peak.sockets;
+  const double connections0 = peak.connections;
+
+  std::mutex m;
+  std::condition_variable all_ended;
+  std::vector<std::vector<std::pair<int, std::uint64_t>>> lines(pt.names);  // (wait, fence) in grant order
+  int ended = 0, failed = 0;
+  for (int i = 0; i < pt.waits; ++i)
+    locks[static_cast<std::size_t>(i) % pt.names].async_acquire(
+        [&, i](std::exception_ptr e, std::optional<dblock::Lease> lease) {
+          std::lock_guard lk(m);
+          if (e || !lease) ++failed;
+          else lines[static_cast<std::size_t>(i) % pt.names].emplace_back(i, lease->fence());
+          if (++ended == pt.waits) all_ended.notify_all();
+        },  // released as the callback returns: the next in the line is granted
+        milliseconds(120'000));
+  std::this_thread::sleep_for(milliseconds(300));  // every wait queued, the heads at the server
+  const auto released = Clock::now();
+  held.clear();
+  bool drained;
+  {
+    std::unique_lock lk(m);
+    drained = all_ended.wait_for(lk, milliseconds(180'000), [&] { return ended == pt.waits; });
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - released).count();
+  peak.done = true;
+  sampler.join();
+  if (!drained) throw std::runtime_error(fmt::format("scale async: {} of {} waits on {} ended within 180 s", ended,
+                                                     pt.waits, backend));
+  // Each line in arrival order with rising fences: anything else is an error of the run.
+  std::uint64_t out_of_order = 0;
+  for (const auto& line : lines)
+    for (std::size_t k = 1; k < line.size(); ++k)
+      if (line[k].first <= line[k - 1].first || line[k].second <= line[k - 1].second) ++out_of_order;
+  Row row{backend, std::string(dblock::to_string(strategy)), "scale-async", pt.waits, Summary{}};
+  row.own_table = true;
+  row.names = pt.names;
+  row.s.samples = static_cast<std::size_t>(pt.waits);
+  row.s.ops_per_s = seconds > 0 ? pt.waits / seconds : 0;
+  row.threads_more = peak.threads - threads0;
+  row.sockets_more = peak.sockets - sockets0;
+  if (backend != "sqlite") row.server_connections = std::max(0.0, peak.connections - connections0);
+  row.errors = static_cast<std::uint64_t>(failed) + out_of_order;
+  fmt::print(stderr,
+             "dblock-bench: scale async {}: {} waits on {} names: {:.1f} s to grant them all ({:.0f}/s), {} threads "
+             "and {} sockets more at most, {} server connections more, {} failed, {} out of order\n",
+             backend, pt.waits, pt.names, seconds, row.s.ops_per_s, *row.threads_more, *row.sockets_more,
+             row.server_connections ? fmt::format("{:.0f}", *row.server_connections) : "-", failed, out_of_order);
+  return row;
+}
+
+void run_async_points(BackendReport& rep, const std::string& backend, const std::string& url, const Options& opt) {
+  for (const auto& pt : async_points(opt, backend)) {
+    try {
+      rep.rows.push_back(async_point(backend, url, pt));
+    } catch (const std::exception& e) {
+      rep.notes.push_back(fmt::format("{} scale async, {} waits on {} names: {}", backend, pt.waits, pt.names,
+                                      e.what()));
+    }
+  }
+}
+
 // The backends the scenario runs, with their URLs (sqlite: a file in a fresh directory).
 std::vector<std::pair<std::string, std::string>> scale_backends(const Options& opt, const std::string& sqlite_dir) {
   std::vector<std::pair<std::string, std::string>> out;
@@ -861,6 +988,7 @@ BackendReport run_scale(const Options& opt) {
     }
     run_held(rep, backend, url, p);
     if (backend != "redis") run_process_points(rep, backend, url, p);
+    run_async_points(rep, backend, url, opt);
   }
   fmt::print(stderr, "dblock-bench: scale: {:.0f} s\n", std::chrono::duration<double>(Clock::now() - started).count());
   rep.notes.push_back(fmt::format(
@@ -888,6 +1016,14 @@ BackendReport run_scale(const Options& opt) {
       "over the run. A worker's acquire or release that throws is counted in `errors` (so is a worker that "
       "cannot open its Client)",
       p.run_for.count(), kProcessWait.count() / 1000));
+  rep.notes.push_back(
+      "scale async: one Client (default options, `insert`; redis: `redis`) queues W asynchronous acquires "
+      "(Lock::async_acquire, each released as its callback returns) round-robin on K names that another Client "
+      "holds; once all have queued (300 ms), that Client lets go and the lines drain. Time = from that release to "
+      "the last grant; threads and sockets = this process's (/proc/self), the most reached less before the first "
+      "acquire; server connections likewise (sqlite: none); errors = failed waits plus grants out of arrival "
+      "order or with a fence not above the one before (0 in a correct run). mysql runs the 10,000-wait point "
+      "only: its lease attempts wait on turn keys inside the server, a worker thread and a connection per name");
   return rep;
 }
 
@@ -895,8 +1031,9 @@ void print_scale_markdown(const std::vector<Row>& rows) {
   auto f = [](const std::optional<double>& v, const char* spec) {
     return v ? fmt::format(fmt::runtime(spec), *v) : std::string("-");
   };
-  bool held = false, procs = false;
-  for (const auto& r : rows) held |= r.scenario == "scale-held", procs |= r.scenario == "scale-processes";
+  bool held = false, procs = false, async = false;
+  for (const auto& r : rows)
+    held |= r.scenario == "scale-held", procs |= r.scenario == "scale-processes", async |= r.scenario == "scale-async";
   if (held) {
     fmt::print("\n## scale: one Client holds N locks\n\n"
                "| backend | strategy | held | grants/s | p50 us | p99 us | server CPU us/grant | connections | "
@@ -920,6 +1057,16 @@ void print_scale_markdown(const std::vector<Row>& rows) {
         fmt::print("| {} | {} | {} | {} | {:.0f} | {:.0f} | {:.0f} | {} | {} | {} | {} |\n", r.backend, r.strategy,
                    r.workers, r.names, r.s.ops_per_s, r.s.p50_us, r.s.p99_us, f(r.server_connections, "{:.0f}"),
                    f(r.statements_per_s, "{:.0f}"), f(r.cpu_us_per_grant, "{:.0f}"), r.errors);
+  }
+  if (async) {
+    fmt::print("\n## scale: one Client's asynchronous waits\n\n"
+               "| backend | strategy | waits | names | grants/s | threads more | sockets more | server connections more "
+               "| errors |\n|---|---|---:|---:|---:|---:|---:|---:|---:|\n");
+    for (const auto& r : rows)
+      if (r.scenario == "scale-async")
+        fmt::print("| {} | {} | {} | {} | {:.0f} | {} | {} | {} | {} |\n", r.backend, r.strategy, r.workers, r.names,
+                   r.s.ops_per_s, r.threads_more.value_or(0), r.sockets_more.value_or(0),
+                   f(r.server_connections, "{:.0f}"), r.errors);
   }
   std::fflush(stdout);
 }

@@ -7,6 +7,9 @@
 // batched renewal replaces). Processes: P worker processes (this binary again), one Client
 // each, acquire and release with wait on names drawn from K, for a fixed time: grants/s, the
 // wait's p50/p99, the server's peak connections, statements/s and CPU per grant.
+// Asynchronous waits: one Client queues 10,000 asynchronous acquires on 4 names (and 1,000
+// on 1,000) that another holds, then they are granted: the time, and the threads, sockets
+// and server connections they cost at the most.
 #pragma once
 
 #include <vector>
@@ -25,8 +28,9 @@ int scale_worker_main(int argc, char** argv);
 
 // Rows: scenario "scale-held" (workers = locks held; s = the acquires: p50/p99 us, grants/s;
 // strategy `bare-renew` for the per-lease baseline, whose ratio the lock rows carry:
-// statements/s / bare-renew statements/s at the same N) and "scale-processes" (workers =
-// processes, names = K), own_table. Each backend whose URL is set (sqlite always); a point that
+// statements/s / bare-renew statements/s at the same N), "scale-processes" (workers =
+// processes, names = K) and "scale-async" (workers = waits, names = K; threads_more,
+// sockets_more, server_connections, errors), own_table. Each backend whose URL is set (sqlite always); a point that
 // fails leaves a note, not a failed run. Nothing when the scenario is not selected.
 BackendReport run_scale(const Options& opt);
 

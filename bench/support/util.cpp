@@ -203,7 +203,11 @@ const char* usage_text() {
          "               lease per tick, postgresql and mysql); and 1 to 128 worker processes\n"
          "               (--quick: 1, 8; capped by the server's connection limit) acquiring and\n"
          "               releasing `insert` locks on 1 or 4P names: grants/s, wait p50/p99, peak\n"
-         "               connections, statements/s, CPU per grant, errors; two tables of their own.\n"
+         "               connections, statements/s, CPU per grant, errors; and one Client's\n"
+         "               asynchronous waits: 10,000 on 4 names and 1,000 on 1,000 names (mysql: the\n"
+         "               first; --quick: 1,000 on 4): time to grant them all, this process's threads\n"
+         "               and sockets and the server's connections more at the most, errors\n"
+         "               (failed, or out of arrival or fence order); three tables of their own.\n"
          "\n"
          "  --quick           a smoke test: 300 cycles per series, 40 hand-offs (unless given)\n"
          "  --iterations N    timed cycles per uncontended series (default 5000)\n"
@@ -241,8 +245,9 @@ const char* usage_text() {
          "                    table_rows (table-size and sweep), holders and release_p50_us (exclusive,\n"
          "                    shared, semaphore), server_connections, statements_per_s,\n"
          "                    log_bytes_per_lock_min, cpu_us_per_grant, cpu_share, names and\n"
-         "                    errors (scale-held, scale-processes; their ratio: statements/s /\n"
-         "                    the bare-renew row's), empty in other scenarios' rows.\n"
+         "                    errors (scale-held, scale-processes, scale-async; the first's ratio:\n"
+         "                    statements/s / the bare-renew row's), threads_more and sockets_more\n"
+         "                    (scale-async), empty in other scenarios' rows.\n"
          "                    Next to FILE (less its .csv) also the plots FILE-uncontended.png (p50\n"
          "                    and p99 per backend/strategy, baselines included), FILE-contended.png\n"
          "                    (grants/s by workers, from `contended` rows), FILE-table-size.png\n"
@@ -478,7 +483,7 @@ void write_csv(const std::string& path, const std::vector<Row>& rows) {
   if (!out) throw std::runtime_error(fmt::format("cannot write CSV file '{}'", path));
   out << "backend,strategy,scenario,workers,ops_per_s,p50_us,p99_us,baseline,ratio,fairness,connections_per_lock,"
          "bytes_per_lock,table_rows,holders,release_p50_us,server_connections,statements_per_s,log_bytes_per_lock_min,"
-         "cpu_us_per_grant,cpu_share,names,errors\n";
+         "cpu_us_per_grant,cpu_share,names,errors,threads_more,sockets_more\n";
   auto opt = [](const std::optional<double>& v, const char* f) {
     return v ? fmt::format(fmt::runtime(f), *v) : std::string();
   };
@@ -490,7 +495,9 @@ void write_csv(const std::string& path, const std::vector<Row>& rows) {
         fmt::format(",{},{},{},{},{},{},{}", opt(r.server_connections, "{:.0f}"), opt(r.statements_per_s, "{:.1f}"),
                     opt(r.log_bytes_per_lock_min, "{:.1f}"), opt(r.cpu_us_per_grant, "{:.1f}"),
                     opt(r.cpu_share, "{:.4f}"), r.names ? std::to_string(r.names) : "",
-                    r.scenario.rfind("scale-", 0) == 0 ? std::to_string(r.errors) : "");
+                    r.scenario.rfind("scale-", 0) == 0 ? std::to_string(r.errors) : "") +
+        fmt::format(",{},{}", r.threads_more ? std::to_string(*r.threads_more) : "",
+                    r.sockets_more ? std::to_string(*r.sockets_more) : "");
     const std::string head = fmt::format("{},{},{},{},{:.1f},{:.2f},{:.2f}", r.backend, r.strategy, r.scenario,
                                          r.workers, r.s.ops_per_s, r.s.p50_us, r.s.p99_us);
     if (r.vs.empty()) out << head << ",," << tail << "\n";

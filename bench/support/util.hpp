@@ -98,6 +98,8 @@ struct Row {
   std::optional<double> cpu_share;               // held: server CPU seconds per second of the hold
   std::size_t names = 0;                         // processes: the names drawn from
   std::uint64_t errors = 0;                      // processes: acquires or releases that threw
+  // scale-async: the process's threads and sockets more than before the waits, at the most
+  std::optional<int> threads_more, sockets_more;
 };
 
 // p50 / baseline p50 (0 when the baseline has no samples).
