@@ -1,6 +1,6 @@
 // Many coroutines on one thread contending for a few locks, with Boost.Asio (C++20): each
-// `co_await`s its lock and holds no thread while it waits, so the service's one event-loop
-// thread runs them all. Each name is held by one task at a time, and its fences rise in the
+// `co_await`s its lock and its release and holds no thread while it waits, so the service's
+// one event-loop thread runs them all. Each name is held by one task at a time, and its fences rise in the
 // order its tasks were granted.
 //
 //   asio_tasks URL TASKS NAMES     e.g. asio_tasks sqlite:/tmp/tasks.db 200 4
@@ -40,7 +40,10 @@ asio::awaitable<void> task(dblock::Lock lock, Tally& tally) {
   co_await work.async_wait(asio::use_awaitable);
   --tally.inside[name];
   ++tally.done;
-}  // the Lease is released here, and the name's next task is granted
+  // Given back without blocking the thread (the Lease's destructor would block it for a round
+  // trip); the name's next task is granted.
+  co_await dblock::asio::async_release(*lease, asio::use_awaitable);
+}
 
 }  // namespace
 

@@ -1,6 +1,7 @@
 /// @file
-/// Boost.Asio completion tokens for Lock::async_acquire: a callback, `use_future`, or, in a
-/// C++20 coroutine, `co_await dblock::asio::async_acquire(lock, wait, boost::asio::use_awaitable)`.
+/// Boost.Asio completion tokens for Lock::async_acquire and Lease::async_release: a callback,
+/// `use_future`, or, in a C++20 coroutine,
+/// `co_await dblock::asio::async_acquire(lock, wait, boost::asio::use_awaitable)`.
 /// Header-only, in the CMake target dblock::asio (dblock::dblock and Boost's headers): the
 /// library itself does not depend on Boost.
 ///
@@ -63,6 +64,34 @@ auto async_acquire(Lock& lock, std::optional<std::chrono::milliseconds> wait, Mo
 template <class CompletionToken>
 auto async_acquire(Lock& lock, std::optional<std::chrono::milliseconds> wait, CompletionToken&& token) {
   return async_acquire(lock, wait, Mode::exclusive, nullptr, std::forward<CompletionToken>(token));
+}
+
+/// The completion signature of async_release.
+using ReleaseSignature = void(std::exception_ptr);
+
+/// Lease::async_release, completed through an Asio completion token: in a coroutine,
+/// `co_await dblock::asio::async_release(lease, boost::asio::use_awaitable)` returns once the
+/// lock is given back, and throws what Lease::release() would (LockLostError).
+template <class CompletionToken>
+auto async_release(Lease& lease, CompletionToken&& token) {
+  return boost::asio::async_initiate<CompletionToken, ReleaseSignature>(
+      [&lease](auto handler) {
+        using Handler = decltype(handler);
+        struct State {
+          Handler handler;
+          boost::asio::executor_work_guard<boost::asio::associated_executor_t<Handler>> work;
+        };
+        auto executor = boost::asio::get_associated_executor(handler);
+        auto state = std::make_shared<State>(State{std::move(handler), boost::asio::make_work_guard(executor)});
+        lease.async_release([state](std::exception_ptr error) {
+          auto ex = state->work.get_executor();
+          boost::asio::post(ex, [state, error]() mutable {
+            state->work.reset();
+            std::move(state->handler)(error);
+          });
+        });
+      },
+      token);
 }
 
 }  // namespace dblock::asio

@@ -4,6 +4,9 @@
 
 #include <chrono>
 #include <cstdint>
+#include <exception>
+#include <functional>
+#include <future>
 #include <memory>
 #include <string>
 
@@ -59,6 +62,14 @@ class DBLOCK_EXPORT Lease {
   /// Idempotent. Throws LockLostError when the backend shows the lease was no longer ours,
   /// so the caller learns its critical section was not protected throughout.
   void release();
+  /// The same release without blocking the caller (an event loop's thread): it runs on
+  /// dblock's wait steppers, and `done` runs once on the Client's event thread, after any
+  /// on_lost of this lease, with nullptr or what release() would have thrown (LockLostError).
+  /// This Lease holds nothing from the call on; one that held nothing completes with nullptr
+  /// (on the calling thread, when it names no lock).
+  void async_release(std::function<void(std::exception_ptr)> done);
+  /// The same, as a future.
+  [[nodiscard]] std::future<void> async_release();
 
  private:
   friend class detail::ClientCore;

@@ -377,7 +377,22 @@ std::shared_ptr<Grant> ClientCore::adopt(const std::shared_ptr<ClientCore>& self
   return g;
 }
 
-void ClientCore::release(const std::shared_ptr<Grant>& g) {
+void ClientCore::async_release(const std::shared_ptr<Grant>& g, std::function<void(std::exception_ptr)> done) {
+  // One round trip, as a step is (a release that meets a transient error retries, as a step
+  // that meets one waits for its connection).
+  WaitEngine::get().post([g, done = std::move(done)]() mutable {
+    std::exception_ptr error;
+    try {
+      g->core->release(g, false);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    // Queued behind any on_lost of the grant's, which runs first.
+    g->core->events.post([done = std::move(done), error] { done(error); });
+  });
+}
+
+void ClientCore::release(const std::shared_ptr<Grant>& g, bool told_first) {
   // An on_lost queued for this grant (by the hang-up watch, the watchdog or this release) is
   // waited for last, once the gate is left and `use` let go: then release() never returns
   // while on_lost still runs (a Leadership resigned during a hang-up is destroyed right after
@@ -386,12 +401,13 @@ void ClientCore::release(const std::shared_ptr<Grant>& g) {
   // cancelled the watch, which queues it. Declared first, so it runs after LeaveGate.
   struct WaitOnLost {
     const std::shared_ptr<Grant>& g;
+    bool told_first;
     bool armed = false;
     ~WaitOnLost() {
       if (armed) g->hangup.wait();  // reads what cancel() wrote under `use` on this thread
-      g->wait_told();
+      if (told_first) g->wait_told();
     }
-  } wait_on_lost{g};
+  } wait_on_lost{g, told_first};
   struct LeaveGate {
     ClientCore* core;
     const std::shared_ptr<Grant>& g;

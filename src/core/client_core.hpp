@@ -58,7 +58,11 @@ class ClientCore {
   // Cancels every asynchronous acquire still under way (the Client is being destroyed).
   void cancel_pending() noexcept;
   // One hold of the grant back; throws LockLostError when the backend shows it was not ours.
-  void release(const std::shared_ptr<Grant>& grant);
+  // `told_first`: returns only once an on_lost of the grant has run (Lease::release); an
+  // asynchronous release posts its end after it instead, and never waits on the event thread.
+  void release(const std::shared_ptr<Grant>& grant, bool told_first = true);
+  // The same on a stepper; `done` on the event thread, after any on_lost of the grant.
+  void async_release(const std::shared_ptr<Grant>& grant, std::function<void(std::exception_ptr)> done);
   // The backend's list, with the hold counts of this Client's own grants (the core keeps
   // them; a backend that cannot show them, ZooKeeper, lists 1).
   std::vector<LeaseInfo> list();

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "core/client_core.hpp"
+#include "dblock/errors.hpp"
 
 namespace dblock {
 
@@ -51,6 +52,27 @@ void Lease::release() {
   if (!held_) return;
   held_ = false;
   grant_->core->release(grant_);
+}
+
+void Lease::async_release(std::function<void(std::exception_ptr)> done) {
+  if (!done) throw UsageError("async_release of lock '" + name() + "' needs a callback");
+  if (!grant_) return done(nullptr);
+  auto core = grant_->core;
+  if (!std::exchange(held_, false)) {
+    core->events.post([done = std::move(done)] { done(nullptr); });
+    return;
+  }
+  core->async_release(grant_, std::move(done));
+}
+
+std::future<void> Lease::async_release() {
+  auto promise = std::make_shared<std::promise<void>>();
+  auto future = promise->get_future();
+  async_release([promise](std::exception_ptr error) {
+    if (error) promise->set_exception(error);
+    else promise->set_value();
+  });
+  return future;
 }
 
 }  // namespace dblock

@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <filesystem>
+#include <future>
 #include <mutex>
 #include <optional>
 #include <thread>
@@ -220,6 +221,50 @@ CONTRACT_TEST("an asynchronous acquire's callback that throws stops no other, an
   REQUIRE(after.wait());
   CHECK_FALSE(after.error);
   CHECK(after.lease);
+}
+
+CONTRACT_TEST("an asynchronous release gives the lock back without blocking and ends on the event thread",
+              "[contract][async]", DBLOCK_CONTRACT_FIXTURES) {
+  auto ns = f.make();
+  auto a = ns.open(), b = ns.open();
+  auto lease = a->lock("job", async_opts(f)).acquire();
+  std::promise<std::pair<std::exception_ptr, std::thread::id>> ended;
+  lease.async_release([&](std::exception_ptr e) { ended.set_value({e, std::this_thread::get_id()}); });
+  CHECK_FALSE(lease.held());  // from the call on
+  auto result = ended.get_future();
+  REQUIRE(result.wait_for(5s) == std::future_status::ready);
+  auto [error, thread] = result.get();
+  CHECK_FALSE(error);
+  CHECK(thread != std::this_thread::get_id());
+  auto next = b->lock("job", async_opts(f)).try_acquire(2s);  // given back, not left to expire
+  REQUIRE(next);
+  CHECK(next->fence() > lease.fence());
+  CHECK_NOTHROW(lease.async_release().get());  // held no more: nothing to do
+  // A lost lease's release reports the loss, as release() does (once another holds the name:
+  // a session lock's steal ends its holder's connection, which takes a moment), after its
+  // on_lost, on the same thread.
+  std::mutex m;
+  std::vector<std::string> told;  // on the event thread, in order
+  auto o = async_opts(f);
+  o.on_lost = [&](const std::string&, std::uint64_t) {
+    std::lock_guard lk(m);
+    told.push_back("on_lost");
+  };
+  auto stolen = a->lock("job2", o).acquire();
+  f.steal(*b, "job2");
+  REQUIRE(b->lock("job2", async_opts(f)).try_acquire(5s));
+  std::promise<std::exception_ptr> lost;
+  stolen.async_release([&](std::exception_ptr e) {
+    {
+      std::lock_guard lk(m);
+      told.push_back("released");
+    }
+    lost.set_value(e);
+  });
+  auto e = lost.get_future().get();
+  CHECK_THROWS_AS(std::rethrow_exception(e), dblock::LockLostError);
+  std::lock_guard lk(m);
+  CHECK(told == std::vector<std::string>{"on_lost", "released"});
 }
 
 CONTRACT_TEST("an asynchronous acquire whose wait runs out ends with neither Lease nor error",
