@@ -20,11 +20,40 @@
 #include <exception>
 #include <memory>
 #include <optional>
+#include <tuple>
 #include <utility>
 
 #include "dblock/lock.hpp"
 
 namespace dblock::asio {
+
+namespace detail {
+
+// A handler (often move-only) and a work guard on its executor, which keeps its io_context
+// running while dblock works, in one shared state: dblock's callbacks are std::functions,
+// which copy.
+template <class Handler>
+struct Completion {
+  Handler handler;
+  boost::asio::executor_work_guard<boost::asio::associated_executor_t<Handler>> work;
+};
+template <class Handler>
+std::shared_ptr<Completion<Handler>> completion(Handler handler) {
+  auto executor = boost::asio::get_associated_executor(handler);
+  return std::make_shared<Completion<Handler>>(
+      Completion<Handler>{std::move(handler), boost::asio::make_work_guard(executor)});
+}
+// Calls the handler with `args` on its executor, never on dblock's event thread.
+template <class Handler, class... Args>
+void complete(const std::shared_ptr<Completion<Handler>>& c, Args... args) {
+  auto ex = c->work.get_executor();
+  boost::asio::post(ex, [c, args = std::make_tuple(std::move(args)...)]() mutable {
+    c->work.reset();
+    std::apply([&](auto&... a) { std::move(c->handler)(std::move(a)...); }, args);
+  });
+}
+
+}  // namespace detail
 
 /// The completion signature of async_acquire.
 using AcquireSignature = void(std::exception_ptr, std::optional<Lease>);
@@ -37,22 +66,10 @@ auto async_acquire(Lock& lock, std::optional<std::chrono::milliseconds> wait, Mo
                    CompletionToken&& token) {
   return boost::asio::async_initiate<CompletionToken, AcquireSignature>(
       [&lock, wait, mode, pending](auto handler) {
-        using Handler = decltype(handler);
-        // Lock::async_acquire's callback is a std::function, which copies: the handler (often
-        // move-only) and the work guard on its executor live in one shared state.
-        struct State {
-          Handler handler;
-          boost::asio::executor_work_guard<boost::asio::associated_executor_t<Handler>> work;
-        };
-        auto executor = boost::asio::get_associated_executor(handler);
-        auto state = std::make_shared<State>(State{std::move(handler), boost::asio::make_work_guard(executor)});
+        auto done = detail::completion(std::move(handler));
         auto started = lock.async_acquire(
-            [state](std::exception_ptr error, std::optional<Lease> lease) {
-              auto ex = state->work.get_executor();
-              boost::asio::post(ex, [state, error, lease = std::move(lease)]() mutable {
-                state->work.reset();
-                std::move(state->handler)(error, std::move(lease));
-              });
+            [done](std::exception_ptr error, std::optional<Lease> lease) {
+              detail::complete(done, error, std::move(lease));
             },
             wait, mode);
         if (pending) *pending = std::move(started);
@@ -76,20 +93,8 @@ template <class CompletionToken>
 auto async_release(Lease& lease, CompletionToken&& token) {
   return boost::asio::async_initiate<CompletionToken, ReleaseSignature>(
       [&lease](auto handler) {
-        using Handler = decltype(handler);
-        struct State {
-          Handler handler;
-          boost::asio::executor_work_guard<boost::asio::associated_executor_t<Handler>> work;
-        };
-        auto executor = boost::asio::get_associated_executor(handler);
-        auto state = std::make_shared<State>(State{std::move(handler), boost::asio::make_work_guard(executor)});
-        lease.async_release([state](std::exception_ptr error) {
-          auto ex = state->work.get_executor();
-          boost::asio::post(ex, [state, error]() mutable {
-            state->work.reset();
-            std::move(state->handler)(error);
-          });
-        });
+        auto done = detail::completion(std::move(handler));
+        lease.async_release([done](std::exception_ptr error) { detail::complete(done, error); });
       },
       token);
 }

@@ -480,96 +480,6 @@ TEST_CASE("mysql: a dead waiter's ticket holds the queue up only until it expire
 // Turn keys (docs/ARCHITECTURE.md, "Fair waiting"): each queued waiter holds a GET_LOCK key of
 // its own while it waits and, once it wins, until its release, which is what wakes the one
 // behind it; a waiter that gives up lets its key go.
-// The turn-key wait and the grant after it go to the server as one text; a cancel kills it
-// (KILL QUERY) instead of leaving the waiter there until the wait's bound.
-TEST_CASE("mysql: a cancelled asynchronous acquire waiting on a turn key ends at once and leaves nothing", "[mysql][fair]") {
-  dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
-  auto a = table.ns().open();
-  auto b = table.ns().open();
-  auto c = table.ns().open();
-  auto raw = dblock::test::server_connection(table.url());
-  auto queued = [&] {
-    return dblock::detail::sqldb::as_int(
-        raw->run("SELECT COUNT(*) FROM " + table.name() + "_queue WHERE name = 'job'").rows.at(0).at(0));
-  };
-  auto first = a->lock("job").try_acquire();
-  REQUIRE(first);
-  auto wait_b = std::async(std::launch::async, [&] { return b->lock("job").try_acquire(20s); });
-  REQUIRE(dblock::test::eventually([&] { return queued() == 1; }, 5s));
-  first->release();
-  auto held_b = wait_b.get();  // granted after waiting: b holds its turn key until its release
-  REQUIRE(held_b);
-
-  std::promise<std::exception_ptr> ended;
-  auto pending = c->lock("job").async_acquire(
-      [&](std::exception_ptr e, std::optional<dblock::Lease>) { ended.set_value(e); }, 20s);
-  REQUIRE(dblock::test::eventually([&] { return queued() == 1; }, 5s));  // c's ticket
-  std::this_thread::sleep_for(300ms);  // c's attempt waits on b's key inside the server
-  const auto cancelled_at = std::chrono::steady_clock::now();
-  CHECK(pending.cancel());
-  auto result = ended.get_future();
-  REQUIRE(result.wait_for(5s) == std::future_status::ready);
-  const auto took = std::chrono::steady_clock::now() - cancelled_at;
-  std::printf("mysql turn key: the wait ended %.1f ms after its cancel\n",
-              std::chrono::duration<double, std::milli>(took).count());
-  CHECK(took < 500ms);  // not the wait's bound (the backoff's, up to 1 s)
-  auto error = result.get();
-  REQUIRE(error);
-  CHECK_THROWS_AS(std::rethrow_exception(error), dblock::CancelledError);
-  CHECK(queued() == 0);  // c's ticket went with it
-  held_b->release();
-  CHECK(a->lock("job").try_acquire(2s));  // and no lease of c's holds the name
-}
-
-// The same cancel, racing the release that wakes the wait: the kill may land in the grant
-// after the wait, whose answer is then lost; the lease it may have committed is given back.
-TEST_CASE("mysql: a cancel racing a turn-key grant leaves no lease behind", "[mysql][fair]") {
-  dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
-  auto a = table.ns().open();
-  auto b = table.ns().open();
-  auto c = table.ns().open();
-  auto raw = dblock::test::server_connection(table.url());
-  auto queued = [&] {
-    return dblock::detail::sqldb::as_int(
-        raw->run("SELECT COUNT(*) FROM " + table.name() + "_queue WHERE name = 'job'").rows.at(0).at(0));
-  };
-  int cancelled = 0, granted = 0;
-  for (int round = 0; round < 12; ++round) {
-    auto first = a->lock("job").try_acquire();
-    REQUIRE(first);
-    auto wait_b = std::async(std::launch::async, [&] { return b->lock("job").try_acquire(20s); });
-    REQUIRE(dblock::test::eventually([&] { return queued() == 1; }, 5s));
-    first->release();
-    auto held_b = wait_b.get();  // with its turn key, which c's wait then waits on
-    REQUIRE(held_b);
-    std::promise<std::pair<std::exception_ptr, std::optional<dblock::Lease>>> ended;
-    auto pending = c->lock("job").async_acquire(
-        [&](std::exception_ptr e, std::optional<dblock::Lease> l) { ended.set_value({e, std::move(l)}); }, 20s);
-    REQUIRE(dblock::test::eventually([&] { return queued() == 1; }, 5s));
-    std::this_thread::sleep_for(100ms);
-    auto release = std::async(std::launch::async, [&] { held_b->release(); });
-    std::this_thread::sleep_for(std::chrono::microseconds(500 * round));  // later into the wake-up
-    const bool took = pending.cancel();
-    release.get();
-    auto result = ended.get_future();
-    REQUIRE(result.wait_for(5s) == std::future_status::ready);
-    auto [error, lease] = result.get();
-    if (took) {
-      CHECK(error);
-      ++cancelled;
-    } else {
-      CHECK(lease);
-      ++granted;
-    }
-    lease.reset();
-    auto next = a->lock("job").try_acquire(3s);  // not held off until a lost grant's TTL
-    REQUIRE(next);
-    next->release();
-  }
-  std::printf("mysql turn key: %d cancels and %d grants that came first\n", cancelled, granted);
-  CHECK(cancelled > 0);
-}
-
 TEST_CASE("mysql: a queued waiter holds its turn key until it gives up or releases", "[mysql][fair]") {
   dblock::test::ScratchTable table(dblock::test::ScratchTable::Server::mysql);
   auto a = table.ns().open();
@@ -827,6 +737,93 @@ TEST_CASE("mysql: a waiter that gives up after the row was handed to it frees it
 
 // The TLS-only server (scripts/services start mysql-tls): what each wrong setup answers, and
 // that every connection is encrypted. The contract suite itself runs there too (MySqlTlsInsert).
+namespace {
+
+// A scratch table where Client b holds "job" with its turn key (granted after waiting behind
+// a), and Client c's asynchronous acquire then waits on that key inside the server.
+struct KeyedHolder {
+  dblock::test::ScratchTable table{dblock::test::ScratchTable::Server::mysql};
+  std::shared_ptr<dblock::Client> a = table.ns().open(), b = table.ns().open(), c = table.ns().open();
+  std::unique_ptr<dblock::detail::sqldb::Connection> raw = dblock::test::server_connection(table.url());
+  std::int64_t queued() {
+    return dblock::detail::sqldb::as_int(
+        raw->run("SELECT COUNT(*) FROM " + table.name() + "_queue WHERE name = 'job'").rows.at(0).at(0));
+  }
+  dblock::Lease hold_with_key() {
+    auto first = a->lock("job").try_acquire();
+    REQUIRE(first);
+    auto wait_b = std::async(std::launch::async, [&] { return b->lock("job").try_acquire(20s); });
+    REQUIRE(dblock::test::eventually([&] { return queued() == 1; }, 5s));
+    first->release();
+    auto held = wait_b.get();
+    REQUIRE(held);
+    return std::move(*held);
+  }
+};
+
+}  // namespace
+
+// The turn-key wait and the grant after it go to the server as one text; a cancel kills it
+// (KILL QUERY) instead of leaving the waiter there until the wait's bound.
+TEST_CASE("mysql: a cancelled asynchronous acquire waiting on a turn key ends at once and leaves nothing", "[mysql][fair]") {
+  KeyedHolder k;
+  auto held_b = k.hold_with_key();
+  std::promise<std::exception_ptr> ended;
+  auto pending = k.c->lock("job").async_acquire(
+      [&](std::exception_ptr e, std::optional<dblock::Lease>) { ended.set_value(e); }, 20s);
+  REQUIRE(dblock::test::eventually([&] { return k.queued() == 1; }, 5s));  // c's ticket
+  std::this_thread::sleep_for(300ms);  // c's attempt waits on b's key inside the server
+  const auto cancelled_at = std::chrono::steady_clock::now();
+  CHECK(pending.cancel());
+  auto result = ended.get_future();
+  REQUIRE(result.wait_for(5s) == std::future_status::ready);
+  const auto took = std::chrono::steady_clock::now() - cancelled_at;
+  std::printf("mysql turn key: the wait ended %.1f ms after its cancel\n",
+              std::chrono::duration<double, std::milli>(took).count());
+  CHECK(took < 500ms);  // not the wait's bound (the backoff's, up to 1 s)
+  auto error = result.get();
+  REQUIRE(error);
+  CHECK_THROWS_AS(std::rethrow_exception(error), dblock::CancelledError);
+  CHECK(k.queued() == 0);  // c's ticket went with it
+  held_b.release();
+  CHECK(k.a->lock("job").try_acquire(2s));  // and no lease of c's holds the name
+}
+
+// The same cancel, racing the release that wakes the wait: the kill may land in the grant
+// after the wait, whose answer is then lost; the lease it may have committed is given back.
+TEST_CASE("mysql: a cancel racing a turn-key grant leaves no lease behind", "[mysql][fair]") {
+  KeyedHolder k;
+  int cancelled = 0, granted = 0;
+  for (int round = 0; round < 12; ++round) {
+    auto held_b = k.hold_with_key();
+    std::promise<std::pair<std::exception_ptr, std::optional<dblock::Lease>>> ended;
+    auto pending = k.c->lock("job").async_acquire(
+        [&](std::exception_ptr e, std::optional<dblock::Lease> l) { ended.set_value({e, std::move(l)}); }, 20s);
+    REQUIRE(dblock::test::eventually([&] { return k.queued() == 1; }, 5s));
+    std::this_thread::sleep_for(100ms);
+    auto release = std::async(std::launch::async, [&] { held_b.release(); });
+    std::this_thread::sleep_for(std::chrono::microseconds(500 * round));  // later into the wake-up
+    const bool took = pending.cancel();
+    release.get();
+    auto result = ended.get_future();
+    REQUIRE(result.wait_for(5s) == std::future_status::ready);
+    auto [error, lease] = result.get();
+    if (took) {
+      CHECK(error);
+      ++cancelled;
+    } else {
+      CHECK(lease);
+      ++granted;
+    }
+    lease.reset();
+    auto next = k.a->lock("job").try_acquire(3s);  // not held off until a lost grant's TTL
+    REQUIRE(next);
+    next->release();
+  }
+  std::printf("mysql turn key: %d cancels and %d grants that came first\n", cancelled, granted);
+  CHECK(cancelled > 0);
+}
+
 TEST_CASE("mysql over TLS: the server is verified, and each wrong setup fails in one line", "[mysql-tls]") {
   const auto tls_url = dblock::test::server_url("DBLOCK_TEST_MYSQL_TLS_URL");
   const char* certs_env = std::getenv("DBLOCK_TEST_CERTS");
